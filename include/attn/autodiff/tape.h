@@ -1,0 +1,119 @@
+#pragma once
+// The tape: ops append one coarse node per call (a fused op is one node); backward()
+// replays the nodes in reverse. Nodes live in an arena that is kept between steps, and
+// the node list keeps its capacity, so recording does not allocate once warmed up.
+//
+// Writing an op (see docs/adding-an-op.md):
+//
+//   Tensor y = Tensor::empty(x.shape());
+//   kernels::tanh_forward(x.f32(), y.f32(), n);
+//   if (autodiff::needs_grad(x)) {
+//     autodiff::record("tanh", {y}, [x, y]() mutable {
+//       // dx += dy * (1 - y^2)
+//       if (x.requires_grad()) kernels::tanh_backward(...);
+//     });
+//   }
+//
+// Backward functions run only when at least one output has received a gradient.
+#include <cstddef>
+#include <initializer_list>
+#include <new>
+#include <utility>
+#include <vector>
+
+#include "attn/tensor.h"
+
+namespace attn::autodiff {
+
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+
+// Within its scope no op records anything and no tensor is saved for backward.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when grad mode is on and any argument requires grad.
+template <class... Ts>
+bool needs_grad(const Ts&... tensors) {
+  return grad_enabled() && (tensors.requires_grad() || ...);
+}
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  virtual void run_backward() = 0;
+  const char* op = "";
+  // Outputs of this node, as a range of the tape's output list; backward runs only if
+  // one of them has a gradient.
+  size_t outputs_begin = 0;
+  size_t outputs_end = 0;
+};
+
+class Tape {
+ public:
+  Tape();
+  ~Tape();
+  Tape(const Tape&) = delete;
+  Tape& operator=(const Tape&) = delete;
+
+  template <class Fn>
+  void record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn);
+
+  // Runs every recorded node in reverse order, then clears the tape.
+  void run_backward();
+  // Drops every node and the tensors it saved (keeps the arena's memory).
+  void clear();
+  size_t size() const { return nodes_.size(); }
+  // Bytes of arena blocks obtained from the system so far (for churn measurements).
+  size_t arena_bytes() const;
+
+ private:
+  template <class Fn>
+  struct LambdaNode final : Node {
+    explicit LambdaNode(Fn&& f) : fn(std::move(f)) {}
+    void run_backward() override { fn(); }
+    Fn fn;
+  };
+  void* allocate(size_t bytes, size_t align);
+  void mark_outputs(Node& node, std::initializer_list<Tensor> outputs);
+
+  std::vector<Node*> nodes_;
+  std::vector<Tensor> outputs_;
+  struct Block {
+    char* data;
+    size_t size;
+  };
+  std::vector<Block> blocks_;
+  size_t block_index_ = 0;
+  size_t block_used_ = 0;
+};
+
+// The calling thread's tape.
+Tape& tape();
+
+template <class Fn>
+void Tape::record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn) {
+  using NodeType = LambdaNode<std::decay_t<Fn>>;
+  void* memory = allocate(sizeof(NodeType), alignof(NodeType));
+  auto* node = new (memory) NodeType(std::forward<Fn>(fn));
+  node->op = op;
+  mark_outputs(*node, outputs);
+  nodes_.push_back(node);
+}
+
+// Records a node on the calling thread's tape; its outputs become non-leaf tensors that
+// require grad.
+template <class Fn>
+void record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn) {
+  tape().record(op, outputs, std::forward<Fn>(fn));
+}
+
+}  // namespace attn::autodiff

@@ -1,0 +1,30 @@
+#pragma once
+// A seeded generator with the same stream on every platform (std:: distributions are
+// implementation-defined, so attn draws its own). xoshiro256** seeded through splitmix64.
+#include <cstdint>
+
+namespace attn {
+
+uint64_t splitmix64(uint64_t x);
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) { reseed(seed); }
+  void reseed(uint64_t seed);
+  uint64_t next();
+  float uniform();  // [0, 1), 24 random bits
+  float normal();   // standard normal (Box-Muller)
+  // An integer in [0, n).
+  uint64_t below(uint64_t n) { return next() % n; }
+
+ private:
+  uint64_t s_[4];
+};
+
+// A counter-based uniform in [0, 1): the same value for (seed, index) whatever the thread
+// that asks, so parallel kernels (dropout) are deterministic.
+inline float uniform_at(uint64_t seed, uint64_t index) {
+  return static_cast<float>(splitmix64(seed ^ splitmix64(index)) >> 40) * (1.0f / 16777216.0f);
+}
+
+}  // namespace attn

@@ -1,0 +1,79 @@
+#include "attn/memory.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace attn {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+struct Pool {
+  std::mutex mutex;
+  std::unordered_map<size_t, std::vector<void*>> free_lists;  // rounded size -> buffers
+  AllocatorStats stats;
+
+  ~Pool() {
+    for (auto& [size, list] : free_lists)
+      for (void* p : list) std::free(p);
+  }
+};
+
+Pool& pool() {
+  static Pool* instance = new Pool();  // never destroyed: buffers may outlive static teardown
+  return *instance;
+}
+
+size_t round_up(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
+}  // namespace
+
+Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(round_up(bytes == 0 ? 1 : bytes)) {
+  Pool& p = pool();
+  {
+    std::lock_guard lock(p.mutex);
+    auto it = p.free_lists.find(bytes_);
+    if (it != p.free_lists.end() && !it->second.empty()) {
+      data_ = it->second.back();
+      it->second.pop_back();
+      p.stats.reused++;
+      p.stats.cached_bytes -= static_cast<int64_t>(bytes_);
+    } else {
+      p.stats.fresh_allocations++;
+    }
+    p.stats.live_bytes += static_cast<int64_t>(bytes_);
+    if (p.stats.live_bytes > p.stats.peak_live_bytes) p.stats.peak_live_bytes = p.stats.live_bytes;
+  }
+  if (!data_) {
+    data_ = std::aligned_alloc(kAlignment, bytes_);
+    if (!data_) throw std::bad_alloc();
+  }
+}
+
+Buffer::~Buffer() {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  p.free_lists[bytes_].push_back(data_);
+  p.stats.cached_bytes += static_cast<int64_t>(bytes_);
+  p.stats.live_bytes -= static_cast<int64_t>(bytes_);
+}
+
+AllocatorStats allocator_stats() {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  return p.stats;
+}
+
+void allocator_release_cache() {
+  Pool& p = pool();
+  std::lock_guard lock(p.mutex);
+  for (auto& [size, list] : p.free_lists)
+    for (void* ptr : list) std::free(ptr);
+  p.free_lists.clear();
+  p.stats.cached_bytes = 0;
+}
+
+}  // namespace attn

@@ -1,0 +1,114 @@
+#include "attn/shape.h"
+
+#include <charconv>
+
+#include "attn/tensor.h"
+
+namespace attn {
+
+const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "float32" : "int32"; }
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::string Shape::str() const {
+  std::string s = "(";
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(dims_[i]);
+  }
+  return s + ")";
+}
+
+namespace {
+bool parse_number(std::string_view name, int64_t& value) {
+  auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+  return ec == std::errc() && ptr == name.data() + name.size();
+}
+}  // namespace
+
+const int64_t* ShapeContract::find(std::string_view name) const {
+  for (const auto& [n, size] : sizes_)
+    if (n == name) return &size;
+  return nullptr;
+}
+
+bool ShapeContract::bound(std::string_view name) const { return find(name) != nullptr; }
+
+ShapeContract& ShapeContract::bind(std::string_view name, int64_t size) {
+  if (const int64_t* existing = find(name)) {
+    if (*existing != size)
+      throw ShapeError(op_ + ": dimension " + std::string(name) + " is " + std::to_string(*existing) +
+                       ", cannot also be " + std::to_string(size));
+    return *this;
+  }
+  sizes_.emplace_back(std::string(name), size);
+  return *this;
+}
+
+int64_t ShapeContract::operator[](std::string_view name) const {
+  if (const int64_t* size = find(name)) return *size;
+  throw ShapeError(op_ + ": dimension " + std::string(name) + " is not bound");
+}
+
+ShapeContract& ShapeContract::check(std::string_view arg, const Tensor& tensor,
+                                    std::initializer_list<std::string_view> dims, DType dtype) {
+  // The expected shape, written with the sizes known before this argument.
+  auto expected = [&] {
+    std::string s = "(";
+    bool first = true;
+    for (std::string_view name : dims) {
+      if (!first) s += ", ";
+      first = false;
+      int64_t fixed;
+      if (parse_number(name, fixed)) {
+        s += name;
+      } else if (const int64_t* size = find(name)) {
+        s += std::string(name) + "=" + std::to_string(*size);
+      } else {
+        s += name;
+      }
+    }
+    return s + ")";
+  };
+  if (!tensor.defined())
+    throw ShapeError(op_ + ": '" + std::string(arg) + "' expected " + expected() + ", got an undefined tensor");
+  if (tensor.dtype() != dtype)
+    throw ShapeError(op_ + ": '" + std::string(arg) + "' expected dtype " + dtype_name(dtype) + ", got " +
+                     dtype_name(tensor.dtype()));
+  const Shape& shape = tensor.shape();
+  bool ok = shape.rank() == static_cast<int>(dims.size());
+  if (ok) {
+    // First pass: compare against fixed sizes and names bound earlier (or earlier in this
+    // same argument), without binding on a failure.
+    std::vector<std::pair<std::string_view, int64_t>> pending;
+    int i = 0;
+    for (std::string_view name : dims) {
+      const int64_t actual = shape[i++];
+      int64_t fixed;
+      if (parse_number(name, fixed)) {
+        ok = ok && fixed == actual;
+      } else if (const int64_t* size = find(name)) {
+        ok = ok && *size == actual;
+      } else {
+        bool seen = false;
+        for (auto& [n, v] : pending)
+          if (n == name) {
+            seen = true;
+            ok = ok && v == actual;
+          }
+        if (!seen) pending.emplace_back(name, actual);
+      }
+    }
+    if (ok)
+      for (auto& [n, v] : pending) sizes_.emplace_back(std::string(n), v);
+  }
+  if (!ok)
+    throw ShapeError(op_ + ": '" + std::string(arg) + "' expected " + expected() + ", got " + shape.str());
+  return *this;
+}
+
+}  // namespace attn

@@ -1,0 +1,65 @@
+#include "attn/ops/elementwise.h"
+
+#include <cmath>
+
+#include "attn/autodiff/tape.h"
+#include "test_support.h"
+
+namespace attn {
+namespace {
+using testing::gradcheck;
+using testing::random_tensor;
+
+Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
+  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
+}
+
+TEST(Elementwise, ForwardValues) {
+  Tensor a = Tensor::from_vector(std::vector<float>{-1.0f, 0.5f, 2.0f}, {3});
+  Tensor b = Tensor::from_vector(std::vector<float>{3.0f, -2.0f, 0.25f}, {3});
+  EXPECT_EQ(add(a, b).to_vector(), (std::vector<float>{2.0f, -1.5f, 2.25f}));
+  EXPECT_EQ(mul(a, b).to_vector(), (std::vector<float>{-3.0f, -1.0f, 0.5f}));
+  EXPECT_EQ(relu(a).to_vector(), (std::vector<float>{0.0f, 0.5f, 2.0f}));
+  EXPECT_EQ(scale(a, 2.0f).to_vector(), (std::vector<float>{-2.0f, 1.0f, 4.0f}));
+  EXPECT_FLOAT_EQ(tanh(a).to_vector()[2], std::tanh(2.0f));
+  EXPECT_FLOAT_EQ(sigmoid(a).to_vector()[0], 1.0f / (1.0f + std::exp(1.0f)));
+  // gelu(x) = x Φ(x); Φ(2) = 0.97724987
+  EXPECT_NEAR(gelu(a).to_vector()[2], 2.0f * 0.97724987f, 1e-6f);
+}
+
+TEST(Elementwise, SigmoidIsStableForLargeInputs) {
+  Tensor x = Tensor::from_vector(std::vector<float>{-1000.0f, 1000.0f}, {2});
+  EXPECT_EQ(sigmoid(x).to_vector(), (std::vector<float>{0.0f, 1.0f}));
+}
+
+TEST(Elementwise, Gradcheck) {
+  auto unary = [](Tensor (*op)(const Tensor&)) {
+    return [op](const std::vector<Tensor>& in) { return op(in[0]); };
+  };
+  EXPECT_TRUE(gradcheck(unary(tanh), {leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck(unary(sigmoid), {leaf({3, 4}, 2)}));
+  EXPECT_TRUE(gradcheck(unary(gelu), {leaf({3, 4}, 3)}));
+  // relu away from the kink at 0
+  EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 4, 0.1f, 2.0f)}));
+  EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 5, -2.0f, -0.1f)}));
+  auto binary = [](Tensor (*op)(const Tensor&, const Tensor&)) {
+    return [op](const std::vector<Tensor>& in) { return op(in[0], in[1]); };
+  };
+  EXPECT_TRUE(gradcheck(binary(add), {leaf({2, 3}, 6), leaf({2, 3}, 7)}));
+  EXPECT_TRUE(gradcheck(binary(mul), {leaf({2, 3}, 8), leaf({2, 3}, 9)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return scale(in[0], -1.5f); }, {leaf({5}, 10)}));
+  // The same tensor used twice: gradients add up (d(x*x)/dx = 2x).
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0]); }, {leaf({4}, 11)}));
+}
+
+TEST(Elementwise, ErrorsNameOpAndShapes) {
+  Tensor a = Tensor::zeros({2, 3});
+  Tensor b = Tensor::zeros({3, 2});
+  EXPECT_THROW_MSG(add(a, b), ShapeError, "add: 'b' expected (2, 3) (the shape of 'a', no broadcasting), got (3, 2)");
+  EXPECT_THROW_MSG(mul(a, Tensor::zeros({2, 3}, DType::i32)), ShapeError, "mul: operands must be float32");
+  EXPECT_THROW_MSG(tanh(Tensor::zeros({2}, DType::i32)), ShapeError, "tanh: 'x' expected float32, got int32");
+  EXPECT_THROW_MSG(relu(Tensor()), ShapeError, "relu: 'x' is undefined");
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,98 @@
+#include "test_support.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "attn/autodiff/tape.h"
+#include "attn/random.h"
+
+namespace attn::testing {
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
+  Rng rng(seed);
+  Tensor t = Tensor::empty(shape);
+  float* p = t.f32();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = lo + (hi - lo) * rng.uniform();
+  return t;
+}
+
+Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed) {
+  Rng rng(seed);
+  Tensor t = Tensor::empty(shape, DType::i32);
+  int32_t* p = t.i32();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(vocab));
+  return t;
+}
+
+::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, float atol, float rtol) {
+  if (actual.shape() != expected.shape())
+    return ::testing::AssertionFailure() << "shape mismatch: actual " << actual.shape().str() << ", expected "
+                                         << expected.shape().str();
+  const float* a = actual.f32();
+  const float* e = expected.f32();
+  int64_t worst = -1;
+  double worst_excess = 0.0;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double err = std::fabs(static_cast<double>(a[i]) - e[i]);
+    const double allowed = atol + rtol * std::fabs(e[i]);
+    if (std::isnan(a[i]) != std::isnan(e[i]) || err > allowed) {
+      const double excess = std::isnan(err) ? 1e30 : err - allowed;
+      if (worst < 0 || excess > worst_excess) {
+        worst = i;
+        worst_excess = excess;
+      }
+    }
+  }
+  if (worst < 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "tensors differ, shape " << actual.shape().str() << ", worst flat index "
+                                       << worst << ": actual " << a[worst] << ", expected " << e[worst]
+                                       << " (atol " << atol << ", rtol " << rtol << ")";
+}
+
+namespace {
+double weighted_sum(const Tensor& y, const std::vector<double>& w) {
+  const float* p = y.f32();
+  double s = 0.0;
+  for (int64_t i = 0; i < y.numel(); ++i) s += w[i] * p[i];
+  return s;
+}
+}  // namespace
+
+::testing::AssertionResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                                     std::vector<Tensor> inputs, GradcheckOptions options) {
+  for (Tensor& t : inputs)
+    if (t.requires_grad()) t.drop_grad();
+  Tensor y = fn(inputs);
+  if (!y.requires_grad()) return ::testing::AssertionFailure() << "gradcheck: output does not require grad";
+  Rng rng(1234);
+  std::vector<double> w(static_cast<size_t>(y.numel()));
+  std::vector<float> wf(w.size());
+  for (size_t i = 0; i < w.size(); ++i) wf[i] = static_cast<float>(w[i] = rng.uniform() * 2.0 - 1.0);
+  backward(y, Tensor::from_vector(wf, y.shape()));
+
+  autodiff::NoGradGuard no_grad;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    Tensor& x = inputs[k];
+    if (!x.requires_grad()) continue;
+    Tensor analytic = x.has_grad() ? x.grad().clone() : Tensor::zeros(x.shape());
+    float* p = x.f32();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float original = p[i];
+      p[i] = static_cast<float>(original + options.eps);
+      const double plus = weighted_sum(fn(inputs), w);
+      p[i] = static_cast<float>(original - options.eps);
+      const double minus = weighted_sum(fn(inputs), w);
+      p[i] = original;
+      const double numeric = (plus - minus) / (2.0 * options.eps);
+      const double got = analytic.f32()[i];
+      if (std::fabs(got - numeric) > options.atol + options.rtol * std::fabs(numeric)) {
+        return ::testing::AssertionFailure() << "gradcheck: input " << k << " shape " << x.shape().str()
+                                             << ", flat index " << i << ": analytic " << got << ", numeric "
+                                             << numeric;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace attn::testing
