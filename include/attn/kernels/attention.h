@@ -1,0 +1,66 @@
+#pragma once
+// CPU kernels of the attention family (Bahdanau additive, Luong dot / general / concat /
+// location): raw pointers and sizes, no checks, no allocation. Backward kernels accumulate
+// (+=) into gradient buffers; a null gradient pointer means "not wanted".
+//
+// Layout shared by every kernel: a query block of B batch rows and T steps is N = B·T rows
+// r = b·T + t; row r attends over the first L_b = lengths[b] of the S source positions
+// (positions s >= L_b are masked). Scores and weights are (B, T, S) row-major; a one-step
+// query is T = 1.
+#include <cstdint>
+
+namespace attn::kernels {
+
+// weights[r, s] = softmax_s(alpha · scores[r, s]) over s < L_b (max-subtracted), 0 for
+// s >= L_b; a row with L_b = 0 is all zeros. Scores past L_b are never read. `scores` may
+// alias `weights`.
+void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, int64_t B, int64_t T,
+                                      int64_t S, float alpha, float* weights);
+// dscores[r, s] += alpha · w_s (dw_s - Σ_{j<L_b} w_j dw_j) for s < L_b; nothing past L_b.
+void attention_masked_softmax_backward(const float* weights, const float* dweights, const int32_t* lengths,
+                                       int64_t B, int64_t T, int64_t S, float alpha, float* dscores);
+
+// context[b, t] = Σ_{s<L_b} weights[b, t, s] · values[b, s]            // (B, T, E)
+// (one GEMM per batch row over its real length; L_b = 0 gives a zero context).
+void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B,
+                               int64_t T, int64_t S, int64_t E, float* context);
+// dweights[b, t, s] += dcontext[b, t] · values[b, s];  dvalues[b, s] += Σ_t weights[b, t, s] dcontext[b, t]
+// for s < L_b. Either gradient pointer may be null.
+void attention_context_backward(const float* weights, const float* values, const float* dcontext,
+                                const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E,
+                                float* dweights, float* dvalues);
+
+// Dot scores: scores[b, t, s] = q[b, t] · keys[b, s] for s < L_b (others untouched).
+// q (B, T, E), keys (B, S, E).
+void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B,
+                                  int64_t T, int64_t S, int64_t E, float* scores);
+// dq[b, t] += Σ_{s<L_b} dscores[b, t, s] keys[b, s];  dkeys[b, s] += Σ_t dscores[b, t, s] q[b, t].
+void attention_dot_scores_backward(const float* q, const float* keys, const float* dscores,
+                                   const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dq,
+                                   float* dkeys);
+
+// Additive scores without materialising (B, T, S, A):
+//   scores[b, t, s] = Σ_a v_a tanh(u[b, t, a] + keys[b, s, a]) for s < L_b (others untouched).
+// u (B, T, A) is the projected query (bias folded in), keys (B, S, A) the projected keys.
+void attention_additive_scores_forward(const float* u, const float* keys, const float* v, const int32_t* lengths,
+                                       int64_t B, int64_t T, int64_t S, int64_t A, float* scores);
+// Recomputes h = tanh(u[b, t] + keys[b, s]); with g = dscores[b, t, s] v ⊙ (1 - h²):
+//   du[b, t] += Σ_s g;  dkeys[b, s] += Σ_t g;  dv_partial[b] += Σ_{t,s} dscores[b, t, s] h.
+// dv_partial is (B, A): one partial per batch row, so the caller can reduce it over b in a
+// fixed order (results do not depend on the thread count). Any output may be null.
+void attention_additive_scores_backward(const float* u, const float* keys, const float* v, const float* dscores,
+                                        const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A,
+                                        float* du, float* dkeys, float* dv_partial);
+
+// Small helpers the attention ops share.
+// y[r, :] += bias for each of `rows` rows of n.
+void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t n);
+// dbias[c] += Σ_r x[r, c], rows summed in order.
+void attention_sum_rows_into(const float* x, int64_t rows, int64_t n, float* dbias);
+// Σ_{r, s<L_b} a[r, s] · b[r, s] in double, summed in a fixed order.
+double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
+                            int64_t S);
+// x *= alpha
+void attention_scale_inplace(float* x, float alpha, int64_t n);
+
+}  // namespace attn::kernels

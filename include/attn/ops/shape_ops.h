@@ -1,0 +1,28 @@
+#pragma once
+// Copying shape ops: concat and split along the last dimension, stacking along a new first
+// dimension, and swapping the last two dimensions. Every op copies (attn tensors are
+// contiguous) and records its backward.
+#include <cstdint>
+#include <vector>
+
+#include "attn/tensor.h"
+
+namespace attn {
+
+// Concatenates along the LAST dimension: parts (..., N_i) with identical leading
+// dimensions (and rank >= 1) give (..., Σ N_i). Backward: each part gets its band of dy.
+Tensor concat(const std::vector<Tensor>& parts);
+
+// Splits x (..., N) along the last dimension into parts (..., sizes[i]); the sizes are
+// >= 0 and sum to N. Any subset of the outputs may receive a gradient; dx gets each
+// output's gradient in its band (zeros elsewhere).
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);
+
+// Stacks T tensors of one shape (...) along a new first dimension: (T, ...). A decoder
+// stacks its T steps of (B, D) into (T, B, D). Backward: part t gets dy[t].
+Tensor stack_rows(const std::vector<Tensor>& parts);
+
+// Swaps the last two dimensions (a copy): x (..., M, N) gives (..., N, M), rank >= 2.
+Tensor transpose_last2(const Tensor& x);
+
+}  // namespace attn

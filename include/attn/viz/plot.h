@@ -1,0 +1,55 @@
+#pragma once
+// Pictures with cairo: line plots (accuracy against length, one line per model) and
+// attention heatmaps (one panel per head). The format follows the file extension:
+// .png (raster, drawn at 2x for sharp text), .svg or .pdf (vector). Files are written
+// atomically: a temporary file beside the target, then a rename, so a reader never sees
+// half a picture. An unknown extension throws ValueError listing the valid ones; a file
+// that cannot be written throws IoError naming the path.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attn::viz {
+
+struct Series {
+  std::string name;       // legend entry
+  std::vector<double> x;  // same size as y; non-finite points leave a gap in the line
+  std::vector<double> y;
+};
+
+struct LinePlot {
+  std::string title;
+  std::string x_label;
+  std::string y_label;
+  std::vector<Series> series;  // colours and markers are assigned in order
+  // Fixed y range (e.g. 0 and 1 for accuracies); otherwise the data range rounded out to
+  // ticks. When both are given, y_min < y_max is required.
+  std::optional<double> y_min;
+  std::optional<double> y_max;
+};
+
+struct Heatmap {
+  std::string title;
+  std::vector<std::string> row_labels;  // R output tokens (one row each)
+  std::vector<std::string> col_labels;  // C source tokens (one column each)
+  // One panel per head: R*C values, row-major (row = output step), each in [0, 1]
+  // (values within 1e-3 outside are clamped; NaN or anything further out is an error).
+  std::vector<std::vector<float>> panels;
+  // Empty, or one title per panel. Empty with several panels titles them "head 1", ...
+  std::vector<std::string> panel_titles;
+};
+
+// A 800x500 (logical) plot with ticks, gridlines, a legend and distinct colours and markers.
+// Throws ValueError for a bad extension, x/y of different sizes, or y_min >= y_max.
+void write_line_plot(const LinePlot& plot, const std::string& path);
+
+// Panels laid out in a grid, row and column token labels, a viridis colour bar from 0 to 1.
+// Throws ValueError for a bad extension, no rows/columns/panels, a panel whose size is
+// not R*C, a panel_titles count that is neither 0 nor the number of panels, or a bad value.
+void write_heatmap(const Heatmap& map, const std::string& path);
+
+// The sequential colour map used by heatmaps (viridis, interpolated from 11 samples):
+// t in [0, 1] (clamped) to r, g, b in [0, 1].
+void colormap_viridis(double t, double rgb[3]);
+
+}  // namespace attn::viz

@@ -1,0 +1,271 @@
+#include "attn/kernels/attention.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#include "attn/kernels/blas.h"
+#include "attn/parallel.h"
+
+#ifdef _OPENMP
+#define ATTN_SIMD _Pragma("omp simd")
+#define ATTN_SIMD_SUM_ACC _Pragma("omp simd reduction(+ : acc)")
+#else
+#define ATTN_SIMD
+#define ATTN_SIMD_SUM_ACC
+#endif
+
+namespace attn::kernels {
+namespace {
+
+// A float tanh that vectorises (std::tanh does not): the odd/even rational minimax
+// approximation Eigen uses, on x clamped to ±7.9053 where tanh rounds to ±1 in float. Max
+// error against the exact tanh ≈ 4e-7 absolute (a few ulp). The clamp works on the bit
+// pattern (integer compares), so it vectorises without -fno-trapping-math, and NaN stays NaN.
+inline float tanh_approx(float x) {
+  constexpr int32_t kClampBits = std::bit_cast<int32_t>(7.90531110763549805f);
+  constexpr int32_t kInfBits = 0x7f800000;
+  const int32_t ix = std::bit_cast<int32_t>(x);
+  int32_t ax = ix & 0x7fffffff;                      // |x| as an ordered integer
+  const int32_t limit = ax > kInfBits ? ax : kClampBits;  // NaN is its own limit
+  ax = ax < limit ? ax : limit;
+  const float xc = std::bit_cast<float>(ax | (ix & static_cast<int32_t>(0x80000000u)));
+  const float x2 = xc * xc;
+  float p = -2.76076847742355e-16f;
+  p = p * x2 + 2.00018790482477e-13f;
+  p = p * x2 + -8.60467152213735e-11f;
+  p = p * x2 + 5.12229709037114e-08f;
+  p = p * x2 + 1.48572235717979e-05f;
+  p = p * x2 + 6.37261928875436e-04f;
+  p = p * x2 + 4.89352455891786e-03f;
+  float q = 1.19825839466702e-06f;
+  q = q * x2 + 1.18534705686654e-04f;
+  q = q * x2 + 2.26843463243900e-03f;
+  q = q * x2 + 4.89352518554385e-03f;
+  return p * xc / q;
+}
+
+// Rows whose total work is below this many multiply-adds are not worth a thread.
+constexpr int64_t kMinWork = 1 << 15;
+
+int64_t grain_for(int64_t work_per_item) { return std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, work_per_item)); }
+
+// Runs fn(b) for each batch row. Small per-row products: thread-chunks of batch rows (BLAS
+// runs single-threaded inside our parallel region). Large products: one at a time, and
+// BLAS threads each. Each b writes only its own rows, so results do not depend on the split.
+template <class Fn>
+void for_each_batch(int64_t B, int64_t work_per_item, Fn&& fn) {
+  if (B > 1 && work_per_item < 64 * 64 * 64) {
+    parallel_for(0, B, grain_for(work_per_item), [&](int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; ++b) fn(b);
+    });
+  } else {
+    for (int64_t b = 0; b < B; ++b) fn(b);
+  }
+}
+
+// e[s] = Σ_a v_a tanh(u_a + keys[s, a]) for s < len: one query row against its source.
+void additive_row_scores(const float* u, const float* keys, const float* v, int64_t len, int64_t A, float* e) {
+  for (int64_t s = 0; s < len; ++s) {
+    const float* ks = keys + s * A;
+    float acc = 0.0f;
+    ATTN_SIMD_SUM_ACC  // reduces into `acc`
+    for (int64_t a = 0; a < A; ++a) acc += v[a] * tanh_approx(u[a] + ks[a]);
+    e[s] = acc;
+  }
+}
+
+// The additive backward for batch rows [lo, hi), with the wanted gradients fixed at
+// compile time so the inner loop carries no branches.
+template <bool kDu, bool kDk, bool kDv>
+void additive_backward_batches(const float* u, const float* keys, const float* v, const float* dscores,
+                               const int32_t* lengths, int64_t lo, int64_t hi, int64_t T, int64_t S, int64_t A,
+                               float* du, float* dkeys, float* dv_partial) {
+  for (int64_t b = lo; b < hi; ++b) {
+    const int64_t len = lengths[b];
+    float* dvp = kDv ? dv_partial + b * A : nullptr;
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t r = b * T + t;
+      const float* ur = u + r * A;
+      const float* ds = dscores + r * S;
+      float* dur = kDu ? du + r * A : nullptr;
+      for (int64_t s = 0; s < len; ++s) {
+        const float de = ds[s];
+        if (de == 0.0f) continue;  // contributes exactly nothing
+        const float* ks = keys + (b * S + s) * A;
+        float* dks = kDk ? dkeys + (b * S + s) * A : nullptr;
+        ATTN_SIMD
+        for (int64_t a = 0; a < A; ++a) {
+          const float h = tanh_approx(ur[a] + ks[a]);
+          if constexpr (kDv) dvp[a] += de * h;
+          const float g = de * v[a] * (1.0f - h * h);
+          if constexpr (kDu) dur[a] += g;
+          if constexpr (kDk) dks[a] += g;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// ---- masked row softmax -------------------------------------------------------------------
+
+void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, int64_t B, int64_t T,
+                                      int64_t S, float alpha, float* weights) {
+  parallel_for(0, B * T, grain_for(4 * S), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t len = lengths[r / T];
+      const float* x = scores + r * S;
+      float* w = weights + r * S;
+      if (len > 0) {
+        float m = alpha * x[0];
+        for (int64_t s = 1; s < len; ++s) m = std::max(m, alpha * x[s]);
+        float sum = 0.0f;
+        for (int64_t s = 0; s < len; ++s) {
+          const float e = std::exp(alpha * x[s] - m);
+          w[s] = e;
+          sum += e;
+        }
+        const float inv = 1.0f / sum;  // sum >= 1: the maximum contributes exp(0)
+        for (int64_t s = 0; s < len; ++s) w[s] *= inv;
+      }
+      for (int64_t s = std::max<int64_t>(len, 0); s < S; ++s) w[s] = 0.0f;
+    }
+  });
+}
+
+// z = alpha x, w = softmax(z): dx_s += alpha w_s (dw_s - Σ_j w_j dw_j)
+void attention_masked_softmax_backward(const float* weights, const float* dweights, const int32_t* lengths,
+                                       int64_t B, int64_t T, int64_t S, float alpha, float* dscores) {
+  parallel_for(0, B * T, grain_for(3 * S), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t len = lengths[r / T];
+      const float* w = weights + r * S;
+      const float* dw = dweights + r * S;
+      float* dx = dscores + r * S;
+      float dot = 0.0f;
+      for (int64_t s = 0; s < len; ++s) dot += w[s] * dw[s];
+      for (int64_t s = 0; s < len; ++s) dx[s] += alpha * w[s] * (dw[s] - dot);
+    }
+  });
+}
+
+// ---- context = weights · values --------------------------------------------------------------
+
+void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B,
+                               int64_t T, int64_t S, int64_t E, float* context) {
+  for_each_batch(B, T * S * E, [=](int64_t b) {
+    // (T, L) · (L, E) -> (T, E); L = 0 writes zeros (gemm with k = 0 sets C = beta C).
+    gemm(false, false, T, E, lengths[b], 1.0f, weights + b * T * S, S, values + b * S * E, E, 0.0f,
+         context + b * T * E, E);
+  });
+}
+
+// dW = dC Vᵀ, dV = Wᵀ dC (per batch row, over the first L_b positions)
+void attention_context_backward(const float* weights, const float* values, const float* dcontext,
+                                const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E,
+                                float* dweights, float* dvalues) {
+  for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
+    const int64_t len = lengths[b];
+    if (dweights)
+      gemm(false, true, T, len, E, 1.0f, dcontext + b * T * E, E, values + b * S * E, E, 1.0f,
+           dweights + b * T * S, S);
+    if (dvalues)
+      gemm(true, false, len, E, T, 1.0f, weights + b * T * S, S, dcontext + b * T * E, E, 1.0f,
+           dvalues + b * S * E, E);
+  });
+}
+
+// ---- dot scores (Luong dot / general) -----------------------------------------------------------
+
+void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B,
+                                  int64_t T, int64_t S, int64_t E, float* scores) {
+  for_each_batch(B, T * S * E, [=](int64_t b) {
+    // (T, E) · (L, E)ᵀ -> (T, L)
+    gemm(false, true, T, lengths[b], E, 1.0f, q + b * T * E, E, keys + b * S * E, E, 0.0f, scores + b * T * S, S);
+  });
+}
+
+// dq = dE K, dK = dEᵀ q
+void attention_dot_scores_backward(const float* q, const float* keys, const float* dscores,
+                                   const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dq,
+                                   float* dkeys) {
+  for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
+    const int64_t len = lengths[b];
+    if (dq)
+      gemm(false, false, T, E, len, 1.0f, dscores + b * T * S, S, keys + b * S * E, E, 1.0f, dq + b * T * E, E);
+    if (dkeys)
+      gemm(true, false, len, E, T, 1.0f, dscores + b * T * S, S, q + b * T * E, E, 1.0f, dkeys + b * S * E, E);
+  });
+}
+
+// ---- additive scores (Bahdanau, Luong concat) ----------------------------------------------------
+
+void attention_additive_scores_forward(const float* u, const float* keys, const float* v, const int32_t* lengths,
+                                       int64_t B, int64_t T, int64_t S, int64_t A, float* scores) {
+  parallel_for(0, B * T, grain_for(S * A * 8), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t b = r / T;
+      const int64_t len = lengths[b];
+      additive_row_scores(u + r * A, keys + b * S * A, v, len, A, scores + r * S);
+    }
+  });
+}
+
+// h = tanh(u_t + k_s), e = v·h:  dv += de h,  du_t += de v (1 - h²),  dk_s += de v (1 - h²)
+void attention_additive_scores_backward(const float* u, const float* keys, const float* v, const float* dscores,
+                                        const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A,
+                                        float* du, float* dkeys, float* dv_partial) {
+  using Fn = void (*)(const float*, const float*, const float*, const float*, const int32_t*, int64_t, int64_t,
+                      int64_t, int64_t, int64_t, float*, float*, float*);
+  static constexpr Fn kVariants[8] = {
+      additive_backward_batches<false, false, false>, additive_backward_batches<false, false, true>,
+      additive_backward_batches<false, true, false>,  additive_backward_batches<false, true, true>,
+      additive_backward_batches<true, false, false>,  additive_backward_batches<true, false, true>,
+      additive_backward_batches<true, true, false>,   additive_backward_batches<true, true, true>};
+  const int variant = (du ? 4 : 0) | (dkeys ? 2 : 0) | (dv_partial ? 1 : 0);
+  if (variant == 0) return;
+  const Fn fn = kVariants[variant];
+  // Batch rows are independent (dkeys[b] and dv_partial[b] belong to b alone).
+  parallel_for(0, B, grain_for(T * S * A * 12), [=](int64_t lo, int64_t hi) {
+    fn(u, keys, v, dscores, lengths, lo, hi, T, S, A, du, dkeys, dv_partial);
+  });
+}
+
+// ---- helpers -----------------------------------------------------------------------------------
+
+void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t n) {
+  parallel_for(0, rows, grain_for(n), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      float* yr = y + r * n;
+      ATTN_SIMD
+      for (int64_t c = 0; c < n; ++c) yr[c] += bias[c];
+    }
+  });
+}
+
+void attention_sum_rows_into(const float* x, int64_t rows, int64_t n, float* dbias) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    ATTN_SIMD
+    for (int64_t c = 0; c < n; ++c) dbias[c] += xr[c];
+  }
+}
+
+double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
+                            int64_t S) {
+  double sum = 0.0;
+  for (int64_t r = 0; r < B * T; ++r) {
+    const int64_t len = lengths[r / T];
+    for (int64_t s = 0; s < len; ++s) sum += static_cast<double>(a[r * S + s]) * b[r * S + s];
+  }
+  return sum;
+}
+
+void attention_scale_inplace(float* x, float alpha, int64_t n) {
+  ATTN_SIMD
+  for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+}  // namespace attn::kernels

@@ -1,0 +1,133 @@
+// Bahdanau (additive) attention, one fused node:
+//   u_t = W_q q_t + b                           (B·T, A)  one GEMM for every query row
+//   e_{t,s} = v_effᵀ tanh(u_t + k̃_s)            (B, T, S) never materialising (B, T, S, A)
+//   a_t = masked softmax(e_t / τ),  c_t = Σ_s a_{t,s} values_s
+// with v_eff = v, or g · v / ‖v‖ when normalized. The backward recomputes the tanh row by
+// row (memory O(B·T·S) for the weights, O(B·T·A) for u).
+#include <cmath>
+
+#include "attention_common.h"
+#include "attn/kernels/blas.h"
+#include "attn/ops/attention.h"
+
+namespace attn {
+
+using attention_detail::Dims;
+using attention_detail::grad_or_null;
+
+Tensor additive_project_keys(const Tensor& keys, const Tensor& w_k) {
+  ShapeContract c("additive_project_keys");
+  c.check("keys", keys, {"B", "S", "E"}).check("w_k", w_k, {"A", "E"});
+  const int64_t rows = c["B"] * c["S"], E = c["E"], A = c["A"];
+  Tensor projected = Tensor::empty({c["B"], c["S"], A});  // (B, S, A)
+  kernels::gemm(false, true, rows, A, E, 1.0f, keys.f32(), E, w_k.f32(), E, 0.0f, projected.f32(), A);
+  if (autodiff::needs_grad(keys, w_k)) {
+    // P = K W_kᵀ:  dK += dP W_k,  dW_k += dPᵀ K
+    autodiff::record("additive_project_keys", {projected}, [keys, w_k, projected, rows, E, A]() {
+      const float* dp = projected.grad().f32();
+      if (keys.requires_grad())
+        kernels::gemm(false, false, rows, E, A, 1.0f, dp, A, w_k.f32(), E, 1.0f, keys.grad_accumulator().f32(), E);
+      if (w_k.requires_grad())
+        kernels::gemm(true, false, A, E, rows, 1.0f, dp, A, keys.f32(), E, 1.0f, w_k.grad_accumulator().f32(), E);
+    });
+  }
+  return projected;
+}
+
+AttentionResult additive_attention(const Tensor& query, const Tensor& projected_keys, const Tensor& values,
+                                   const Tensor& w_q, const Tensor& bias, const Tensor& v, const Tensor& lengths,
+                                   const AdditiveOptions& options) {
+  const std::string op = "additive_attention";
+  ShapeContract c(op);
+  const attention_detail::QueryShape q = attention_detail::check_query(c, query);
+  c.check("projected_keys", projected_keys, {"B", "S", "A"});
+  c.check("values", values, {"B", "S", "E"});
+  c.check("w_q", w_q, {"A", "D"});
+  c.check("bias", bias, {"A"});
+  c.check("v", v, {"A"});
+  const Tensor& g = options.g;
+  if (options.normalize) {
+    if (!g.defined()) throw ValueError(op + ": normalize = true needs the learned scalar 'g'");
+    c.check("g", g, {});
+  } else if (g.defined()) {
+    throw ValueError(op + ": 'g' is only used when normalize = true; leave it undefined");
+  }
+  const int64_t B = q.B, T = q.T, D = q.D, S = c["S"], E = c["E"], A = c["A"], N = B * T;
+  attention_detail::check_lengths(c, lengths, S);
+  const float alpha = 1.0f / attention_detail::check_temperature(op, options.temperature);
+  const bool normalize = options.normalize;
+
+  // v_eff = g v / ‖v‖ (normalized) or v.
+  Tensor v_eff = v;
+  if (normalize) {
+    double sq = 0.0;
+    for (int64_t a = 0; a < A; ++a) sq += static_cast<double>(v.f32()[a]) * v.f32()[a];
+    if (!(sq > 0.0)) throw ValueError(op + ": normalize = true needs a nonzero 'v' (its norm is 0)");
+    v_eff = Tensor::empty({A});
+    const double factor = g.item() / std::sqrt(sq);
+    for (int64_t a = 0; a < A; ++a) v_eff.f32()[a] = static_cast<float>(factor * v.f32()[a]);
+  }
+
+  // u = Q W_qᵀ + b                                                   // (B·T, A)
+  Tensor u = Tensor::empty({N, A});
+  kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w_q.f32(), D, 0.0f, u.f32(), A);
+  kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
+
+  const Dims d{B, T, S, E};
+  Tensor weights = Tensor::empty(q.out(S));  // raw scores, then weights in place
+  kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), lengths.i32(), B, T, S, A,
+                                             weights.f32());
+  Tensor context = Tensor::empty(q.out(E));
+  attention_detail::softmax_context_forward(weights, alpha, values, lengths, d, weights, context);
+
+  AttentionResult result{context, options.need_weights ? weights : Tensor()};
+  if (!autodiff::needs_grad(query, projected_keys, values, w_q, bias, v, g)) return result;
+
+  auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths, u, v_eff, weights, context, d, D, A,
+                   alpha, normalize]() {
+    const int64_t B = d.B, T = d.T, S = d.S, N = B * T;
+    const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
+    const bool want_k = projected_keys.requires_grad();
+    const bool want_v = v.requires_grad() || g.requires_grad();
+    // de_{t,s} = (1/τ) a_{t,s} (da_{t,s} - Σ_j a_{t,j} da_{t,j}),  da = dc · values (+ dweights)
+    Tensor de = attention_detail::softmax_context_backward(weights, context, values, lengths, d, alpha,
+                                                           want_u || want_k || want_v);
+    if (!de.defined()) return;
+    Tensor du = want_u ? Tensor::zeros({N, A}) : Tensor();
+    Tensor dv_partial = want_v ? Tensor::zeros({B, A}) : Tensor();
+    kernels::attention_additive_scores_backward(u.f32(), projected_keys.f32(), v_eff.f32(), de.f32(), lengths.i32(),
+                                                B, T, S, A, want_u ? du.f32() : nullptr, grad_or_null(projected_keys),
+                                                want_v ? dv_partial.f32() : nullptr);
+    // u = Q W_qᵀ + b:  dQ += dU W_q,  dW_q += dUᵀ Q,  db += Σ_rows dU
+    if (query.requires_grad())
+      kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
+    if (w_q.requires_grad())
+      kernels::gemm(true, false, A, D, N, 1.0f, du.f32(), A, query.f32(), D, 1.0f, w_q.grad_accumulator().f32(), D);
+    if (bias.requires_grad()) kernels::attention_sum_rows_into(du.f32(), N, A, bias.grad_accumulator().f32());
+    if (!want_v) return;
+    Tensor dv_eff = Tensor::zeros({A});  // Σ_b in order: independent of the thread count
+    kernels::attention_sum_rows_into(dv_partial.f32(), B, A, dv_eff.f32());
+    if (!normalize) {
+      kernels::attention_sum_rows_into(dv_eff.f32(), 1, A, v.grad_accumulator().f32());
+      return;
+    }
+    // v_eff = g v̂, v̂ = v / ‖v‖:  dg += v̂ · dv_eff,  dv += (g / ‖v‖) (dv_eff - v̂ (v̂ · dv_eff))
+    const float* vp = v.f32();
+    const float* dve = dv_eff.f32();
+    double sq = 0.0, proj = 0.0;
+    for (int64_t a = 0; a < A; ++a) sq += static_cast<double>(vp[a]) * vp[a];
+    const double norm = std::sqrt(sq);
+    for (int64_t a = 0; a < A; ++a) proj += vp[a] / norm * dve[a];
+    if (g.requires_grad()) g.grad_accumulator().f32()[0] += static_cast<float>(proj);
+    if (v.requires_grad()) {
+      float* dv = v.grad_accumulator().f32();
+      const double factor = g.item() / norm;
+      for (int64_t a = 0; a < A; ++a) dv[a] += static_cast<float>(factor * (dve[a] - vp[a] / norm * proj));
+    }
+  };
+  attention_detail::record_attention("additive_attention", context, weights, options.need_weights,
+                                     std::move(backward));
+  return result;
+}
+
+}  // namespace attn

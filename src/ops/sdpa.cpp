@@ -1,0 +1,130 @@
+#include "attn/ops/sdpa.h"
+
+#include <cmath>
+#include <string>
+
+#include "attn/autodiff/tape.h"
+#include "attn/kernels/elementwise.h"
+#include "attn/kernels/sdpa.h"
+
+namespace attn {
+namespace {
+
+std::string number(float x) {
+  std::string s = std::to_string(x);
+  // to_string gives 6 decimals; trim trailing zeros for a readable message.
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+}  // namespace
+
+SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options) {
+  ShapeContract c("sdpa");
+  c.check("q", q, {"B", "H", "T", "Dh"});
+  c.check("k", k, {"B", "H", "S", "Dh"});
+  c.check("v", v, {"B", "H", "S", "Dv"});
+  const int64_t B = c["B"], H = c["H"], T = c["T"], S = c["S"], Dh = c["Dh"], Dv = c["Dv"];
+
+  if (options.key_lengths.defined() && options.key_padding_mask.defined())
+    throw ValueError("sdpa: key_lengths and key_padding_mask are exclusive; give one of them, not both");
+  if (options.key_lengths.defined()) {
+    c.check("key_lengths", options.key_lengths, {"B"}, DType::i32);
+    const int32_t* len = options.key_lengths.i32();
+    for (int64_t b = 0; b < B; ++b)
+      if (len[b] < 0 || len[b] > S)
+        throw ValueError("sdpa: key_lengths[" + std::to_string(b) + "] = " + std::to_string(len[b]) +
+                         " is outside [0, S=" + std::to_string(S) + "]");
+  }
+  if (options.key_padding_mask.defined()) c.check("key_padding_mask", options.key_padding_mask, {"B", "S"}, DType::i32);
+  if (options.bias.defined()) {
+    c.check("bias", options.bias, {"T", "S"});
+    if (options.bias.requires_grad())
+      throw ValueError("sdpa: bias gradients are not supported ('bias' requires grad); pass bias.detach()");
+  }
+  if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
+    throw ValueError("sdpa: temperature must be a finite value > 0, got " + number(options.temperature));
+  if (!std::isfinite(options.scale))
+    throw ValueError("sdpa: scale must be finite, got " + number(options.scale));
+
+  const float base_scale =
+      options.scale != 0.0f ? options.scale : (Dh > 0 ? 1.0f / std::sqrt(static_cast<float>(Dh)) : 1.0f);
+
+  kernels::SdpaProblem p;
+  p.B = B;
+  p.H = H;
+  p.T = T;
+  p.S = S;
+  p.Dh = Dh;
+  p.Dv = Dv;
+  p.scale = base_scale / options.temperature;
+  p.causal = options.causal;
+
+  Tensor out = Tensor::empty({B, H, T, Dv});
+  Tensor lse = Tensor::empty({B, H, T});
+  Tensor weights = options.need_weights ? Tensor::empty({B, H, T, S}) : Tensor();
+  Tensor bias = options.bias.defined() ? options.bias.detach() : Tensor();
+  Tensor lengths = options.key_lengths;
+  Tensor padding = options.key_padding_mask;
+  {
+    const int64_t workers = kernels::sdpa_forward_workers(p);
+    Tensor scratch = Tensor::empty({workers * kernels::sdpa_forward_scratch_floats(p)});
+    kernels::SdpaProblem fp = p;
+    fp.bias = bias.defined() ? bias.f32() : nullptr;
+    fp.key_lengths = lengths.defined() ? lengths.i32() : nullptr;
+    fp.key_padding_mask = padding.defined() ? padding.i32() : nullptr;
+    kernels::sdpa_forward(fp, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(),
+                          weights.defined() ? weights.f32() : nullptr, scratch.f32(), workers);
+  }
+
+  if (autodiff::needs_grad(q, k, v)) {
+    // One node for the whole attention. D = rowsum(dO ⊙ O) + rowsum(dW ⊙ W);
+    // dS = P ⊙ (dO vᵀ + dW - D); dq += scale' dS k, dk += scale' dSᵀ q, dv += Pᵀ dO.
+    auto backward_fn = [q, k, v, out, lse, weights, bias, lengths, padding, p]() mutable {
+      const Tensor dout = out.has_grad() ? out.grad() : Tensor();
+      const Tensor dweights = weights.defined() && weights.has_grad() ? weights.grad() : Tensor();
+      if (!dout.defined() && !dweights.defined()) return;
+      kernels::SdpaProblem bp = p;
+      bp.bias = bias.defined() ? bias.f32() : nullptr;
+      bp.key_lengths = lengths.defined() ? lengths.i32() : nullptr;
+      bp.key_padding_mask = padding.defined() ? padding.i32() : nullptr;
+
+      // When q, k or v are the same tensor their gradients share one buffer; accumulate
+      // into separate zeroed buffers first so the sum does not depend on the schedule.
+      const bool aliased = q.same(k) || q.same(v) || k.same(v);
+      Tensor dq, dk, dv;
+      auto target = [aliased](const Tensor& x) {
+        if (!x.requires_grad()) return Tensor();
+        return aliased ? Tensor::zeros(x.shape()) : x.grad_accumulator();
+      };
+      dq = target(q);
+      dk = target(k);
+      dv = target(v);
+
+      const int64_t workers = kernels::sdpa_backward_workers(bp);
+      Tensor scratch = Tensor::empty({workers * kernels::sdpa_backward_scratch_floats(bp)});
+      Tensor delta = Tensor::empty({bp.B, bp.H, bp.T});
+      kernels::sdpa_backward(bp, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(),
+                             dout.defined() ? dout.f32() : nullptr,
+                             dweights.defined() ? weights.f32() : nullptr,
+                             dweights.defined() ? dweights.f32() : nullptr, dq.defined() ? dq.f32() : nullptr,
+                             dk.defined() ? dk.f32() : nullptr, dv.defined() ? dv.f32() : nullptr, delta.f32(),
+                             scratch.f32(), workers);
+      if (aliased) {
+        if (dq.defined()) kernels::add_into(q.grad_accumulator().f32(), dq.f32(), dq.numel());
+        if (dk.defined()) kernels::add_into(k.grad_accumulator().f32(), dk.f32(), dk.numel());
+        if (dv.defined()) kernels::add_into(v.grad_accumulator().f32(), dv.f32(), dv.numel());
+      }
+    };
+    if (weights.defined())
+      autodiff::record("sdpa", {out, weights}, std::move(backward_fn));
+    else
+      autodiff::record("sdpa", {out}, std::move(backward_fn));
+  }
+  return {out, weights};
+}
+
+}  // namespace attn

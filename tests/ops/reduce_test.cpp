@@ -1,0 +1,125 @@
+#include "attn/ops/reduce.h"
+
+#include <cmath>
+
+#include "attn/autodiff/tape.h"
+#include "attn/parallel.h"
+#include "test_support.h"
+
+namespace attn {
+namespace {
+using testing::gradcheck;
+using testing::random_tensor;
+using testing::tensors_close;
+
+Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
+}
+
+double reference_sum(const Tensor& x) {
+  double s = 0.0;
+  for (int64_t i = 0; i < x.numel(); ++i) s += x.f32()[i];
+  return s;
+}
+
+TEST(Reduce, SumAndMeanHandComputed) {
+  Tensor x = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor s = sum(x);
+  EXPECT_EQ(s.shape(), Shape({}));
+  EXPECT_EQ(s.item(), 21.0f);
+  EXPECT_EQ(mean(x).item(), 3.5f);
+  EXPECT_EQ(sum_last(x).shape(), Shape({2}));
+  EXPECT_EQ(sum_last(x).to_vector(), (std::vector<float>{6, 15}));
+  EXPECT_EQ(mean_last(x).to_vector(), (std::vector<float>{2, 5}));
+  // Rank 1 reduces to a scalar; a scalar sums to itself.
+  EXPECT_EQ(sum_last(Tensor::from_vector(std::vector<float>{1, 2}, {2})).shape(), Shape({}));
+  EXPECT_EQ(sum(Tensor::scalar(2.5f)).item(), 2.5f);
+  // The sum of nothing is 0.
+  EXPECT_EQ(sum(Tensor::zeros({0, 3})).item(), 0.0f);
+  EXPECT_EQ(sum_last(Tensor::zeros({3, 0})).to_vector(), (std::vector<float>{0, 0, 0}));
+}
+
+TEST(Reduce, AccumulatesInDouble) {
+  // In float, 1e8 + 1 - 1e8 is 0; in double it is 1.
+  Tensor x = Tensor::from_vector(std::vector<float>{1e8f, 1.0f, -1e8f}, {3});
+  EXPECT_EQ(sum(x).item(), 1.0f);
+  EXPECT_EQ(sum_last(x).item(), 1.0f);
+  // Many chunks of 0.1: a float running sum drifts far more than 1e-6 relative.
+  Tensor many = Tensor::full({1000003}, 0.1f);
+  const double expect = 1000003.0 * static_cast<double>(0.1f);
+  EXPECT_NEAR(sum(many).item(), expect, expect * 1e-7);
+  EXPECT_NEAR(mean(many).item(), 0.1f, 1e-8);
+}
+
+TEST(Reduce, MatchesReferenceOnLargeInputs) {
+  Tensor x = random_tensor({7, 30011}, 1);
+  EXPECT_NEAR(sum(x).item(), reference_sum(x), 1e-3);
+  EXPECT_NEAR(mean(x).item(), reference_sum(x) / x.numel(), 1e-7);
+  Tensor rows = sum_last(x);
+  for (int64_t r = 0; r < 7; ++r) {
+    double s = 0.0;
+    for (int64_t j = 0; j < 30011; ++j) s += x.f32()[r * 30011 + j];
+    EXPECT_NEAR(rows.f32()[r], s, 1e-3);
+  }
+}
+
+TEST(Reduce, Gradcheck) {
+  auto fn = [](Tensor (*op)(const Tensor&)) { return [op](const std::vector<Tensor>& in) { return op(in[0]); }; };
+  for (auto op : {sum, mean, sum_last, mean_last}) {
+    EXPECT_TRUE(gradcheck(fn(op), {leaf({2, 3, 4}, 1)}));
+    EXPECT_TRUE(gradcheck(fn(op), {leaf({5}, 2)}));
+    EXPECT_TRUE(gradcheck(fn(op), {leaf({1, 1}, 3)}));
+    EXPECT_TRUE(gradcheck(fn(op), {leaf({3, 2}, 4, -1000.0f, 1000.0f)}, {.eps = 1.0, .atol = 1e-3, .rtol = 1e-3}));
+  }
+  EXPECT_TRUE(gradcheck(fn(sum), {leaf({}, 5)}));
+  EXPECT_TRUE(gradcheck(fn(mean), {leaf({}, 6)}));
+}
+
+TEST(Reduce, BackwardValues) {
+  Tensor x = leaf({2, 4}, 1);
+  backward(mean(x));
+  EXPECT_EQ(x.grad().to_vector(), std::vector<float>(8, 0.125f));
+  x.drop_grad();
+  backward(mean_last(x), Tensor::from_vector(std::vector<float>{4, 8}, {2}));
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{1, 1, 1, 1, 2, 2, 2, 2}));
+  x.drop_grad();
+  backward(sum(x));
+  backward(sum(x));  // accumulates
+  EXPECT_EQ(x.grad().to_vector(), std::vector<float>(8, 2.0f));
+}
+
+TEST(Reduce, Errors) {
+  EXPECT_THROW_MSG(mean(Tensor::zeros({0, 3})), ValueError,
+                   "mean: 'x' (0, 3) has no elements; the mean of none is undefined");
+  EXPECT_THROW_MSG(mean_last(Tensor::zeros({3, 0})), ValueError,
+                   "mean_last: the last dimension of 'x' (3, 0) is 0; the mean of no elements is undefined");
+  EXPECT_THROW_MSG(sum_last(Tensor::scalar(1)), ShapeError, "sum_last: 'x' expected (..., N), got ()");
+  EXPECT_THROW_MSG(sum(Tensor::zeros({2}, DType::i32)), ShapeError, "sum: 'x' expected dtype float32, got int32");
+  EXPECT_THROW_MSG(mean_last(Tensor()), ShapeError, "mean_last: 'x' expected (..., N), got an undefined tensor");
+}
+
+// sum, mean, sum_last and their gradients with `threads` threads.
+std::vector<std::vector<float>> reduce_run(int threads) {
+  set_num_threads(threads);
+  Tensor x = leaf({5, 40009}, 1, -3.0f, 3.0f);
+  Tensor s = sum(x), m = mean(x), r = sum_last(x), ml = mean_last(x);
+  backward(r, random_tensor({5}, 2));
+  backward(m);
+  return {{s.item()}, {m.item()}, r.to_vector(), ml.to_vector(), x.grad().to_vector()};
+}
+
+TEST(Reduce, BitIdenticalAcrossThreadCounts) {
+  const int before = num_threads();
+  const auto one = reduce_run(1);
+  const auto two = reduce_run(2);
+  const auto three = reduce_run(3);
+  set_num_threads(before);
+  const char* names[] = {"sum", "mean", "sum_last", "mean_last", "grad"};
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i], two[i]) << names[i];
+    EXPECT_EQ(one[i], three[i]) << names[i];
+  }
+}
+
+}  // namespace
+}  // namespace attn
