@@ -27,8 +27,8 @@ AccuracyCounts score_predictions(const Tensor& predicted, const Tensor& tgt_out,
   const int64_t B = c["B"];
   const int64_t Tp = c["T'"];
   const int64_t T = c["T"];
-  const int32_t* pred = predicted.i32();  // (B, T')
-  const int32_t* ref = tgt_out.i32();     // (B, T)
+  const int32_t* pred = predicted.i32();       // (B, T')
+  const int32_t* ref = tgt_out.i32();          // (B, T)
   const int32_t* lengths = tgt_lengths.i32();  // (B)
   for (int64_t b = 0; b < B; ++b) {
     if (lengths[b] < 0 || lengths[b] > T) {

@@ -1,11 +1,11 @@
 #include "attn/data/tasks.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 namespace attn::data {
 
@@ -24,9 +24,12 @@ TaskKind parse_task(const std::string& name) {
 
 const char* task_name(TaskKind kind) {
   switch (kind) {
-    case TaskKind::copy: return "copy";
-    case TaskKind::reverse: return "reverse";
-    case TaskKind::sort: return "sort";
+    case TaskKind::copy:
+      return "copy";
+    case TaskKind::reverse:
+      return "reverse";
+    case TaskKind::sort:
+      return "sort";
   }
   return "?";
 }
@@ -42,9 +45,14 @@ std::vector<int32_t> task_target(TaskKind kind, const std::vector<int32_t>& src)
   }
   std::vector<int32_t> target = src;
   switch (kind) {
-    case TaskKind::copy: break;
-    case TaskKind::reverse: std::reverse(target.begin(), target.end()); break;
-    case TaskKind::sort: std::sort(target.begin(), target.end()); break;
+    case TaskKind::copy:
+      break;
+    case TaskKind::reverse:
+      std::reverse(target.begin(), target.end());
+      break;
+    case TaskKind::sort:
+      std::sort(target.begin(), target.end());
+      break;
   }
   return target;
 }
@@ -64,11 +72,11 @@ Batch make_batch(TaskKind kind, const std::vector<std::vector<int32_t>>& sources
   }
 
   Batch batch;
-  batch.src = Tensor::zeros(Shape{B, S}, DType::i32);          // (B, S), PAD = 0
-  batch.src_lengths = Tensor::zeros(Shape{B}, DType::i32);     // (B)
-  batch.tgt_in = Tensor::zeros(Shape{B, T}, DType::i32);       // (B, T)
-  batch.tgt_out = Tensor::zeros(Shape{B, T}, DType::i32);      // (B, T)
-  batch.tgt_lengths = Tensor::zeros(Shape{B}, DType::i32);     // (B)
+  batch.src = Tensor::zeros(Shape{B, S}, DType::i32);       // (B, S), PAD = 0
+  batch.src_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
+  batch.tgt_in = Tensor::zeros(Shape{B, T}, DType::i32);    // (B, T)
+  batch.tgt_out = Tensor::zeros(Shape{B, T}, DType::i32);   // (B, T)
+  batch.tgt_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
   int32_t* src = batch.src.i32();
   int32_t* src_len = batch.src_lengths.i32();
   int32_t* tin = batch.tgt_in.i32();
@@ -128,10 +136,14 @@ Batch TaskGenerator::fixed_length(int batch_size, int length) {
 
 std::string symbol_name(int32_t id) {
   switch (id) {
-    case kPad: return "<pad>";
-    case kBos: return "<bos>";
-    case kEos: return "<eos>";
-    default: break;
+    case kPad:
+      return "<pad>";
+    case kBos:
+      return "<bos>";
+    case kEos:
+      return "<eos>";
+    default:
+      break;
   }
   if (is_content_symbol(id)) return std::to_string(id);
   return fmt::format("<?{}>", id);
@@ -173,8 +185,9 @@ std::vector<int32_t> parse_symbols(const std::string& text) {
                                  fmt::join(bad, ", ")));
   }
   if (ids.empty()) {
-    throw ValueError(fmt::format("no symbols in '{}' (expected numbers {}..{} separated by spaces, e.g. \"5 9 3 17 4\")",
-                                 text, kFirstSymbol, kVocabSize - 1));
+    throw ValueError(
+        fmt::format("no symbols in '{}' (expected numbers {}..{} separated by spaces, e.g. \"5 9 3 17 4\")", text,
+                    kFirstSymbol, kVocabSize - 1));
   }
   return ids;
 }

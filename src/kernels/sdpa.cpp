@@ -8,6 +8,10 @@
 #include "attn/kernels/blas.h"
 #include "attn/parallel.h"
 
+// 32-byte vectors pass between the inlined helpers below; they never cross an ABI
+// boundary, so the note about their calling convention does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace attn::kernels {
 namespace {
 
@@ -16,25 +20,118 @@ constexpr int64_t kBq = kSdpaQueryTile;
 constexpr int64_t kBk = kSdpaKeyTile;
 constexpr int64_t kBkb = kSdpaBackwardKeyTile;
 
-// exp for the softmax: 2^n · e^r with n = round(x log2 e), |r| <= ln2 / 2, and the Cephes
-// degree-6 polynomial for e^r (about 1 ulp). Branch-free so that the row loops vectorise.
-// Exactly 0 for x < -87.3 (e^-87.3 is near the smallest normal float), including -inf,
-// which is how masked scores and fully masked rows (lse = +inf) become 0.
-inline float fast_exp(float x) {
-  const float xc = std::min(std::max(x, -87.3f), 88.3f);
-  const float n = std::floor(xc * 1.44269504088896341f + 0.5f);
-  float r = xc - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;  // 2^n, n in [-126, 127]
-  const float result = y * std::bit_cast<float>(bits);
-  return x < -87.3f ? 0.0f : result;
+// ---------------------------------------------------------------------------------------
+// Row primitives on 8-float vectors (GCC/Clang vector extensions), compiled for AVX2, AVX
+// and the baseline, picked at load time (target_clones; the choice depends on the CPU
+// only, never on the thread count). Row tails go through the same vector code, padded with
+// -inf (exp gives 0), so an element's exp does not depend on where a tile boundary falls.
+using v8f = float __attribute__((vector_size(32)));
+using v8i = int32_t __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 8;
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define ATTN_SDPA_CLONES __attribute__((target_clones("avx2", "avx", "default")))
+#else
+#define ATTN_SDPA_CLONES
+#endif
+
+inline v8f splat(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+inline v8f load8(const float* p) {
+  v8f v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void store8(float* p, const v8f& v) { __builtin_memcpy(p, &v, sizeof v); }
+// The n < 8 trailing elements of a row, padded with `pad`.
+inline v8f load_tail(const float* p, int64_t n, float pad) {
+  float buf[kLanes];
+  for (int64_t j = 0; j < kLanes; ++j) buf[j] = j < n ? p[j] : pad;
+  return load8(buf);
+}
+inline void store_tail(float* p, int64_t n, const v8f& v) {
+  float buf[kLanes];
+  store8(buf, v);
+  for (int64_t j = 0; j < n; ++j) p[j] = buf[j];
+}
+
+// exp for the softmax: 2^n · e^r with n = round(x log2 e) (the 1.5·2^23 rounding trick),
+// |r| <= ln2 / 2, and the Cephes degree-6 polynomial for e^r (about 1 ulp). Exactly 0 for
+// x < -87.3 (e^-87.3 is near the smallest normal float), including -inf: that is how
+// masked scores and fully masked rows (lse = +inf) become 0.
+__attribute__((always_inline)) inline v8f exp8(const v8f& x) {
+  const v8f lo = splat(-87.3f);
+  v8f xc = x < lo ? lo : x;
+  xc = xc > splat(88.3f) ? splat(88.3f) : xc;
+  const v8f magic = splat(12582912.0f);
+  const v8f t = xc * splat(1.44269504088896341f) + magic;
+  const v8f n = t - magic;
+  v8f r = xc - n * splat(0.693359375f);
+  r = r - n * splat(-2.12194440e-4f);
+  v8f y = splat(1.9875691500e-4f);
+  y = y * r + splat(1.3981999507e-3f);
+  y = y * r + splat(8.3334519073e-3f);
+  y = y * r + splat(4.1665795894e-2f);
+  y = y * r + splat(1.6666665459e-1f);
+  y = y * r + splat(5.0000001201e-1f);
+  y = y * r * r + r + splat(1.0f);
+  const v8i bits = (((v8i)t - (v8i)magic) + 127) << 23;  // 2^n, n in [-126, 127]
+  const v8f result = y * (v8f)bits;
+  return x < lo ? splat(0.0f) : result;
+}
+
+inline float hmax(const v8f& v) {
+  float m = v[0];
+  for (int j = 1; j < kLanes; ++j) m = std::max(m, v[j]);
+  return m;
+}
+inline float hsum(const v8f& v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
+// max_j r[j]
+ATTN_SDPA_CLONES float row_max(const float* r, int64_t n) {
+  v8f acc = splat(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const v8f x = load8(r + j);
+    acc = x > acc ? x : acc;
+  }
+  if (j < n) {
+    const v8f x = load_tail(r + j, n - j, -std::numeric_limits<float>::infinity());
+    acc = x > acc ? x : acc;
+  }
+  return hmax(acc);
+}
+
+// r[j] = exp(r[j] - m); returns Σ_j r[j].
+ATTN_SDPA_CLONES float row_exp_sum(float* r, int64_t n, float m) {
+  const v8f mm = splat(m);
+  v8f acc = splat(0.0f);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    const v8f e = exp8(load8(r + j) - mm);
+    store8(r + j, e);
+    acc += e;
+  }
+  if (j < n) {
+    const v8f e = exp8(load_tail(r + j, n - j, -std::numeric_limits<float>::infinity()) - mm);
+    store_tail(r + j, n - j, e);
+    acc += e;
+  }
+  return hsum(acc);
+}
+
+// r[j] = exp(r[j] - m)
+ATTN_SDPA_CLONES void row_exp(float* r, int64_t n, float m) {
+  const v8f mm = splat(m);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) store8(r + j, exp8(load8(r + j) - mm));
+  if (j < n) store_tail(r + j, n - j, exp8(load_tail(r + j, n - j, -std::numeric_limits<float>::infinity()) - mm));
+}
+
+// ds[j] = p[j] (ds[j] - d)
+ATTN_SDPA_CLONES void row_softmax_grad(float* ds, const float* p, int64_t n, float d) {
+  const v8f dd = splat(d);
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) store8(ds + j, load8(p + j) * (load8(ds + j) - dd));
+  for (; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -143,23 +240,15 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
     finish_scores(p, b, t0, rows, s0, n, sc, kBk);
     for (int64_t i = 0; i < rows; ++i) {
       float* r = sc + i * kBk;
-      float mx = -kInf;
-#pragma omp simd reduction(max : mx)
-      for (int64_t j = 0; j < n; ++j) mx = std::max(mx, r[j]);
+      const float mx = row_max(r, n);
       const float m_new = std::max(m[i], mx);
       if (m_new == -kInf) {  // nothing visible yet in this row
         std::fill(r, r + n, 0.0f);
         continue;
       }
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < n; ++j) {
-        const float e = fast_exp(r[j] - m_new);
-        r[j] = e;
-        sum += e;
-      }
+      const float sum = row_exp_sum(r, n, m_new);
       if (m_new != m[i]) {
-        const float alpha = fast_exp(m[i] - m_new);  // 0 when m was -inf
+        const float alpha = std::exp(m[i] - m_new);  // 0 when m was -inf
         l[i] *= alpha;
         float* orow = o + i * p.Dv;
 #pragma omp simd
@@ -196,10 +285,7 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
     gemm(false, true, rows, n, p.Dh, p.scale, qt, p.Dh, kh + s0 * p.Dh, p.Dh, 0.0f, w + s0, p.S);
     finish_scores(p, b, t0, rows, s0, n, w + s0, p.S);
     for (int64_t i = 0; i < rows; ++i) {
-      float* r = w + i * p.S + s0;
-      const float li = row_lse[i];
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) r[j] = fast_exp(r[j] - li);
+      row_exp(w + i * p.S + s0, n, row_lse[i]);
     }
   }
   for (int64_t i = 0; i < rows; ++i) std::fill(w + i * p.S + kend, w + (i + 1) * p.S, 0.0f);
@@ -243,10 +329,7 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   gemm(false, true, rows, n, p.Dh, p.scale, qt, p.Dh, kt, p.Dh, 0.0f, P, kBkb);
   finish_scores(p, b, t0, rows, s0, n, P, kBkb);
   for (int64_t i = 0; i < rows; ++i) {
-    float* r = P + i * kBkb;
-    const float li = row_lse[i];
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) r[j] = fast_exp(r[j] - li);
+    row_exp(P + i * kBkb, n, row_lse[i]);
   }
   if (dv && dot) gemm(true, false, n, p.Dv, rows, 1.0f, P, kBkb, dot, p.Dv, 1.0f, dv + (bh * p.S + s0) * p.Dv, p.Dv);
   if (!dq && !dk) return;
@@ -264,9 +347,7 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) ds[j] += dw[j];
     }
-    const float d = row_delta[i];
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) ds[j] = pr[j] * (ds[j] - d);
+    row_softmax_grad(ds, pr, n, row_delta[i]);
   }
   if (dq) gemm(false, false, rows, p.Dh, n, p.scale, dS, kBkb, kt, p.Dh, 1.0f, dq + (bh * p.T + t0) * p.Dh, p.Dh);
   if (dk) gemm(true, false, n, p.Dh, rows, p.scale, dS, kBkb, qt, p.Dh, 1.0f, dk + (bh * p.S + s0) * p.Dh, p.Dh);
@@ -335,7 +416,7 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
     run_items(heads * nk, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nk;
       const int64_t kj = item % nk;
-      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
+      for (int64_t qi = nq - 1; qi >= 0; --qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
     });
   }
   if (dq) {

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // elements per thread chunk, at least
 
-std::string fmt_float(double v) {
+std::string fmt_float(float v) {
   char buf[32];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   return ec == std::errc() ? std::string(buf, end) : std::string("?");

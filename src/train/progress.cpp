@@ -1,11 +1,10 @@
 #include "attn/train/progress.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "attn/error.h"
 
@@ -22,8 +21,12 @@ Progress::Progress(std::string label, int64_t total_steps, std::FILE* out, Progr
     : label_(std::move(label)), total_(total_steps), out_(out) {
   if (total_steps < 1) throw ValueError(fmt::format("progress: total steps {} must be at least 1", total_steps));
   switch (style) {
-    case ProgressStyle::bar: bar_ = true; break;
-    case ProgressStyle::lines: bar_ = false; break;
+    case ProgressStyle::bar:
+      bar_ = true;
+      break;
+    case ProgressStyle::lines:
+      bar_ = false;
+      break;
     case ProgressStyle::automatic: {
       const int fd = out_ != nullptr ? ::fileno(out_) : -1;
       bar_ = fd >= 0 && ::isatty(fd) == 1;

@@ -3,6 +3,7 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "attn/error.h"
 
@@ -101,8 +100,8 @@ std::string render(const char* op, Format format, double width, double height, D
   } else {
     cairo_surface_finish(surface.get());
     if (cairo_surface_status(surface.get()) != CAIRO_STATUS_SUCCESS) {
-      throw IoError(fmt::format("{}: vector output failed: {}", op,
-                                cairo_status_to_string(cairo_surface_status(surface.get()))));
+      throw IoError(
+          fmt::format("{}: vector output failed: {}", op, cairo_status_to_string(cairo_surface_status(surface.get()))));
     }
   }
   return bytes;
@@ -126,6 +125,41 @@ void write_atomically(const char* op, const std::string& path, const std::string
   if (std::fclose(file) != 0 && err == 0) err = errno != 0 ? errno : EIO;
   if (err != 0) fail(err);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// cairo's SVG surface draws text as glyph outlines, so the words are not in the file.
+// A <title> and <desc> right after the <svg> tag put them back for search, screen
+// readers and tests.
+void add_svg_text(std::string& svg, const std::string& title, const std::string& desc) {
+  const size_t open = svg.find("<svg");
+  if (open == std::string::npos) return;
+  const size_t end = svg.find('>', open);
+  if (end == std::string::npos) return;
+  svg.insert(end + 1, "\n<title>" + xml_escape(title) + "</title>\n<desc>" + xml_escape(desc) + "</desc>");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -172,9 +206,8 @@ struct Rgb {
 
 // Tableau 10: distinct, colour-blind-friendlier than the primaries.
 constexpr Rgb kPalette[] = {
-    {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157},
-    {0.580, 0.404, 0.741}, {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498},
-    {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812},
+    {0.122, 0.467, 0.706}, {1.000, 0.498, 0.055}, {0.173, 0.627, 0.173}, {0.839, 0.153, 0.157}, {0.580, 0.404, 0.741},
+    {0.549, 0.337, 0.294}, {0.890, 0.467, 0.761}, {0.498, 0.498, 0.498}, {0.737, 0.741, 0.133}, {0.090, 0.745, 0.812},
 };
 constexpr int kPaletteSize = sizeof(kPalette) / sizeof(kPalette[0]);
 constexpr int kMarkerKinds = 7;
@@ -239,10 +272,14 @@ double nice_step(double raw) {
   const double p = std::pow(10.0, std::floor(std::log10(raw)));
   const double f = raw / p;
   double nice = 10;
-  if (f <= 1.0) nice = 1;
-  else if (f <= 2.0) nice = 2;
-  else if (f <= 2.5) nice = 2.5;
-  else if (f <= 5.0) nice = 5;
+  if (f <= 1.0)
+    nice = 1;
+  else if (f <= 2.0)
+    nice = 2;
+  else if (f <= 2.5)
+    nice = 2.5;
+  else if (f <= 5.0)
+    nice = 5;
   return nice * p;
 }
 
@@ -290,6 +327,7 @@ std::string tick_label(double value, int decimals) { return fmt::format("{:.{}f}
 
 constexpr double kPlotWidth = 800;
 constexpr double kPlotHeight = 500;
+constexpr size_t kMaxMarkedPoints = 60;  // denser series get a plain line (markers would blot it)
 
 void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
   const double W = kPlotWidth, H = kPlotHeight;
@@ -338,8 +376,10 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
   const double right = 24 + (legend_w > 0 ? legend_w + 16 : 0);
   const double px0 = left, px1 = W - right, py0 = top, py1 = H - bottom;
 
-  const auto X = [&](double v) { return px0 + (v - xa.lo) / (xa.hi - xa.lo) * (px1 - px0); };
-  const auto Y = [&](double v) { return py1 - (v - ya.lo) / (ya.hi - ya.lo) * (py1 - py0); };
+  // Data inset from the frame, so points on the range ends (accuracy 1.0) stay whole.
+  const double inset = 10;
+  const auto X = [&](double v) { return px0 + inset + (v - xa.lo) / (xa.hi - xa.lo) * (px1 - px0 - 2 * inset); };
+  const auto Y = [&](double v) { return py1 - inset - (v - ya.lo) / (ya.hi - ya.lo) * (py1 - py0 - 2 * inset); };
 
   // Title.
   cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
@@ -409,12 +449,14 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
         pen_down = false;
         continue;
       }
-      if (pen_down) cairo_line_to(cr, X(s.x[i]), Y(s.y[i]));
-      else cairo_move_to(cr, X(s.x[i]), Y(s.y[i]));
+      if (pen_down)
+        cairo_line_to(cr, X(s.x[i]), Y(s.y[i]));
+      else
+        cairo_move_to(cr, X(s.x[i]), Y(s.y[i]));
       pen_down = true;
     }
     cairo_stroke(cr);
-    if (s.x.size() <= 60) {
+    if (s.x.size() <= kMaxMarkedPoints) {
       for (size_t i = 0; i < s.x.size(); ++i) {
         if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
         draw_marker(cr, static_cast<int>(k), X(s.x[i]), Y(s.y[i]), 4.5);
@@ -443,7 +485,8 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
       cairo_move_to(cr, lx + 8, cy);
       cairo_line_to(cr, lx + 8 + swatch_w, cy);
       cairo_stroke(cr);
-      draw_marker(cr, static_cast<int>(k), lx + 8 + swatch_w / 2, cy, 4.5);
+      if (plot.series[k].x.size() <= kMaxMarkedPoints)
+        draw_marker(cr, static_cast<int>(k), lx + 8 + swatch_w / 2, cy, 4.5);
       cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
       // Long names are clipped at the legend box rather than running off the picture.
       cairo_save(cr);
@@ -591,8 +634,7 @@ void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
   }
 
   // Colour bar: 0 at the bottom, 1 at the top.
-  const double bar_x =
-      std::round(kMargin + L.grid_cols * L.block_w + (L.grid_cols - 1) * kGap + kColorBarGap);
+  const double bar_x = std::round(kMargin + L.grid_cols * L.block_w + (L.grid_cols - 1) * kGap + kColorBarGap);
   const double bar_y = std::round(top + L.panel_title_h);
   const double bar_h = std::max(100.0, std::min(L.R * L.cell, 300.0));
   cairo_pattern_t* gradient = cairo_pattern_create_linear(0, bar_y + bar_h, 0, bar_y);
@@ -637,8 +679,8 @@ void validate_heatmap(const Heatmap& map) {
     for (size_t i = 0; i < map.panels[p].size(); ++i) {
       const float v = map.panels[p][i];
       if (!(v >= -1e-3f && v <= 1.0f + 1e-3f)) {
-        throw ValueError(fmt::format("write_heatmap: panel {} value {} at row {}, column {} is outside [0, 1]", p, v,
-                                     i / C, i % C));
+        throw ValueError(
+            fmt::format("write_heatmap: panel {} value {} at row {}, column {} is outside [0, 1]", p, v, i / C, i % C));
       }
     }
   }
@@ -664,8 +706,8 @@ void write_line_plot(const LinePlot& plot, const std::string& path) {
   for (size_t k = 0; k < plot.series.size(); ++k) {
     const auto& s = plot.series[k];
     if (s.x.size() != s.y.size()) {
-      throw ValueError(fmt::format("{}: series {} ('{}') has {} x values but {} y values", op, k, s.name, s.x.size(),
-                                   s.y.size()));
+      throw ValueError(
+          fmt::format("{}: series {} ('{}') has {} x values but {} y values", op, k, s.name, s.x.size(), s.y.size()));
     }
   }
   if (plot.y_min && plot.y_max && !(*plot.y_min < *plot.y_max)) {
@@ -674,8 +716,14 @@ void write_line_plot(const LinePlot& plot, const std::string& path) {
   if ((plot.y_min && !std::isfinite(*plot.y_min)) || (plot.y_max && !std::isfinite(*plot.y_max))) {
     throw ValueError(fmt::format("{}: y_min and y_max must be finite", op));
   }
-  const std::string bytes =
-      render(op, format, kPlotWidth, kPlotHeight, [&](cairo_t* cr) { draw_line_plot(cr, plot); });
+  std::string bytes = render(op, format, kPlotWidth, kPlotHeight, [&](cairo_t* cr) { draw_line_plot(cr, plot); });
+  if (format == Format::svg) {
+    std::string desc = "line plot";
+    if (!plot.x_label.empty() || !plot.y_label.empty()) desc += "; x: " + plot.x_label + "; y: " + plot.y_label;
+    desc += "; series:";
+    for (size_t k = 0; k < plot.series.size(); ++k) desc += (k == 0 ? " " : ", ") + plot.series[k].name;
+    add_svg_text(bytes, plot.title, desc);
+  }
   write_atomically(op, path, bytes);
 }
 
@@ -690,8 +738,19 @@ void write_heatmap(const Heatmap& map, const std::string& path) {
     ContextPtr cr(cairo_create(scratch.get()));
     layout = layout_heatmap(cr.get(), map);
   }
-  const std::string bytes =
+  std::string bytes =
       render(op, format, layout.width, layout.height, [&](cairo_t* cr) { draw_heatmap(cr, map, layout); });
+  if (format == Format::svg) {
+    std::string desc = "heatmap; rows (output):";
+    for (const auto& s : map.row_labels) desc += " " + s;
+    desc += "; columns (source):";
+    for (const auto& s : map.col_labels) desc += " " + s;
+    if (map.panels.size() > 1 || !map.panel_titles.empty()) {
+      desc += "; panels:";
+      for (size_t i = 0; i < map.panels.size(); ++i) desc += (i == 0 ? " " : ", ") + panel_title(map, i);
+    }
+    add_svg_text(bytes, map.title, desc);
+  }
   write_atomically(op, path, bytes);
 }
 

@@ -155,8 +155,11 @@ TEST(AdditiveAttention, WeightsSumToOneAndVanishPastLength) {
       for (int64_t s = 0; s < 7; ++s) {
         const float x = w[(b * 3 + t) * 7 + s];
         EXPECT_FALSE(std::isnan(x));
-        if (s >= in.lengths[b]) EXPECT_EQ(x, 0.0f) << "b=" << b << " t=" << t << " s=" << s;
-        else EXPECT_GT(x, 0.0f);
+        if (s >= in.lengths[b]) {
+          EXPECT_EQ(x, 0.0f) << "b=" << b << " t=" << t << " s=" << s;
+        } else {
+          EXPECT_GT(x, 0.0f);
+        }
         sum += x;
       }
       EXPECT_NEAR(sum, in.lengths[b] > 0 ? 1.0 : 0.0, 1e-5) << "b=" << b << " t=" << t;

@@ -317,6 +317,11 @@ TEST(ClipGradNorm, LeavesSmallGradientsBitExact) {
   EXPECT_FLOAT_EQ(norm, static_cast<float>(std::sqrt(expected)));
   EXPECT_EQ(a.grad().to_vector(), before);
   // max_norm equal to the norm: coef = norm / (norm + 1e-6) < 1 still scales, as PyTorch.
+  Tensor b = Tensor::zeros({2}).set_requires_grad(true);
+  b.grad_accumulator().copy_from(Tensor::from_vector(std::vector<float>{3.0f, 4.0f}, {2}));
+  EXPECT_EQ(clip_grad_norm({b}, 5.0f), 5.0f);
+  EXPECT_EQ(b.grad().to_vector()[0], 3.0f * (5.0f / (5.0f + 1e-6f)));
+  EXPECT_LT(b.grad().to_vector()[0], 3.0f);
   EXPECT_EQ(clip_grad_norm({Tensor::zeros({1})}, 1.0f), 0.0f);  // no gradients at all
 }
 

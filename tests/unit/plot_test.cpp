@@ -99,7 +99,7 @@ TEST_F(PlotTest, LinePlotPngAndSvg) {
   const std::string png = read_all(path("acc.png"));
   ASSERT_TRUE(is_png(png)) << "not a PNG, " << png.size() << " bytes";
   EXPECT_EQ(png_size(png), (std::pair<uint32_t, uint32_t>{1600, 1000}));  // 800x500 at 2x
-  EXPECT_GT(png.size(), 10000u);  // a picture, not a blank canvas
+  EXPECT_GT(png.size(), 10000u);                                          // a picture, not a blank canvas
 
   const std::string svg = read_all(path("acc.SVG"));
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u) << svg.substr(0, 100);
@@ -110,18 +110,28 @@ TEST_F(PlotTest, LinePlotPngAndSvg) {
   EXPECT_EQ(pdf.rfind("%PDF-", 0), 0u);
 }
 
-TEST_F(PlotTest, SvgKeepsTextForSeriesNames) {
-  // cairo's SVG surface stores text as glyph outlines, not strings; the glyph ids used
-  // must still change with the legend text. Two plots that differ only in a series name
-  // give different files, and the same plot twice gives identical files (deterministic).
-  LinePlot a = accuracy_plot();
-  LinePlot b = accuracy_plot();
-  b.series[1].name = "luong-general";
-  write_line_plot(a, path("a.svg"));
-  write_line_plot(a, path("a2.svg"));
-  write_line_plot(b, path("b.svg"));
-  EXPECT_EQ(read_all(path("a.svg")), read_all(path("a2.svg")));
-  EXPECT_NE(read_all(path("a.svg")), read_all(path("b.svg")));
+TEST_F(PlotTest, SvgCarriesTheWords) {
+  // cairo draws SVG text as glyph outlines; the title, axis labels and series names are
+  // also written as <title>/<desc> so the file can be searched.
+  LinePlot plot = accuracy_plot();
+  plot.series[0].name = "none <baseline> & co";
+  write_line_plot(plot, path("a.svg"));
+  const std::string svg = read_all(path("a.svg"));
+  EXPECT_NE(svg.find("<title>copy: token accuracy by length</title>"), std::string::npos);
+  EXPECT_NE(svg.find("<desc>line plot; x: source length; y: token accuracy; series: none &lt;baseline&gt; &amp; co, "
+                     "bahdanau, luong</desc>"),
+            std::string::npos)
+      << svg.substr(0, 600);
+  // Tags balance: as many <g ...> as </g>, one <svg and one </svg>.
+  const auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = svg.find(needle); at != std::string::npos; at = svg.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("<svg"), 1u);
+  EXPECT_EQ(count("</svg>"), 1u);
+  EXPECT_EQ(count("<g ") + count("<g>"), count("</g>"));
+  EXPECT_EQ(count("<title>"), count("</title>"));
 }
 
 TEST_F(PlotTest, LinePlotEdgeCases) {
@@ -149,14 +159,26 @@ TEST_F(PlotTest, LinePlotEdgeCases) {
 
 TEST_F(PlotTest, LinePlotErrors) {
   LinePlot plot = accuracy_plot();
-  EXPECT_THROW_MSG(write_line_plot(plot, path("acc.jpg")), ValueError,
-                   "write_line_plot: unsupported picture format '.jpg' for '" + path("acc.jpg") +
-                       "' (valid: .png, .svg, .pdf)");
+  EXPECT_THROW_MSG(
+      write_line_plot(plot, path("acc.jpg")), ValueError,
+      "write_line_plot: unsupported picture format '.jpg' for '" + path("acc.jpg") + "' (valid: .png, .svg, .pdf)");
   EXPECT_THROW_MSG(write_line_plot(plot, path("acc")), ValueError, "'no extension'");
   EXPECT_THROW_MSG(write_line_plot(plot, path("dir.png/acc")), ValueError, "(valid: .png, .svg, .pdf)");
   const std::string missing = path("no/such/dir/acc.png");
   EXPECT_THROW_MSG(write_line_plot(plot, missing), IoError,
                    "write_line_plot: cannot write '" + missing + "': No such file or directory");
+  // A parent that is a file, and a target that is a directory (the rename fails after the
+  // temporary was written: it must be cleaned up).
+  { std::ofstream(path("file.txt")) << "x"; }
+  EXPECT_THROW_MSG(write_line_plot(plot, path("file.txt/acc.png")), IoError,
+                   "cannot write '" + path("file.txt/acc.png") + "': Not a directory");
+  fs::create_directory(path("taken.svg"));
+  EXPECT_THROW_MSG(write_line_plot(plot, path("taken.svg")), IoError,
+                   "cannot write '" + path("taken.svg") + "': Is a directory");
+  EXPECT_EQ(files(), (std::vector<std::string>{"file.txt", "taken.svg"}));
+  EXPECT_TRUE(fs::is_empty(path("taken.svg")));
+  fs::remove(path("file.txt"));
+  fs::remove(path("taken.svg"));
   LinePlot bad = plot;
   bad.series[2].y.pop_back();
   EXPECT_THROW_MSG(write_line_plot(bad, path("bad.png")), ValueError,
@@ -208,6 +230,9 @@ TEST_F(PlotTest, HeatmapSingleAndMultiHead) {
   const std::string svg = read_all(path("heads.svg"));
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_NE(svg.find("<title>alignment</title>"), std::string::npos);
+  EXPECT_NE(svg.find("rows (output): 5 9 3 17 4 &lt;eos&gt;; columns (source): 5 9 3 17 4; panels: h1, h2, h3, h4"),
+            std::string::npos);
   // The viridis colour bar is a gradient with viridis' end colours.
   EXPECT_NE(svg.find("linearGradient"), std::string::npos);
   EXPECT_NE(svg.find("rgb(26.666667%,0.392157%,32.941176%)"), std::string::npos) << "viridis(0) = #440154";
@@ -230,8 +255,7 @@ TEST_F(PlotTest, HeatmapLargeGrid) {
 
 TEST_F(PlotTest, HeatmapErrors) {
   Heatmap map = diagonal_heatmap(2);
-  EXPECT_THROW_MSG(write_heatmap(map, path("h.gif")), ValueError,
-                   "write_heatmap: unsupported picture format '.gif'");
+  EXPECT_THROW_MSG(write_heatmap(map, path("h.gif")), ValueError, "write_heatmap: unsupported picture format '.gif'");
   Heatmap wrong = map;
   wrong.panels[1].pop_back();
   EXPECT_THROW_MSG(write_heatmap(wrong, path("h.png")), ValueError,

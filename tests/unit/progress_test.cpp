@@ -105,7 +105,7 @@ TEST(Progress, BarRedrawsInPlace) {
     EXPECT_TRUE(progress.is_bar());
     progress.update(120, {{"loss", 1.23}, {"acc", 0.45}});
     for (int step = 121; step < 1500; ++step) progress.update(step, {{"loss", 1.0}});  // throttled
-    progress.update(1500, {{"loss", 0.5}});  // the last step is always drawn
+    progress.update(1500, {{"loss", 0.5}});                                            // the last step is always drawn
     progress.finish();
   }
   const std::string text = contents(f);

@@ -14,8 +14,8 @@ namespace attn::data {
 inline constexpr int32_t kPad = 0;
 inline constexpr int32_t kBos = 1;
 inline constexpr int32_t kEos = 2;
-inline constexpr int32_t kFirstSymbol = 3;   // first content symbol
-inline constexpr int32_t kVocabSize = 32;    // V
+inline constexpr int32_t kFirstSymbol = 3;                         // first content symbol
+inline constexpr int32_t kVocabSize = 32;                          // V
 inline constexpr int32_t kNumSymbols = kVocabSize - kFirstSymbol;  // 29 content symbols
 
 enum class TaskKind { copy, reverse, sort };
