@@ -328,6 +328,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
     fail(path, "out of memory while loading");
   } catch (const Error& e) {
     fail(path, printable(e.what(), true, 200));
+  } catch (const std::exception& e) {
+    fail(path, std::string("cannot load: ") + printable(e.what(), true, 200));
   }
 }
 

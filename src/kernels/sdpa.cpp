@@ -416,7 +416,7 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
     run_items(heads * nk, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nk;
       const int64_t kj = item % nk;
-      for (int64_t qi = nq - 1; qi >= 0; --qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
+      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
     });
   }
   if (dq) {

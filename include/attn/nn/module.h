@@ -57,7 +57,6 @@ class Module {
   // Direct children in registration order, with their local names.
   const std::vector<std::pair<std::string, Module*>>& children() const { return children_; }
 
- protected:
   // Registers a float32 tensor as a parameter: marks it requires_grad and names it
   // (prefix of the parent path + name). Returns the same tensor (shared storage), so a
   // member can be initialised with it. ValueError for an empty name, a name with '.',
@@ -68,6 +67,7 @@ class Module {
   // a bad or duplicate name, registering a module into itself or twice.
   Module& register_module(const std::string& name, Module& child);
 
+ protected:
   // Hook for subclasses that must react to train()/eval(); called after the flag changed.
   virtual void on_train_changed(bool) {}
 

@@ -10,7 +10,8 @@
 // Masked positions output exactly 0 and receive no gradient (their x may hold anything).
 // A fully masked row outputs all zeros and receives zero gradient, never NaN — for
 // softmax AND log_softmax (PyTorch would give NaN from a -inf mask). A row whose kept
-// entries are all -inf is treated like a fully masked row in the forward pass.
+// entries are all -inf (an additive -inf mask instead of `mask`) outputs zeros too; its
+// softmax gradient is zero, its log_softmax gradient is not meaningful — use `mask`.
 #include "attn/tensor.h"
 
 namespace attn {
