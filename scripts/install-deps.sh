@@ -8,7 +8,7 @@ packages=(
   libopenblas-openmp-dev       # CBLAS GEMM, OpenMP threading (no pthread oversubscription)
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
-  libcairo2-dev
+  libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
 )
 

@@ -4,6 +4,21 @@
 
 namespace attn::nn {
 
+Module::~Module() {
+  if (parent_ != nullptr) {
+    auto& siblings = parent_->children_;
+    for (auto it = siblings.begin(); it != siblings.end(); ++it)
+      if (it->second == this) {
+        siblings.erase(it);
+        break;
+      }
+  }
+  for (auto& [n, m] : children_) {
+    m->parent_ = nullptr;
+    m->set_prefix("");
+  }
+}
+
 void Module::check_new_name(const std::string& kind, const std::string& name) const {
   const std::string where = prefix_.empty() ? std::string("module") : "module '" + prefix_.substr(0, prefix_.size() - 1) + "'";
   if (name.empty()) throw ValueError(where + ": " + kind + " name must not be empty");

@@ -1,5 +1,6 @@
 #include "attn/nn/module.h"
 
+#include <memory>
 #include <type_traits>
 
 #include "test_support.h"
@@ -127,6 +128,29 @@ TEST(Module, TrainModePropagates) {
   EXPECT_TRUE(child.is_training());
   EXPECT_TRUE(grandchild.is_training());
   EXPECT_EQ(grandchild.train_calls, 2);
+}
+
+TEST(Module, DestroyingAChildUnregistersIt) {
+  Open root;
+  auto child = std::make_unique<Open>();
+  root.register_module("child", *child);
+  child->register_parameter("w", Tensor::zeros({2}));
+  EXPECT_EQ(names_of(root), std::vector<std::string>{"child.w"});
+  child.reset();
+  EXPECT_TRUE(root.children().empty());
+  EXPECT_TRUE(root.named_parameters().empty());
+  // And a parent destroyed first leaves its children usable.
+  Open orphan;
+  Tensor w = orphan.register_parameter("w", Tensor::zeros({1}));
+  {
+    Open parent;
+    parent.register_module("orphan", orphan);
+    EXPECT_EQ(w.name(), "orphan.w");
+  }
+  EXPECT_EQ(w.name(), "w");
+  Open adopter;
+  adopter.register_module("again", orphan);
+  EXPECT_EQ(w.name(), "again.w");
 }
 
 TEST(Module, RegistrationErrors) {

@@ -9,6 +9,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);
   attn::cli::add_demo_command(app);
+  attn::cli::add_train_command(app);
+  attn::cli::add_eval_command(app);
+  attn::cli::add_sweep_command(app);
+  attn::cli::add_align_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -20,6 +24,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const attn::cli::Interrupted&) {
+    return 130;
   } catch (const attn::cli::UsageError& e) {
     std::fprintf(stderr, "attn: usage error: %s\n", e.what());
     return 2;

@@ -29,7 +29,9 @@ namespace attn::nn {
 class Module {
  public:
   Module() = default;
-  virtual ~Module() = default;
+  // Leaves its parent's child list and orphans its own children, so destroying either
+  // side first never leaves a dangling pointer behind.
+  virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
   Module(Module&&) = delete;

@@ -1,0 +1,214 @@
+#pragma once
+// RNN encoder-decoders with attention (Bahdanau et al. 2014, Luong et al. 2015) and the
+// fixed-context baseline (Cho et al. 2014 / Sutskever et al. 2014), with greedy and beam
+// decoding.
+//
+//   Seq2SeqConfig cfg{.attention = "bahdanau"};
+//   Seq2Seq model(cfg);
+//   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE
+//   DecodeResult r = model.greedy(src, src_lengths, 80);
+//
+// Encoder: embedding -> GRU/LSTM, 1..N layers, uni- or bidirectional (E = 2H when
+// bidirectional), packed semantics (padding never changes a result: rows whose length is
+// exceeded keep their state, the backward direction starts at each row's last real token,
+// outputs at padded positions are 0). Decoder (D = H), selected by config.attention:
+//   none      s_t = RNN(emb(y_{t-1}), s_{t-1});                  logits = W_o s_t
+//   bahdanau  c_t = attend(s_{t-1}); s_t = RNN([emb(y_{t-1}); c_t], s_{t-1});
+//             logits = W_o [s_t; c_t; emb(y_{t-1})]
+//   luong     s_t = RNN([emb(y_{t-1}); h̃_{t-1}], s_{t-1}) (input feeding; emb only without);
+//             c_t = attend(s_t); h̃_t = tanh(W_c [c_t; s_t]);     logits = W_o h̃_t
+// Parameter names follow PyTorch modules: "encoder.embedding.weight",
+// "encoder.rnn.weight_ih_l0", "encoder.rnn.weight_hh_l0_reverse", "encoder.bridge.h_l0.weight",
+// "decoder.embedding.weight", "decoder.rnn.weight_ih_l0", "decoder.attention.w_q",
+// "decoder.linear_out.weight", "decoder.out.weight", ...
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "attn/data/tasks.h"
+#include "attn/nn/layers.h"
+#include "attn/nn/module.h"
+#include "attn/ops/attention.h"
+#include "attn/random.h"
+
+namespace attn::models {
+
+struct Seq2SeqConfig {
+  std::string encoder = "gru";  // gru | lstm
+  int layers = 1;               // encoder and decoder layers
+  bool bidirectional = false;   // encoder
+  int emb = 64;
+  int hidden = 256;             // H per encoder direction; decoder state D = H
+  float dropout = 0.0f;         // between stacked RNN layers, in [0, 1)
+  std::string attention = "bahdanau";  // none | bahdanau | luong
+  // bahdanau: additive (default) | additive_normalized;
+  // luong: general (default) | dot | concat | location | scaled_dot; none: "" or "none".
+  std::string score;
+  bool input_feeding = true;  // luong only
+  int vocab = data::kVocabSize;
+  int max_src_len = 128;      // the longest source location attention can score
+  uint64_t seed = 1;
+
+  // The score the decoder uses: `score`, or the attention type's default when empty.
+  std::string effective_score() const;
+  // Throws ValueError naming the bad field and listing the valid values, e.g.
+  //   unknown attention 'foo' (valid: none, bahdanau, luong)
+  void validate() const;
+  // As a JSON object (every field); from_json accepts a subset (missing fields keep their
+  // defaults), rejects unknown keys and wrong types (ValueError), and validates.
+  nlohmann::json to_json() const;
+  static Seq2SeqConfig from_json(const nlohmann::json& j);
+  std::string to_json_string() const;  // for the checkpoint metadata key "attn"
+  static Seq2SeqConfig from_json_string(const std::string& text);
+};
+
+struct DecodeResult {
+  // Per batch row: the output ids, up to and including EOS (no EOS when max_len was hit).
+  std::vector<std::vector<int32_t>> tokens;
+  // Per row, per output step: the S attention weights over the row's source (S = the
+  // batch's source length; positions past the row's length are 0). Empty for "none".
+  std::vector<std::vector<std::vector<float>>> attention;
+};
+
+struct BeamOptions {
+  int width = 4;
+  float length_penalty = 1.0f;  // α of GNMT's lp(len) = ((5 + len) / 6)^α; 0 = raw log-prob
+  int max_len = 100;
+};
+
+// A stack of GRU or LSTM layers with PyTorch nn.GRU / nn.LSTM parameter names
+// (weight_ih_l{k}[_reverse], weight_hh_l{k}[_reverse], bias_ih_l{k}..., bias_hh_l{k}...).
+class RnnStack : public nn::Module {
+ public:
+  RnnStack(bool lstm, int64_t input_size, int64_t hidden, int layers, bool bidirectional, Rng& rng);
+  struct Weights {
+    Tensor w_ih, w_hh, b_ih, b_hh;
+  };
+  const Weights& at(int layer, int direction) const { return weights_[layer * directions + direction]; }
+  int64_t input_size(int layer) const;
+
+  bool lstm;
+  int64_t hidden;
+  int layers;
+  int directions;
+
+ private:
+  std::vector<Weights> weights_;
+  int64_t input_size_;
+};
+
+// The encoder's results, batch-major.
+struct EncoderOutput {
+  Tensor outputs;            // (B, S, E), zero at padded positions
+  std::vector<Tensor> h, c;  // per layer (B, D): the decoder's initial state (c: LSTM only)
+};
+
+class Encoder : public nn::Module {
+ public:
+  Encoder(const Seq2SeqConfig& config, Rng& rng);
+  // src (B, S) int32, src_lengths (B) int32 in [1, S].
+  EncoderOutput forward(const Tensor& src, const Tensor& src_lengths);
+  int64_t output_size() const { return rnn.hidden * rnn.directions; }
+
+  nn::Embedding embedding;
+  RnnStack rnn;
+
+ private:
+  Seq2SeqConfig config_;
+  std::unique_ptr<nn::Module> bridge_;  // bidirectional only
+  std::vector<std::unique_ptr<nn::Linear>> bridge_h_, bridge_c_;
+  nn::Dropout dropout_;
+};
+
+// The attention memory of one batch: values, lengths, and what is computed once per batch
+// (Bahdanau's projected keys).
+struct AttentionMemory {
+  Tensor values;          // (B, S, E)
+  Tensor lengths;         // (B) int32
+  Tensor projected_keys;  // bahdanau: (B, S, A)
+  Tensor values_heads;    // scaled_dot: values viewed as (B, 1, S, E)
+};
+
+// The scoring module of the decoder ("decoder.attention.*"); Xavier-initialised weights.
+class Attention : public nn::Module {
+ public:
+  Attention(const std::string& kind, const std::string& score, int64_t query_size, int64_t value_size,
+            int64_t max_src_len, Rng& rng);
+  AttentionMemory prepare(const Tensor& values, const Tensor& lengths) const;
+  // query (B, D) -> context (B, E), weights (B, S) when need_weights.
+  AttentionResult attend(const Tensor& query, const AttentionMemory& memory, bool need_weights) const;
+
+  std::string kind, score;
+  Tensor w_q, w_k, bias, v, g;  // bahdanau
+  Tensor w;                     // luong general (D, E) / concat (A, D + E)
+  Tensor w_a, b_a;              // location
+};
+
+// Decoder state between steps (all (B, ·)).
+struct DecoderState {
+  std::vector<Tensor> h, c;  // per layer; c for LSTM
+  Tensor feed;               // luong with input feeding: h̃_{t-1}
+};
+
+class Decoder : public nn::Module {
+ public:
+  Decoder(const Seq2SeqConfig& config, int64_t encoder_size, Rng& rng);
+
+  // One decoder step from the embedded previous token emb_prev (B, emb). Returns the
+  // output features (B, F) for `out`, and the attention weights (B, S) if asked.
+  struct Step {
+    Tensor top;      // s_t (B, D)
+    Tensor context;  // c_t (B, E), undefined for none
+    Tensor feature;  // luong: h̃_t; none: s_t; bahdanau: undefined (see output_features)
+    Tensor weights;
+  };
+  Step step(const Tensor& emb_prev, DecoderState& state, const AttentionMemory& memory, bool need_weights,
+            const Tensor* projected_input = nullptr);
+  // Logits (B, V) for one step.
+  Tensor step_logits(const Step& s, const Tensor& emb_prev) const;
+  // Teacher forcing: tgt_in (B, T) -> logits (T, B, V), time-major.
+  Tensor forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths);
+  DecoderState initial_state(const EncoderOutput& enc, int64_t batch) const;
+  AttentionMemory prepare(const EncoderOutput& enc, const Tensor& src_lengths) const;
+
+  nn::Embedding embedding;
+  RnnStack rnn;
+  std::unique_ptr<Attention> attention;        // undefined for none
+  std::unique_ptr<nn::Linear> linear_out;      // luong W_c
+  nn::Linear out;
+
+ private:
+  Seq2SeqConfig config_;
+  nn::Dropout dropout_;
+};
+
+class Seq2Seq : public nn::Module {
+  // Declared first: the members below are built from them.
+  Seq2SeqConfig config_;
+  Rng rng_;
+
+ public:
+  explicit Seq2Seq(const Seq2SeqConfig& config);
+  const Seq2SeqConfig& config() const { return config_; }
+
+  // Teacher forcing: logits (T, B, V), time-major, for batch.tgt_in.
+  Tensor logits(const data::Batch& batch);
+  // Mean cross-entropy over the non-PAD target tokens.
+  Tensor loss(const data::Batch& batch);
+
+  // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
+  // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.
+  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len);
+  DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options);
+
+  Encoder encoder;
+  Decoder decoder;
+};
+
+// The (T, B) time-major copy of a (B, T) int32 tensor.
+Tensor time_major_ids(const Tensor& ids);
+
+}  // namespace attn::models

@@ -1,0 +1,76 @@
+// Seq2Seq: teacher-forced loss and greedy decoding.
+#include "attn/models/seq2seq.h"
+
+#include "attn/autodiff/tape.h"
+#include "attn/ops/loss.h"
+
+namespace attn::models {
+namespace {
+const Seq2SeqConfig& validated(const Seq2SeqConfig& c) {
+  c.validate();
+  return c;
+}
+}  // namespace
+
+Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
+    : config_(validated(config)),
+      rng_(config.seed),
+      encoder(config_, rng_),
+      decoder(config_, encoder.output_size(), rng_) {
+  register_module("encoder", encoder);
+  register_module("decoder", decoder);
+}
+
+Tensor Seq2Seq::logits(const data::Batch& batch) {
+  const EncoderOutput enc = encoder.forward(batch.src, batch.src_lengths);
+  return decoder.forward(batch.tgt_in, enc, batch.src_lengths);  // (T, B, V)
+}
+
+Tensor Seq2Seq::loss(const data::Batch& batch) {
+  const Tensor l = logits(batch);  // (T, B, V)
+  return cross_entropy(l, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad});
+}
+
+DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len) {
+  if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
+  autodiff::NoGradGuard no_grad;
+  const EncoderOutput enc = encoder.forward(src, src_lengths);
+  const int64_t B = src.dim(0), S = src.dim(1);
+  const AttentionMemory memory = decoder.prepare(enc, src_lengths);
+  DecoderState state = decoder.initial_state(enc, B);
+  const bool with_weights = config_.attention != "none";
+  DecodeResult result;
+  result.tokens.resize(static_cast<size_t>(B));
+  result.attention.resize(static_cast<size_t>(B));
+  std::vector<char> finished(static_cast<size_t>(B), 0);
+  Tensor prev = Tensor::empty({B}, DType::i32);  // y_{t-1}
+  for (int64_t b = 0; b < B; ++b) prev.i32()[b] = data::kBos;
+  const int64_t V = config_.vocab;
+  int64_t remaining = B;
+  for (int step = 0; step < max_len && remaining > 0; ++step) {
+    const Tensor emb = decoder.embedding.forward(prev);  // (B, emb)
+    const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
+    const Tensor logits = decoder.step_logits(s, emb);  // (B, V)
+    const float* l = logits.f32();
+    for (int64_t b = 0; b < B; ++b) {
+      const float* row = l + b * V;
+      int32_t best = 0;
+      for (int32_t v = 1; v < V; ++v)
+        if (row[v] > row[best]) best = v;
+      prev.i32()[b] = best;
+      if (finished[static_cast<size_t>(b)]) continue;
+      result.tokens[static_cast<size_t>(b)].push_back(best);
+      if (with_weights) {
+        const float* w = s.weights.f32() + b * S;
+        result.attention[static_cast<size_t>(b)].emplace_back(w, w + S);
+      }
+      if (best == data::kEos) {
+        finished[static_cast<size_t>(b)] = 1;
+        --remaining;
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace attn::models

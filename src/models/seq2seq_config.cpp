@@ -1,0 +1,122 @@
+// Seq2SeqConfig: validation and the JSON form stored in checkpoints.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attn/models/seq2seq.h"
+
+namespace attn::models {
+namespace {
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s;
+}
+
+void check_name(const char* what, const std::string& value, const std::vector<std::string>& valid) {
+  for (const std::string& v : valid)
+    if (v == value) return;
+  throw ValueError(fmt::format("unknown {} '{}' (valid: {})", what, value, join(valid)));
+}
+
+const std::vector<std::string> kEncoders = {"gru", "lstm"};
+const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
+const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
+const std::vector<std::string> kLuongScores = {"dot", "general", "concat", "location", "scaled_dot"};
+
+}  // namespace
+
+std::string Seq2SeqConfig::effective_score() const {
+  if (!score.empty()) return score;
+  if (attention == "bahdanau") return "additive";
+  if (attention == "luong") return "general";
+  return "none";
+}
+
+void Seq2SeqConfig::validate() const {
+  check_name("encoder", encoder, kEncoders);
+  check_name("attention", attention, kAttentions);
+  const std::string s = effective_score();
+  if (attention == "bahdanau") check_name("score for bahdanau attention", s, kBahdanauScores);
+  if (attention == "luong") check_name("score for luong attention", s, kLuongScores);
+  if (attention == "none" && s != "none")
+    throw ValueError(fmt::format("score '{}' given for attention 'none' (valid: none, or leave it empty)", s));
+  auto positive = [](const char* name, int value, int lo) {
+    if (value < lo) throw ValueError(fmt::format("{} must be >= {}, got {}", name, lo, value));
+  };
+  positive("layers", layers, 1);
+  positive("emb", emb, 1);
+  positive("hidden", hidden, 1);
+  positive("vocab", vocab, data::kFirstSymbol + 1);
+  positive("max_src_len", max_src_len, 1);
+  if (!(dropout >= 0.0f && dropout < 1.0f)) throw ValueError(fmt::format("dropout must be in [0, 1), got {}", dropout));
+  if (attention == "luong" && bidirectional && (s == "dot" || s == "scaled_dot"))
+    throw ValueError(fmt::format(
+        "luong {}: decoder state D={} differs from encoder state E={} (bidirectional): use 'general' or 'concat'", s,
+        hidden, 2 * hidden));
+}
+
+nlohmann::json Seq2SeqConfig::to_json() const {
+  return nlohmann::json{{"encoder", encoder},     {"layers", layers},
+                        {"bidirectional", bidirectional}, {"emb", emb},
+                        {"hidden", hidden},       {"dropout", dropout},
+                        {"attention", attention}, {"score", score},
+                        {"input_feeding", input_feeding}, {"vocab", vocab},
+                        {"max_src_len", max_src_len}, {"seed", seed}};
+}
+
+Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw ValueError("seq2seq config: expected a JSON object, got " + std::string(j.type_name()));
+  Seq2SeqConfig c;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    auto want = [&](bool ok, const char* type) {
+      if (!ok) throw ValueError(fmt::format("seq2seq config: '{}' must be {}, got {}", key, type, v.dump()));
+    };
+    if (key == "encoder" || key == "attention" || key == "score") {
+      want(v.is_string(), "a string");
+      (key == "encoder" ? c.encoder : key == "attention" ? c.attention : c.score) = v.get<std::string>();
+    } else if (key == "bidirectional" || key == "input_feeding") {
+      want(v.is_boolean(), "a boolean");
+      (key == "bidirectional" ? c.bidirectional : c.input_feeding) = v.get<bool>();
+    } else if (key == "layers" || key == "emb" || key == "hidden" || key == "vocab" || key == "max_src_len") {
+      want(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX, "an integer");
+      const int value = v.get<int>();
+      if (key == "layers") c.layers = value;
+      else if (key == "emb") c.emb = value;
+      else if (key == "hidden") c.hidden = value;
+      else if (key == "vocab") c.vocab = value;
+      else c.max_src_len = value;
+    } else if (key == "dropout") {
+      want(v.is_number(), "a number");
+      c.dropout = v.get<float>();
+    } else if (key == "seed") {
+      want(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), "a non-negative integer");
+      c.seed = v.get<uint64_t>();
+    } else {
+      throw ValueError(fmt::format(
+          "seq2seq config: unknown key '{}' (valid: encoder, layers, bidirectional, emb, hidden, dropout, attention, "
+          "score, input_feeding, vocab, max_src_len, seed)",
+          key));
+    }
+  }
+  c.validate();
+  return c;
+}
+
+std::string Seq2SeqConfig::to_json_string() const { return to_json().dump(); }
+
+Seq2SeqConfig Seq2SeqConfig::from_json_string(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ValueError(std::string("seq2seq config: not valid JSON: ") + e.what());
+  }
+  return from_json(j);
+}
+
+}  // namespace attn::models

@@ -1,0 +1,385 @@
+// Seq2Seq models: configuration, parameter names, packed (padding-invariant) encoding,
+// gradients of the loss for every attention type, greedy and beam decoding.
+#include "attn/models/seq2seq.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "attn/autodiff/tape.h"
+#include "attn/ops/loss.h"
+#include "attn/parallel.h"
+#include "attn/train/optimizer.h"
+#include "test_support.h"
+
+namespace attn::models {
+namespace {
+
+using testing::gradcheck;
+using testing::tensors_close;
+
+// A batch from explicit sources (content ids 3..).
+data::Batch batch_of(const std::vector<std::vector<int32_t>>& sources) {
+  return data::make_batch(data::TaskKind::copy, sources);
+}
+
+// Row b of a (B, ...) int32 tensor, cut to `len` elements: a batch of one.
+Tensor row_ids(const Tensor& ids, int64_t b, int64_t len) {
+  const int64_t T = ids.dim(1);
+  std::vector<int32_t> v(ids.i32() + b * T, ids.i32() + b * T + len);
+  return Tensor::from_vector(v, {1, len});
+}
+
+Seq2SeqConfig tiny(const std::string& attention, const std::string& score = "", const std::string& encoder = "gru",
+                   bool bidirectional = false, int layers = 1) {
+  Seq2SeqConfig c;
+  c.encoder = encoder;
+  c.attention = attention;
+  c.score = score;
+  c.bidirectional = bidirectional;
+  c.layers = layers;
+  c.emb = 3;
+  c.hidden = 4;
+  c.vocab = 6;
+  c.max_src_len = 5;
+  c.seed = 7;
+  return c;
+}
+
+struct Variant {
+  std::string attention, score, encoder;
+  bool bidirectional;
+  int layers;
+  bool input_feeding = true;
+};
+
+std::vector<Variant> all_variants() {
+  return {{"none", "", "gru", false, 1},
+          {"none", "", "lstm", true, 2},
+          {"bahdanau", "additive", "gru", false, 1},
+          {"bahdanau", "additive_normalized", "lstm", false, 1},
+          {"bahdanau", "additive", "gru", true, 2},
+          {"luong", "dot", "gru", false, 1},
+          {"luong", "general", "lstm", true, 1},
+          {"luong", "general", "gru", false, 1, false},
+          {"luong", "concat", "gru", true, 1},
+          {"luong", "location", "gru", false, 1},
+          {"luong", "scaled_dot", "lstm", false, 2}};
+}
+
+Seq2SeqConfig variant_config(const Variant& v) {
+  Seq2SeqConfig c = tiny(v.attention, v.score, v.encoder, v.bidirectional, v.layers);
+  c.input_feeding = v.input_feeding;
+  return c;
+}
+
+std::string variant_name(const Variant& v) {
+  return v.attention + "/" + v.score + "/" + v.encoder + (v.bidirectional ? "/bi" : "/uni") + "/l" +
+         std::to_string(v.layers) + (v.input_feeding ? "" : "/no-feed");
+}
+
+// ---- configuration --------------------------------------------------------------------------
+
+TEST(Seq2SeqConfig, JsonRoundTrip) {
+  Seq2SeqConfig c;
+  c.encoder = "lstm";
+  c.layers = 3;
+  c.bidirectional = true;
+  c.emb = 17;
+  c.hidden = 33;
+  c.dropout = 0.25f;
+  c.attention = "luong";
+  c.score = "concat";
+  c.input_feeding = false;
+  c.vocab = 40;
+  c.max_src_len = 99;
+  c.seed = 123456789012345ULL;
+  const Seq2SeqConfig r = Seq2SeqConfig::from_json_string(c.to_json_string());
+  EXPECT_EQ(r.to_json(), c.to_json());
+  EXPECT_EQ(r.encoder, "lstm");
+  EXPECT_EQ(r.layers, 3);
+  EXPECT_TRUE(r.bidirectional);
+  EXPECT_EQ(r.emb, 17);
+  EXPECT_EQ(r.hidden, 33);
+  EXPECT_FLOAT_EQ(r.dropout, 0.25f);
+  EXPECT_EQ(r.attention, "luong");
+  EXPECT_EQ(r.score, "concat");
+  EXPECT_FALSE(r.input_feeding);
+  EXPECT_EQ(r.vocab, 40);
+  EXPECT_EQ(r.max_src_len, 99);
+  EXPECT_EQ(r.seed, 123456789012345ULL);
+  // A subset keeps the defaults.
+  const Seq2SeqConfig d = Seq2SeqConfig::from_json_string(R"({"attention": "none"})");
+  EXPECT_EQ(d.attention, "none");
+  EXPECT_EQ(d.hidden, 256);
+  EXPECT_EQ(d.effective_score(), "none");
+  EXPECT_EQ(Seq2SeqConfig{}.effective_score(), "additive");
+}
+
+TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
+  Seq2SeqConfig c;
+  c.attention = "foo";
+  EXPECT_THROW_MSG(c.validate(), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
+  c = {};
+  c.encoder = "rnn";
+  EXPECT_THROW_MSG(c.validate(), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
+  c = {};
+  c.score = "dot";
+  EXPECT_THROW_MSG(c.validate(), ValueError,
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)");
+  c = {};
+  c.attention = "luong";
+  c.score = "additive";
+  EXPECT_THROW_MSG(c.validate(), ValueError, "(valid: dot, general, concat, location, scaled_dot)");
+  c = {};
+  c.attention = "none";
+  c.score = "general";
+  EXPECT_THROW_MSG(c.validate(), ValueError, "score 'general' given for attention 'none'");
+  c = {};
+  c.attention = "luong";
+  c.score = "dot";
+  c.bidirectional = true;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "luong dot: decoder state D=256 differs from encoder state E=512");
+  c = {};
+  c.layers = 0;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "layers must be >= 1, got 0");
+  c = {};
+  c.dropout = 1.0f;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "dropout must be in [0, 1), got 1");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"hiden": 3})"), ValueError, "unknown key 'hiden'");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"hidden": "3"})"), ValueError, "'hidden' must be an integer");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string("{nope"), ValueError, "not valid JSON");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"attention": "bahdanau", "score": "location"})"), ValueError,
+                   "unknown score for bahdanau attention 'location'");
+  c = {};
+  c.attention = "foo";
+  EXPECT_THROW_MSG(Seq2Seq model(c), ValueError, "unknown attention 'foo'");
+}
+
+// ---- parameter names ------------------------------------------------------------------------
+
+std::vector<std::string> names_of(const nn::Module& m) {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : m.named_parameters()) {
+    names.push_back(name);
+    EXPECT_EQ(t.name(), name);
+  }
+  return names;
+}
+
+TEST(Seq2Seq, ParameterNamesBahdanauGru) {
+  Seq2SeqConfig c = tiny("bahdanau");
+  Seq2Seq model(c);
+  const std::vector<std::string> expected = {
+      "encoder.embedding.weight",   "encoder.rnn.weight_ih_l0",   "encoder.rnn.weight_hh_l0",
+      "encoder.rnn.bias_ih_l0",     "encoder.rnn.bias_hh_l0",     "decoder.embedding.weight",
+      "decoder.rnn.weight_ih_l0",   "decoder.rnn.weight_hh_l0",   "decoder.rnn.bias_ih_l0",
+      "decoder.rnn.bias_hh_l0",     "decoder.attention.w_q",      "decoder.attention.w_k",
+      "decoder.attention.bias",     "decoder.attention.v",        "decoder.out.weight",
+      "decoder.out.bias"};
+  EXPECT_EQ(names_of(model), expected);
+  auto params = model.named_parameters();
+  // Shapes: E = D = 4, emb 3, V 6, A = D.
+  EXPECT_EQ(params[6].second.shape(), Shape({12, 3 + 4}));  // decoder input [emb; c]
+  EXPECT_EQ(params[10].second.shape(), Shape({4, 4}));
+  EXPECT_EQ(params[14].second.shape(), Shape({6, 4 + 4 + 3}));  // out over [s; c; emb]
+}
+
+TEST(Seq2Seq, ParameterNamesLuongBidirectionalLstm) {
+  Seq2SeqConfig c = tiny("luong", "general", "lstm", true, 2);
+  Seq2Seq model(c);
+  const std::vector<std::string> names = names_of(model);
+  auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
+  for (const char* n : {"encoder.rnn.weight_ih_l0", "encoder.rnn.weight_ih_l0_reverse", "encoder.rnn.weight_hh_l1_reverse",
+                        "encoder.rnn.bias_hh_l1_reverse", "encoder.bridge.h_l0.weight", "encoder.bridge.c_l1.bias",
+                        "decoder.rnn.weight_ih_l1", "decoder.attention.w", "decoder.linear_out.weight",
+                        "decoder.out.weight"})
+    EXPECT_TRUE(has(n)) << n;
+  EXPECT_FALSE(has("decoder.rnn.weight_ih_l0_reverse"));
+  EXPECT_FALSE(has("decoder.linear_out.bias"));
+  for (const auto& [name, t] : model.named_parameters()) {
+    if (name == "encoder.rnn.weight_ih_l1") EXPECT_EQ(t.shape(), Shape({16, 8}));  // input = 2H
+    if (name == "decoder.attention.w") EXPECT_EQ(t.shape(), Shape({4, 8}));        // (D, E)
+    if (name == "decoder.rnn.weight_ih_l0") EXPECT_EQ(t.shape(), Shape({16, 3 + 4}));  // [emb; h̃]
+    if (name == "decoder.linear_out.weight") EXPECT_EQ(t.shape(), Shape({4, 8 + 4}));
+  }
+  EXPECT_EQ(names.size(), 8u * 4u + 4u * 2u + 1u + 8u + 1u + 1u + 1u + 2u);
+}
+
+// ---- packed semantics -----------------------------------------------------------------------
+
+void expect_encoder_padding_invariant(const Seq2SeqConfig& c) {
+  SCOPED_TRACE(c.to_json_string());
+  Seq2Seq model(c);
+  const data::Batch batch = batch_of({{3, 4, 5, 3, 4}, {5, 4}, {4, 4, 3, 5}, {3}});
+  autodiff::NoGradGuard no_grad;
+  const EncoderOutput full = model.encoder.forward(batch.src, batch.src_lengths);
+  const int64_t S = batch.src.dim(1), E = model.encoder.output_size();
+  ASSERT_EQ(full.outputs.shape(), Shape({4, S, E}));
+  for (int64_t b = 0; b < 4; ++b) {
+    const int64_t len = batch.src_lengths.i32()[b];
+    const EncoderOutput alone = model.encoder.forward(row_ids(batch.src, b, len), Tensor::from_vector(std::vector<int32_t>{int32_t(len)}, {1}));
+    const Tensor row = full.outputs.select(b);  // (S, E)
+    EXPECT_TRUE(tensors_close(row.slice(0, len).clone(), alone.outputs.select(0).clone(), 1e-6f, 1e-5f)) << "row " << b;
+    for (int64_t i = len * E; i < S * E; ++i) ASSERT_EQ(row.f32()[i], 0.0f) << "row " << b << " padded output " << i;
+    for (size_t l = 0; l < full.h.size(); ++l) {
+      EXPECT_TRUE(tensors_close(full.h[l].select(b).clone(), alone.h[l].select(0).clone(), 1e-6f, 1e-5f))
+          << "row " << b << " layer " << l;
+      if (!full.c.empty())
+        EXPECT_TRUE(tensors_close(full.c[l].select(b).clone(), alone.c[l].select(0).clone(), 1e-6f, 1e-5f));
+    }
+  }
+}
+
+TEST(Seq2Seq, EncoderPaddingInvariance) {
+  expect_encoder_padding_invariant(tiny("none"));
+  expect_encoder_padding_invariant(tiny("none", "", "gru", true, 2));
+  expect_encoder_padding_invariant(tiny("bahdanau", "", "lstm", true, 2));
+  expect_encoder_padding_invariant(tiny("bahdanau", "", "lstm", false, 1));
+}
+
+TEST(Seq2Seq, LogitsAndLossArePaddingInvariant) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5}, {4, 4}});
+  for (const Variant& v : all_variants()) {
+    SCOPED_TRACE(variant_name(v));
+    Seq2Seq model(variant_config(v));
+    autodiff::NoGradGuard no_grad;
+    const Tensor logits = model.logits(batch);  // (T, B, V)
+    const int64_t B = 3, T = batch.tgt_in.dim(1), V = 6;
+    ASSERT_EQ(logits.shape(), Shape({T, B, V}));
+    double summed = 0.0;
+    int64_t count = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t sl = batch.src_lengths.i32()[b], tl = batch.tgt_lengths.i32()[b];
+      data::Batch one{row_ids(batch.src, b, sl), Tensor::from_vector(std::vector<int32_t>{int32_t(sl)}, {1}),
+                      row_ids(batch.tgt_in, b, tl), row_ids(batch.tgt_out, b, tl),
+                      Tensor::from_vector(std::vector<int32_t>{int32_t(tl)}, {1})};
+      const Tensor alone = model.logits(one);  // (tl, 1, V)
+      for (int64_t t = 0; t < tl; ++t)
+        for (int64_t k = 0; k < V; ++k)
+          ASSERT_NEAR(logits.f32()[(t * B + b) * V + k], alone.f32()[t * V + k], 1e-5f) << "b " << b << " t " << t;
+      summed += model.loss(one).item() * tl;
+      count += tl;
+    }
+    EXPECT_NEAR(model.loss(batch).item(), summed / count, 1e-5);
+  }
+}
+
+// ---- gradients ------------------------------------------------------------------------------
+
+TEST(Seq2Seq, LossGradcheckEveryAttention) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5, 3}});  // S = 3, ragged
+  for (const Variant& v : all_variants()) {
+    SCOPED_TRACE(variant_name(v));
+    Seq2Seq model(variant_config(v));
+    std::vector<Tensor> params = model.parameters();
+    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>&) { return model.loss(batch); }, params,
+                          {.eps = 1e-2, .atol = 3e-3, .rtol = 3e-2}));
+    EXPECT_EQ(autodiff::tape().size(), 0u);
+  }
+}
+
+TEST(Seq2Seq, DropoutOnlyInTraining) {
+  Seq2SeqConfig c = tiny("bahdanau", "", "gru", false, 2);
+  c.dropout = 0.5f;
+  c.hidden = 16;
+  Seq2Seq model(c);
+  const data::Batch batch = batch_of({{3, 4, 5, 3}, {5, 3}});
+  autodiff::NoGradGuard no_grad;
+  const float a = model.loss(batch).item(), b = model.loss(batch).item();
+  EXPECT_NE(a, b);  // fresh masks each call
+  model.eval();
+  const float e1 = model.loss(batch).item(), e2 = model.loss(batch).item();
+  EXPECT_EQ(e1, e2);
+}
+
+// ---- decoding -------------------------------------------------------------------------------
+
+void expect_same_decode(const DecodeResult& a, const DecodeResult& b) {
+  ASSERT_EQ(a.tokens, b.tokens);
+  ASSERT_EQ(a.attention.size(), b.attention.size());
+  for (size_t r = 0; r < a.attention.size(); ++r) {
+    ASSERT_EQ(a.attention[r].size(), b.attention[r].size());
+    for (size_t t = 0; t < a.attention[r].size(); ++t)
+      for (size_t s = 0; s < a.attention[r][t].size(); ++s) ASSERT_NEAR(a.attention[r][t][s], b.attention[r][t][s], 1e-6f);
+  }
+}
+
+TEST(Seq2Seq, BeamWidthOneEqualsGreedyUntrained) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5}, {4, 4}});
+  for (const Variant& v : all_variants()) {
+    SCOPED_TRACE(variant_name(v));
+    Seq2Seq model(variant_config(v));
+    const DecodeResult g = model.greedy(batch.src, batch.src_lengths, 7);
+    const DecodeResult b = model.beam(batch.src, batch.src_lengths, {.width = 1, .length_penalty = 0.0f, .max_len = 7});
+    expect_same_decode(g, b);
+    ASSERT_EQ(g.tokens.size(), 3u);
+    for (size_t r = 0; r < 3; ++r) {
+      EXPECT_LE(g.tokens[r].size(), 7u);
+      const bool eos = !g.tokens[r].empty() && g.tokens[r].back() == data::kEos;
+      EXPECT_TRUE(eos || g.tokens[r].size() == 7u);
+      for (size_t i = 0; i + 1 < g.tokens[r].size(); ++i) EXPECT_NE(g.tokens[r][i], data::kEos);
+    }
+    EXPECT_EQ(autodiff::tape().size(), 0u);
+  }
+}
+
+TEST(Seq2Seq, DecodeErrors) {
+  Seq2Seq model(tiny("bahdanau"));
+  const data::Batch batch = batch_of({{3, 4, 5}});
+  EXPECT_THROW_MSG(model.greedy(batch.src, batch.src_lengths, 0), ValueError, "max_len must be >= 1, got 0");
+  EXPECT_THROW_MSG(model.beam(batch.src, batch.src_lengths, {.width = 0}), ValueError, "width must be >= 1, got 0");
+  EXPECT_THROW_MSG(model.greedy(batch.src, Tensor::from_vector(std::vector<int32_t>{4}, {1}), 3), ValueError,
+                   "'src_lengths' value 4 at batch index 0 is out of range [1, S=3]");
+  EXPECT_THROW_MSG(model.greedy(batch.src, Tensor::from_vector(std::vector<int32_t>{3, 3}, {2}), 3), ShapeError,
+                   "src_lengths");
+}
+
+// Overfits four fixed copy examples, then decodes them.
+TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
+  set_num_threads(2);
+  const std::vector<std::vector<int32_t>> sources = {{3, 9, 4}, {12, 7}, {5, 5, 20, 8}, {30}};
+  const data::Batch batch = batch_of(sources);
+  for (const char* attention : {"bahdanau", "luong"}) {
+    SCOPED_TRACE(attention);
+    Seq2SeqConfig c;
+    c.attention = attention;
+    c.emb = 16;
+    c.hidden = 32;
+    c.seed = 3;
+    Seq2Seq model(c);
+    train::Adam adam(model.parameters(), {.lr = 1e-2f});
+    float loss = 0.0f;
+    for (int step = 0; step < 150; ++step) {
+      Tensor l = model.loss(batch);
+      loss = l.item();
+      backward(l);
+      adam.step();
+      adam.zero_grad();
+    }
+    ASSERT_LT(loss, 0.02f);
+    model.eval();
+    const DecodeResult g = model.greedy(batch.src, batch.src_lengths, 10);
+    for (size_t r = 0; r < sources.size(); ++r) {
+      std::vector<int32_t> want = sources[r];
+      want.push_back(data::kEos);
+      EXPECT_EQ(g.tokens[r], want) << "row " << r;
+      ASSERT_EQ(g.attention[r].size(), want.size());
+      for (const std::vector<float>& w : g.attention[r]) {
+        ASSERT_EQ(w.size(), 4u);  // S of the batch
+        double sum = 0.0;
+        for (size_t s = 0; s < w.size(); ++s) {
+          if (s >= sources[r].size()) EXPECT_EQ(w[s], 0.0f);
+          sum += w[s];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    }
+    expect_same_decode(g, model.beam(batch.src, batch.src_lengths, {.width = 1, .length_penalty = 0.0f, .max_len = 10}));
+    const DecodeResult b4 = model.beam(batch.src, batch.src_lengths, {.width = 4, .length_penalty = 1.0f, .max_len = 10});
+    EXPECT_EQ(b4.tokens, g.tokens);
+    for (size_t r = 0; r < sources.size(); ++r) EXPECT_EQ(b4.attention[r].size(), b4.tokens[r].size());
+  }
+}
+
+}  // namespace
+}  // namespace attn::models

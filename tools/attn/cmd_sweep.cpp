@@ -1,0 +1,115 @@
+// attn sweep: train several attention types, evaluate each against length, compare.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace fs = std::filesystem;
+
+Comparison run_comparison(const std::vector<std::string>& attentions, const models::Seq2SeqConfig& base,
+                          const train::TrainOptions& options, const train::EvalOptions& eval,
+                          const std::string& out_dir) {
+  // Check every configuration before any training starts.
+  std::vector<models::Seq2SeqConfig> configs;
+  as_usage([&] {
+    options.validate();
+    // A --score applies to the decoders it belongs to (e.g. general to luong); it must
+    // belong to at least one of them.
+    bool score_used = base.score.empty();
+    for (const std::string& attention : attentions) {
+      models::Seq2SeqConfig c = base;
+      c.attention = attention;
+      try {
+        c.validate();
+        score_used = true;
+      } catch (const ValueError&) {
+        c.score.clear();
+        c.validate();
+      }
+      configs.push_back(c);
+    }
+    if (!score_used) throw ValueError("--score '" + base.score + "' fits none of the decoders given");
+  });
+  fs::create_directories(out_dir);
+  Comparison comparison;
+  const data::TaskKind task = data::parse_task(options.task);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    train::TrainOptions o = options;
+    o.out_dir = (fs::path(out_dir) / attentions[i]).string();
+    std::fprintf(stderr, "[%zu/%zu] training '%s' (%lld steps) into %s\n", i + 1, configs.size(), attentions[i].c_str(),
+                 static_cast<long long>(o.steps), o.out_dir.c_str());
+    train::TrainResult r = train::train_seq2seq(configs[i], o);
+    if (r.interrupted) throw Interrupted();
+    train::LoadedModel best = train::load_checkpoint(r.model_path);
+    std::fprintf(stderr, "[%zu/%zu] evaluating '%s' at %zu lengths\n", i + 1, configs.size(), attentions[i].c_str(),
+                 eval.lengths.size());
+    comparison.names.push_back(attentions[i]);
+    comparison.results.push_back(train::evaluate(*best.model, task, eval));
+  }
+
+  nlohmann::json records = nlohmann::json::array();
+  std::string csv = "attention,length,token_accuracy,sequence_accuracy\n";
+  for (size_t i = 0; i < comparison.names.size(); ++i)
+    for (const auto& r : comparison.results[i]) {
+      records.push_back({{"attention", comparison.names[i]},
+                         {"length", r.length},
+                         {"token_accuracy", r.token_accuracy},
+                         {"sequence_accuracy", r.sequence_accuracy}});
+      csv += comparison.names[i] + "," + std::to_string(r.length) + "," + std::to_string(r.token_accuracy) + "," +
+             std::to_string(r.sequence_accuracy) + "\n";
+    }
+  auto write_text = [](const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << text;
+      if (!out) throw IoError(tmp.string() + ": cannot write");
+    }
+    fs::rename(tmp, path);
+  };
+  write_text(fs::path(out_dir) / "results.csv", csv);
+  write_text(fs::path(out_dir) / "results.json", records.dump(2) + "\n");
+  write_accuracy_plot(out_dir, options.task, comparison.names, comparison.results);
+  std::printf("%s", accuracy_table(comparison.names, comparison.results).c_str());
+  return comparison;
+}
+
+void add_sweep_command(CLI::App& app) {
+  struct Args {
+    models::Seq2SeqConfig config;
+    train::TrainOptions options;
+    train::EvalOptions eval;
+    std::string attentions = "none,bahdanau,luong";  // default of --attention
+    std::string lengths = "5,10,20,40,80";
+    std::string out;
+  };
+  auto args = std::make_shared<Args>();
+  args->config.attention = args->attentions;  // --attention takes the comma-separated list here
+  CLI::App* cmd = app.add_subcommand("sweep", "Train several attention types and compare their accuracy against length");
+  add_model_options(cmd, args->config);
+  cmd->get_option("--attention")->description("Comma-separated decoders: none, bahdanau, luong");
+  add_training_options(cmd, args->options);
+  add_threads_option(cmd);
+  cmd->add_option("--eval-lengths", args->lengths, "Comma-separated evaluation lengths")->capture_default_str();
+  cmd->add_option("--samples", args->eval.samples, "Evaluation examples per length")->capture_default_str();
+  cmd->add_option("--beam", args->eval.beam, "Beam width for evaluation (1: greedy)")->capture_default_str();
+  cmd->add_option("--out", args->out, "Output directory")->required();
+  cmd->callback([args] {
+    const std::vector<std::string> attentions = split_list(args->config.attention);
+    if (attentions.empty()) throw UsageError("--attention needs at least one decoder");
+    args->eval.lengths = parse_lengths(args->lengths);
+    if (args->eval.beam < 1) throw UsageError("--beam must be >= 1");
+    train::TrainOptions o = args->options;
+    o.out_dir = args->out;
+    o.stop = &install_interrupt_flag();
+    run_comparison(attentions, args->config, o, args->eval, args->out);
+    std::fprintf(stderr, "results: %s/results.csv, results.json, accuracy_vs_length.png/.svg\n", args->out.c_str());
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,157 @@
+#include "common.h"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "attn/data/tasks.h"
+#include "attn/parallel.h"
+#include "attn/viz/plot.h"
+#include "commands.h"
+
+namespace attn::cli {
+
+void add_model_options(CLI::App* app, models::Seq2SeqConfig& c) {
+  app->add_option("--encoder", c.encoder, "Encoder RNN: gru | lstm")->capture_default_str();
+  app->add_option("--layers", c.layers, "RNN layers (encoder and decoder)")->capture_default_str();
+  app->add_flag("--bidirectional", c.bidirectional, "Bidirectional encoder (with a learned bridge)");
+  app->add_option("--emb", c.emb, "Embedding size")->capture_default_str();
+  app->add_option("--hidden", c.hidden, "RNN hidden size")->capture_default_str();
+  app->add_option("--dropout", c.dropout, "Dropout between RNN layers")->capture_default_str();
+  app->add_option("--attention", c.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
+  app->add_option("--score", c.score,
+                  "Attention score. bahdanau: additive | additive_normalized; "
+                  "luong: general | dot | concat | location | scaled_dot");
+  app->add_flag("!--no-input-feeding", c.input_feeding, "Luong decoder without input feeding");
+}
+
+void add_training_options(CLI::App* app, train::TrainOptions& o) {
+  app->add_option("--task", o.task, "Task: " + data::task_names())->capture_default_str();
+  app->add_option("--min-len", o.min_len, "Shortest training source")->capture_default_str();
+  app->add_option("--max-len", o.max_len, "Longest training source")->capture_default_str();
+  app->add_option("--steps", o.steps, "Training steps")->capture_default_str();
+  app->add_option("--batch", o.batch, "Batch size")->capture_default_str();
+  app->add_option("--lr", o.lr, "Adam learning rate")->capture_default_str();
+  app->add_option("--clip", o.clip, "Clip the global gradient norm (0: off)")->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed for data, initialisation and validation")->capture_default_str();
+  app->add_option("--log-every", o.log_every, "Steps between log lines")->capture_default_str();
+  app->add_option("--eval-every", o.eval_every, "Steps between validations")->capture_default_str();
+  app->add_option("--eval-samples", o.eval_samples, "Validation set size")->capture_default_str();
+}
+
+void add_threads_option(CLI::App* app) {
+  app->add_option_function<int>(
+         "--threads", [](int n) { set_num_threads(n); }, "Threads (default: ATTN_NUM_THREADS or all cores)")
+      ->check(CLI::PositiveNumber);
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int> parse_lengths(const std::string& text) {
+  std::vector<int> lengths;
+  for (const std::string& item : split_list(text)) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value < 1) throw UsageError("bad length '" + item + "' (expected positive integers, e.g. 5,10,20)");
+    lengths.push_back(value);
+  }
+  if (lengths.empty()) throw UsageError("no lengths given (e.g. --eval-lengths 5,10,20,40,80)");
+  return lengths;
+}
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) {
+  if (g_interrupted.exchange(true)) std::_Exit(130);
+}
+}  // namespace
+
+const std::atomic<bool>& install_interrupt_flag() {
+  std::signal(SIGINT, on_interrupt);
+  return g_interrupted;
+}
+
+std::string accuracy_table(const std::vector<std::string>& names,
+                           const std::vector<std::vector<train::LengthAccuracy>>& results) {
+  std::ostringstream out;
+  out << "| length |";
+  for (const auto& n : names) out << ' ' << n << " token acc | " << n << " seq acc |";
+  out << "\n|---:|";
+  for (size_t i = 0; i < names.size(); ++i) out << "---:|---:|";
+  out << '\n';
+  for (size_t r = 0; r < results.front().size(); ++r) {
+    out << "| " << results.front()[r].length << " |";
+    for (const auto& res : results) {
+      char cell[64];
+      std::snprintf(cell, sizeof cell, " %.1f %% | %.1f %% |", 100 * res[r].token_accuracy, 100 * res[r].sequence_accuracy);
+      out << cell;
+    }
+    out << '\n';
+  }
+  return out.str();
+}
+
+void write_accuracy_plot(const std::string& dir, const std::string& task, const std::vector<std::string>& names,
+                         const std::vector<std::vector<train::LengthAccuracy>>& results) {
+  viz::LinePlot plot;
+  plot.title = "Token accuracy against source length (" + task + " task)";
+  plot.x_label = "source length";
+  plot.y_label = "token accuracy";
+  plot.y_min = 0.0;
+  plot.y_max = 1.0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    viz::Series s;
+    s.name = names[i];
+    for (const auto& r : results[i]) {
+      s.x.push_back(r.length);
+      s.y.push_back(r.token_accuracy);
+    }
+    plot.series.push_back(std::move(s));
+  }
+  for (const char* ext : {".png", ".svg"})
+    viz::write_line_plot(plot, (std::filesystem::path(dir) / (std::string("accuracy_vs_length") + ext)).string());
+}
+
+std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+                            const std::string& path) {
+  if (model.config().attention == "none")
+    throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
+  model.eval();
+  const int64_t length = static_cast<int64_t>(source.size());
+  Tensor src = Tensor::from_vector(source, {1, length});
+  Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(length)}, {1});
+  const int max_len = static_cast<int>(length) * 2 + 10;
+  models::DecodeResult decoded = beam > 1 ? model.beam(src, lengths, {.width = beam, .length_penalty = 1.0f, .max_len = max_len})
+                                          : model.greedy(src, lengths, max_len);
+  const auto& tokens = decoded.tokens.at(0);
+  const auto& steps = decoded.attention.at(0);
+  viz::Heatmap map;
+  map.title = "attention: " + model.config().attention + " (" + model.config().effective_score() + ")";
+  for (int32_t id : source) map.col_labels.push_back(data::symbol_name(id));
+  for (int32_t id : tokens) map.row_labels.push_back(data::symbol_name(id));
+  // Each step holds heads × S weights; one panel per head.
+  const size_t per_step = steps.empty() ? 0 : steps.front().size();
+  const size_t heads = length ? per_step / static_cast<size_t>(length) : 0;
+  for (size_t h = 0; h < heads; ++h) {
+    std::vector<float> panel;
+    for (const auto& w : steps) panel.insert(panel.end(), w.begin() + h * length, w.begin() + (h + 1) * length);
+    map.panels.push_back(std::move(panel));
+  }
+  viz::write_heatmap(map, path);
+  return data::symbols_to_string(tokens);
+}
+
+}  // namespace attn::cli

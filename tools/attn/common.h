@@ -1,0 +1,69 @@
+#pragma once
+// Options and helpers shared by the seq2seq subcommands.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attn/models/seq2seq.h"
+#include "attn/train/seq2seq_trainer.h"
+#include "commands.h"
+
+namespace attn::cli {
+
+// --encoder --layers --bidirectional --emb --hidden --dropout --attention --score
+// --no-input-feeding
+void add_model_options(CLI::App* app, models::Seq2SeqConfig& config);
+// --task --min-len --max-len --steps --batch --lr --clip --seed --log-every --eval-every
+void add_training_options(CLI::App* app, train::TrainOptions& options);
+// --threads (sets the kernels' and OpenBLAS's thread count when parsed)
+void add_threads_option(CLI::App* app);
+
+// "5,10,20" -> {5, 10, 20}; UsageError on anything else.
+std::vector<int> parse_lengths(const std::string& text);
+std::vector<std::string> split_list(const std::string& text);
+
+// Runs `fn`, turning ValueError (a bad option value found before work starts) into a
+// UsageError (exit code 2).
+template <class Fn>
+void as_usage(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ValueError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// Ctrl-C sets the returned flag (a second Ctrl-C exits at once).
+const std::atomic<bool>& install_interrupt_flag();
+
+// Markdown table: one row per length, one column pair per model.
+std::string accuracy_table(const std::vector<std::string>& names,
+                           const std::vector<std::vector<train::LengthAccuracy>>& results);
+
+// Writes accuracy_vs_length.png and .svg into dir.
+void write_accuracy_plot(const std::string& dir, const std::string& task, const std::vector<std::string>& names,
+                         const std::vector<std::vector<train::LengthAccuracy>>& results);
+
+// Decodes one source and writes its alignment heatmap (PNG or SVG by extension).
+// Returns the decoded output as text.
+std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+                            const std::string& path);
+
+}  // namespace attn::cli
+
+namespace attn::cli {
+
+// Trains one model per attention type into out_dir/<attention>/, evaluates each, writes
+// results.csv, results.json, accuracy_vs_length.png/.svg into out_dir and prints the
+// markdown table. Returns the per-model results in the order of `attentions`.
+struct Comparison {
+  std::vector<std::string> names;
+  std::vector<std::vector<train::LengthAccuracy>> results;
+};
+Comparison run_comparison(const std::vector<std::string>& attentions, const models::Seq2SeqConfig& base,
+                          const train::TrainOptions& options, const train::EvalOptions& eval,
+                          const std::string& out_dir);
+
+}  // namespace attn::cli
