@@ -26,7 +26,7 @@ class Shape {
   int64_t numel() const;
   const std::vector<int64_t>& dims() const { return dims_; }
   // Product of all dimensions but the last: the number of rows of a (..., N) tensor.
-  int64_t rows() const { return rank() == 0 ? 1 : numel() / (dims_.back() == 0 ? 1 : dims_.back()); }
+  int64_t rows() const;
   int64_t last() const { return rank() == 0 ? 1 : dims_.back(); }
   std::string str() const;  // "(4, 7, 128)"
 

@@ -45,7 +45,7 @@ void* Tape::allocate(size_t bytes, size_t align) {
   }
 }
 
-void Tape::mark_outputs(Node& node, std::initializer_list<Tensor> outputs) {
+void Tape::mark_outputs(Node& node, std::span<const Tensor> outputs) {
   node.outputs_begin = outputs_.size();
   for (const Tensor& t : outputs) {
     TensorImpl& impl = t.impl();

@@ -14,6 +14,12 @@ int64_t Shape::numel() const {
   return n;
 }
 
+int64_t Shape::rows() const {
+  int64_t n = 1;
+  for (int i = 0; i + 1 < rank(); ++i) n *= dims_[i];
+  return n;
+}
+
 std::string Shape::str() const {
   std::string s = "(";
   for (size_t i = 0; i < dims_.size(); ++i) {

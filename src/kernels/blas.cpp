@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "attn/parallel.h"
 
 namespace attn::kernels {
@@ -25,9 +27,12 @@ void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, 
                   int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c) {
   // Small products: one BLAS call per thread-chunk of the batch (BLAS runs single-threaded
   // inside our parallel region). Large products: let BLAS thread each one.
-  const bool small = m * n * k < 64 * 64 * 64;
+  const int64_t work = m * n * k;
+  const bool small = work < 64 * 64 * 64;
   if (small && batch > 1) {
-    parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+    // A chunk gets at least ~32k multiply-adds, so tiny batches do not pay for a team.
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(work, 1));
+    parallel_for(0, batch, grain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i)
         gemm(transpose_a, transpose_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta,
              c + i * stride_c, ldc);

@@ -21,28 +21,32 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
     for (int64_t r = lo; r < hi; ++r) {
       const float* xr = x + r * d;
       float* yr = y + r * d;
+      // Centred through the row's first value x₀: c = (x − x₀) − Σ(x − x₀)/D. With a large
+      // common offset (x ≈ 1e3 ± 1) x − x₀ is exact and the small mean offset keeps its low
+      // bits, where x − mean with mean rounded to float would lose ~ulp(1e3).
+      const float shift = xr[0];
       float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < d; ++j) s += xr[j];
-      const float mu = s * inv_d;
+      for (int64_t j = 0; j < d; ++j) s += xr[j] - shift;
+      const float mu_off = s * inv_d;
       float ss = 0.0f;
 #pragma omp simd reduction(+ : ss)
-      for (int64_t j = 0; j < d; ++j) ss += (xr[j] - mu) * (xr[j] - mu);
+      for (int64_t j = 0; j < d; ++j) ss += ((xr[j] - shift) - mu_off) * ((xr[j] - shift) - mu_off);
       const float rs = 1.0f / std::sqrt(ss * inv_d + eps);
-      mean[r] = mu;
+      mean[r] = shift + mu_off;
       rstd[r] = rs;
       if (gamma && beta) {
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mu) * rs * gamma[j] + beta[j];
+        for (int64_t j = 0; j < d; ++j) yr[j] = ((xr[j] - shift) - mu_off) * rs * gamma[j] + beta[j];
       } else if (gamma) {
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mu) * rs * gamma[j];
+        for (int64_t j = 0; j < d; ++j) yr[j] = ((xr[j] - shift) - mu_off) * rs * gamma[j];
       } else if (beta) {
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mu) * rs + beta[j];
+        for (int64_t j = 0; j < d; ++j) yr[j] = ((xr[j] - shift) - mu_off) * rs + beta[j];
       } else {
 #pragma omp simd
-        for (int64_t j = 0; j < d; ++j) yr[j] = (xr[j] - mu) * rs;
+        for (int64_t j = 0; j < d; ++j) yr[j] = ((xr[j] - shift) - mu_off) * rs;
       }
     }
   });

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <new>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -65,7 +66,7 @@ class Tape {
   Tape& operator=(const Tape&) = delete;
 
   template <class Fn>
-  void record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn);
+  void record(const char* op, std::span<const Tensor> outputs, Fn&& fn);
 
   // Runs every recorded node in reverse order, then clears the tape.
   void run_backward();
@@ -83,7 +84,7 @@ class Tape {
     Fn fn;
   };
   void* allocate(size_t bytes, size_t align);
-  void mark_outputs(Node& node, std::initializer_list<Tensor> outputs);
+  void mark_outputs(Node& node, std::span<const Tensor> outputs);
 
   std::vector<Node*> nodes_;
   std::vector<Tensor> outputs_;
@@ -100,7 +101,7 @@ class Tape {
 Tape& tape();
 
 template <class Fn>
-void Tape::record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn) {
+void Tape::record(const char* op, std::span<const Tensor> outputs, Fn&& fn) {
   using NodeType = LambdaNode<std::decay_t<Fn>>;
   void* memory = allocate(sizeof(NodeType), alignof(NodeType));
   auto* node = new (memory) NodeType(std::forward<Fn>(fn));
@@ -113,7 +114,12 @@ void Tape::record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn
 // require grad.
 template <class Fn>
 void record(const char* op, std::initializer_list<Tensor> outputs, Fn&& fn) {
-  tape().record(op, outputs, std::forward<Fn>(fn));
+  tape().record(op, std::span<const Tensor>(outputs.begin(), outputs.size()), std::forward<Fn>(fn));
+}
+// The same for a variable number of outputs (split).
+template <class Fn>
+void record(const char* op, const std::vector<Tensor>& outputs, Fn&& fn) {
+  tape().record(op, std::span<const Tensor>(outputs), std::forward<Fn>(fn));
 }
 
 }  // namespace attn::autodiff

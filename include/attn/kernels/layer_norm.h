@@ -6,7 +6,7 @@
 
 namespace attn::kernels {
 
-// Per row: mean = Σx / D, var = Σ(x − mean)² / D (biased, two-pass), rstd = 1/√(var + eps),
+// Per row: mean = Σx / D (shifted by x₀ for precision), var = Σ(x − mean)² / D (biased, two-pass), rstd = 1/√(var + eps),
 // y = (x − mean) · rstd · γ + β. Writes mean[r] and rstd[r]. Threaded over rows.
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                         int64_t rows, int64_t d, float eps);

@@ -1,0 +1,64 @@
+#pragma once
+// CPU kernels of Luong local attention (local-m and local-p): raw pointers and sizes, no
+// checks, no allocation. Backward kernels accumulate (+=) into gradient buffers; a null
+// gradient pointer means "not wanted".
+//
+// Layout: a query block of B batch rows and T steps is N = B·T rows r = b·T + t. Row r
+// attends over a window of consecutive source positions s_j = starts[r] + j,
+// j < counts[r] <= K, inside the row's real length L_b = lengths[b]; window arrays are
+// (N, K) row-major with K = min(2·D_w + 1, S) slots (D_w is Luong's half-width D) and
+// slots j >= counts[r] hold 0. keys / values are (B, S, E), the query rows q (N, E)
+// (the query itself for the dot score, q W for general).
+#include <cstdint>
+
+namespace attn::kernels {
+
+// The window of each row: centre c_r (any integer, e.g. t, or floor(p_t)) gives
+//   [max(0, c_r − D_w), min(L_b − 1, c_r + D_w)],
+// starts[r] its first position and counts[r] its size (0 when empty: L_b = 0 or the
+// centre lies more than D_w past the end).
+void local_attention_windows(const int32_t* centres, const int32_t* lengths, int64_t B, int64_t T, int64_t D_w,
+                             int32_t* starts, int32_t* counts);
+
+// Forward over every row:
+//   e_j = q[r] · keys[b, s_j]                              content score
+//   a_j = softmax_j(alpha · e_j) over the window            (max-subtracted)    -> soft (N, K)
+//   w_j = a_j · g_j,  g_j = exp(−(s_j − p_r)² · gauss)      (local-p; g_j = 1 when p is null)
+//                                                                               -> weights (N, K)
+//   context[r] = Σ_j w_j values[b, s_j]                                        -> (N, E)
+// gauss = 1 / (2σ²). An empty window gives zero soft, weights and context.
+void local_attention_forward(const float* q, const float* keys, const float* values, const int32_t* starts,
+                             const int32_t* counts, const float* p, int64_t B, int64_t T, int64_t S, int64_t E,
+                             int64_t K, float alpha, float gauss, float* soft, float* weights, float* context);
+
+// Backward of local_attention_forward, batch rows in parallel (each batch row owns its
+// keys / values gradient, rows t in order, so results do not depend on the thread count):
+//   dw_j = dcontext[r] · values[b, s_j] + dweights[r, s_j]       (dweights dense (N, S), may be null)
+//   dvalues[b, s_j] += w_j dcontext[r]
+//   dp[r]           += Σ_j dw_j w_j (s_j − p_r) · 2 gauss         (∂g_j/∂p = g_j (s_j − p) / σ²)
+//   da_j = dw_j g_j;  de_j = alpha · a_j (da_j − Σ_i a_i da_i)
+//   dq[r]           += Σ_j de_j keys[b, s_j];   dkeys[b, s_j] += de_j q[r]
+// scratch is (N, K) floats the kernel may overwrite. dcontext, dweights and every output
+// may be null.
+void local_attention_backward(const float* q, const float* keys, const float* values, const int32_t* starts,
+                              const int32_t* counts, const float* p, const float* soft, const float* weights,
+                              const float* dcontext, const float* dweights, int64_t B, int64_t T, int64_t S,
+                              int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq,
+                              float* dkeys, float* dvalues, float* dp);
+
+// Scatters the window weights (N, K) into dense (N, S) rows (dense must be zeroed).
+void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts, int64_t N,
+                                     int64_t S, int64_t K, float* dense);
+
+// local-p aligned positions from the pre-activations pre = h W_pᵀ (N, A), in place:
+//   h_r = tanh(pre_r) (written over pre);  u_r = v_p · h_r;  sg_r = sigmoid(u_r);
+//   p_r = L_b · sg_r;  centres_r = min(floor(p_r), L_b − 1)  (0 when L_b = 0)
+void local_attention_position_forward(float* pre, const float* v_p, const int32_t* lengths, int64_t B, int64_t T,
+                                      int64_t A, float* sg, float* p, int32_t* centres);
+// du_r += dp_r · L_b sg_r (1 − sg_r);   dpre[r] += du_r · v_p ⊙ (1 − h_r²)
+// (h from the forward, du (N) so the caller can form dv_p = Σ_r du_r h_r with one GEMM).
+void local_attention_position_backward(const float* h, const float* v_p, const float* sg, const float* dp,
+                                       const int32_t* lengths, int64_t B, int64_t T, int64_t A, float* du,
+                                       float* dpre);
+
+}  // namespace attn::kernels

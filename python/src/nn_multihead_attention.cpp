@@ -1,0 +1,131 @@
+// attn.nn.MultiheadAttention and attn.nn.MultiheadGeneralAttention (include/attn/nn/
+// multihead_attention.h). forward returns (out, weights or None). key_padding_mask is
+// NONZERO = KEEP (PyTorch: True = ignore). named_parameters() here is a dict name → Tensor
+// (live parameters); load_parameters({name: array}) copies values in, checking names/shapes.
+//
+// The base class attn.nn.Module is registered by nn.cpp; this file sorts after it, so its
+// registrar runs later (the registry runs in static-initialisation order, which follows
+// the link order of the sorted source list).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attn/nn/multihead_attention.h"
+#include "bindings.h"
+#include "optional.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using namespace attn;
+using namespace attn::nn;
+
+MhaCallOptions call_options(const std::optional<Tensor>& key_lengths, const std::optional<Tensor>& key_padding_mask,
+                            bool causal, const std::optional<Tensor>& attn_bias, float temperature, bool need_weights,
+                            std::vector<int> heads, bool average_weights) {
+  MhaCallOptions o;
+  o.key_lengths = python::opt(key_lengths);
+  o.key_padding_mask = python::opt(key_padding_mask);
+  o.causal = causal;
+  o.attn_bias = python::opt(attn_bias);
+  o.temperature = temperature;
+  o.need_weights = need_weights;
+  o.heads = std::move(heads);
+  o.average_weights = average_weights;
+  return o;
+}
+
+py::dict parameter_dict(const Module& m) {
+  py::dict d;
+  for (const auto& [name, t] : m.named_parameters()) d[py::str(name)] = t;
+  return d;
+}
+
+void load_parameters(Module& m, const py::dict& values) {
+  auto params = m.named_parameters();
+  for (const auto& item : values) {
+    const std::string name = py::str(item.first);
+    Tensor* target = nullptr;
+    for (auto& [n, t] : params)
+      if (n == name) target = &t;
+    if (target == nullptr) throw ValueError("load_parameters: unknown parameter '" + name + "'");
+    Tensor source = py::isinstance<Tensor>(item.second) ? item.second.cast<Tensor>()
+                                                         : python::from_numpy(item.second.cast<py::array>());
+    if (source.dtype() != DType::f32 || source.shape() != target->shape())
+      throw ShapeError("load_parameters: '" + name + "' expected " + target->shape().str() + " float32, got " +
+                       source.shape().str() + " " + dtype_name(source.dtype()));
+    target->copy_from(source);
+  }
+}
+
+py::tuple result(const MhaResult& r) { return py::make_tuple(r.out, python::or_none(r.weights)); }
+
+template <class M>
+void def_forward(py::class_<M, Module>& cls) {
+  auto fwd = [](M& m, const Tensor& query, const Tensor& key, const Tensor& value,
+                const std::optional<Tensor>& key_lengths, const std::optional<Tensor>& key_padding_mask, bool causal,
+                const std::optional<Tensor>& attn_bias, float temperature, bool need_weights, std::vector<int> heads,
+                bool average_weights) {
+    return result(m.forward(query, key, value,
+                            call_options(key_lengths, key_padding_mask, causal, attn_bias, temperature, need_weights,
+                                         std::move(heads), average_weights)));
+  };
+  for (const char* name : {"forward", "__call__"})
+    cls.def(name, fwd, py::arg("query"), py::arg("key"), py::arg("value"), py::kw_only(),
+            py::arg("key_lengths") = py::none(), py::arg("key_padding_mask") = py::none(), py::arg("causal") = false,
+            py::arg("attn_bias") = py::none(), py::arg("temperature") = 1.0f, py::arg("need_weights") = false,
+            py::arg("heads") = std::vector<int>{}, py::arg("average_weights") = false,
+            "query (B, T, D), key (B, S, kdim), value (B, S, vdim) -> (out (B, T, D), weights or None). "
+            "key_padding_mask: int32 (B, S), nonzero = KEEP (PyTorch: True = ignore).");
+  cls.def("named_parameters", [](const M& m) { return parameter_dict(m); }, "{name: Tensor} (live parameters)")
+      .def("load_parameters", [](M& m, const py::dict& d) { load_parameters(m, d); }, py::arg("values"),
+           "Copies {name: array or Tensor} into the parameters (names and shapes checked)");
+}
+
+void register_mha(py::module_& m) {
+  py::module_ n = m.attr("nn").cast<py::module_>();
+
+  py::class_<MultiheadAttention, Module> mha(n, "MultiheadAttention",
+                                             "torch.nn.MultiheadAttention(batch_first=True) with the same parameters");
+  mha.def(py::init([](int64_t embed_dim, int64_t num_heads, int64_t kdim, int64_t vdim, bool bias, float dropout,
+                      uint64_t seed) {
+            return new MultiheadAttention({.embed_dim = embed_dim,
+                                           .num_heads = num_heads,
+                                           .kdim = kdim,
+                                           .vdim = vdim,
+                                           .bias = bias,
+                                           .dropout = dropout,
+                                           .seed = seed});
+          }),
+          py::arg("embed_dim"), py::arg("num_heads"), py::kw_only(), py::arg("kdim") = 0, py::arg("vdim") = 0,
+          py::arg("bias") = true, py::arg("dropout") = 0.0f, py::arg("seed") = 0)
+      .def_property_readonly("embed_dim", [](const MultiheadAttention& a) { return a.options().embed_dim; })
+      .def_property_readonly("num_heads", [](const MultiheadAttention& a) { return a.options().num_heads; })
+      .def_property_readonly("head_dim", &MultiheadAttention::head_dim);
+  def_forward(mha);
+
+  py::class_<MultiheadGeneralAttention, Module> gen(n, "MultiheadGeneralAttention",
+                                                    "Luong 'general' score per head: q_h^T W_h k_h");
+  gen.def(py::init([](int64_t embed_dim, int64_t num_heads, int64_t kdim, int64_t vdim, bool in_proj, bool out_proj,
+                      bool bias, float scale, float dropout, uint64_t seed) {
+            return new MultiheadGeneralAttention({.embed_dim = embed_dim,
+                                                  .num_heads = num_heads,
+                                                  .kdim = kdim,
+                                                  .vdim = vdim,
+                                                  .in_proj = in_proj,
+                                                  .out_proj = out_proj,
+                                                  .bias = bias,
+                                                  .scale = scale,
+                                                  .dropout = dropout,
+                                                  .seed = seed});
+          }),
+          py::arg("embed_dim"), py::arg("num_heads"), py::kw_only(), py::arg("kdim") = 0, py::arg("vdim") = 0,
+          py::arg("in_proj") = true, py::arg("out_proj") = true, py::arg("bias") = true, py::arg("scale") = 1.0f,
+          py::arg("dropout") = 0.0f, py::arg("seed") = 0);
+  def_forward(gen);
+}
+
+}  // namespace
+
+ATTN_PYTHON_REGISTER(register_mha);

@@ -1,0 +1,145 @@
+#include "attn/kernels/heads.h"
+
+#include <algorithm>
+
+#include "attn/kernels/blas.h"
+#include "attn/parallel.h"
+
+namespace attn::kernels {
+namespace {
+
+// Enough work per chunk to pay for a thread: about 16k elements.
+int64_t grain_for(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(width, 1)); }
+
+}  // namespace
+
+// Work items are (b, h) pairs: each writes its own (T, Dh) block of y.
+void split_heads_forward(const float* x, float* y, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
+                         int64_t offset) {
+  parallel_for(0, B * H, grain_for(T * Dh), [=](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t b = item / H, h = item % H;
+      const float* src = x + b * T * W + offset + h * Dh;
+      float* dst = y + item * T * Dh;
+      for (int64_t t = 0; t < T; ++t) std::copy(src + t * W, src + t * W + Dh, dst + t * Dh);
+    }
+  });
+}
+
+// Work items are (b, t) rows of dx: each row is written by one chunk.
+void split_heads_backward(const float* dy, float* dx, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
+                          int64_t offset) {
+  parallel_for(0, B * T, grain_for(H * Dh), [=](int64_t lo, int64_t hi) {
+    for (int64_t row = lo; row < hi; ++row) {
+      const int64_t b = row / T, t = row % T;
+      float* d = dx + row * W + offset;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* g = dy + ((b * H + h) * T + t) * Dh;
+        float* dh = d + h * Dh;
+        for (int64_t j = 0; j < Dh; ++j) dh[j] += g[j];
+      }
+    }
+  });
+}
+
+void merge_heads_forward(const float* x, float* y, int64_t B, int64_t H, int64_t T, int64_t Dh) {
+  parallel_for(0, B * T, grain_for(H * Dh), [=](int64_t lo, int64_t hi) {
+    for (int64_t row = lo; row < hi; ++row) {
+      const int64_t b = row / T, t = row % T;
+      float* dst = y + row * H * Dh;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* src = x + ((b * H + h) * T + t) * Dh;
+        std::copy(src, src + Dh, dst + h * Dh);
+      }
+    }
+  });
+}
+
+void merge_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int64_t T, int64_t Dh) {
+  parallel_for(0, B * H, grain_for(T * Dh), [=](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t b = item / H, h = item % H;
+      float* d = dx + item * T * Dh;
+      for (int64_t t = 0; t < T; ++t) {
+        const float* g = dy + (b * T + t) * H * Dh + h * Dh;
+        for (int64_t j = 0; j < Dh; ++j) d[t * Dh + j] += g[j];
+      }
+    }
+  });
+}
+
+void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K,
+                          int64_t N) {
+  parallel_for(0, B * K, grain_for(N), [=](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const int64_t b = item / K, i = item % K;
+      const float* src = x + (b * H + heads[i]) * N;
+      std::copy(src, src + N, y + item * N);
+    }
+  });
+}
+
+// Items are batch rows b: duplicates in `heads` hit the same dx block, so one chunk owns
+// the whole (H, N) block of a batch row and adds in order of i.
+void select_heads_backward(const float* dy, const int32_t* heads, float* dx, int64_t B, int64_t H, int64_t K,
+                           int64_t N) {
+  parallel_for(0, B, grain_for(K * N), [=](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b)
+      for (int64_t i = 0; i < K; ++i) {
+        const float* g = dy + (b * K + i) * N;
+        float* d = dx + (b * H + heads[i]) * N;
+        for (int64_t j = 0; j < N; ++j) d[j] += g[j];
+      }
+  });
+}
+
+void mean_heads_forward(const float* x, float* y, int64_t B, int64_t H, int64_t N) {
+  const float inv = 1.0f / static_cast<float>(H);
+  parallel_for(0, B, grain_for(H * N), [=](int64_t lo, int64_t hi) {
+    for (int64_t b = lo; b < hi; ++b) {
+      float* dst = y + b * N;
+      std::fill(dst, dst + N, 0.0f);
+      for (int64_t h = 0; h < H; ++h) {
+        const float* src = x + (b * H + h) * N;
+        for (int64_t j = 0; j < N; ++j) dst[j] += src[j];
+      }
+      for (int64_t j = 0; j < N; ++j) dst[j] *= inv;
+    }
+  });
+}
+
+void mean_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int64_t N) {
+  const float inv = 1.0f / static_cast<float>(H);
+  parallel_for(0, B * H, grain_for(N), [=](int64_t lo, int64_t hi) {
+    for (int64_t item = lo; item < hi; ++item) {
+      const float* g = dy + (item / H) * N;
+      float* d = dx + item * N;
+      for (int64_t j = 0; j < N; ++j) d[j] += g[j] * inv;
+    }
+  });
+}
+
+// One batched GEMM per batch row b, over the H heads (w advances by one head per item).
+void head_matmul_forward(const float* x, const float* w, float* y, int64_t B, int64_t H, int64_t T, int64_t M,
+                         int64_t K) {
+  for (int64_t b = 0; b < B; ++b)
+    gemm_batched(false, false, H, T, K, M, 1.0f, x + b * H * T * M, M, T * M, w, K, M * K, 0.0f,
+                 y + b * H * T * K, K, T * K);
+}
+
+void head_matmul_backward_x(const float* dy, const float* w, float* dx, int64_t B, int64_t H, int64_t T, int64_t M,
+                            int64_t K) {
+  for (int64_t b = 0; b < B; ++b)
+    gemm_batched(false, true, H, T, M, K, 1.0f, dy + b * H * T * K, K, T * K, w, K, M * K, 1.0f,
+                 dx + b * H * T * M, M, T * M);
+}
+
+// Batch rows in order, so the sum over b is the same whatever the thread count.
+void head_matmul_backward_w(const float* dy, const float* x, float* dw, int64_t B, int64_t H, int64_t T, int64_t M,
+                            int64_t K) {
+  for (int64_t b = 0; b < B; ++b)
+    gemm_batched(true, false, H, M, K, T, 1.0f, x + b * H * T * M, M, T * M, dy + b * H * T * K, K, T * K, 1.0f,
+                 dw, K, M * K);
+}
+
+}  // namespace attn::kernels

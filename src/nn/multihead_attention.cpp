@@ -1,0 +1,270 @@
+#include "attn/nn/multihead_attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "attn/autodiff/tape.h"
+#include "attn/nn/init.h"
+#include "attn/ops/dropout.h"
+#include "attn/ops/heads.h"
+#include "attn/ops/linear.h"
+#include "attn/ops/sdpa.h"
+
+namespace attn::nn {
+namespace {
+
+std::string str(int64_t x) { return std::to_string(x); }
+
+std::string number(float x) {
+  std::string s = std::to_string(x);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+void check_positive(const std::string& who, const char* what, int64_t value) {
+  if (value <= 0) throw ValueError(who + ": " + what + " must be positive, got " + str(value));
+}
+
+void check_divisible(const std::string& who, const char* what, int64_t value, int64_t heads) {
+  if (value % heads != 0)
+    throw ValueError(who + ": " + what + "=" + str(value) + " is not divisible by num_heads=" + str(heads) +
+                     " (each head gets " + what + " / num_heads features)");
+}
+
+void check_dropout(const std::string& who, float p) {
+  if (!(p >= 0.0f && p < 1.0f)) throw ValueError(who + ": dropout must be in [0, 1), got " + number(p));
+}
+
+// The boundary checks both modules share: shapes of the inputs and masks, mask values and
+// the weight options. Binds B, T, S in `c`.
+void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const Tensor& value,
+                const MhaCallOptions& call, int64_t D, int64_t kdim, int64_t vdim, int64_t H) {
+  const std::string& op = c.op();
+  c.bind("D", D);
+  c.check("query", query, {"B", "T", "D"});
+  c.bind("Dk", kdim);
+  c.check("key", key, {"B", "S", "Dk"});
+  c.bind("Dv", vdim);
+  c.check("value", value, {"B", "S", "Dv"});
+  const int64_t B = c["B"], S = c["S"];
+  if (call.key_lengths.defined() && call.key_padding_mask.defined())
+    throw ValueError(op + ": key_lengths and key_padding_mask are exclusive; give one of them, not both");
+  if (call.key_lengths.defined()) {
+    c.check("key_lengths", call.key_lengths, {"B"}, DType::i32);
+    const int32_t* len = call.key_lengths.i32();
+    for (int64_t b = 0; b < B; ++b)
+      if (len[b] < 0 || len[b] > S)
+        throw ValueError(op + ": key_lengths[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
+  }
+  if (call.key_padding_mask.defined()) c.check("key_padding_mask", call.key_padding_mask, {"B", "S"}, DType::i32);
+  if (call.attn_bias.defined()) {
+    c.check("attn_bias", call.attn_bias, {"T", "S"});
+    if (call.attn_bias.requires_grad())
+      throw ValueError(op + ": attn_bias gradients are not supported ('attn_bias' requires grad); pass attn_bias.detach()");
+  }
+  if (!(call.temperature > 0.0f) || !std::isfinite(call.temperature))
+    throw ValueError(op + ": temperature must be a finite value > 0, got " + number(call.temperature));
+  if (!call.need_weights && (!call.heads.empty() || call.average_weights))
+    throw ValueError(op + ": 'heads' and 'average_weights' shape the returned weights; set need_weights = true");
+  for (int head : call.heads)
+    if (head < 0 || head >= H)
+      throw ValueError(op + ": selected head " + str(head) + " is out of range [0, H=" + str(H) + ")");
+}
+
+// Attention over heads: q (B, H, T, Dq), k (B, H, S, Dq), v (B, H, S, Dv) → context
+// (B, H, T, Dv) and the weights the caller asked for.
+MhaResult attend(const Tensor& q, const Tensor& k, const Tensor& v, const MhaCallOptions& call, float scale,
+                 float dropout_p, bool training, Rng& dropout_rng) {
+  SdpaOptions so;
+  so.key_lengths = call.key_lengths;
+  so.key_padding_mask = call.key_padding_mask;
+  so.causal = call.causal;
+  so.bias = call.attn_bias;
+  so.scale = scale;
+  so.temperature = call.temperature;
+  const bool drop = training && dropout_p > 0.0f;
+  // Dropout on the weights needs them materialised: the fused kernel's online softmax
+  // never holds a finished row of weights to drop from.
+  so.need_weights = call.need_weights || drop;
+  SdpaResult r = sdpa(q, k, v, so);
+  Tensor context = r.out;
+  Tensor weights = r.weights;
+  if (drop) {
+    const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), S = k.dim(2), Dv = v.dim(3);
+    weights = dropout(r.weights, dropout_p, dropout_rng.next(), true);  // (B, H, T, S)
+    context = bmm(weights.reshape({B * H, T, S}), v.reshape({B * H, S, Dv})).reshape({B, H, T, Dv});
+  }
+  if (!call.need_weights) return {context, Tensor()};
+  if (!call.heads.empty()) weights = select_heads(weights, call.heads);
+  if (call.average_weights) weights = mean_heads(weights);
+  return {context, weights};
+}
+
+Tensor rows(const Tensor& t, int64_t begin, int64_t end) { return t.defined() ? t.slice(begin, end) : Tensor(); }
+
+}  // namespace
+
+// ---- MultiheadAttention ---------------------------------------------------------------------------
+
+namespace {
+const MultiheadAttentionOptions& validated(const MultiheadAttentionOptions& o) {
+  const std::string who = "MultiheadAttention";
+  check_positive(who, "embed_dim", o.embed_dim);
+  check_positive(who, "num_heads", o.num_heads);
+  if (o.embed_dim % o.num_heads != 0)
+    throw ValueError(who + ": embed_dim=" + str(o.embed_dim) + " is not divisible by num_heads=" + str(o.num_heads));
+  if (o.kdim < 0) throw ValueError(who + ": kdim must be >= 0 (0 means embed_dim), got " + str(o.kdim));
+  if (o.vdim < 0) throw ValueError(who + ": vdim must be >= 0 (0 means embed_dim), got " + str(o.vdim));
+  check_dropout(who, o.dropout);
+  return o;
+}
+
+MultiheadAttentionOptions resolved(MultiheadAttentionOptions o) {
+  validated(o);
+  if (o.kdim == 0) o.kdim = o.embed_dim;
+  if (o.vdim == 0) o.vdim = o.embed_dim;
+  return o;
+}
+}  // namespace
+
+MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
+    : options_(resolved(options)),
+      rng_(options.seed),
+      out_proj(options_.embed_dim, options_.embed_dim, rng_, options_.bias),
+      dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
+  const int64_t D = options_.embed_dim;
+  // Registration order is PyTorch's state_dict order.
+  if (options_.kdim == D && options_.vdim == D) {
+    Tensor w = Tensor::empty({3 * D, D});
+    xavier_uniform_(w, rng_);
+    in_proj_weight = register_parameter("in_proj_weight", w);
+  } else {
+    Tensor wq = Tensor::empty({D, D}), wk = Tensor::empty({D, options_.kdim}), wv = Tensor::empty({D, options_.vdim});
+    xavier_uniform_(wq, rng_);
+    xavier_uniform_(wk, rng_);
+    xavier_uniform_(wv, rng_);
+    q_proj_weight = register_parameter("q_proj_weight", wq);
+    k_proj_weight = register_parameter("k_proj_weight", wk);
+    v_proj_weight = register_parameter("v_proj_weight", wv);
+  }
+  if (options_.bias) {
+    in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * D}));
+    out_proj.bias.fill(0.0f);
+  }
+  register_module("out_proj", out_proj);
+}
+
+MhaResult MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                      const MhaCallOptions& call) {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  ShapeContract c("multihead_attention");
+  check_call(c, query, key, value, call, D, options_.kdim, options_.vdim, H);
+
+  Tensor q, k, v;  // (B, H, T, Dh), (B, H, S, Dh), (B, H, S, Dh)
+  if (in_proj_weight.defined()) {
+    if (query.same(key) && key.same(value)) {
+      // Self-attention: one GEMM for q, k and v → (B, T, 3D).
+      auto qkv = split_heads_packed(linear(query, in_proj_weight, in_proj_bias), H, 3);
+      q = qkv[0], k = qkv[1], v = qkv[2];
+    } else {
+      q = split_heads(linear(query, rows(in_proj_weight, 0, D), rows(in_proj_bias, 0, D)), H);
+      if (key.same(value)) {
+        // Shared keys and values: one GEMM → (B, S, 2D).
+        auto kv = split_heads_packed(linear(key, rows(in_proj_weight, D, 3 * D), rows(in_proj_bias, D, 3 * D)), H, 2);
+        k = kv[0], v = kv[1];
+      } else {
+        k = split_heads(linear(key, rows(in_proj_weight, D, 2 * D), rows(in_proj_bias, D, 2 * D)), H);
+        v = split_heads(linear(value, rows(in_proj_weight, 2 * D, 3 * D), rows(in_proj_bias, 2 * D, 3 * D)), H);
+      }
+    }
+  } else {
+    q = split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
+    k = split_heads(linear(key, k_proj_weight, rows(in_proj_bias, D, 2 * D)), H);
+    v = split_heads(linear(value, v_proj_weight, rows(in_proj_bias, 2 * D, 3 * D)), H);
+  }
+  MhaResult r = attend(q, k, v, call, 0.0f /* 1 / sqrt(Dh) */, options_.dropout, is_training(), dropout_rng_);
+  r.out = out_proj.forward(merge_heads(r.out));  // (B, T, D)
+  return r;
+}
+
+// ---- MultiheadGeneralAttention --------------------------------------------------------------------
+
+namespace {
+MultiheadGeneralAttentionOptions resolved(MultiheadGeneralAttentionOptions o) {
+  const std::string who = "MultiheadGeneralAttention";
+  check_positive(who, "embed_dim", o.embed_dim);
+  check_positive(who, "num_heads", o.num_heads);
+  if (o.kdim < 0) throw ValueError(who + ": kdim must be >= 0 (0 means embed_dim), got " + str(o.kdim));
+  if (o.vdim < 0) throw ValueError(who + ": vdim must be >= 0 (0 means embed_dim), got " + str(o.vdim));
+  if (o.kdim == 0) o.kdim = o.embed_dim;
+  if (o.vdim == 0) o.vdim = o.embed_dim;
+  check_divisible(who, "embed_dim", o.embed_dim, o.num_heads);
+  if (!o.in_proj) {
+    check_divisible(who, "kdim", o.kdim, o.num_heads);
+    check_divisible(who, "vdim", o.vdim, o.num_heads);
+  }
+  if (!std::isfinite(o.scale) || o.scale < 0.0f)
+    throw ValueError(who + ": scale must be finite and >= 0 (0 means 1/sqrt(Dk_h)), got " + number(o.scale));
+  check_dropout(who, o.dropout);
+  return o;
+}
+}  // namespace
+
+MultiheadGeneralAttention::MultiheadGeneralAttention(const MultiheadGeneralAttentionOptions& options)
+    : options_(resolved(options)), rng_(options.seed), dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  const bool proj = options_.in_proj;
+  if (proj) {
+    Tensor wq = Tensor::empty({D, D}), wk = Tensor::empty({D, options_.kdim}), wv = Tensor::empty({D, options_.vdim});
+    xavier_uniform_(wq, rng_);
+    xavier_uniform_(wk, rng_);
+    xavier_uniform_(wv, rng_);
+    q_proj_weight = register_parameter("q_proj_weight", wq);
+    k_proj_weight = register_parameter("k_proj_weight", wk);
+    v_proj_weight = register_parameter("v_proj_weight", wv);
+    if (options_.bias) in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * D}));
+  }
+  const int64_t Dq = D / H, Dk = (proj ? D : options_.kdim) / H;
+  Tensor w = Tensor::empty({H, Dq, Dk});
+  for (int64_t h = 0; h < H; ++h) {
+    Tensor wh = w.select(h);  // a view: w does not require grad yet, nothing is recorded
+    xavier_uniform_(wh, rng_);
+  }
+  bilinear_weight = register_parameter("bilinear_weight", w);
+  if (options_.out_proj) {
+    const int64_t Dc = proj ? D : options_.vdim;
+    out_proj = std::make_unique<Linear>(Dc, D, rng_, options_.bias);
+    if (options_.bias) out_proj->bias.fill(0.0f);
+    register_module("out_proj", *out_proj);
+  }
+}
+
+MhaResult MultiheadGeneralAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                             const MhaCallOptions& call) {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  ShapeContract c("multihead_general_attention");
+  check_call(c, query, key, value, call, D, options_.kdim, options_.vdim, H);
+  Tensor q, k, v;  // (B, H, T, Dq_h), (B, H, S, Dk_h), (B, H, S, Dv_h)
+  if (options_.in_proj) {
+    q = split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
+    k = split_heads(linear(key, k_proj_weight, rows(in_proj_bias, D, 2 * D)), H);
+    v = split_heads(linear(value, v_proj_weight, rows(in_proj_bias, 2 * D, 3 * D)), H);
+  } else {
+    q = split_heads(query, H);
+    k = split_heads(key, H);
+    v = split_heads(value, H);
+  }
+  // e = q_h W_h k_hᵀ: project the queries once per head (B, H, T, Dk_h), then the fused
+  // attention with the score scale given in the options (1 = Luong's general score).
+  Tensor qw = head_matmul(q, bilinear_weight);
+  MhaResult r = attend(qw, k, v, call, options_.scale == 0.0f ? 0.0f : options_.scale, options_.dropout,
+                       is_training(), dropout_rng_);
+  r.out = merge_heads(r.out);  // (B, T, H·Dv_h)
+  if (out_proj) r.out = out_proj->forward(r.out);
+  return r;
+}
+
+}  // namespace attn::nn
