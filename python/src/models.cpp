@@ -7,7 +7,7 @@
 #include "attn/data/tasks.h"
 #include "attn/models/seq2seq.h"
 
-#include "bindings.h"
+#include "nn_module.h"
 
 namespace py = pybind11;
 
@@ -46,6 +46,7 @@ void register_models(py::module_& m) {
       .def("next", &data::TaskGenerator::next, py::arg("batch_size"))
       .def("fixed_length", &data::TaskGenerator::fixed_length, py::arg("batch_size"), py::arg("length"));
 
+  attn::python::nn_submodule(m);  // the base class attn.nn.Module first
   py::module_ md = m.def_submodule("models", "Sequence models");
   py::class_<Seq2Seq, nn::Module>(md, "Seq2Seq")
       .def(py::init([](const std::string& config_json) {

@@ -7,7 +7,7 @@
 #include "attn/nn/module.h"
 #include "attn/random.h"
 
-#include "bindings.h"
+#include "nn_module.h"
 
 namespace py = pybind11;
 
@@ -16,22 +16,7 @@ namespace {
 void register_nn(py::module_& m) {
   using namespace attn;
   using namespace attn::nn;
-  py::module_ n = m.def_submodule("nn", "Modules: a named tree of parameters, PyTorch's names and layouts");
-
-  py::class_<Module>(n, "Module")
-      .def("named_parameters", &Module::named_parameters,
-           "[(name, Tensor), ...] depth-first in registration order, names as PyTorch state_dict keys")
-      .def("parameters", &Module::parameters)
-      .def("state_dict", [](const Module& mod) {
-        py::dict d;
-        for (const auto& [name, t] : mod.named_parameters()) d[py::str(name)] = t;
-        return d;
-      }, "{name: Tensor} (the live parameters, no copies)")
-      .def("num_parameters", &Module::num_parameters)
-      .def("zero_grad", &Module::zero_grad, py::arg("set_to_none") = true)
-      .def("train", &Module::train, py::arg("on") = true)
-      .def("eval", &Module::eval)
-      .def_property_readonly("training", &Module::is_training);
+  py::module_ n = attn::python::nn_submodule(m);
 
   py::class_<Linear, Module>(n, "Linear")
       .def(py::init([](int64_t in_features, int64_t out_features, bool bias, uint64_t seed) {
