@@ -6,6 +6,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export ATTN_NUM_THREADS="${ATTN_NUM_THREADS:-2}"
+# ctest runs two test programs at once on 2 cores: spinning OpenMP threads would starve
+# each other, so idle threads sleep.
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 
 echo "== build (Release)"
 bash scripts/build.sh

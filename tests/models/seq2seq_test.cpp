@@ -205,10 +205,10 @@ TEST(Seq2Seq, ParameterNamesLuongBidirectionalLstm) {
   EXPECT_FALSE(has("decoder.rnn.weight_ih_l0_reverse"));
   EXPECT_FALSE(has("decoder.linear_out.bias"));
   for (const auto& [name, t] : model.named_parameters()) {
-    if (name == "encoder.rnn.weight_ih_l1") EXPECT_EQ(t.shape(), Shape({16, 8}));  // input = 2H
-    if (name == "decoder.attention.w") EXPECT_EQ(t.shape(), Shape({4, 8}));        // (D, E)
-    if (name == "decoder.rnn.weight_ih_l0") EXPECT_EQ(t.shape(), Shape({16, 3 + 4}));  // [emb; h̃]
-    if (name == "decoder.linear_out.weight") EXPECT_EQ(t.shape(), Shape({4, 8 + 4}));
+    if (name == "encoder.rnn.weight_ih_l1") { EXPECT_EQ(t.shape(), Shape({16, 8})); }  // input = 2H
+    if (name == "decoder.attention.w") { EXPECT_EQ(t.shape(), Shape({4, 8})); }        // (D, E)
+    if (name == "decoder.rnn.weight_ih_l0") { EXPECT_EQ(t.shape(), Shape({16, 3 + 4})); }  // [emb; h̃]
+    if (name == "decoder.linear_out.weight") { EXPECT_EQ(t.shape(), Shape({4, 8 + 4})); }
   }
   // encoder: embedding 1, rnn 2 layers x 2 directions x 4, bridge 2 layers x (h, c) x 2;
   // decoder: embedding 1, rnn 2 x 4, attention.w 1, linear_out 1, out 2.
@@ -234,8 +234,9 @@ void expect_encoder_padding_invariant(const Seq2SeqConfig& c) {
     for (size_t l = 0; l < full.h.size(); ++l) {
       EXPECT_TRUE(tensors_close(full.h[l].select(b).clone(), alone.h[l].select(0).clone(), 1e-6f, 1e-5f))
           << "row " << b << " layer " << l;
-      if (!full.c.empty())
+      if (!full.c.empty()) {
         EXPECT_TRUE(tensors_close(full.c[l].select(b).clone(), alone.c[l].select(0).clone(), 1e-6f, 1e-5f));
+      }
     }
   }
 }
@@ -377,7 +378,9 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
         ASSERT_EQ(w.size(), 4u);  // S of the batch
         double sum = 0.0;
         for (size_t s = 0; s < w.size(); ++s) {
-          if (s >= sources[r].size()) EXPECT_EQ(w[s], 0.0f);
+          if (s >= sources[r].size()) {
+            EXPECT_EQ(w[s], 0.0f);
+          }
           sum += w[s];
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);

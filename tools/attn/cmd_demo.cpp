@@ -25,15 +25,15 @@ void add_demo_command(CLI::App& app) {
   args->config.emb = 64;
   args->options.task = "copy";
   args->options.min_len = 5;
-  args->options.max_len = 80;
-  args->options.steps = 1200;
+  args->options.max_len = 60;
+  args->options.steps = 600;
   args->options.batch = 64;
   args->options.lr = 3e-3f;
   args->options.log_every = 50;
-  args->options.eval_every = 300;
+  args->options.eval_every = 200;
   args->options.eval_samples = 100;
   args->eval.lengths = {5, 10, 20, 40, 80};
-  args->eval.samples = 200;
+  args->eval.samples = 100;
 
   CLI::App* cmd = app.add_subcommand(
       "demo", "Train no-attention, Bahdanau and Luong models on the copy task and show accuracy against length");
