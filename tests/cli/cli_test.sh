@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# CLI tests: train a tiny model, evaluate it, align it, resume it, and the bad inputs
+# (exit code 2 with a clear message, nothing written). Usage: cli_test.sh path/to/attn
+set -uo pipefail
+attn="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# expect CODE "message fragment" -- command...
+expect() {
+  local code="$1" fragment="$2"; shift 3
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
+  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
+}
+
+tiny=(--hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --log-every 5 --eval-every 10 --eval-samples 16 --threads 1)
+
+expect 0 "trained 20 steps" -- "$attn" train --task copy --attention bahdanau "${tiny[@]}" --steps 20 --out "$work/run"
+for f in model.safetensors last.safetensors log.jsonl; do [[ -s "$work/run/$f" ]] || fail "train did not write $f"; done
+grep -q '"tokens_per_s"' "$work/run/log.jsonl" || fail "log.jsonl lacks tokens_per_s"
+
+expect 0 '"token_accuracy"' -- "$attn" eval --model "$work/run/model.safetensors" --eval-lengths 3,6 --samples 10 --json
+expect 0 '"length": 6' -- "$attn" eval --model "$work/run/model.safetensors" --eval-lengths 3,6 --samples 10 --json --beam 3
+expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --input "5 9 3 17" --out "$work/a.svg"
+[[ -s "$work/a.svg" ]] || fail "align did not write the SVG"
+
+# Resume: 10 + 10 steps give the same model as 20 uninterrupted steps.
+expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 20 --out "$work/full"
+expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 10 --out "$work/half"
+expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 20 --out "$work/half" --resume
+cmp -s "$work/full/last.safetensors" "$work/half/last.safetensors" || fail "resumed run differs from the uninterrupted one"
+
+# Bad input: exit code 2, one clear line, no output files.
+expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" train --attention foo --out "$work/bad1"
+expect 2 "unknown task 'nope'" -- "$attn" train --task nope --out "$work/bad2"
+expect 2 "--min-len 9 is larger than --max-len 3" -- "$attn" train --min-len 9 --max-len 3 --out "$work/bad3"
+[[ ! -e "$work/bad1" && ! -e "$work/bad2" && ! -e "$work/bad3" ]] || fail "a refused run created its output directory"
+expect 2 "--beam must be >= 1" -- "$attn" eval --model "$work/run/model.safetensors" --beam 0
+expect 2 "symbols outside the vocabulary (valid: 3..31): '40', 'x'" -- "$attn" align --model "$work/run/model.safetensors" --input "5 40 x"
+expect 2 "" -- "$attn" train --no-such-flag
+expect 1 "model.safetensors" -- "$attn" eval --model "$work/missing/model.safetensors"
+head -c 100 "$work/run/model.safetensors" > "$work/truncated.safetensors"
+expect 1 "truncated.safetensors" -- "$attn" eval --model "$work/truncated.safetensors"
+
+if ((failures)); then echo "$failures CLI check(s) failed" >&2; exit 1; fi
+echo "all CLI checks passed"
