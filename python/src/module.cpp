@@ -1,5 +1,6 @@
 // The pybind11 module: tensors and autodiff here, op families in ops_*.cpp.
 #include "bindings.h"
+#include "nn_module.h"
 
 #include "attn/autodiff/tape.h"
 #include "attn/parallel.h"
@@ -109,5 +110,8 @@ PYBIND11_MODULE(_attn, m) {
       .def("__enter__", [](NoGrad& g) { g.guard = std::make_unique<autodiff::NoGradGuard>(); })
       .def("__exit__", [](NoGrad& g, py::args) { g.guard.reset(); });
 
+  // The base class attn.nn.Module first, so every bound module can derive from it
+  // whatever order the families' registrars ran in.
+  attn::python::nn_submodule(m);
   for (const auto& register_family : attn::python::registry()) register_family(m);
 }

@@ -110,7 +110,7 @@ Tensor rows(const Tensor& t, int64_t begin, int64_t end) { return t.defined() ? 
 // ---- MultiheadAttention ---------------------------------------------------------------------------
 
 namespace {
-const MultiheadAttentionOptions& validated(const MultiheadAttentionOptions& o) {
+void validate(const MultiheadAttentionOptions& o) {
   const std::string who = "MultiheadAttention";
   check_positive(who, "embed_dim", o.embed_dim);
   check_positive(who, "num_heads", o.num_heads);
@@ -119,11 +119,10 @@ const MultiheadAttentionOptions& validated(const MultiheadAttentionOptions& o) {
   if (o.kdim < 0) throw ValueError(who + ": kdim must be >= 0 (0 means embed_dim), got " + str(o.kdim));
   if (o.vdim < 0) throw ValueError(who + ": vdim must be >= 0 (0 means embed_dim), got " + str(o.vdim));
   check_dropout(who, o.dropout);
-  return o;
 }
 
 MultiheadAttentionOptions resolved(MultiheadAttentionOptions o) {
-  validated(o);
+  validate(o);
   if (o.kdim == 0) o.kdim = o.embed_dim;
   if (o.vdim == 0) o.vdim = o.embed_dim;
   return o;
@@ -260,8 +259,8 @@ MhaResult MultiheadGeneralAttention::forward(const Tensor& query, const Tensor& 
   // e = q_h W_h k_hᵀ: project the queries once per head (B, H, T, Dk_h), then the fused
   // attention with the score scale given in the options (1 = Luong's general score).
   Tensor qw = head_matmul(q, bilinear_weight);
-  MhaResult r = attend(qw, k, v, call, options_.scale == 0.0f ? 0.0f : options_.scale, options_.dropout,
-                       is_training(), dropout_rng_);
+  MhaResult r = attend(qw, k, v, call, options_.scale /* 0: 1 / sqrt(Dk_h) */, options_.dropout, is_training(),
+                       dropout_rng_);
   r.out = merge_heads(r.out);  // (B, T, H·Dv_h)
   if (out_proj) r.out = out_proj->forward(r.out);
   return r;

@@ -68,20 +68,20 @@ struct MultiheadAttentionOptions {
 };
 
 struct MhaCallOptions {
-  Tensor key_lengths{};       // int32 (B), or undefined
-  Tensor key_padding_mask{};  // int32 (B, S), nonzero = keep (PyTorch: True = ignore), or undefined
+  Tensor key_lengths{};          // int32 (B), or undefined
+  Tensor key_padding_mask{};     // int32 (B, S), nonzero = keep (PyTorch: True = ignore), or undefined
   bool causal = false;
-  Tensor attn_bias{};         // float32 (T, S), additive, or undefined
-  float temperature = 1.0f; // τ > 0 divides the scores (not the bias)
+  Tensor attn_bias{};            // float32 (T, S), additive, or undefined
+  float temperature = 1.0f;      // τ > 0 divides the scores (not the bias)
   bool need_weights = false;
-  std::vector<int> heads{};   // return weights only for these heads (in this order); empty = all
+  std::vector<int> heads{};      // return weights only for these heads (in this order); empty = all
   bool average_weights = false;  // average the returned weights over the (selected) heads
 };
 
 struct MhaResult {
   Tensor out{};      // (B, T, D)
   Tensor weights{};  // need_weights: (B, H, T, S), (B, H', T, S) for selected heads, or (B, T, S)
-                   // averaged; undefined otherwise. Gradients flow through it when used.
+                     // averaged; undefined otherwise. Gradients flow through it when used.
 };
 
 class MultiheadAttention : public Module {
