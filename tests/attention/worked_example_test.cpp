@@ -11,7 +11,9 @@ TEST(WorkedExample, LuongDotWeights) {
   Tensor states = Tensor::from_vector(std::vector<float>{1.0f, 0.0f, 0.2f, 0.5f, 0.5f, 0.1f, 0.1f, 0.9f, 0.3f}, {1, 3, 3});
   Tensor query = Tensor::from_vector(std::vector<float>{0.9f, 0.1f, 0.2f}, {1, 3});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{3}, {1});
-  AttentionResult r = luong_attention(query, states, states, lengths, {.score = LuongScore::dot});
+  LuongOptions options;
+  options.score = LuongScore::dot;
+  AttentionResult r = luong_attention(query, states, states, lengths, options);
   const std::vector<float> w = r.weights.to_vector();
   ASSERT_EQ(w.size(), 3u);
   EXPECT_NEAR(w[0], 0.464f, 5e-4f);
