@@ -113,17 +113,19 @@ std::vector<int32_t> TaskGenerator::random_source(int length) {
   return source;
 }
 
-Batch TaskGenerator::next(int batch_size) {
-  if (batch_size < 1) throw ValueError(fmt::format("task generator: batch size {} must be at least 1", batch_size));
+std::vector<std::vector<int32_t>> TaskGenerator::random_sources(int count) {
+  if (count < 1) throw ValueError(fmt::format("task generator: batch size {} must be at least 1", count));
   const uint64_t span = static_cast<uint64_t>(max_len_ - min_len_) + 1;
   std::vector<std::vector<int32_t>> sources;
-  sources.reserve(static_cast<size_t>(batch_size));
-  for (int b = 0; b < batch_size; ++b) {
+  sources.reserve(static_cast<size_t>(count));
+  for (int b = 0; b < count; ++b) {
     const int length = min_len_ + static_cast<int>(rng_.below(span));
     sources.push_back(random_source(length));
   }
-  return make_batch(kind_, sources);
+  return sources;
 }
+
+Batch TaskGenerator::next(int batch_size) { return make_batch(kind_, random_sources(batch_size)); }
 
 Batch TaskGenerator::fixed_length(int batch_size, int length) {
   if (batch_size < 1) throw ValueError(fmt::format("task generator: batch size {} must be at least 1", batch_size));

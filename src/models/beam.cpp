@@ -57,17 +57,16 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   for (const Tensor& c : enc_b.c) enc.c.push_back(gather_rows(c, expand));
   Tensor lengths = Tensor::empty({BK}, DType::i32);
   for (int64_t i = 0; i < BK; ++i) lengths.i32()[i] = src_lengths.i32()[i / K];
-  AttentionMemory memory_b = decoder.prepare(enc_b, src_lengths);
-  AttentionMemory memory{enc.outputs, lengths, Tensor(), Tensor()};
-  if (memory_b.projected_keys.defined()) memory.projected_keys = gather_rows(memory_b.projected_keys, expand);
-  if (memory_b.values_heads.defined()) memory.values_heads = enc.outputs.reshape({BK, 1, S, enc.outputs.dim(2)});
+  // The per-batch attention memory of the expanded rows (projections run on B·K rows once).
+  const AttentionMemory memory = decoder.prepare(enc, lengths);
+  const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   DecoderState state = decoder.initial_state(enc, BK);
 
   const bool with_weights = config_.attention != "none";
   std::vector<float> score(static_cast<size_t>(BK), kNegInf);  // raw log-prob of alive hypotheses
   for (int64_t b = 0; b < B; ++b) score[static_cast<size_t>(b * K)] = 0.0f;
   std::vector<std::vector<int32_t>> tokens, parents;  // per step, per new beam (BK)
-  std::vector<std::vector<float>> weights;             // per step, (BK, S) by source beam
+  std::vector<std::vector<float>> weights;             // per step, (BK, W) by source beam
   std::vector<std::vector<Finished>> finished(static_cast<size_t>(B));
   std::vector<char> done(static_cast<size_t>(B), 0);
   Tensor prev = Tensor::empty({BK}, DType::i32);
@@ -81,7 +80,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
     const Tensor logp = log_softmax(decoder.step_logits(s, emb));  // (BK, V)
     steps = t + 1;
-    if (with_weights) weights.emplace_back(s.weights.f32(), s.weights.f32() + BK * S);
+    if (with_weights) weights.emplace_back(s.weights.f32(), s.weights.f32() + BK * W);
     tokens.emplace_back(static_cast<size_t>(BK), data::kPad);
     parents.emplace_back(static_cast<size_t>(BK), 0);
     std::vector<int32_t>& tok = tokens.back();
@@ -176,13 +175,13 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
     if (last_token == data::kEos) {
       // EOS at step t, extending hypothesis j (a new beam of step t - 1).
       out.push_back(data::kEos);
-      if (with_weights) att.emplace_back(weights[t].begin() + j * S, weights[t].begin() + (j + 1) * S);
+      if (with_weights) att.emplace_back(weights[t].begin() + j * W, weights[t].begin() + (j + 1) * W);
       --t;
     }
     for (; t >= 0; --t) {
       const int parent = parents[static_cast<size_t>(t)][static_cast<size_t>(j)];
       out.push_back(tokens[static_cast<size_t>(t)][static_cast<size_t>(j)]);
-      if (with_weights) att.emplace_back(weights[t].begin() + parent * S, weights[t].begin() + (parent + 1) * S);
+      if (with_weights) att.emplace_back(weights[t].begin() + parent * W, weights[t].begin() + (parent + 1) * W);
       j = parent;
     }
     std::reverse(out.begin(), out.end());

@@ -1,8 +1,13 @@
 // Seq2Seq: teacher-forced loss and greedy decoding.
 #include "attn/models/seq2seq.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "attn/autodiff/tape.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/shape_ops.h"
 
 namespace attn::models {
 namespace {
@@ -28,7 +33,37 @@ Tensor Seq2Seq::logits(const data::Batch& batch) {
 
 Tensor Seq2Seq::loss(const data::Batch& batch) {
   const Tensor l = logits(batch);  // (T, B, V)
-  return cross_entropy(l, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad});
+  return with_reinforce(cross_entropy(l, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}), l, batch);
+}
+
+Tensor Seq2Seq::with_reinforce(const Tensor& ce, const Tensor& l, const data::Batch& batch) {
+  if (decoder.hard_log_probs.empty() || !autodiff::grad_enabled()) return ce;
+  // REINFORCE for hard attention: reward r(t, b) = log p(target | step t), no gradient.
+  const Tensor targets = time_major_ids(batch.tgt_out);        // (T, B)
+  const Tensor log_probs = stack_rows(decoder.hard_log_probs);  // (T, B)
+  decoder.hard_log_probs.clear();
+  const int64_t T = targets.dim(0), B = targets.dim(1), V = l.dim(2);
+  Tensor rewards = Tensor::empty({T, B});
+  ReinforceBaseline& baseline = decoder.hard_baseline;
+  double reward_sum = 0.0;
+  int64_t real = 0;
+  for (int64_t i = 0; i < T * B; ++i) {
+    const int32_t y = targets.i32()[i];
+    if (y == data::kPad) {
+      rewards.f32()[i] = baseline.value;  // zero advantage: padding teaches nothing
+      continue;
+    }
+    const float* row = l.f32() + i * V;
+    const float top = *std::max_element(row, row + V);
+    double z = 0.0;
+    for (int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(row[v] - top));
+    rewards.f32()[i] = static_cast<float>(row[y] - top - std::log(z));
+    reward_sum += rewards.f32()[i];
+    ++real;
+  }
+  const Tensor reinforce = reinforce_loss(log_probs, rewards, baseline);
+  if (real > 0) baseline.update(static_cast<float>(reward_sum / static_cast<double>(real)));
+  return add(ce, reinforce);
 }
 
 DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len) {
@@ -36,6 +71,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   autodiff::NoGradGuard no_grad;
   const EncoderOutput enc = encoder.forward(src, src_lengths);
   const int64_t B = src.dim(0), S = src.dim(1);
+  const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const AttentionMemory memory = decoder.prepare(enc, src_lengths);
   DecoderState state = decoder.initial_state(enc, B);
   const bool with_weights = config_.attention != "none";
@@ -61,8 +97,8 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
       if (finished[static_cast<size_t>(b)]) continue;
       result.tokens[static_cast<size_t>(b)].push_back(best);
       if (with_weights) {
-        const float* w = s.weights.f32() + b * S;
-        result.attention[static_cast<size_t>(b)].emplace_back(w, w + S);
+        const float* w = s.weights.f32() + b * W;
+        result.attention[static_cast<size_t>(b)].emplace_back(w, w + W);
       }
       if (best == data::kEos) {
         finished[static_cast<size_t>(b)] = 1;

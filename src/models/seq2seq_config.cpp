@@ -24,7 +24,8 @@ void check_name(const char* what, const std::string& value, const std::vector<st
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
-const std::vector<std::string> kLuongScores = {"dot", "general", "concat", "location", "scaled_dot"};
+const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
+                                               "multihead", "local_m", "local_p", "hard"};
 
 }  // namespace
 
@@ -51,6 +52,10 @@ void Seq2SeqConfig::validate() const {
   positive("hidden", hidden, 1);
   positive("vocab", vocab, data::kFirstSymbol + 1);
   positive("max_src_len", max_src_len, 1);
+  positive("heads", heads, 1);
+  positive("window", window, s == "local_p" ? 1 : 0);
+  if (s == "multihead" && hidden % heads != 0)
+    throw ValueError(fmt::format("multihead: hidden={} is not divisible by heads={}", hidden, heads));
   if (!(dropout >= 0.0f && dropout < 1.0f)) throw ValueError(fmt::format("dropout must be in [0, 1), got {}", dropout));
   if (attention == "luong" && bidirectional && (s == "dot" || s == "scaled_dot"))
     throw ValueError(fmt::format(
@@ -64,7 +69,8 @@ nlohmann::json Seq2SeqConfig::to_json() const {
                         {"hidden", hidden},       {"dropout", dropout},
                         {"attention", attention}, {"score", score},
                         {"input_feeding", input_feeding}, {"vocab", vocab},
-                        {"max_src_len", max_src_len}, {"seed", seed}};
+                        {"max_src_len", max_src_len}, {"heads", heads},
+                        {"window", window}, {"seed", seed}};
 }
 
 Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
@@ -82,13 +88,16 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
     } else if (key == "bidirectional" || key == "input_feeding") {
       want(v.is_boolean(), "a boolean");
       (key == "bidirectional" ? c.bidirectional : c.input_feeding) = v.get<bool>();
-    } else if (key == "layers" || key == "emb" || key == "hidden" || key == "vocab" || key == "max_src_len") {
+    } else if (key == "layers" || key == "emb" || key == "hidden" || key == "vocab" || key == "max_src_len" ||
+               key == "heads" || key == "window") {
       want(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX, "an integer");
       const int value = v.get<int>();
       if (key == "layers") c.layers = value;
       else if (key == "emb") c.emb = value;
       else if (key == "hidden") c.hidden = value;
       else if (key == "vocab") c.vocab = value;
+      else if (key == "heads") c.heads = value;
+      else if (key == "window") c.window = value;
       else c.max_src_len = value;
     } else if (key == "dropout") {
       want(v.is_number(), "a number");
@@ -99,7 +108,7 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
     } else {
       throw ValueError(fmt::format(
           "seq2seq config: unknown key '{}' (valid: encoder, layers, bidirectional, emb, hidden, dropout, attention, "
-          "score, input_feeding, vocab, max_src_len, seed)",
+          "score, input_feeding, vocab, max_src_len, heads, window, seed)",
           key));
     }
   }

@@ -1,5 +1,6 @@
 #include "attn/train/seq2seq_trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -29,6 +30,7 @@ void TrainOptions::validate() const {
   if (log_every < 1) throw ValueError("--log-every must be >= 1");
   if (eval_every < 1) throw ValueError("--eval-every must be >= 1");
   if (eval_samples < 1) throw ValueError("--eval-samples must be >= 1");
+  if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
 }
 
@@ -85,9 +87,24 @@ std::vector<std::pair<std::string, Tensor>> prefixed(const std::vector<std::pair
 }
 
 // The batch for a step depends only on (seed, step), so a resumed run sees the same data.
+// With bucketing, steps [k·bucket, (k+1)·bucket) share one sorted pool drawn from (seed, k).
 data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t step) {
-  data::TaskGenerator generator(kind, o.min_len, o.max_len, splitmix64(o.seed * 0x9E3779B97F4A7C15ull + step));
-  return generator.next(o.batch);
+  if (o.bucket <= 1) {
+    data::TaskGenerator generator(kind, o.min_len, o.max_len, splitmix64(o.seed * 0x9E3779B97F4A7C15ull + step));
+    return generator.next(o.batch);
+  }
+  const int64_t pool = step / o.bucket;
+  data::TaskGenerator generator(kind, o.min_len, o.max_len,
+                                splitmix64(o.seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(pool)));
+  std::vector<std::vector<int32_t>> sources = generator.random_sources(o.bucket * o.batch);
+  std::stable_sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  // A seeded permutation of the pool's batches (Fisher-Yates), so lengths do not rise by step.
+  std::vector<int> order(static_cast<size_t>(o.bucket));
+  for (int i = 0; i < o.bucket; ++i) order[static_cast<size_t>(i)] = i;
+  Rng rng(splitmix64(o.seed ^ (static_cast<uint64_t>(pool) * 0x9E3779B97F4A7C15ull)));
+  for (int i = o.bucket - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  const auto first = sources.begin() + static_cast<std::ptrdiff_t>(order[static_cast<size_t>(step % o.bucket)]) * o.batch;
+  return data::make_batch(kind, std::vector<std::vector<int32_t>>(first, first + o.batch));
 }
 
 // Fraction of non-PAD target tokens whose argmax logit is right (teacher forcing).
@@ -249,8 +266,9 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
     data::Batch batch = batch_for_step(kind, o, step);
     Tensor logits = model->logits(batch);  // (T, B, V)
     Tensor targets = models::time_major_ids(batch.tgt_out);
-    Tensor loss = cross_entropy(logits, targets, {.ignore_index = data::kPad});
-    loss_value = loss.item();
+    const Tensor cross_entropy_loss = cross_entropy(logits, targets, {.ignore_index = data::kPad});
+    loss_value = cross_entropy_loss.item();
+    const Tensor loss = model->with_reinforce(cross_entropy_loss, logits, batch);  // hard attention's term
     if (!std::isfinite(loss_value))
       throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
                        "); try a smaller --lr");

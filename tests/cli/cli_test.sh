@@ -28,6 +28,17 @@ expect 0 '"length": 6' -- "$attn" eval --model "$work/run/model.safetensors" --e
 expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --input "5 9 3 17" --out "$work/a.svg"
 [[ -s "$work/a.svg" ]] || fail "align did not write the SVG"
 
+# Every other decoder choice trains, evaluates and aligns (multi-head: one panel per head).
+for score in multihead local_m local_p hard; do
+  expect 0 "trained 6 steps" -- "$attn" train --task copy --attention luong --score $score --heads 2 --window 2 \
+    "${tiny[@]}" --steps 6 --bucket 2 --out "$work/$score"
+  expect 0 '"sequence_accuracy"' -- "$attn" eval --model "$work/$score/model.safetensors" --eval-lengths 4 --samples 4 --json --beam 2
+  expect 0 "heatmap" -- "$attn" align --model "$work/$score/model.safetensors" --input "5 9 3 17" --out "$work/$score.png"
+  [[ -s "$work/$score.png" ]] || fail "align did not write $score.png"
+done
+expect 2 "multihead: hidden=16 is not divisible by heads=3" -- "$attn" train --attention luong --score multihead --heads 3 \
+  "${tiny[@]}" --out "$work/bad0"
+
 # Resume: 10 + 10 steps give the same model as 20 uninterrupted steps.
 expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 20 --out "$work/full"
 expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 10 --out "$work/half"

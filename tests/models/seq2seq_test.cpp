@@ -3,6 +3,7 @@
 #include "attn/models/seq2seq.h"
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
@@ -49,6 +50,8 @@ Seq2SeqConfig tiny(const std::string& attention, const std::string& score = "", 
   c.hidden = 4;
   c.vocab = 6;
   c.max_src_len = 5;
+  c.heads = 2;
+  c.window = 1;  // narrower than the sources: the local windows clip
   c.seed = 7;
   return c;
 }
@@ -71,7 +74,18 @@ std::vector<Variant> all_variants() {
           {"luong", "general", "gru", false, 1, false},
           {"luong", "concat", "gru", true, 1},
           {"luong", "location", "gru", false, 1},
-          {"luong", "scaled_dot", "lstm", false, 2}};
+          {"luong", "scaled_dot", "lstm", false, 2},
+          {"luong", "multihead", "gru", false, 1},
+          {"luong", "multihead", "lstm", true, 2},
+          {"luong", "local_m", "gru", false, 1},
+          {"luong", "local_p", "lstm", true, 1},
+          {"luong", "hard", "gru", false, 1}};
+}
+
+// Hard attention samples in training mode; the deterministic tests run it in eval mode
+// (argmax), its REINFORCE training has tests of its own.
+void deterministic(Seq2Seq& model) {
+  if (model.config().effective_score() == "hard") model.eval();
 }
 
 Seq2SeqConfig variant_config(const Variant& v) {
@@ -137,7 +151,7 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   c = {};
   c.attention = "luong";
   c.score = "additive";
-  EXPECT_THROW_MSG(c.validate(), ValueError, "(valid: dot, general, concat, location, scaled_dot)");
+  EXPECT_THROW_MSG(c.validate(), ValueError, "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
   c = {};
   c.attention = "none";
   c.score = "general";
@@ -161,6 +175,19 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   c = {};
   c.attention = "foo";
   EXPECT_THROW_MSG(Seq2Seq model(c), ValueError, "unknown attention 'foo'");
+  c = {};
+  c.attention = "luong";
+  c.score = "multihead";
+  c.heads = 3;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "multihead: hidden=256 is not divisible by heads=3");
+  c.score = "local_p";
+  c.window = 0;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "window must be >= 1, got 0");
+  c.score = "local_m";
+  EXPECT_NO_THROW(c.validate());
+  c.score = "luong";
+  EXPECT_THROW_MSG(c.validate(), ValueError,
+                   "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
 }
 
 // ---- parameter names ------------------------------------------------------------------------
@@ -215,6 +242,23 @@ TEST(Seq2Seq, ParameterNamesLuongBidirectionalLstm) {
   EXPECT_EQ(names.size(), 1u + 16u + 8u + 1u + 8u + 1u + 1u + 2u);
 }
 
+TEST(Seq2Seq, ParameterNamesMultiheadFollowTorch) {
+  Seq2Seq model(tiny("luong", "multihead", "gru", true, 1));  // E = 8, D = 4
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, t] : model.named_parameters()) shapes[name] = t.shape();
+  EXPECT_EQ(shapes.at("decoder.attention.q_proj_weight"), Shape({4, 4}));
+  EXPECT_EQ(shapes.at("decoder.attention.k_proj_weight"), Shape({4, 8}));
+  EXPECT_EQ(shapes.at("decoder.attention.v_proj_weight"), Shape({4, 8}));
+  EXPECT_EQ(shapes.at("decoder.attention.in_proj_bias"), Shape({12}));
+  EXPECT_EQ(shapes.at("decoder.attention.out_proj.weight"), Shape({4, 4}));
+  EXPECT_EQ(shapes.at("decoder.linear_out.weight"), Shape({4, 4 + 4}));  // [c (D); s]
+  Seq2Seq local(tiny("luong", "local_p"));
+  std::map<std::string, Shape> local_shapes;
+  for (const auto& [name, t] : local.named_parameters()) local_shapes[name] = t.shape();
+  EXPECT_EQ(local_shapes.at("decoder.attention.w_p"), Shape({4, 4}));
+  EXPECT_EQ(local_shapes.at("decoder.attention.v_p"), Shape({4}));
+}
+
 // ---- packed semantics -----------------------------------------------------------------------
 
 void expect_encoder_padding_invariant(const Seq2SeqConfig& c) {
@@ -253,6 +297,7 @@ TEST(Seq2Seq, LogitsAndLossArePaddingInvariant) {
   for (const Variant& v : all_variants()) {
     SCOPED_TRACE(variant_name(v));
     Seq2Seq model(variant_config(v));
+    deterministic(model);
     autodiff::NoGradGuard no_grad;
     const Tensor logits = model.logits(batch);  // (T, B, V)
     const int64_t B = 3, T = batch.tgt_in.dim(1), V = 6;
@@ -281,6 +326,7 @@ TEST(Seq2Seq, LossGradcheckEveryAttention) {
   const data::Batch batch = batch_of({{3, 4, 5}, {5, 3}});  // S = 3, ragged
   for (const Variant& v : all_variants()) {
     SCOPED_TRACE(variant_name(v));
+    if (v.score == "hard") continue;  // argmax/sampling is piecewise constant: HardAttention* tests
     Seq2Seq model(variant_config(v));
     std::vector<Tensor> params = model.parameters();
     EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>&) { return model.loss(batch); }, params,
@@ -303,6 +349,32 @@ TEST(Seq2Seq, DropoutOnlyInTraining) {
   EXPECT_EQ(e1, e2);
 }
 
+// ---- hard attention (REINFORCE) -------------------------------------------------------------
+
+TEST(Seq2Seq, HardAttentionTrainsThroughReinforce) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5, 3}});
+  Seq2Seq model(tiny("luong", "hard"));
+  // Training mode: CE + the REINFORCE surrogate; the score's parameter w gets a gradient
+  // only through the surrogate (the sampled context does not depend on it).
+  const Tensor loss = model.loss(batch);
+  EXPECT_TRUE(std::isfinite(loss.item()));
+  EXPECT_EQ(model.decoder.hard_baseline.updates, 1);
+  EXPECT_LT(model.decoder.hard_baseline.value, 0.0f);  // a mean log-likelihood
+  backward(loss);
+  const Tensor w_grad = model.decoder.attention->w.grad();
+  ASSERT_TRUE(w_grad.defined());
+  double norm = 0.0;
+  for (int64_t i = 0; i < w_grad.numel(); ++i) norm += std::abs(w_grad.f32()[i]);
+  EXPECT_GT(norm, 0.0);
+  // Evaluation mode: the argmax, no surrogate, no baseline update: the loss is plain CE.
+  model.eval();
+  autodiff::NoGradGuard no_grad;
+  const Tensor logits = model.logits(batch);
+  EXPECT_NEAR(model.loss(batch).item(),
+              cross_entropy(logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}).item(), 1e-6);
+  EXPECT_EQ(model.decoder.hard_baseline.updates, 1);
+}
+
 // ---- decoding -------------------------------------------------------------------------------
 
 void expect_same_decode(const DecodeResult& a, const DecodeResult& b) {
@@ -320,6 +392,7 @@ TEST(Seq2Seq, BeamWidthOneEqualsGreedyUntrained) {
   for (const Variant& v : all_variants()) {
     SCOPED_TRACE(variant_name(v));
     Seq2Seq model(variant_config(v));
+    deterministic(model);
     const DecodeResult g = model.greedy(batch.src, batch.src_lengths, 7);
     const DecodeResult b = model.beam(batch.src, batch.src_lengths, {.width = 1, .length_penalty = 0.0f, .max_len = 7});
     expect_same_decode(g, b);

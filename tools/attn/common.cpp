@@ -22,7 +22,9 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c) {
   app->add_option("--attention", c.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
   app->add_option("--score", c.score,
                   "Attention score. bahdanau: additive | additive_normalized; "
-                  "luong: general | dot | concat | location | scaled_dot");
+                  "luong: general | dot | concat | location | scaled_dot | multihead | local_m | local_p | hard");
+  app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
+  app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
   app->add_flag("!--no-input-feeding", c.input_feeding, "Luong decoder without input feeding");
 }
 
@@ -38,6 +40,9 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
   app->add_option("--log-every", o.log_every, "Steps between log lines")->capture_default_str();
   app->add_option("--eval-every", o.eval_every, "Steps between validations")->capture_default_str();
   app->add_option("--eval-samples", o.eval_samples, "Validation set size")->capture_default_str();
+  app->add_option("--bucket", o.bucket,
+                  "Sort this many batches' worth of examples by length and batch neighbours (less padding; 1: off)")
+      ->capture_default_str();
 }
 
 void add_threads_option(CLI::App* app) {

@@ -62,6 +62,8 @@ class TaskGenerator {
   // possibly outside [min_len, max_len]). length < 1 or batch_size < 1 throws ValueError.
   Batch fixed_length(int batch_size, int length);
 
+  // `count` random sources with lengths uniform in [min_len, max_len] (what next() batches).
+  std::vector<std::vector<int32_t>> random_sources(int count);
   // One random source of the given length (content symbols only), from the same stream.
   std::vector<int32_t> random_source(int length);
 

@@ -32,6 +32,7 @@
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
 #include "attn/ops/attention.h"
+#include "attn/ops/hard_attention.h"
 #include "attn/random.h"
 
 namespace attn::models {
@@ -45,8 +46,11 @@ struct Seq2SeqConfig {
   float dropout = 0.0f;         // between stacked RNN layers, in [0, 1)
   std::string attention = "bahdanau";  // none | bahdanau | luong
   // bahdanau: additive (default) | additive_normalized;
-  // luong: general (default) | dot | concat | location | scaled_dot; none: "" or "none".
+  // luong: general (default) | dot | concat | location | scaled_dot | multihead | local_m |
+  // local_p | hard; none: "" or "none".
   std::string score;
+  int heads = 4;    // multihead: H, dividing hidden
+  int window = 10;  // local_m / local_p: half-width D of the window [p_t - D, p_t + D]
   bool input_feeding = true;  // luong only
   int vocab = data::kVocabSize;
   int max_src_len = 128;      // the longest source location attention can score
@@ -124,33 +128,62 @@ class Encoder : public nn::Module {
 };
 
 // The attention memory of one batch: values, lengths, and what is computed once per batch
-// (Bahdanau's projected keys).
+// (Bahdanau's projected keys, multi-head keys and values).
 struct AttentionMemory {
   Tensor values;          // (B, S, E)
   Tensor lengths;         // (B) int32
   Tensor projected_keys;  // bahdanau: (B, S, A)
-  Tensor values_heads;    // scaled_dot: values viewed as (B, 1, S, E)
+  Tensor values_heads;    // scaled_dot: values viewed as (B, 1, S, E); multihead: (B, H, S, Dh)
+  Tensor keys_heads;      // multihead: (B, H, S, Dh)
+};
+
+// What one attention step gives the decoder.
+struct AttendOutput {
+  Tensor context;   // (B, context_size())
+  Tensor weights;   // (B, S), multihead (B, H·S) (head-major), when asked for (hard: always)
+  Tensor log_prob;  // hard, training: log π(k) of the sampled position (B); else undefined
 };
 
 // The scoring module of the decoder ("decoder.attention.*"); Xavier-initialised weights.
+//   additive / additive_normalized   Bahdanau: w_q (A, D), w_k (A, E), bias (A), v (A) [, g]
+//   dot | general | concat | location | scaled_dot   Luong global scores (attn/ops/attention.h)
+//   multihead   H heads over projected q = s_t W_qᵀ, k = h W_kᵀ, v = h W_vᵀ (each D features,
+//               Dh = D / H; keys and values projected once per batch), fused scaled dot-product
+//               per head, out_proj (D, D): torch.nn.MultiheadAttention(D, H, kdim=E, vdim=E).
+//               Context size D; weights per head.
+//   local_m / local_p   Luong local attention (attn/ops/local_attention.h) with the general
+//               score; local_m aligns p_t = min(t, L_b − 1), local_p predicts p_t (w_p, v_p).
+//   hard        the general score's distribution; one source position sampled per step
+//               (argmax in eval mode), trained with REINFORCE (Seq2Seq::loss).
 class Attention : public nn::Module {
  public:
   Attention(const std::string& kind, const std::string& score, int64_t query_size, int64_t value_size,
-            int64_t max_src_len, Rng& rng);
+            const Seq2SeqConfig& config, Rng& rng);
   AttentionMemory prepare(const Tensor& values, const Tensor& lengths) const;
-  // query (B, D) -> context (B, E), weights (B, S) when need_weights.
-  AttentionResult attend(const Tensor& query, const AttentionMemory& memory, bool need_weights) const;
+  // query (B, D) at decoder step `step` (0-based) -> AttendOutput.
+  AttendOutput attend(const Tensor& query, const AttentionMemory& memory, int64_t step, bool need_weights);
+  int64_t context_size() const { return context_size_; }
+  int64_t weight_heads() const { return score == "multihead" ? heads : 1; }
 
   std::string kind, score;
+  int64_t heads = 1, window = 0;
   Tensor w_q, w_k, bias, v, g;  // bahdanau
-  Tensor w;                     // luong general (D, E) / concat (A, D + E)
+  Tensor w;                     // luong general / local / hard (D, E), concat (A, D + E)
   Tensor w_a, b_a;              // location
+  Tensor w_p, v_p;              // local_p (A, D), (A)
+  Tensor q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;  // multihead
+  std::unique_ptr<nn::Linear> out_proj;                                // multihead (D, D)
+
+ private:
+  int64_t context_size_ = 0;
+  Rng sample_rng_;  // hard attention's draws
 };
 
 // Decoder state between steps (all (B, ·)).
 struct DecoderState {
   std::vector<Tensor> h, c;  // per layer; c for LSTM
   Tensor feed;               // luong with input feeding: h̃_{t-1}
+  int64_t t = 0;             // the next step's index
 };
 
 class Decoder : public nn::Module {
@@ -161,9 +194,10 @@ class Decoder : public nn::Module {
   // output features (B, F) for `out`, and the attention weights (B, S) if asked.
   struct Step {
     Tensor top;      // s_t (B, D)
-    Tensor context;  // c_t (B, E), undefined for none
+    Tensor context;  // c_t (B, attention->context_size()), undefined for none
     Tensor feature;  // luong: h̃_t; none: s_t; bahdanau: undefined (see output_features)
-    Tensor weights;
+    Tensor weights;  // (B, S) or multihead (B, H·S)
+    Tensor log_prob; // hard attention in training: (B)
   };
   Step step(const Tensor& emb_prev, DecoderState& state, const AttentionMemory& memory, bool need_weights,
             const Tensor* projected_input = nullptr);
@@ -179,6 +213,10 @@ class Decoder : public nn::Module {
   std::unique_ptr<Attention> attention;        // undefined for none
   std::unique_ptr<nn::Linear> linear_out;      // luong W_c
   nn::Linear out;
+  // Hard attention: forward() in training mode leaves here log π(k_t) of each step's sampled
+  // position, (B) per step, for the REINFORCE term of Seq2Seq::loss; and its baseline.
+  std::vector<Tensor> hard_log_probs;
+  ReinforceBaseline hard_baseline{0.9f};
 
  private:
   Seq2SeqConfig config_;
@@ -196,8 +234,14 @@ class Seq2Seq : public nn::Module {
 
   // Teacher forcing: logits (T, B, V), time-major, for batch.tgt_in.
   Tensor logits(const data::Batch& batch);
-  // Mean cross-entropy over the non-PAD target tokens.
+  // Mean cross-entropy over the non-PAD target tokens. Hard attention in training mode adds
+  // the REINFORCE surrogate: per step and row the reward is the log-likelihood of the target
+  // token, r = −CE(t, b), against the moving-average baseline (decoder.hard_baseline, updated
+  // after the loss with the mean reward; padded positions get zero advantage).
   Tensor loss(const data::Batch& batch);
+  // ce (the mean cross-entropy of `logits` (T, B, V) for `batch`) plus, for hard attention in
+  // training, the REINFORCE term above; otherwise ce itself. Consumes decoder.hard_log_probs.
+  Tensor with_reinforce(const Tensor& ce, const Tensor& logits, const data::Batch& batch);
 
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.

@@ -34,6 +34,10 @@ struct TrainOptions {
   int64_t log_every = 50;
   int64_t eval_every = 250;  // validation (greedy decoding) every N steps and at the end
   int eval_samples = 200;    // validation set size, lengths drawn like training
+  // Length bucketing (a "maxi-batch"): draw bucket·batch examples at once, sort them by
+  // length and cut them into `bucket` batches taken in a seeded random order, so a batch
+  // holds similar lengths and little padding. The length distribution is unchanged. 1 = off.
+  int bucket = 1;
   std::string out_dir;       // required
   bool resume = false;       // continue from out_dir/last.safetensors
   std::FILE* progress = stderr;  // nullptr: silent
