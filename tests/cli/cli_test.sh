@@ -57,5 +57,18 @@ expect 1 "model.safetensors" -- "$attn" eval --model "$work/missing/model.safete
 head -c 100 "$work/run/model.safetensors" > "$work/truncated.safetensors"
 expect 1 "truncated.safetensors" -- "$attn" eval --model "$work/truncated.safetensors"
 
+# bench: tiny runs print one JSON line that parses; bad --kind / --attention are usage errors.
+"$attn" bench seq2seq --batch 2 --emb 4 --hidden 8 --len 3 --steps 1 --warmup 0 --greedy-reps 1 --threads 1 --json \
+  | /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["train_tokens_per_s"] > 0 and d["greedy_tokens_per_s"] > 0' \
+  || fail "bench seq2seq --json"
+for kind in sdpa additive mha; do
+  "$attn" bench attention --kind $kind --len 16 --dim 16 --heads 2 --reps 1 --threads 1 --json \
+    | /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["forward_ms"] > 0 and d["peak_rss_mb"] >= d["baseline_rss_mb"] > 0' \
+    || fail "bench attention --kind $kind --json"
+done
+expect 2 "unknown --kind 'foo' (valid: sdpa, additive, mha)" -- "$attn" bench attention --kind foo
+expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" bench seq2seq --attention foo
+expect 2 "is not divisible by --heads" -- "$attn" bench attention --dim 10 --heads 3
+
 if ((failures)); then echo "$failures CLI check(s) failed" >&2; exit 1; fi
 echo "all CLI checks passed"

@@ -20,5 +20,6 @@ void add_eval_command(CLI::App& app);
 void add_sweep_command(CLI::App& app);
 void add_align_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace attn::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   attn::cli::add_eval_command(app);
   attn::cli::add_sweep_command(app);
   attn::cli::add_align_command(app);
+  attn::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

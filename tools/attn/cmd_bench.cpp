@@ -1,0 +1,411 @@
+// attn bench: side-by-side benchmarks (bench/torch_peer.py runs the same models in PyTorch
+// and prints the same JSON keys; bench/compare.sh alternates the two).
+//
+//   attn bench seq2seq   --attention bahdanau|none|luong ... --json
+//     training throughput (teacher forcing, Adam, global-norm clipping) and greedy decoding
+//     throughput of models::Seq2Seq on fixed-length random copy batches.
+//   attn bench attention --kind sdpa|additive|mha ... --json
+//     forward and forward+backward time of one attention call, resident memory.
+//
+// The FLOP counts behind gflops_per_s are written out in docs/performance.md; the function
+// seq2seq_forward_flops below is the one place that computes them.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/autodiff/tape.h"
+#include "attn/data/tasks.h"
+#include "attn/models/seq2seq.h"
+#include "attn/nn/init.h"
+#include "attn/nn/multihead_attention.h"
+#include "attn/ops/attention.h"
+#include "attn/ops/loss.h"
+#include "attn/ops/sdpa.h"
+#include "attn/parallel.h"
+#include "attn/train/optimizer.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace {
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A field of /proc/self/status in MiB ("VmRSS", "VmHWM"); -1 when unreadable.
+double proc_status_mb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;  // kB
+  }
+  return -1.0;
+}
+
+// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS, so the peak reported later
+// covers only what follows. Linux >= 4.0; false when not permitted.
+bool reset_peak_rss() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (!out) return false;
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void print_json_or_text(bool as_json, const json& j) {
+  if (as_json) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  std::fflush(stdout);
+}
+
+// ---- seq2seq ------------------------------------------------------------------------------------
+
+struct Seq2SeqBenchArgs {
+  std::string attention = "bahdanau";
+  int batch = 64;
+  int emb = 64;
+  int hidden = 256;
+  int vocab = data::kVocabSize;
+  int len = 40;
+  int steps = 20;
+  int warmup = 3;
+  int greedy_reps = 3;
+  uint64_t seed = 1;
+  bool as_json = false;
+};
+
+// Multiply-add FLOPs (2 per multiply-add) of the matrix products in one forward pass over
+// a batch of B sources of length S with `dec_steps` decoder steps, unidirectional 1-layer
+// GRU, E = D = A = H. Elementwise work (gates, tanh, softmax, loss) is not counted.
+// Training counts 3x this (backward = 2 products per forward product: dX and dW).
+struct FlopCount {
+  double encoder = 0, keys = 0, decoder_steps = 0, output = 0;
+  double total() const { return encoder + keys + decoder_steps + output; }
+};
+
+FlopCount seq2seq_forward_flops(const std::string& attention, double B, double S, double dec_steps, double M,
+                                double H, double V) {
+  const double E = H, A = H, G = 3 * H;
+  FlopCount f;
+  f.encoder = 2 * S * B * M * G + 2 * S * B * H * G;  // hoisted input projection + recurrence
+  double per_step = 2 * B * H * G;                     // decoder recurrence
+  double out_features = H;
+  if (attention == "bahdanau") {
+    f.keys = 2 * B * S * E * A;  // K W_kᵀ once per batch
+    per_step += 2 * B * H * A      // W_q s_{t-1}
+                + 2 * B * S * A    // vᵀ tanh(...) over S
+                + 2 * B * S * E    // context Σ a_s h_s
+                + 2 * B * (M + E) * G;  // GRU input [emb; c]
+    out_features = H + E + M;      // [s_t; c_t; emb(y_{t-1})]
+  } else if (attention == "luong") {  // general score, input feeding
+    per_step += 2 * B * (M + H) * G  // GRU input [emb; h̃_{t-1}]
+                + 2 * B * H * E      // q W
+                + 2 * B * S * E      // scores
+                + 2 * B * S * E      // context
+                + 2 * B * (E + H) * H;  // W_c [c; s]
+  } else {
+    per_step += 2 * B * M * G;  // input projection (hoisted into one GEMM in attn)
+  }
+  f.decoder_steps = dec_steps * per_step;
+  f.output = 2 * dec_steps * B * out_features * V;
+  return f;
+}
+
+const char* kOutputNote =
+    "bahdanau output layer is W_o [s_t; c_t; emb(y_{t-1})] + b (attn's models::Seq2Seq), not the issue's "
+    "[s_t; c_t]; the PyTorch peer implements the same";
+
+void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
+  models::Seq2SeqConfig config;
+  config.attention = a.attention;
+  config.emb = a.emb;
+  config.hidden = a.hidden;
+  config.vocab = a.vocab;
+  config.seed = a.seed;
+  as_usage([&] {
+    config.validate();
+    if (a.batch < 1 || a.len < 1 || a.steps < 1 || a.warmup < 0 || a.greedy_reps < 0)
+      throw ValueError("--batch, --len, --steps must be >= 1 and --warmup, --greedy-reps >= 0");
+    if (a.vocab != data::kVocabSize)
+      throw ValueError("--vocab must be " + std::to_string(data::kVocabSize) +
+                       " (the copy task's vocabulary), got " + std::to_string(a.vocab));
+    if (a.len > config.max_src_len)
+      throw ValueError("--len must be <= " + std::to_string(config.max_src_len) + ", got " + std::to_string(a.len));
+  });
+  models::Seq2Seq model(config);
+  train::Adam adam(model.parameters(), {.lr = 1e-3f});
+
+  // Every batch is made before timing starts: the timed loop is model work only.
+  data::TaskGenerator generator(data::TaskKind::copy, a.len, a.len, a.seed);
+  std::vector<data::Batch> batches;
+  for (int i = 0; i < a.warmup + a.steps; ++i) batches.push_back(generator.fixed_length(a.batch, a.len));
+  const data::Batch greedy_batch = generator.fixed_length(a.batch, a.len);
+
+  double t_forward = 0, t_backward = 0, t_optimizer = 0, train_seconds = 0;
+  double last_loss = 0;
+  model.train();
+  for (int i = 0; i < a.warmup + a.steps; ++i) {
+    const bool timed = i >= a.warmup;
+    const data::Batch& batch = batches[static_cast<size_t>(i)];
+    const auto t0 = Clock::now();
+    Tensor loss = model.loss(batch);
+    last_loss = loss.item();
+    const auto t1 = Clock::now();
+    backward(loss);
+    const auto t2 = Clock::now();
+    train::clip_grad_norm(model.parameters(), 1.0f);
+    adam.step();
+    adam.zero_grad();
+    const auto t3 = Clock::now();
+    if (timed) {
+      t_forward += std::chrono::duration<double>(t1 - t0).count();
+      t_backward += std::chrono::duration<double>(t2 - t1).count();
+      t_optimizer += std::chrono::duration<double>(t3 - t2).count();
+      train_seconds += std::chrono::duration<double>(t3 - t0).count();
+    }
+  }
+
+  // Greedy decoding: up to len + 1 steps (the target and EOS); it stops early only when
+  // every row has produced EOS. Tokens = B x steps actually run (every row is computed at
+  // every step).
+  model.eval();
+  const int max_len = a.len + 1;
+  int64_t greedy_steps = 0;
+  double greedy_seconds = 0;
+  for (int r = 0; r < 1 + a.greedy_reps; ++r) {
+    const auto t0 = Clock::now();
+    models::DecodeResult d = model.greedy(greedy_batch.src, greedy_batch.src_lengths, max_len);
+    const double s = seconds_since(t0);
+    size_t longest = 0;
+    for (const auto& row : d.tokens) longest = std::max(longest, row.size());
+    if (r > 0 || a.greedy_reps == 0) {
+      greedy_seconds += s;
+      greedy_steps += static_cast<int64_t>(longest);
+    }
+  }
+
+  const double B = a.batch, S = a.len, T = a.len + 1;
+  const FlopCount f = seq2seq_forward_flops(a.attention, B, S, T, a.emb, a.hidden, a.vocab);
+  const double train_flops_per_step = 3 * f.total();
+  const double steps = a.steps;
+  const double greedy_runs = a.greedy_reps == 0 ? 1 : a.greedy_reps;
+  const double mean_greedy_steps = static_cast<double>(greedy_steps) / greedy_runs;
+  const double greedy_flops =
+      seq2seq_forward_flops(a.attention, B, S, mean_greedy_steps, a.emb, a.hidden, a.vocab).total() * greedy_runs;
+
+  json j;
+  j["impl"] = "attn";
+  j["bench"] = "seq2seq";
+  j["attention"] = a.attention;
+  j["train_tokens_per_s"] = steps * B * T / train_seconds;
+  j["greedy_tokens_per_s"] = B * static_cast<double>(greedy_steps) / greedy_seconds;
+  j["gflops_per_s"] = train_flops_per_step * steps / train_seconds / 1e9;
+  j["greedy_gflops_per_s"] = greedy_flops / greedy_seconds / 1e9;
+  j["train_flops_per_step"] = train_flops_per_step;
+  j["train_flops_per_token"] = train_flops_per_step / (B * T);
+  j["steps"] = a.steps;
+  j["warmup"] = a.warmup;
+  j["seconds"] = train_seconds;
+  j["step_ms"] = 1e3 * train_seconds / steps;
+  j["phase_ms_per_step"] = {{"forward", 1e3 * t_forward / steps},
+                            {"backward", 1e3 * t_backward / steps},
+                            {"clip_adam", 1e3 * t_optimizer / steps}};
+  j["greedy_reps"] = a.greedy_reps;
+  j["greedy_seconds"] = greedy_seconds;
+  j["greedy_steps_per_rep"] = mean_greedy_steps;
+  j["final_loss"] = last_loss;
+  j["threads"] = num_threads();
+  j["parameters"] = model.num_parameters();
+  j["config"] = {{"batch", a.batch}, {"emb", a.emb},          {"hidden", a.hidden},
+                 {"vocab", a.vocab}, {"len", a.len},          {"target_len", a.len + 1},
+                 {"encoder", "gru"}, {"score", config.effective_score()}, {"seed", a.seed}};
+  if (a.attention == "bahdanau") j["note"] = kOutputNote;
+  print_json_or_text(a.as_json, j);
+}
+
+// ---- attention ----------------------------------------------------------------------------------
+
+struct AttentionBenchArgs {
+  std::string kind = "sdpa";
+  int batch = 1;
+  int heads = 8;
+  int len = 4096;
+  int dim = 256;
+  int reps = 3;
+  int warmup = 1;
+  uint64_t seed = 1;
+  bool as_json = false;
+};
+
+Tensor random_normal(const Shape& shape, Rng& rng, bool requires_grad) {
+  Tensor t = Tensor::empty(shape);
+  nn::normal_(t, 0.0f, 1.0f, rng);
+  if (requires_grad) t.set_requires_grad(true);
+  return t;
+}
+
+void run_attention_bench(const AttentionBenchArgs& a) {
+  const std::vector<std::string> kinds = {"sdpa", "additive", "mha"};
+  if (std::find(kinds.begin(), kinds.end(), a.kind) == kinds.end())
+    throw UsageError("unknown --kind '" + a.kind + "' (valid: sdpa, additive, mha)");
+  if (a.batch < 1 || a.heads < 1 || a.len < 1 || a.dim < 1 || a.reps < 1 || a.warmup < 0)
+    throw UsageError("--batch, --heads, --len, --dim, --reps must be >= 1 and --warmup >= 0");
+  if (a.kind != "additive" && a.dim % a.heads != 0)
+    throw UsageError("--dim " + std::to_string(a.dim) + " is not divisible by --heads " + std::to_string(a.heads));
+  const int64_t B = a.batch, H = a.heads, T = a.len, D = a.dim, Dh = D / H;
+  Rng rng(a.seed);
+
+  // Inputs, weights and the output gradient exist before the baseline is read.
+  std::function<Tensor()> forward;
+  std::vector<Tensor> leaves;  // whose gradients are dropped after each backward
+  std::unique_ptr<nn::MultiheadAttention> mha;
+  Tensor seed_grad;
+  double flops_forward = 0;
+  if (a.kind == "sdpa") {
+    Tensor q = random_normal({B, H, T, Dh}, rng, true), k = random_normal({B, H, T, Dh}, rng, true),
+           v = random_normal({B, H, T, Dh}, rng, true);
+    leaves = {q, k, v};
+    forward = [q, k, v] { return sdpa(q, k, v).out; };
+    seed_grad = random_normal({B, H, T, Dh}, rng, false);
+    flops_forward = 4.0 * B * H * T * T * Dh;  // q kᵀ and a v
+  } else if (a.kind == "mha") {
+    mha = std::make_unique<nn::MultiheadAttention>(
+        nn::MultiheadAttentionOptions{.embed_dim = D, .num_heads = H, .seed = a.seed});
+    Tensor x = random_normal({B, T, D}, rng, true);
+    leaves = mha->parameters();
+    leaves.push_back(x);
+    nn::MultiheadAttention* m = mha.get();
+    forward = [m, x] { return m->forward(x, x, x).out; };
+    seed_grad = random_normal({B, T, D}, rng, false);
+    flops_forward = 2.0 * B * T * D * 3 * D + 4.0 * B * T * T * D + 2.0 * B * T * D * D;
+  } else {  // additive, A = E = D, T queries over S = T keys
+    Tensor q = random_normal({B, T, D}, rng, true), kv = random_normal({B, T, D}, rng, true);
+    Tensor w_q = random_normal({D, D}, rng, false), w_k = random_normal({D, D}, rng, false);
+    Tensor bias = Tensor::zeros({D}), v = random_normal({D}, rng, false);
+    for (Tensor* w : {&w_q, &w_k, &v}) {
+      for (float& x : std::span<float>(w->f32(), static_cast<size_t>(w->numel()))) x *= 0.05f;
+      w->set_requires_grad(true);
+    }
+    bias.set_requires_grad(true);
+    Tensor lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T)), {B});
+    leaves = {q, kv, w_q, w_k, bias, v};
+    forward = [=] {
+      const Tensor pk = additive_project_keys(kv, w_k);
+      AdditiveOptions o;
+      o.need_weights = false;
+      return additive_attention(q, pk, kv, w_q, bias, v, lengths, o).context;
+    };
+    seed_grad = random_normal({B, T, D}, rng, false);
+    // Projections, vᵀ tanh(...) over (T, S, A) and the context; the (T, S, A) tanh itself
+    // is elementwise work, not counted.
+    flops_forward = 2.0 * B * T * D * D * 2 + 2.0 * B * T * T * D + 2.0 * B * T * T * D;
+  }
+
+  const double baseline_rss = proc_status_mb("VmRSS");
+  const bool peak_reset = reset_peak_rss();
+
+  auto run_forward = [&] {
+    autodiff::NoGradGuard no_grad;
+    Tensor out = forward();
+    (void)out;
+  };
+  auto run_forward_backward = [&] {
+    Tensor out = forward();
+    backward(out, seed_grad);
+    for (Tensor& t : leaves) t.drop_grad();
+  };
+  std::vector<double> fwd_ms, fb_ms;
+  for (int r = 0; r < a.warmup + a.reps; ++r) {
+    auto t0 = Clock::now();
+    run_forward();
+    if (r >= a.warmup) fwd_ms.push_back(1e3 * seconds_since(t0));
+  }
+  for (int r = 0; r < a.warmup + a.reps; ++r) {
+    auto t0 = Clock::now();
+    run_forward_backward();
+    if (r >= a.warmup) fb_ms.push_back(1e3 * seconds_since(t0));
+  }
+  const double peak_rss = proc_status_mb("VmHWM");
+
+  json j;
+  j["impl"] = "attn";
+  j["bench"] = "attention";
+  j["kind"] = a.kind;
+  j["forward_ms"] = median(fwd_ms);
+  j["forward_backward_ms"] = median(fb_ms);
+  j["baseline_rss_mb"] = baseline_rss;
+  j["peak_rss_mb"] = peak_rss;
+  j["growth_mb"] = peak_rss - baseline_rss;
+  j["peak_reset"] = peak_reset;  // false: the peak covers the whole process
+  j["forward_ms_all"] = fwd_ms;
+  j["forward_backward_ms_all"] = fb_ms;
+  j["forward_gflops_per_s"] = flops_forward / (median(fwd_ms) * 1e-3) / 1e9;
+  j["forward_backward_gflops_per_s"] = 3 * flops_forward / (median(fb_ms) * 1e-3) / 1e9;
+  j["reps"] = a.reps;
+  j["warmup"] = a.warmup;
+  j["threads"] = num_threads();
+  j["config"] = {{"batch", a.batch}, {"heads", a.heads}, {"len", a.len}, {"dim", a.dim}, {"seed", a.seed}};
+  if (a.kind == "sdpa") j["config"]["head_dim"] = Dh;
+  if (a.kind == "mha") j["config"]["head_dim"] = Dh;
+  if (a.kind == "additive") j["note"] = "heads unused; T queries over S = T keys, A = E = D = dim";
+  print_json_or_text(a.as_json, j);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks (the same JSON as bench/torch_peer.py)");
+  bench->require_subcommand(1);
+
+  auto s = std::make_shared<Seq2SeqBenchArgs>();
+  CLI::App* seq = bench->add_subcommand("seq2seq", "Seq2seq training and greedy decoding throughput");
+  seq->add_option("--attention", s->attention, "none | bahdanau | luong")->capture_default_str();
+  seq->add_option("--batch", s->batch, "Batch size")->capture_default_str();
+  seq->add_option("--emb", s->emb, "Embedding size")->capture_default_str();
+  seq->add_option("--hidden", s->hidden, "GRU hidden size (= attention size)")->capture_default_str();
+  seq->add_option("--vocab", s->vocab, "Vocabulary (the copy task's 32)")->capture_default_str();
+  seq->add_option("--len", s->len, "Source length (target: len + 1 with EOS)")->capture_default_str();
+  seq->add_option("--steps", s->steps, "Timed training steps")->capture_default_str();
+  seq->add_option("--warmup", s->warmup, "Untimed training steps first")->capture_default_str();
+  seq->add_option("--greedy-reps", s->greedy_reps, "Timed greedy decodes (after one untimed)")->capture_default_str();
+  seq->add_option("--seed", s->seed, "Seed")->capture_default_str();
+  seq->add_flag("--json", s->as_json, "One line of JSON");
+  add_threads_option(seq);
+  seq->callback([s] { run_seq2seq_bench(*s); });
+
+  auto t = std::make_shared<AttentionBenchArgs>();
+  CLI::App* att = bench->add_subcommand("attention", "One attention call: forward and forward+backward time, RSS");
+  att->add_option("--kind", t->kind, "sdpa | additive | mha")->capture_default_str();
+  att->add_option("--batch", t->batch, "Batch size")->capture_default_str();
+  att->add_option("--heads", t->heads, "Heads (sdpa, mha)")->capture_default_str();
+  att->add_option("--len", t->len, "T = S")->capture_default_str();
+  att->add_option("--dim", t->dim, "Model size (sdpa: Dh = dim / heads)")->capture_default_str();
+  att->add_option("--reps", t->reps, "Timed repetitions (median reported)")->capture_default_str();
+  att->add_option("--warmup", t->warmup, "Untimed repetitions first")->capture_default_str();
+  att->add_option("--seed", t->seed, "Seed")->capture_default_str();
+  att->add_flag("--json", t->as_json, "One line of JSON");
+  add_threads_option(att);
+  att->callback([t] { run_attention_bench(*t); });
+}
+
+}  // namespace attn::cli
