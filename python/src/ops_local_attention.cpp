@@ -35,9 +35,10 @@ void register_local_attention(py::module_& m) {
   using OT = std::optional<Tensor>;
 
   m.def("local_attention",
-        [](const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& lengths,
-           const std::string& mode, int window, const py::object& score, const OT& w, const OT& positions,
-           const OT& w_p, const OT& v_p, float temperature, bool need_weights) {
+        [](const Tensor& query, const Tensor& keys, const Tensor& values, const OT& lengths, const std::string& mode, int window, const py::object& score, const OT& w, const OT& positions,
+           const OT& w_p, const OT& v_p, float temperature, bool need_weights, const OT& key_padding_mask,
+           float dropout, bool training, uint64_t dropout_seed) {
+          Rng rng(dropout_seed);
           LocalOptions o;
           o.mode = to_local_mode(mode);
           o.window = window;
@@ -48,14 +49,33 @@ void register_local_attention(py::module_& m) {
           o.v_p = opt(v_p);
           o.temperature = temperature;
           o.need_weights = need_weights;
-          return local_attention(query, keys, values, lengths, o);
+          o.key_padding_mask = opt(key_padding_mask);
+          o.dropout = dropout;
+          o.training = training;
+          o.rng = &rng;
+          return local_attention(query, keys, values, opt(lengths), o);
         },
-        py::arg("query"), py::arg("keys"), py::arg("values"), py::arg("lengths"), py::kw_only(),
+        py::arg("query"), py::arg("keys"), py::arg("values"), py::arg("lengths") = py::none(), py::kw_only(),
         py::arg("mode") = "monotonic", py::arg("window") = 10, py::arg("score") = "general", py::arg("w") = py::none(),
         py::arg("positions") = py::none(), py::arg("w_p") = py::none(), py::arg("v_p") = py::none(),
-        py::arg("temperature") = 1.0f, py::arg("need_weights") = true,
+        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_padding_mask") = py::none(),
+        py::arg("dropout") = 0.0f, py::arg("training") = true, py::arg("dropout_seed") = 0,
         "Luong local attention: mode 'monotonic' (local-m, p_t = t or positions) | 'predictive' (local-p, "
-        "p_t = L sigmoid(v_p . tanh(W_p h_t)), Gaussian sigma = window / 2); score 'dot' | 'general' (w (D, E))");
+        "p_t = L sigmoid(v_p . tanh(W_p h_t)), Gaussian sigma = window / 2); score 'dot' | 'general' (w (D, E)); "
+        "key_padding_mask int32 (B, S), nonzero = keep");
+  m.def("local_attention_init",
+        [](const std::string& mode, const py::object& score, int64_t D, int64_t E, int64_t A, uint64_t seed) {
+          Rng rng(seed);
+          const LocalParams p = local_attention_init(to_local_mode(mode), to_local_score(score), D, E, A, rng);
+          py::dict d;
+          if (p.w.defined()) d["w"] = p.w;
+          if (p.w_p.defined()) d["w_p"] = p.w_p;
+          if (p.v_p.defined()) d["v_p"] = p.v_p;
+          return d;
+        },
+        py::arg("mode"), py::arg("score"), py::arg("D"), py::arg("E"), py::arg("A") = 0, py::kw_only(),
+        py::arg("seed") = 0,
+        "Xavier-initialised local attention parameters: dict (general: w (D, E); local-p: w_p (A, D), v_p (A))");
 
   py::class_<HardAttentionSample>(m, "HardAttentionSample")
       .def_readonly("positions", &HardAttentionSample::positions)

@@ -111,23 +111,40 @@ void additive_backward_batches(const float* u, const float* keys, const float* v
 
 // ---- masked row softmax -------------------------------------------------------------------
 
-void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, int64_t B, int64_t T,
-                                      int64_t S, float alpha, float* weights) {
+void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, const int32_t* keep, int64_t B,
+                                      int64_t T, int64_t S, float alpha, float* weights) {
   parallel_for(0, B * T, grain_for(4 * S), [=](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int64_t len = lengths[r / T];
       const float* x = scores + r * S;
       float* w = weights + r * S;
-      if (len > 0) {
-        float m = alpha * x[0];
-        for (int64_t s = 1; s < len; ++s) m = std::max(m, alpha * x[s]);
+      if (!keep) {
+        if (len > 0) {
+          float m = alpha * x[0];
+          for (int64_t s = 1; s < len; ++s) m = std::max(m, alpha * x[s]);
+          float sum = 0.0f;
+          for (int64_t s = 0; s < len; ++s) {
+            const float e = std::exp(alpha * x[s] - m);
+            w[s] = e;
+            sum += e;
+          }
+          const float inv = 1.0f / sum;  // sum >= 1: the maximum contributes exp(0)
+          for (int64_t s = 0; s < len; ++s) w[s] *= inv;
+        }
+      } else {
+        // Same order of operations as above over the kept positions only, so a mask equal
+        // to the lengths' mask gives bit-identical weights.
+        const int32_t* k = keep + (r / T) * S;
+        float m = -INFINITY;
+        for (int64_t s = 0; s < len; ++s)
+          if (k[s]) m = std::max(m, alpha * x[s]);
         float sum = 0.0f;
         for (int64_t s = 0; s < len; ++s) {
-          const float e = std::exp(alpha * x[s] - m);
+          const float e = k[s] ? std::exp(alpha * x[s] - m) : 0.0f;
           w[s] = e;
           sum += e;
         }
-        const float inv = 1.0f / sum;  // sum >= 1: the maximum contributes exp(0)
+        const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;  // sum >= 1 unless nothing is kept
         for (int64_t s = 0; s < len; ++s) w[s] *= inv;
       }
       for (int64_t s = std::max<int64_t>(len, 0); s < S; ++s) w[s] = 0.0f;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "attn/kernels/dropout.h"
 #include "attn/parallel.h"
 
 #ifdef _OPENMP
@@ -30,6 +31,12 @@ inline float dot(const float* x, const float* y, int64_t n) {
   return acc;
 }
 
+// The dropout factor of dense position i: 1 / (1 − p) kept, 0 dropped; 1 when p == 0.
+inline float drop_factor(float p, uint64_t seed, int64_t i) {
+  if (p == 0.0f) return 1.0f;
+  return dropout_keep(seed, static_cast<uint64_t>(i), p) ? 1.0f / (1.0f - p) : 0.0f;
+}
+
 inline void axpy(float alpha, const float* x, float* y, int64_t n) {
   ATTN_SIMD
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
@@ -52,8 +59,9 @@ void local_attention_windows(const int32_t* centres, const int32_t* lengths, int
 }
 
 void local_attention_forward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                             const int32_t* counts, const float* p, int64_t B, int64_t T, int64_t S, int64_t E,
-                             int64_t K, float alpha, float gauss, float* soft, float* weights, float* context) {
+                             const int32_t* counts, const float* p, const int32_t* keep, float drop_p,
+                             uint64_t drop_seed, int64_t B, int64_t T, int64_t S, int64_t E, int64_t K, float alpha,
+                             float gauss, float* soft, float* weights, float* context) {
   const int64_t N = B * T;
   parallel_for(0, N, grain_for(2 * K * E), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
@@ -69,15 +77,31 @@ void local_attention_forward(const float* q, const float* keys, const float* val
       const float* kb = keys + (b * S + st) * E;
       const float* vb = values + (b * S + st) * E;
       // a = softmax(alpha e) over the window, max-subtracted.
-      float m = -INFINITY;
-      for (int64_t j = 0; j < n; ++j) {
-        a[j] = alpha * dot(qr, kb + j * E, E);
-        m = std::max(m, a[j]);
+      if (!keep) {
+        float m = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          a[j] = alpha * dot(qr, kb + j * E, E);
+          m = std::max(m, a[j]);
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; ++j) sum += (a[j] = std::exp(a[j] - m));
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; ++j) a[j] *= inv;
+      } else {
+        // Masked slots are left out (a_j = 0); the same order of operations as above.
+        const int32_t* kp = keep + b * S + st;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < n; ++j)
+          if (kp[j]) {
+            a[j] = alpha * dot(qr, kb + j * E, E);
+            m = std::max(m, a[j]);
+          }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < n; ++j) sum += (a[j] = kp[j] ? std::exp(a[j] - m) : 0.0f);
+        if (sum == 0.0f) continue;  // every slot masked: zero row (already filled)
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < n; ++j) a[j] *= inv;
       }
-      float sum = 0.0f;
-      for (int64_t j = 0; j < n; ++j) sum += (a[j] = std::exp(a[j] - m));
-      const float inv = 1.0f / sum;
-      for (int64_t j = 0; j < n; ++j) a[j] *= inv;
       // w = a ⊙ g (Gaussian around p_r for local-p, not renormalised).
       if (p) {
         const float pr = p[r];
@@ -88,14 +112,15 @@ void local_attention_forward(const float* q, const float* keys, const float* val
       } else {
         for (int64_t j = 0; j < n; ++j) w[j] = a[j];
       }
-      for (int64_t j = 0; j < n; ++j) axpy(w[j], vb + j * E, c, E);
+      for (int64_t j = 0; j < n; ++j) axpy(w[j] * drop_factor(drop_p, drop_seed, r * S + st + j), vb + j * E, c, E);
     }
   });
 }
 
 void local_attention_backward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                              const int32_t* counts, const float* p, const float* soft, const float* weights,
-                              const float* dcontext, const float* dweights, int64_t B, int64_t T, int64_t S,
+                              const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
+                              const float* soft, const float* weights, const float* dcontext,
+                              const float* dweights, int64_t B, int64_t T, int64_t S,
                               int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq,
                               float* dkeys, float* dvalues, float* dp) {
   const bool want_scores = dq || dkeys;
@@ -109,15 +134,16 @@ void local_attention_backward(const float* q, const float* keys, const float* va
         const float* dc = dcontext ? dcontext + r * E : nullptr;
         const int64_t base = (b * S + st) * E;
         float* dw = scratch + r * K;
-        // dw_j = dc · v_j + dweights[r, s_j]
+        // dw_j = m_j (dc · v_j + dweights[r, s_j])   (m_j: the dropout factor)
         for (int64_t j = 0; j < n; ++j) {
           float g = dc ? dot(dc, values + base + j * E, E) : 0.0f;
           if (dweights) g += dweights[r * S + st + j];
-          dw[j] = g;
+          dw[j] = g * drop_factor(drop_p, drop_seed, r * S + st + j);
         }
-        // dv_j += w_j dc
+        // dv_j += m_j w_j dc
         if (dvalues && dc)
-          for (int64_t j = 0; j < n; ++j) axpy(w[j], dc, dvalues + base + j * E, E);
+          for (int64_t j = 0; j < n; ++j)
+            axpy(w[j] * drop_factor(drop_p, drop_seed, r * S + st + j), dc, dvalues + base + j * E, E);
         // dp += Σ_j dw_j w_j (s_j − p) / σ²
         if (p && dp) {
           float acc = 0.0f;
@@ -145,9 +171,14 @@ void local_attention_backward(const float* q, const float* keys, const float* va
   });
 }
 
-void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts, int64_t N,
-                                     int64_t S, int64_t K, float* dense) {
-  for (int64_t r = 0; r < N; ++r) std::copy(weights + r * K, weights + r * K + counts[r], dense + r * S + starts[r]);
+void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts,
+                                     float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K,
+                                     float* dense) {
+  for (int64_t r = 0; r < N; ++r)
+    for (int64_t j = 0; j < counts[r]; ++j) {
+      const int64_t i = r * S + starts[r] + j;
+      dense[i] = weights[r * K + j] * drop_factor(drop_p, drop_seed, i);
+    }
 }
 
 void local_attention_position_forward(float* pre, const float* v_p, const int32_t* lengths, int64_t B, int64_t T,

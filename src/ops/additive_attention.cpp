@@ -53,8 +53,10 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
     throw ValueError(op + ": 'g' is only used when normalize = true; leave it undefined");
   }
   const int64_t B = q.B, T = q.T, D = q.D, S = c["S"], E = c["E"], A = c["A"], N = B * T;
-  attention_detail::check_lengths(c, lengths, S);
+  const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float alpha = 1.0f / attention_detail::check_temperature(op, options.temperature);
+  const attention_detail::WeightDropout drop =
+      attention_detail::check_dropout(op, options.dropout, options.training, options.rng);
   const bool normalize = options.normalize;
 
   // v_eff = g v / ‖v‖ (normalized) or v.
@@ -75,22 +77,24 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
 
   const Dims d{B, T, S, E};
   Tensor weights = Tensor::empty(q.out(S));  // raw scores, then weights in place
-  kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), lengths.i32(), B, T, S, A,
-                                             weights.f32());
+  kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S,
+                                             A, weights.f32());
   Tensor context = Tensor::empty(q.out(E));
-  attention_detail::softmax_context_forward(weights, alpha, values, lengths, d, weights, context);
+  Tensor used;  // the weights after dropout (== weights without)
+  attention_detail::softmax_context_forward(weights, alpha, values, mask, drop, d, weights, used, context);
 
-  AttentionResult result{context, options.need_weights ? weights : Tensor()};
+  AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, projected_keys, values, w_q, bias, v, g)) return result;
 
-  auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths, u, v_eff, weights, context, d, D, A,
-                   alpha, normalize]() {
+  const Tensor lengths_ = mask.lengths;
+  auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths = lengths_, u, v_eff, weights, used,
+                   context, drop, d, D, A, alpha, normalize]() {
     const int64_t B = d.B, T = d.T, S = d.S, N = B * T;
     const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
     const bool want_k = projected_keys.requires_grad();
     const bool want_v = v.requires_grad() || g.requires_grad();
     // de_{t,s} = (1/τ) a_{t,s} (da_{t,s} - Σ_j a_{t,j} da_{t,j}),  da = dc · values (+ dweights)
-    Tensor de = attention_detail::softmax_context_backward(weights, context, values, lengths, d, alpha,
+    Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha,
                                                            want_u || want_k || want_v);
     if (!de.defined()) return;
     Tensor du = want_u ? Tensor::zeros({N, A}) : Tensor();
@@ -125,9 +129,23 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
       for (int64_t a = 0; a < A; ++a) dv[a] += static_cast<float>(factor * (dve[a] - vp[a] / norm * proj));
     }
   };
-  attention_detail::record_attention("additive_attention", context, weights, options.need_weights,
+  attention_detail::record_attention("additive_attention", context, used, options.need_weights,
                                      std::move(backward));
   return result;
+}
+
+AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng, bool normalize) {
+  if (D < 1 || E < 1 || A < 1)
+    throw ValueError("additive_attention_init: sizes must be >= 1, got D=" + std::to_string(D) +
+                     ", E=" + std::to_string(E) + ", A=" + std::to_string(A));
+  AdditiveParams p;
+  p.w_q = attention_detail::xavier_matrix(A, D, rng);
+  p.w_k = attention_detail::xavier_matrix(A, E, rng);
+  p.bias = Tensor::zeros({A}).set_requires_grad(true);
+  p.v = attention_detail::xavier_vector(A, rng);
+  // Normed Bahdanau (TF): g starts at sqrt(1 / A).
+  if (normalize) p.g = Tensor::full({}, std::sqrt(1.0f / static_cast<float>(A))).set_requires_grad(true);
+  return p;
 }
 
 }  // namespace attn

@@ -8,6 +8,8 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/attention.h"
+#include "attn/kernels/dropout.h"
+#include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"
 
@@ -29,53 +31,156 @@ inline QueryShape check_query(ShapeContract& c, const Tensor& query) {
     c.check("query", query, {"B", "D"});
     return {query.dim(0), 1, query.dim(1), false};
   }
+  std::string hint;
+  if (query.defined() && query.rank() == 1)
+    hint = ": one query without a batch dimension? reshape it to (1, D)";
+  else if (query.defined() && query.rank() == 4)
+    hint = ": a multi-head query (B, H, T, Dh)? use sdpa or nn::MultiheadAttention, or merge the heads to (B, T, D)";
   throw ShapeError(c.op() + ": 'query' expected (B, D) or (B, T, D), got " +
-                   (query.defined() ? query.shape().str() : std::string("an undefined tensor")));
+                   (query.defined() ? query.shape().str() : std::string("an undefined tensor")) + hint);
 }
 
 // lengths: int32 (B), each in [0, S].
 inline void check_lengths(ShapeContract& c, const Tensor& lengths, int64_t S) {
+  if (lengths.defined() && lengths.dtype() != DType::i32)
+    throw ShapeError(c.op() + ": 'lengths' expected dtype int32, got " + dtype_name(lengths.dtype()) +
+                     ": lengths (B) count the real source positions; pass an int32 tensor");
   c.check("lengths", lengths, {"B"}, DType::i32);
   const int32_t* l = lengths.i32();
   for (int64_t b = 0; b < lengths.numel(); ++b)
     if (l[b] < 0 || l[b] > S)
       throw ValueError(c.op() + ": 'lengths' value " + std::to_string(l[b]) + " at batch index " +
-                       std::to_string(b) + " is out of range [0, S=" + std::to_string(S) + "]");
+                       std::to_string(b) + " is out of range [0, S=" + std::to_string(S) + "]" +
+                       (l[b] > S ? ": lengths count real positions of the keys (S = keys.dim(1)); target lengths "
+                                   "passed by mistake, or keys truncated?"
+                                 : ""));
+}
+
+// The mask of one call: `lengths` always defined (the extent L_b of each row: the given
+// lengths, 1 + the last kept position of the mask, or S), `keep` the (B, S) mask or undefined.
+struct KeyMask {
+  Tensor lengths;  // int32 (B)
+  Tensor keep;     // int32 (B, S), nonzero = keep, or undefined
+  const int32_t* keep_ptr() const { return keep.defined() ? keep.i32() : nullptr; }
+};
+
+// Exactly one of lengths / key_padding_mask, or neither. B and S must be bound in `c`.
+inline KeyMask check_key_mask(ShapeContract& c, const Tensor& lengths, const Tensor& mask) {
+  const int64_t B = c["B"], S = c["S"];
+  if (lengths.defined() && mask.defined())
+    throw ValueError(c.op() + ": 'lengths' and 'key_padding_mask' are exclusive; give one of them (or neither), "
+                              "not both");
+  if (lengths.defined()) {
+    check_lengths(c, lengths, S);
+    return {lengths, Tensor()};
+  }
+  Tensor extent = Tensor::empty({B}, DType::i32);
+  int32_t* e = extent.i32();
+  if (!mask.defined()) {
+    for (int64_t b = 0; b < B; ++b) e[b] = static_cast<int32_t>(S);
+    return {extent, Tensor()};
+  }
+  if (mask.dtype() != DType::i32)
+    throw ValueError(c.op() + ": 'key_padding_mask' must be int32 (nonzero = keep, 0 = masked), got " +
+                     dtype_name(mask.dtype()) + ": convert a boolean mask with astype(int32)");
+  c.check("key_padding_mask", mask, {"B", "S"}, DType::i32);
+  const int32_t* k = mask.i32();
+  for (int64_t b = 0; b < B; ++b) {
+    int64_t last = -1;
+    for (int64_t s = 0; s < S; ++s)
+      if (k[b * S + s]) last = s;
+    e[b] = static_cast<int32_t>(last + 1);
+  }
+  return {extent, mask};
 }
 
 inline float check_temperature(const std::string& op, float temperature) {
   if (!(temperature > 0.0f) || !std::isfinite(temperature))
-    throw ValueError(op + ": temperature must be finite and > 0, got " + fmt::format("{}", temperature));
+    throw ValueError(op + ": temperature must be finite and > 0, got " + fmt::format("{}", temperature) +
+                     ": it divides the scores (τ < 1 sharpens, τ > 1 flattens, 1 leaves them as they are)");
   return temperature;
 }
+
+// Dropout on the weights of one call: `on` when training with p > 0; seed drawn once.
+struct WeightDropout {
+  bool on = false;
+  float p = 0.0f;
+  uint64_t seed = 0;
+};
+
+inline WeightDropout check_dropout(const std::string& op, float p, bool training, Rng* rng) {
+  if (!(p >= 0.0f && p < 1.0f))
+    throw ValueError(op + ": dropout must be in [0, 1), got " + fmt::format("{}", p) +
+                     (p == 1.0f ? ": p = 1 would drop every weight" : ""));
+  WeightDropout d;
+  if (!training || p == 0.0f) return d;
+  if (!rng)
+    throw ValueError(op + ": dropout = " + fmt::format("{}", p) +
+                     " in training needs options.rng (the seed source, one draw per call); or set training = false");
+  d.on = true;
+  d.p = p;
+  d.seed = rng->next();
+  return d;
+}
+
+// Xavier-uniform (torch.nn.init.xavier_uniform_) for a (rows, cols) parameter: U(-a, a),
+// a = sqrt(6 / (rows + cols)), drawn in flat order; the same values as nn::xavier_uniform_
+// (the ops layer does not include nn). requires_grad is set.
+inline Tensor xavier_parameter(const Shape& shape, int64_t rows, int64_t cols, Rng& rng) {
+  Tensor t = Tensor::empty(shape);
+  const double a = std::sqrt(6.0 / static_cast<double>(rows + cols));
+  float* p = t.f32();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(-a + 2.0 * a * static_cast<double>(rng.uniform()));
+  t.set_requires_grad(true);
+  return t;
+}
+inline Tensor xavier_matrix(int64_t rows, int64_t cols, Rng& rng) { return xavier_parameter({rows, cols}, rows, cols, rng); }
+// A vector (n) drawn as a (1, n) matrix.
+inline Tensor xavier_vector(int64_t n, Rng& rng) { return xavier_parameter({n}, 1, n, rng); }
 
 // Sizes of one call.
 struct Dims {
   int64_t B, T, S, E;
 };
 
-// weights = masked softmax(alpha · scores) (B, T, S); context = weights · values (B, T, E).
-inline void softmax_context_forward(const Tensor& scores, float alpha, const Tensor& values, const Tensor& lengths,
-                                    const Dims& d, Tensor& weights, Tensor& context) {
-  kernels::attention_masked_softmax_forward(scores.f32(), lengths.i32(), d.B, d.T, d.S, alpha, weights.f32());
-  kernels::attention_context_forward(weights.f32(), values.f32(), lengths.i32(), d.B, d.T, d.S, d.E,
+// weights = masked softmax(alpha · scores) (B, T, S); used = dropout(weights) (or weights
+// itself); context = used · values (B, T, E). `used` is what the op returns as its weights.
+inline void softmax_context_forward(const Tensor& scores, float alpha, const Tensor& values, const KeyMask& mask,
+                                    const WeightDropout& drop, const Dims& d, Tensor& weights, Tensor& used,
+                                    Tensor& context) {
+  kernels::attention_masked_softmax_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
+                                            weights.f32());
+  if (drop.on) {
+    used = Tensor::empty(weights.shape());
+    kernels::dropout_forward(weights.f32(), used.f32(), weights.numel(), drop.p, drop.seed);
+  } else {
+    used = weights;
+  }
+  kernels::attention_context_forward(used.f32(), values.f32(), mask.lengths.i32(), d.B, d.T, d.S, d.E,
                                      context.f32());
 }
 
-// Backward through context = weights · values and weights = masked softmax(alpha · scores):
-// accumulates the values' gradient and, when `want_dscores`, returns the gradient of the
-// raw scores (B, T, S), zero past each row's length. The weights' own gradient (when they
-// were an output of the node) is included. Returns an undefined tensor otherwise.
-inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& context, const Tensor& values,
-                                       const Tensor& lengths, const Dims& d, float alpha, bool want_dscores) {
+// Backward through context = used · values, used = dropout(weights) and weights = masked
+// softmax(alpha · scores): accumulates the values' gradient and, when `want_dscores`,
+// returns the gradient of the raw scores (B, T, S), zero past each row's extent and on masked
+// positions (their weight is 0). The gradient of `used` (when it was an output of the node)
+// is included. Returns an undefined tensor otherwise.
+inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used, const Tensor& context,
+                                       const Tensor& values, const Tensor& lengths, const WeightDropout& drop,
+                                       const Dims& d, float alpha, bool want_dscores) {
   const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
-  Tensor dweights;
-  if (want_dscores) dweights = weights.has_grad() ? weights.grad().clone() : Tensor::zeros(weights.shape());
+  Tensor dused;
+  if (want_dscores) dused = used.has_grad() ? used.grad().clone() : Tensor::zeros(used.shape());
   float* dvalues = values.requires_grad() ? values.grad_accumulator().f32() : nullptr;
   if (dcontext && (dvalues || want_dscores))
-    kernels::attention_context_backward(weights.f32(), values.f32(), dcontext, lengths.i32(), d.B, d.T, d.S, d.E,
-                                        want_dscores ? dweights.f32() : nullptr, dvalues);
+    kernels::attention_context_backward(used.f32(), values.f32(), dcontext, lengths.i32(), d.B, d.T, d.S, d.E,
+                                        want_dscores ? dused.f32() : nullptr, dvalues);
   if (!want_dscores) return Tensor();
+  Tensor dweights = dused;
+  if (drop.on) {  // dweights = keep ⊙ dused / (1 − p)
+    dweights = Tensor::zeros(used.shape());
+    kernels::dropout_backward(dused.f32(), dweights.f32(), dused.numel(), drop.p, drop.seed);
+  }
   Tensor dscores = Tensor::zeros({d.B, d.T, d.S});
   kernels::attention_masked_softmax_backward(weights.f32(), dweights.f32(), lengths.i32(), d.B, d.T, d.S, alpha,
                                              dscores.f32());

@@ -40,7 +40,9 @@ HardAttentionSample hard_attention_sample(const Tensor& weights, const Tensor& v
     }
     if (sum != 0.0 && std::fabs(sum - 1.0) > 1e-3)
       throw ValueError(op + ": 'weights' row " + std::to_string(r) + " sums to " + fmt::format("{:.6g}", sum) +
-                       ", expected 1 (a distribution) or 0 (a fully masked row); renormalise it first");
+                       ", expected 1 (a distribution) or 0 (a fully masked row); renormalise it first (weights after "
+                       "dropout, or local-p's Gaussian-scaled weights, are not distributions: sample from weights "
+                       "computed with dropout = 0)");
   }
 
   Tensor positions = Tensor::empty(block ? Shape{B, T} : Shape{B}, DType::i32);

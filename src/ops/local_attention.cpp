@@ -82,7 +82,8 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
       require_undefined(op, "w", w, "is not used by the dot score");
       if (D != E)
         throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E) +
-                         " for the dot score: use the general score or project the state");
+                         " for the dot score (a bidirectional encoder doubles E?): use score 'general' to learn a "
+                         "projection W (D, E), or project the state");
       break;
     case LuongScore::general:
       c.check("w", w, {"D", "E"});
@@ -95,7 +96,8 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   const int64_t window = options.window;
   if (window < (predictive ? 1 : 0))
     throw ValueError(op + ": window must be >= " + (predictive ? "1 for local-p (sigma = window / 2)" : std::string("0")) +
-                     ", got " + std::to_string(window));
+                     ", got " + std::to_string(window) +
+                     ": it is Luong's half-width D, the window is [p_t - D, p_t + D] (Luong et al. use D = 10)");
   const Tensor& w_p = options.w_p;
   const Tensor& v_p = options.v_p;
   int64_t A = 0;
@@ -114,8 +116,12 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     require_undefined(op, "w_p", w_p, "is only used by local-p");
     require_undefined(op, "v_p", v_p, "is only used by local-p");
   }
-  attention_detail::check_lengths(c, lengths, S);
+  const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float alpha = 1.0f / attention_detail::check_temperature(op, options.temperature);
+  const attention_detail::WeightDropout drop =
+      attention_detail::check_dropout(op, options.dropout, options.training, options.rng);
+  const float drop_p = drop.on ? drop.p : 0.0f;
+  const uint64_t drop_seed = drop.seed;
   // σ = D_w / 2:  1 / (2σ²) = 2 / D_w²
   const float gauss = predictive ? 2.0f / static_cast<float>(window * window) : 0.0f;
   const int64_t K = std::max<int64_t>(1, std::min<int64_t>(2 * window + 1, S));
@@ -136,32 +142,33 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     p = Tensor::empty({N});
     centres = Tensor::empty({N}, DType::i32);
     kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w_p.f32(), D, 0.0f, h.f32(), A);
-    kernels::local_attention_position_forward(h.f32(), v_p.f32(), lengths.i32(), B, T, A, sg.f32(), p.f32(),
+    kernels::local_attention_position_forward(h.f32(), v_p.f32(), mask.lengths.i32(), B, T, A, sg.f32(), p.f32(),
                                               centres.i32());
   } else {
     centres = monotonic_centres(op, options.positions, q, S);
   }
   Tensor starts = Tensor::empty({N}, DType::i32);
   Tensor counts = Tensor::empty({N}, DType::i32);
-  kernels::local_attention_windows(centres.i32(), lengths.i32(), B, T, window, starts.i32(), counts.i32());
+  kernels::local_attention_windows(centres.i32(), mask.lengths.i32(), B, T, window, starts.i32(), counts.i32());
 
   Tensor soft = Tensor::empty({N, K});
   Tensor win = Tensor::empty({N, K});
   Tensor context = Tensor::empty(q.out(E));
   kernels::local_attention_forward(qw.f32(), keys.f32(), values.f32(), starts.i32(), counts.i32(),
-                                   predictive ? p.f32() : nullptr, B, T, S, E, K, alpha, gauss, soft.f32(),
-                                   win.f32(), context.f32());
-  Tensor weights;
+                                   predictive ? p.f32() : nullptr, mask.keep_ptr(), drop_p, drop_seed, B, T, S, E, K,
+                                   alpha, gauss, soft.f32(), win.f32(), context.f32());
+  Tensor weights;  // dense, after dropout
   if (options.need_weights) {
     weights = Tensor::zeros(q.out(S));
-    kernels::local_attention_scatter_weights(win.f32(), starts.i32(), counts.i32(), N, S, K, weights.f32());
+    kernels::local_attention_scatter_weights(win.f32(), starts.i32(), counts.i32(), drop_p, drop_seed, N, S, K,
+                                             weights.f32());
   }
 
   AttentionResult result{context, weights};
   if (!autodiff::needs_grad(query, keys, values, w, w_p, v_p)) return result;
 
-  auto backward = [query, keys, values, lengths, w, w_p, v_p, qw, h, sg, p, starts, counts, soft, win, context,
-                   weights, B, T, S, E, D, A, K, alpha, gauss, score, predictive]() {
+  auto backward = [query, keys, values, lengths = mask.lengths, w, w_p, v_p, qw, h, sg, p, starts, counts, soft, win,
+                   context, weights, B, T, S, E, D, A, K, alpha, gauss, score, predictive, drop_p, drop_seed]() {
     const int64_t N = B * T;
     const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
     const float* dweights = weights.defined() && weights.has_grad() ? weights.grad().f32() : nullptr;
@@ -175,7 +182,8 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     Tensor dp = want_p ? Tensor::zeros({N}) : Tensor();
     Tensor scratch = Tensor::empty({N, K});
     kernels::local_attention_backward(qw.f32(), keys.f32(), values.f32(), starts.i32(), counts.i32(),
-                                      predictive ? p.f32() : nullptr, soft.f32(), win.f32(), dcontext, dweights, B,
+                                      predictive ? p.f32() : nullptr, drop_p, drop_seed, soft.f32(), win.f32(),
+                                      dcontext, dweights, B,
                                       T, S, E, K, alpha, gauss, scratch.f32(), dq, grad_or_null(keys),
                                       grad_or_null(values), want_p ? dp.f32() : nullptr);
     // qw = Q W:  dQ += dqw Wᵀ,  dW += Qᵀ dqw
@@ -202,6 +210,20 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   attention_detail::record_attention(predictive ? "local_attention(local-p)" : "local_attention(local-m)", context,
                                      weights, options.need_weights, std::move(backward));
   return result;
+}
+
+LocalParams local_attention_init(LocalMode mode, LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng) {
+  const bool predictive = mode == LocalMode::predictive;
+  if (D < 1 || E < 1 || (predictive && A < 1))
+    throw ValueError("local_attention_init: sizes must be >= 1, got D=" + std::to_string(D) + ", E=" +
+                     std::to_string(E) + ", A=" + std::to_string(A));
+  LocalParams params;
+  if (score == LuongScore::general) params.w = attention_detail::xavier_matrix(D, E, rng);
+  if (predictive) {
+    params.w_p = attention_detail::xavier_matrix(A, D, rng);
+    params.v_p = attention_detail::xavier_vector(A, rng);
+  }
+  return params;
 }
 
 }  // namespace attn

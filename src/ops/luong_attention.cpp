@@ -51,7 +51,9 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       require_undefined(op, "w", w);
       require_undefined(op, "v", v);
       if (D != E)
-        throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E));
+        throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E) +
+                         " for the dot score (a bidirectional encoder doubles E?): use score 'general' to learn a "
+                         "projection W (D, E), or project the state");
       break;
     case LuongScore::general:
       c.check("w", w, {"D", "E"});
@@ -68,8 +70,11 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       break;
   }
   if (scale.defined()) c.check("scale", scale, {});
-  attention_detail::check_lengths(c, lengths, S);
+  const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float tau = attention_detail::check_temperature(op, options.temperature);
+  const attention_detail::WeightDropout drop =
+      attention_detail::check_dropout(op, options.dropout, options.training, options.rng);
+  const int32_t* len = mask.lengths.i32();
   const float alpha = (scale.defined() ? scale.item() : 1.0f) / tau;
 
   // Raw scores e (B, T, S), kept when the learned scale needs them.
@@ -77,37 +82,38 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
   Tensor qw, pq, pk;  // general: q W (B·T, E); concat: W_q q (B·T, A), W_k k (B, S, A)
   switch (score) {
     case LuongScore::dot:
-      kernels::attention_dot_scores_forward(query.f32(), keys.f32(), lengths.i32(), B, T, S, E, scores.f32());
+      kernels::attention_dot_scores_forward(query.f32(), keys.f32(), len, B, T, S, E, scores.f32());
       break;
     case LuongScore::general:
       qw = Tensor::empty({N, E});
       kernels::gemm(false, false, N, E, D, 1.0f, query.f32(), D, w.f32(), E, 0.0f, qw.f32(), E);
-      kernels::attention_dot_scores_forward(qw.f32(), keys.f32(), lengths.i32(), B, T, S, E, scores.f32());
+      kernels::attention_dot_scores_forward(qw.f32(), keys.f32(), len, B, T, S, E, scores.f32());
       break;
     case LuongScore::concat:
       pq = Tensor::empty({N, A});
       pk = Tensor::empty({B, S, A});
       kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w.f32(), D + E, 0.0f, pq.f32(), A);
       kernels::gemm(false, true, B * S, A, E, 1.0f, keys.f32(), E, w.f32() + D, D + E, 0.0f, pk.f32(), A);
-      kernels::attention_additive_scores_forward(pq.f32(), pk.f32(), v.f32(), lengths.i32(), B, T, S, A,
-                                                 scores.f32());
+      kernels::attention_additive_scores_forward(pq.f32(), pk.f32(), v.f32(), len, B, T, S, A, scores.f32());
       break;
   }
   const Dims d{B, T, S, E};
   Tensor weights = Tensor::empty(q.out(S));
   Tensor context = Tensor::empty(q.out(E));
-  attention_detail::softmax_context_forward(scores, alpha, values, lengths, d, weights, context);
+  Tensor used;  // the weights after dropout (== weights without)
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context);
 
-  AttentionResult result{context, options.need_weights ? weights : Tensor()};
+  AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, keys, values, w, v, scale)) return result;
 
-  auto backward = [query, keys, values, lengths, w, v, scale, scores, qw, pq, pk, weights, context, d, D, A, tau,
-                   alpha, score]() {
+  auto backward = [query, keys, values, lengths = mask.lengths, w, v, scale, scores, qw, pq, pk, weights, used,
+                   context, drop, d, D, A, tau, alpha, score]() {
     const int64_t B = d.B, T = d.T, S = d.S, E = d.E, N = B * T;
     const bool want_e = query.requires_grad() || keys.requires_grad() || w.requires_grad() || v.requires_grad() ||
                         scale.requires_grad();
     // z = alpha e:  dz = a (da - Σ a da),  dscale += Σ dz e / τ,  de = alpha dz
-    Tensor de = attention_detail::softmax_context_backward(weights, context, values, lengths, d, 1.0f, want_e);
+    Tensor de =
+        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, 1.0f, want_e);
     if (!de.defined()) return;
     if (scale.requires_grad())
       scale.grad_accumulator().f32()[0] +=
@@ -154,7 +160,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       }
     }
   };
-  attention_detail::record_attention("luong_attention", context, weights, options.need_weights, std::move(backward));
+  attention_detail::record_attention("luong_attention", context, used, options.need_weights, std::move(backward));
   return result;
 }
 
@@ -169,9 +175,12 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   const int64_t B = q.B, T = q.T, D = q.D, S = c["S"], E = c["E"], S_max = c["S_max"], N = B * T;
   if (S > S_max)
     throw ValueError(op + ": source length S=" + std::to_string(S) + " exceeds S_max=" + std::to_string(S_max) +
-                     " of 'w_a'");
-  attention_detail::check_lengths(c, lengths, S);
+                     " of 'w_a': location attention scores a fixed number of positions; create w_a with S_max >= "
+                     "the longest source, or truncate the sources");
+  const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float alpha = 1.0f / attention_detail::check_temperature(op, options.temperature);
+  const attention_detail::WeightDropout drop =
+      attention_detail::check_dropout(op, options.dropout, options.training, options.rng);
 
   // e = Q W_a[:S]ᵀ + b_a[:S]                                        // (B·T, S)
   Tensor scores = Tensor::empty({B, T, S});
@@ -180,15 +189,17 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   const Dims d{B, T, S, E};
   Tensor weights = Tensor::empty(q.out(S));
   Tensor context = Tensor::empty(q.out(E));
-  attention_detail::softmax_context_forward(scores, alpha, values, lengths, d, weights, context);
+  Tensor used;  // the weights after dropout (== weights without)
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context);
 
-  AttentionResult result{context, options.need_weights ? weights : Tensor()};
+  AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, values, w_a, b_a)) return result;
 
-  auto backward = [query, values, w_a, b_a, lengths, weights, context, d, D, alpha]() {
+  auto backward = [query, values, w_a, b_a, lengths = mask.lengths, weights, used, context, drop, d, D, alpha]() {
     const int64_t N = d.B * d.T, S = d.S;
     const bool want_e = query.requires_grad() || w_a.requires_grad() || b_a.requires_grad();
-    Tensor de = attention_detail::softmax_context_backward(weights, context, values, lengths, d, alpha, want_e);
+    Tensor de =
+        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha, want_e);
     if (!de.defined()) return;
     // e = Q W_a[:S]ᵀ + b_a[:S]:  dQ += dE W_a[:S],  dW_a[:S] += dEᵀ Q,  db_a[:S] += Σ_rows dE
     if (query.requires_grad())
@@ -197,9 +208,40 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
       kernels::gemm(true, false, S, D, N, 1.0f, de.f32(), S, query.f32(), D, 1.0f, w_a.grad_accumulator().f32(), D);
     if (b_a.requires_grad()) kernels::attention_sum_rows_into(de.f32(), N, S, b_a.grad_accumulator().f32());
   };
-  attention_detail::record_attention("location_attention", context, weights, options.need_weights,
+  attention_detail::record_attention("location_attention", context, used, options.need_weights,
                                      std::move(backward));
   return result;
+}
+
+LuongParams luong_attention_init(LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng) {
+  if (D < 1 || E < 1 || (score == LuongScore::concat && A < 1))
+    throw ValueError("luong_attention_init: sizes must be >= 1, got D=" + std::to_string(D) + ", E=" +
+                     std::to_string(E) + ", A=" + std::to_string(A));
+  LuongParams p;
+  switch (score) {
+    case LuongScore::dot:
+      break;
+    case LuongScore::general:
+      p.w = attention_detail::xavier_matrix(D, E, rng);
+      break;
+    case LuongScore::concat:
+      p.w = attention_detail::xavier_matrix(A, D + E, rng);
+      p.v = attention_detail::xavier_vector(A, rng);
+      break;
+    default:
+      throw ValueError("luong_attention_init: unknown score function " + std::to_string(static_cast<int>(score)));
+  }
+  return p;
+}
+
+LocationParams location_attention_init(int64_t D, int64_t S_max, Rng& rng) {
+  if (D < 1 || S_max < 1)
+    throw ValueError("location_attention_init: sizes must be >= 1, got D=" + std::to_string(D) +
+                     ", S_max=" + std::to_string(S_max));
+  LocationParams p;
+  p.w_a = attention_detail::xavier_matrix(S_max, D, rng);
+  p.b_a = Tensor::zeros({S_max}).set_requires_grad(true);
+  return p;
 }
 
 }  // namespace attn

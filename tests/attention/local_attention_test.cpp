@@ -655,8 +655,9 @@ TEST(LocalAttention, ShapeErrors) {
   LocalOptions m;
   m.score = LuongScore::dot;
   EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 3, 8}), k, k, len, m), ShapeError,
-                   "local_attention(local-m): query size D=8 must equal key size E=4 for the dot score: use the "
-                   "general score or project the state");
+                   "local_attention(local-m): query size D=8 must equal key size E=4 for the dot score (a "
+                   "bidirectional encoder doubles E?): use score 'general' to learn a projection W (D, E), or "
+                   "project the state");
   m.score = LuongScore::general;
   m.w = Tensor::zeros({4, 3});
   EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 3, 3}), k, k, len, m), ShapeError,

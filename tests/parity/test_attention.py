@@ -158,3 +158,154 @@ def test_errors():
     with pytest.raises(attn.ShapeError, match="additive_attention"):
         attn.additive_attention(attn.zeros([2, 4]), attn.zeros([2, 3, 5]), attn.zeros([2, 3, 4]), attn.zeros([5, 3]),
                                 attn.zeros([5]), attn.zeros([5]), attn.tensor(np.array([3, 1], np.int32)))
+
+
+# ---- key padding mask, dropout on the weights, Xavier init (the ops' common options) ----------------
+
+# A non-suffix keep-mask (nonzero = keep, as attn.sdpa): holes, a row with one kept position
+# that is not the last, a fully masked row.
+HOLEY = np.array([[1, 0, 1, 1, 0, 1, 1],
+                  [0, 0, 0, 1, 0, 0, 0],
+                  [0, 0, 0, 0, 0, 0, 0]], np.int32)
+KINDS = ["additive", "additive_normalized", "dot", "general", "concat", "scaled_general", "location"]
+
+
+def run_kind(kind, arrays, names, lengths=None, mask=None, **opts):
+    """The attn call of one kind with `arrays` (attn tensors) and the common options."""
+    A_ = arrays
+    common = dict(key_padding_mask=None if mask is None else to_attn(mask), **opts)
+    lens = None if lengths is None else attn.tensor(np.array(lengths, np.int32))
+    if kind.startswith("additive"):
+        pk = attn.additive_project_keys(A_["keys"], A_["w_k"])
+        return attn.additive_attention(A_["query"], pk, A_["values"], A_["w_q"], A_["bias"], A_["v"], lens,
+                                       normalize=kind == "additive_normalized", g=A_.get("g"), **common)
+    if kind == "location":
+        return attn.location_attention(A_["query"], A_["values"], A_["w_a"], A_["b_a"], lens, **common)
+    score = {"dot": "dot", "general": "general", "concat": "concat", "scaled_general": "general"}[kind]
+    return attn.luong_attention(A_["query"], A_["keys"], A_["values"], lens, score=score, w=A_.get("w"),
+                                v=A_.get("v"), scale=A_.get("scale"), **common)
+
+
+def torch_kind(kind, T_, D, S):
+    """Raw scores (B, T, S) of one kind, PyTorch."""
+    q3 = T_["query"] if T_["query"].dim() == 3 else T_["query"][:, None]
+    if kind.startswith("additive"):
+        h = torch.tanh((q3 @ T_["w_q"].t())[:, :, None, :] + (T_["keys"] @ T_["w_k"].t())[:, None] + T_["bias"])
+        v_eff = T_["g"] * T_["v"] / T_["v"].norm() if kind == "additive_normalized" else T_["v"]
+        return h @ v_eff
+    if kind == "location":
+        return q3 @ T_["w_a"][:S].t() + T_["b_a"][:S]
+    K = T_["keys"]
+    if kind == "dot":
+        return q3 @ K.transpose(1, 2)
+    if kind in ("general", "scaled_general"):
+        e = (q3 @ T_["w"]) @ K.transpose(1, 2)
+        return e * T_["scale"] if kind == "scaled_general" else e
+    W = T_["w"]
+    h = torch.tanh((q3 @ W[:, :D].t())[:, :, None, :] + (K @ W[:, D:].t())[:, None])
+    return h @ T_["v"]
+
+
+def kind_arrays(kind, B, T, S, D, E, A):
+    qshape = (B, D) if T is None else (B, T, D)
+    arrays = dict(query=randn(71, *qshape), keys=randn(72, B, S, E), values=randn(73, B, S, E))
+    extra = {
+        "additive": dict(w_q=randn(74, A, D), w_k=randn(75, A, E), bias=randn(76, A), v=randn(77, A)),
+        "dot": {},
+        "general": dict(w=randn(78, D, E, scale=0.5)),
+        "concat": dict(w=randn(79, A, D + E), v=randn(80, A)),
+        "location": dict(w_a=randn(81, S + 2, D), b_a=randn(82, S + 2)),
+    }
+    base = {"additive_normalized": "additive", "scaled_general": "general"}.get(kind, kind)
+    arrays.update(extra[base])
+    if kind == "additive_normalized":
+        arrays["g"] = np.asarray(0.7, np.float32).reshape(())
+    if kind == "scaled_general":
+        arrays["scale"] = np.asarray(1.4, np.float32).reshape(())
+    if kind == "location":
+        del arrays["keys"]
+    return arrays, qshape
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("T", [None, 3])
+@pytest.mark.parametrize("dropout", [0.0, 0.35])
+def test_mask_and_dropout_match_torch(kind, T, dropout):
+    B, S, D, E, A = 3, 7, 4, 4, 5
+    arrays, qshape = kind_arrays(kind, B, T, S, D, E, A)
+    names = list(arrays)
+    Aa = {n: to_attn(arrays[n], True) for n in names}
+    ctx_a, w_a = run_kind(kind, Aa, names, mask=HOLEY, temperature=0.8, dropout=dropout, dropout_seed=21)
+    seed_ctx, seed_w = randn(90, *qshape[:-1], E), randn(91, *qshape[:-1], S)
+
+    Tt = {n: to_torch(arrays[n], True) for n in names}
+    keep = torch.tensor(HOLEY != 0)
+    w_t = masked_softmax_ref(torch_kind(kind, Tt, D, S) / 0.8, keep[:, None, :])
+    w_t = squeeze(w_t, T)
+    if dropout > 0:
+        # attn's dropout mask, read off its returned (post-dropout) weights.
+        w_np = w_a.numpy()
+        assert (w_np == 0).sum() > (np.broadcast_to(HOLEY[:, None] if T else HOLEY, w_np.shape) == 0).sum()
+        w_t = w_t * torch.tensor((w_np != 0).astype(np.float32) / (1 - dropout))
+    ctx_t = (w_t if T else w_t[:, None]) @ Tt["values"]
+    ctx_t = squeeze(ctx_t, T)
+    finish(ctx_t, w_t, ctx_a, w_a, seed_ctx, seed_w)
+    case = f"{kind} T={T} dropout={dropout}"
+    assert_close("attention", case, "context", ctx_a, ctx_t)
+    assert_close("attention", case, "weights", w_a, w_t)
+    assert_grads("attention", case, [(n, Aa[n], Tt[n]) for n in names])
+    w_np = w_a.numpy() if T else w_a.numpy()[:, None]
+    assert (w_np[np.broadcast_to(HOLEY[:, None, :] == 0, w_np.shape)] == 0).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_mask_equal_to_lengths_is_identical(kind):
+    B, S = 3, 7
+    arrays, _ = kind_arrays(kind, B, 2, S, 4, 4, 5)
+    Aa = {n: to_attn(arrays[n]) for n in arrays}
+    lengths = np.array([7, 3, 0], np.int32)
+    mask = (np.arange(S)[None, :] < lengths[:, None]).astype(np.int32)
+    a = run_kind(kind, Aa, list(arrays), lengths=lengths)
+    b = run_kind(kind, Aa, list(arrays), mask=mask)
+    assert np.array_equal(a.context.numpy(), b.context.numpy())
+    assert np.array_equal(a.weights.numpy(), b.weights.numpy())
+
+
+def test_dropout_in_eval_and_p0_is_identity():
+    arrays, _ = kind_arrays("general", 3, 2, 7, 4, 4, 5)
+    Aa = {n: to_attn(arrays[n]) for n in arrays}
+    ref = run_kind("general", Aa, list(arrays), lengths=[7, 3, 1])
+    for opts in [dict(dropout=0.5, training=False), dict(dropout=0.0, dropout_seed=4)]:
+        r = run_kind("general", Aa, list(arrays), lengths=[7, 3, 1], **opts)
+        assert np.array_equal(r.weights.numpy(), ref.weights.numpy())
+        assert np.array_equal(r.context.numpy(), ref.context.numpy())
+
+
+def test_mask_errors_reach_python():
+    q, k = attn.zeros([2, 4]), attn.zeros([2, 3, 4])
+    lens = attn.tensor(np.array([3, 1], np.int32))
+    with pytest.raises(attn.ValueError, match="'lengths' and 'key_padding_mask' are exclusive"):
+        attn.luong_attention(q, k, k, lens, key_padding_mask=attn.tensor(np.ones((2, 3), np.int32)))
+    with pytest.raises(attn.ValueError, match="'key_padding_mask' must be int32"):
+        attn.luong_attention(q, k, k, key_padding_mask=attn.tensor(np.ones((2, 3), np.float32)))
+    with pytest.raises(attn.ShapeError, match=r"'key_padding_mask' expected \(B=2, S=3\), got \(2, 4\)"):
+        attn.luong_attention(q, k, k, key_padding_mask=attn.tensor(np.ones((2, 4), np.int32)))
+    with pytest.raises(attn.ValueError, match=r"dropout must be in \[0, 1\), got 1"):
+        attn.luong_attention(q, k, k, lens, dropout=1.0)
+    with pytest.raises(attn.ShapeError, match="use score 'general' to learn a projection"):
+        attn.luong_attention(attn.zeros([2, 5]), k, k, lens)
+
+
+def test_init_helpers_are_xavier():
+    p = attn.additive_attention_init(4, 6, 5, seed=1, normalize=True)
+    assert sorted(p) == ["bias", "g", "v", "w_k", "w_q"]
+    for name, (rows, cols) in {"w_q": (5, 4), "w_k": (5, 6), "v": (1, 5)}.items():
+        x = p[name].numpy()
+        bound = np.sqrt(6.0 / (rows + cols))
+        assert np.abs(x).max() <= bound and np.abs(x).max() > 0.5 * bound and p[name].requires_grad
+    assert not p["bias"].numpy().any()
+    assert sorted(attn.luong_attention_init("concat", 4, 6, 5)) == ["v", "w"]
+    assert attn.luong_attention_init("general", 4, 6)["w"].shape == (4, 6)
+    assert attn.luong_attention_init("dot", 4, 4) == {}
+    loc = attn.location_attention_init(4, 9)
+    assert loc["w_a"].shape == (9, 4) and not loc["b_a"].numpy().any()

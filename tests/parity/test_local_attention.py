@@ -14,8 +14,10 @@ ATOL, RTOL = 2e-5, 2e-4
 
 
 def torch_local(query, keys, values, lengths, mode, window, score, w=None, positions=None, w_p=None, v_p=None,
-                temperature=1.0):
-    """Luong et al. 2015 §3.2, as documented in include/attn/ops/local_attention.h."""
+                temperature=1.0, keep=None, drop=None):
+    """Luong et al. 2015 §3.2, as documented in include/attn/ops/local_attention.h. keep: a (B, S)
+    bool key padding mask (True = keep; lengths are then its extent); drop: a dropout
+    multiplier of the weights' shape (0 or 1 / (1 - p))."""
     block = query.dim() == 3
     q = query if block else query.unsqueeze(1)                    # (B, T, D)
     B, T, _ = q.shape
@@ -38,10 +40,14 @@ def torch_local(query, keys, values, lengths, mode, window, score, w=None, posit
     lo = (centre - window).clamp(min=0)
     hi = torch.minimum(centre + window, L - 1)
     inside = (s >= lo[..., None]) & (s <= hi[..., None])          # (B, T, S)
+    if keep is not None:
+        inside = inside & keep[:, None, :]
     a = torch.softmax(torch.where(inside, e, torch.full_like(e, -1e9)), dim=-1) * inside.float()
     if pf is not None:
         sigma = window / 2.0
         a = a * torch.exp(-(s.float() - pf[..., None]) ** 2 / (2 * sigma * sigma))
+    if drop is not None:
+        a = a * (drop if block else drop[:, None])
     context = a @ values
     if not block:
         context, a = context.squeeze(1), a.squeeze(1)
@@ -113,6 +119,87 @@ def test_local_m_given_positions(positions):
             lo, hi = max(0, p[b, t] - 1), min(L - 1, p[b, t] + 1)
             outside = [s for s in range(9) if s < lo or s > hi]
             assert (weights[b, t, outside] == 0).all()
+
+
+def mask_extent(keep):
+    """1 + the last kept position of each row (0 when none): the lengths a mask stands for."""
+    B, S = keep.shape
+    return [int(max([s + 1 for s in range(S) if keep[b, s]], default=0)) for b in range(B)]
+
+
+# A non-suffix mask: holes inside windows, a row with one kept position, a fully masked row.
+HOLEY = np.array([[1, 0, 1, 1, 0, 1, 1, 0, 1],
+                  [0, 0, 1, 0, 0, 0, 0, 0, 0],
+                  [0, 0, 0, 0, 0, 0, 0, 0, 0]], np.int32)
+
+
+@pytest.mark.parametrize("mode", ["monotonic", "predictive"])
+@pytest.mark.parametrize("score", ["dot", "general"])
+@pytest.mark.parametrize("block", [True, False])
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_local_attention_mask_and_dropout_match_torch(mode, score, block, dropout):
+    B, T, S, window = 3, 5, 9, 2
+    D, E, A = (4, 4, 3) if score == "dot" else (3, 5, 3)
+    qshape = (B, T, D) if block else (B, D)
+    arrays = {"query": randn(51, *qshape), "keys": randn(52, B, S, E), "values": randn(53, B, S, E)}
+    if score == "general":
+        arrays["w"] = randn(54, D, E, scale=0.5)
+    if mode == "predictive":
+        arrays["w_p"] = randn(55, A, D)
+        arrays["v_p"] = randn(56, A)
+    seeds = {"context": randn(57, *(qshape[:-1] + (E,))), "weights": randn(58, *(qshape[:-1] + (S,)))}
+    at = {k: to_attn(v, requires_grad=True) for k, v in arrays.items()}
+    context, weights = attn.local_attention(
+        at["query"], at["keys"], at["values"], None, mode=mode, window=window, score=score, w=at.get("w"),
+        w_p=at.get("w_p"), v_p=at.get("v_p"), key_padding_mask=to_attn(HOLEY), dropout=dropout, dropout_seed=11)
+    attn.backward(attn.add(attn.sum(attn.mul(context, to_attn(seeds["context"]))),
+                           attn.sum(attn.mul(weights, to_attn(seeds["weights"])))))
+    drop = None
+    if dropout > 0:
+        w_np = weights.numpy()
+        # attn's dropout mask, read off its output (entries that are 0 before dropout stay 0
+        # either way); the reference applies it with the same 1 / (1 - p) scale.
+        drop = torch.tensor((w_np != 0).astype(np.float32) / (1 - dropout))
+        assert (w_np == 0).sum() > (HOLEY == 0).sum()  # something was dropped
+    tt = {k: to_torch(v, requires_grad=True) for k, v in arrays.items()}
+    keep = torch.tensor(HOLEY != 0)
+    c_t, w_t, p_t = torch_local(tt["query"], tt["keys"], tt["values"], mask_extent(HOLEY), mode, window, score,
+                                w=tt.get("w"), w_p=tt.get("w_p"), v_p=tt.get("v_p"), keep=keep, drop=drop)
+    if p_t is not None:
+        frac = (p_t - torch.round(p_t)).abs().detach()
+        assert bool((frac[:2] > 1e-3).all()), "p_t too close to an integer"
+    ((c_t * torch.tensor(seeds["context"])).sum() + (w_t * torch.tensor(seeds["weights"])).sum()).backward()
+    label = f"mask {mode} {score} block={block} dropout={dropout}"
+    assert_close("local_attention", label, "context", context, c_t, ATOL, RTOL)
+    assert_close("local_attention", label, "weights", weights, w_t, ATOL, RTOL)
+    for k in arrays:
+        assert_close("local_attention", label, f"grad {k}", at[k].grad, tt[k].grad, ATOL, RTOL)
+    # masked positions: exactly 0
+    w_np = weights.numpy() if block else weights.numpy()[:, None]
+    assert (w_np[np.broadcast_to(HOLEY[:, None, :] == 0, w_np.shape)] == 0).all()
+
+
+def test_local_mask_equal_to_lengths_is_identical():
+    q, k, v = to_attn(randn(61, 3, 4, 4)), to_attn(randn(62, 3, 9, 4)), to_attn(randn(63, 3, 9, 4))
+    lengths = np.array([9, 4, 0], np.int32)
+    mask = (np.arange(9)[None, :] < lengths[:, None]).astype(np.int32)
+    for mode in ["monotonic", "predictive"]:
+        extra = dict(w_p=to_attn(randn(64, 3, 4)), v_p=to_attn(randn(65, 3))) if mode == "predictive" else {}
+        a = attn.local_attention(q, k, v, to_attn(lengths), mode=mode, window=2, score="dot", **extra)
+        b = attn.local_attention(q, k, v, key_padding_mask=to_attn(mask), mode=mode, window=2, score="dot", **extra)
+        assert np.array_equal(a.context.numpy(), b.context.numpy())
+        assert np.array_equal(a.weights.numpy(), b.weights.numpy())
+
+
+def test_local_attention_init_is_xavier():
+    p = attn.local_attention_init("predictive", "general", 4, 6, 5, seed=3)
+    assert sorted(p) == ["v_p", "w", "w_p"]
+    assert p["w"].shape == (4, 6) and p["w_p"].shape == (5, 4) and p["v_p"].shape == (5,)
+    for name, (rows, cols) in {"w": (4, 6), "w_p": (5, 4), "v_p": (1, 5)}.items():
+        x = p[name].numpy()
+        bound = np.sqrt(6.0 / (rows + cols))
+        assert np.abs(x).max() <= bound and np.abs(x).max() > 0.5 * bound and p[name].requires_grad
+    assert attn.local_attention_init("monotonic", "dot", 4, 4) == {}
 
 
 def test_local_errors_reach_python():

@@ -6,17 +6,20 @@
 // Layout shared by every kernel: a query block of B batch rows and T steps is N = B·T rows
 // r = b·T + t; row r attends over the first L_b = lengths[b] of the S source positions
 // (positions s >= L_b are masked). Scores and weights are (B, T, S) row-major; a one-step
-// query is T = 1.
+// query is T = 1. A key padding mask `keep` (B, S) int32 (nonzero = keep, may be null)
+// additionally masks positions s < L_b with keep[b, s] == 0 (the op passes L_b = 1 + the
+// last kept position, so a mask never makes a kernel read past its extent).
 #include <cstdint>
 
 namespace attn::kernels {
 
-// weights[r, s] = softmax_s(alpha · scores[r, s]) over s < L_b (max-subtracted), 0 for
-// s >= L_b; a row with L_b = 0 is all zeros. Scores past L_b are never read. `scores` may
-// alias `weights`.
-void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, int64_t B, int64_t T,
-                                      int64_t S, float alpha, float* weights);
+// weights[r, s] = softmax_s(alpha · scores[r, s]) over the kept s < L_b (max-subtracted), 0
+// for s >= L_b and for masked s; a row with no kept position is all zeros. Scores of masked
+// positions and past L_b are never read. `scores` may alias `weights`. `keep` may be null.
+void attention_masked_softmax_forward(const float* scores, const int32_t* lengths, const int32_t* keep, int64_t B,
+                                      int64_t T, int64_t S, float alpha, float* weights);
 // dscores[r, s] += alpha · w_s (dw_s - Σ_{j<L_b} w_j dw_j) for s < L_b; nothing past L_b.
+// (Masked positions have w_s = 0 and so get exactly 0: this kernel needs no mask.)
 void attention_masked_softmax_backward(const float* weights, const float* dweights, const int32_t* lengths,
                                        int64_t B, int64_t T, int64_t S, float alpha, float* dscores);
 

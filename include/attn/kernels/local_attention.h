@@ -9,6 +9,13 @@
 // (N, K) row-major with K = min(2·D_w + 1, S) slots (D_w is Luong's half-width D) and
 // slots j >= counts[r] hold 0. keys / values are (B, S, E), the query rows q (N, E)
 // (the query itself for the dot score, q W for general).
+//
+// Key padding mask: `keep` (B, S) int32, nonzero = keep, may be null; a masked slot of a
+// window is left out of the window softmax (weight exactly 0). Dropout on the weights:
+// drop_p in [0, 1) with drop_seed; slot j of row r is kept when
+// dropout_keep(drop_seed, r·S + s_j, drop_p) (the mask attn::dropout would draw for the dense
+// (N, S) weights), kept weights scaled by 1 / (1 − drop_p); drop_p = 0 disables it. The
+// window arrays hold the weights BEFORE dropout.
 #include <cstdint>
 
 namespace attn::kernels {
@@ -23,32 +30,39 @@ void local_attention_windows(const int32_t* centres, const int32_t* lengths, int
 // Forward over every row:
 //   e_j = q[r] · keys[b, s_j]                              content score
 //   a_j = softmax_j(alpha · e_j) over the window            (max-subtracted)    -> soft (N, K)
+//   (masked slots: a_j = 0, left out of the max and the sum)
 //   w_j = a_j · g_j,  g_j = exp(−(s_j − p_r)² · gauss)      (local-p; g_j = 1 when p is null)
 //                                                                               -> weights (N, K)
-//   context[r] = Σ_j w_j values[b, s_j]                                        -> (N, E)
-// gauss = 1 / (2σ²). An empty window gives zero soft, weights and context.
+//   context[r] = Σ_j m_j w_j values[b, s_j]   (m_j the dropout factor, 1 without)  -> (N, E)
+// gauss = 1 / (2σ²). An empty or fully masked window gives zero soft, weights and context.
 void local_attention_forward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                             const int32_t* counts, const float* p, int64_t B, int64_t T, int64_t S, int64_t E,
-                             int64_t K, float alpha, float gauss, float* soft, float* weights, float* context);
+                             const int32_t* counts, const float* p, const int32_t* keep, float drop_p,
+                             uint64_t drop_seed, int64_t B, int64_t T, int64_t S, int64_t E, int64_t K, float alpha,
+                             float gauss, float* soft, float* weights, float* context);
 
 // Backward of local_attention_forward, batch rows in parallel (each batch row owns its
 // keys / values gradient, rows t in order, so results do not depend on the thread count):
-//   dw_j = dcontext[r] · values[b, s_j] + dweights[r, s_j]       (dweights dense (N, S), may be null)
-//   dvalues[b, s_j] += w_j dcontext[r]
+//   dw_j = m_j (dcontext[r] · values[b, s_j] + dweights[r, s_j])  (dweights dense (N, S), of the
+//                                                                 post-dropout weights; may be null)
+//   dvalues[b, s_j] += m_j w_j dcontext[r]
 //   dp[r]           += Σ_j dw_j w_j (s_j − p_r) · 2 gauss         (∂g_j/∂p = g_j (s_j − p) / σ²)
 //   da_j = dw_j g_j;  de_j = alpha · a_j (da_j − Σ_i a_i da_i)
 //   dq[r]           += Σ_j de_j keys[b, s_j];   dkeys[b, s_j] += de_j q[r]
 // scratch is (N, K) floats the kernel may overwrite. dcontext, dweights and every output
 // may be null.
+// (Masked slots have a_j = w_j = 0 and get exactly 0: no mask needed here.)
 void local_attention_backward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                              const int32_t* counts, const float* p, const float* soft, const float* weights,
-                              const float* dcontext, const float* dweights, int64_t B, int64_t T, int64_t S,
+                              const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
+                              const float* soft, const float* weights, const float* dcontext,
+                              const float* dweights, int64_t B, int64_t T, int64_t S,
                               int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq,
                               float* dkeys, float* dvalues, float* dp);
 
-// Scatters the window weights (N, K) into dense (N, S) rows (dense must be zeroed).
-void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts, int64_t N,
-                                     int64_t S, int64_t K, float* dense);
+// Scatters the window weights (N, K) into dense (N, S) rows (dense must be zeroed), times the
+// dropout factor m_j (post-dropout weights; drop_p = 0: the weights as they are).
+void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts,
+                                     float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K,
+                                     float* dense);
 
 // local-p aligned positions from the pre-activations pre = h W_pᵀ (N, A), in place:
 //   h_r = tanh(pre_r) (written over pre);  u_r = v_p · h_r;  sg_r = sigmoid(u_r);

@@ -6,13 +6,37 @@
 //   luong_attention      Luong:         dot qᵀk | general qᵀ W k | concat vᵀ tanh(W [q; k])
 //   location_attention   Luong location: e_t = W_a q_t + b_a (over the first S positions)
 //
-// then a_{t,s} = softmax_s(e_{t,s} / τ) over the real source positions s < lengths[b]
-// (max-subtracted; positions s >= lengths[b] get weight 0) and c_t = Σ_s a_{t,s} values_s.
+// then a_{t,s} = softmax_s(e_{t,s} / τ) over the real source positions (max-subtracted;
+// masked positions get weight exactly 0) and c_t = Σ_s a_{t,s} values_s.
 //
 // Shapes: the query is one decoder step (B, D) or a block of steps (B, T, D); the context is
-// (B, E) or (B, T, E) and the weights (B, S) or (B, T, S) accordingly. lengths is int32 (B)
-// with 0 <= lengths[b] <= S; a row with length 0 gets all-zero weights, a zero context and
-// zero gradients (never NaN). There is no broadcasting.
+// (B, E) or (B, T, E) and the weights (B, S) or (B, T, S) accordingly. There is no
+// broadcasting.
+//
+// Masking — exactly one of these, or neither (then all S positions are real):
+// - lengths int32 (B), 0 <= lengths[b] <= S: positions s >= lengths[b] are masked. This is the
+//   positional `lengths` argument; pass an undefined Tensor() to use the mask instead.
+// - options.key_padding_mask int32 (B, S), NONZERO = KEEP, 0 = masked — the convention of
+//   attn::sdpa and nn::MultiheadAttention (PyTorch's key_padding_mask is the opposite,
+//   True = ignore: pass `1 - mask`). Any pattern is allowed, not only a padded suffix. A mask
+//   equal to the one lengths describe gives bit-identical results.
+// A row with no real position gets all-zero weights, a zero context and zero gradients
+// (never NaN). Both given, a mask that is not int32, or lengths out of range: ValueError; a
+// mask of any shape but (B, S): ShapeError.
+//
+// Dropout on the weights (options.dropout = p in [0, 1), applied when options.training):
+// inverted dropout — the mask of attn::dropout(weights, p, seed), seed = options.rng->next()
+// drawn once per call (rng is required then, and untouched otherwise) — between the softmax
+// and the context: c_t = Σ_s dropout(a)_{t,s} values_s. As in nn::MultiheadAttention and
+// PyTorch's nn.MultiheadAttention, the RETURNED weights are the ones actually used, i.e.
+// AFTER dropout (rows then do not sum to 1; hard_attention_sample rejects them: sample from
+// weights computed with dropout = 0). Gradients flow through the kept entries, scaled by
+// 1 / (1 − p).
+//
+// Parameters: the *_attention_init helpers below create them Xavier-initialised
+// (torch.nn.init.xavier_uniform_, a vector v (A) drawn as a (1, A) matrix, biases zero),
+// with requires_grad set, drawn from the given Rng in a fixed order.
+#include "attn/random.h"
 #include "attn/tensor.h"
 
 namespace attn {
@@ -31,6 +55,10 @@ struct AdditiveOptions {
   Tensor g;                 // () scalar, required when normalize, must be undefined otherwise
   float temperature = 1.0f; // τ > 0: scores are divided by τ
   bool need_weights = true; // return the weights as a second output of the node
+  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;      // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
 };
 
 // k̃ = K W_kᵀ, computed once per source sequence and reused at every decoder step (one GEMM,
@@ -38,7 +66,7 @@ struct AdditiveOptions {
 Tensor additive_project_keys(const Tensor& keys, const Tensor& w_k);
 
 // query (B, D) or (B, T, D); projected_keys (B, S, A) from additive_project_keys; values
-// (B, S, E); w_q (A, D); bias (A); v (A); lengths int32 (B).
+// (B, S, E); w_q (A, D); bias (A); v (A); lengths int32 (B) or undefined (see Masking).
 // Gradients: query, projected_keys, values, w_q, bias, v, options.g.
 AttentionResult additive_attention(const Tensor& query, const Tensor& projected_keys, const Tensor& values,
                                    const Tensor& w_q, const Tensor& bias, const Tensor& v, const Tensor& lengths,
@@ -59,9 +87,13 @@ struct LuongOptions {
   Tensor scale;  // optional learned scalar () multiplying the scores ("scaled Luong")
   float temperature = 1.0f;
   bool need_weights = true;
+  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;      // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
 };
 
-// query (B, D) or (B, T, D); keys (B, S, E); values (B, S, E); lengths int32 (B).
+// query (B, D) or (B, T, D); keys (B, S, E); values (B, S, E); lengths int32 (B) or undefined.
 // Gradients: query, keys, values, w, v, scale.
 AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
                                 const Tensor& lengths, const LuongOptions& options = {});
@@ -71,12 +103,39 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
 struct LocationOptions {
   float temperature = 1.0f;
   bool need_weights = true;
+  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;      // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
 };
 
 // a_t = softmax over the first S positions of (W_a q_t + b_a), masked to lengths.
 // query (B, D) or (B, T, D); values (B, S, E); w_a (S_max, D) with S <= S_max; b_a (S_max)
-// or undefined; lengths int32 (B). Gradients: query, values, w_a, b_a (rows >= S get none).
+// or undefined; lengths int32 (B) or undefined. Gradients: query, values, w_a, b_a (rows >= S
+// get none).
 AttentionResult location_attention(const Tensor& query, const Tensor& values, const Tensor& w_a,
                                    const Tensor& b_a, const Tensor& lengths, const LocationOptions& options = {});
+
+// ---- Xavier-initialised parameters ------------------------------------------------------------
+
+// Bahdanau: w_q (A, D), w_k (A, E), v (A) Xavier, drawn in that order (the order of
+// models::Attention); bias (A) zeros; g () = sqrt(1 / A) when normalize, else undefined.
+struct AdditiveParams {
+  Tensor w_q, w_k, bias, v, g;
+};
+AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng, bool normalize = false);
+
+// Luong: dot -> nothing; general -> w (D, E); concat -> w (A, D+E) then v (A). `A` is used by
+// concat only. scale stays undefined (set it to Tensor::full({}, 1.0f) for scaled Luong).
+struct LuongParams {
+  Tensor w, v;
+};
+LuongParams luong_attention_init(LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng);
+
+// Luong location: w_a (S_max, D) Xavier, b_a (S_max) zeros.
+struct LocationParams {
+  Tensor w_a, b_a;
+};
+LocationParams location_attention_init(int64_t D, int64_t S_max, Rng& rng);
 
 }  // namespace attn

@@ -27,6 +27,21 @@
 // query (B, D) or (B, T, D); keys, values (B, S, E); lengths int32 (B) in [0, S]; context
 // (B, E) or (B, T, E); weights (B, S) or (B, T, S), dense, exactly 0 outside the window.
 //
+// Masks: lengths int32 (B), or options.key_padding_mask int32 (B, S) (nonzero = keep, as in
+// attention.h and sdpa), or neither (all S positions real). With lengths the window is
+// clipped to the real length L_b. With a mask, L_b is the mask's EXTENT, 1 + the last kept
+// position (0 when nothing is kept): the window is clipped to it, local-p predicts
+// p_t = L_b · sigmoid(...) with that L_b, and masked positions INSIDE the window are left out
+// of the window softmax (weight exactly 0; the kept ones renormalise among themselves). So a
+// padding mask (a kept prefix) gives exactly the lengths result; a window whose positions
+// are all masked gives zero weights, a zero context and zero gradients.
+//
+// Dropout (options.dropout, training, rng): as in attention.h — inverted dropout on the
+// weights w_t(s) before the context, the mask attn::dropout would draw for the dense (B, T, S)
+// weights with seed rng->next(); the returned weights are the post-dropout ones.
+//
+// Parameters: local_attention_init creates w (general), w_p and v_p Xavier-initialised.
+//
 // Cost: O(B·T·K·E) time with K = min(2·D_w + 1, S) (plus the GEMMs of the general score and
 // of W_p); the node keeps O(B·T·K) window state, never a (B, T, S) array unless the dense
 // weights are asked for (need_weights). Gradients: query, keys, values, w, w_p, v_p.
@@ -52,9 +67,22 @@ struct LocalOptions {
   Tensor v_p;  // local-p only: (A)
   float temperature = 1.0f;  // τ > 0 divides the content scores
   bool need_weights = true;  // return the dense weights as a second output of the node
+  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;      // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
 };
 
+// lengths int32 (B) or undefined (see Masks).
 AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
                                 const Tensor& lengths, const LocalOptions& options = {});
+
+// Xavier-initialised parameters (requires_grad set), drawn in this order: general -> w (D, E);
+// local-p -> w_p (A, D), then v_p (A) (as a (1, A) matrix). Unused ones stay undefined, so
+// they can be moved into LocalOptions as they are. `A` is used by local-p only.
+struct LocalParams {
+  Tensor w, w_p, v_p;
+};
+LocalParams local_attention_init(LocalMode mode, LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng);
 
 }  // namespace attn
