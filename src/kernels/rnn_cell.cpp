@@ -4,6 +4,7 @@
 
 #include "attn/kernels/elementwise.h"
 #include "attn/parallel.h"
+#include "fast_math.h"
 
 namespace attn::kernels {
 namespace {
@@ -15,40 +16,46 @@ int64_t row_grain(int64_t hidden) {
   return g > 0 ? g : 1;
 }
 
+// One row of the GRU gates; the bias flags are template parameters so that the loop has no
+// branch and vectorises.
+template <bool kBiasIh, bool kBiasHh>
+void gru_row_forward(int64_t H, const float* gx, const float* b_ih, const float* b_hh, const float* hb, float* s,
+                     float* out) {
+  ATTN_SIMD
+  for (int64_t j = 0; j < H; ++j) {
+    float xr = gx[j], xz = gx[H + j], xn = gx[2 * H + j];
+    if constexpr (kBiasIh) {
+      xr += b_ih[j];
+      xz += b_ih[H + j];
+      xn += b_ih[2 * H + j];
+    }
+    float hr = s[j], hz = s[H + j], hn = s[2 * H + j];
+    if constexpr (kBiasHh) {
+      hr += b_hh[j];
+      hz += b_hh[H + j];
+      hn += b_hh[2 * H + j];
+    }
+    const float r = sigmoid_approx(xr + hr);
+    const float z = sigmoid_approx(xz + hz);
+    const float n = tanh_accurate(xn + r * hn);
+    out[j] = (1.0f - z) * n + z * hb[j];
+    s[j] = r;
+    s[H + j] = z;
+    s[2 * H + j] = n;
+    s[3 * H + j] = hn;
+  }
+}
+
 }  // namespace
 
 void gru_cell_forward(int64_t batch, int64_t hidden, const float* gates_x, const float* b_ih, const float* b_hh,
                       const float* h, float* saved, float* h_out) {
   const int64_t H = hidden;
+  auto row = b_ih ? (b_hh ? gru_row_forward<true, true> : gru_row_forward<true, false>)
+                  : (b_hh ? gru_row_forward<false, true> : gru_row_forward<false, false>);
   parallel_for(0, batch, row_grain(H), [&](int64_t lo, int64_t hi) {
-    for (int64_t b = lo; b < hi; ++b) {
-      const float* gx = gates_x + b * 3 * H;  // (3H) [x_r, x_z, x_n]
-      float* s = saved + b * 4 * H;           // in: (3H) h W_hhᵀ; out: (4H) [r, z, n, gh_n]
-      const float* hb = h + b * H;
-      float* out = h_out + b * H;
-      for (int64_t j = 0; j < H; ++j) {
-        float xr = gx[j], xz = gx[H + j], xn = gx[2 * H + j];
-        if (b_ih) {
-          xr += b_ih[j];
-          xz += b_ih[H + j];
-          xn += b_ih[2 * H + j];
-        }
-        float hr = s[j], hz = s[H + j], hn = s[2 * H + j];
-        if (b_hh) {
-          hr += b_hh[j];
-          hz += b_hh[H + j];
-          hn += b_hh[2 * H + j];
-        }
-        const float r = sigmoid(xr + hr);
-        const float z = sigmoid(xz + hz);
-        const float n = std::tanh(xn + r * hn);
-        out[j] = (1.0f - z) * n + z * hb[j];
-        s[j] = r;
-        s[H + j] = z;
-        s[2 * H + j] = n;
-        s[3 * H + j] = hn;
-      }
-    }
+    // gates_x row (3H) [x_r, x_z, x_n]; saved row in: (3H) h W_hhᵀ, out: (4H) [r, z, n, gh_n]
+    for (int64_t b = lo; b < hi; ++b) row(H, gates_x + b * 3 * H, b_ih, b_hh, h + b * H, saved + b * 4 * H, h_out + b * H);
   });
 }
 
@@ -108,9 +115,9 @@ void lstm_cell_forward(int64_t batch, int64_t hidden, const float* gates_x, cons
           ag += b_hh[2 * H + j];
           ao += b_hh[3 * H + j];
         }
-        const float i = sigmoid(ai), f = sigmoid(af), g = std::tanh(ag), o = sigmoid(ao);
+        const float i = sigmoid_approx(ai), f = sigmoid_approx(af), g = tanh_accurate(ag), o = sigmoid_approx(ao);
         const float cn = f * cb[j] + i * g;
-        const float tc = std::tanh(cn);
+        const float tc = tanh_accurate(cn);
         co[j] = cn;
         ho[j] = o * tc;
         s[j] = i;

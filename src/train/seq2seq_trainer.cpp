@@ -13,6 +13,7 @@
 #include "attn/ops/loss.h"
 #include "attn/random.h"
 #include "attn/train/progress.h"
+#include "attn/train/schedule.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -27,11 +28,25 @@ void TrainOptions::validate() const {
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
   if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
   if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0, got " + std::to_string(clip));
+  if (warmup < 0) throw ValueError("--warmup must be >= 0, got " + std::to_string(warmup));
+  schedule();  // validates --lr-schedule against --steps and --warmup
   if (log_every < 1) throw ValueError("--log-every must be >= 1");
   if (eval_every < 1) throw ValueError("--eval-every must be >= 1");
   if (eval_samples < 1) throw ValueError("--eval-samples must be >= 1");
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
+}
+
+LrSchedule TrainOptions::schedule() const {
+  LrScheduleOptions s{.kind = parse_lr_schedule_kind(lr_schedule),
+                      .base_lr = lr,
+                      .warmup_steps = warmup,
+                      .total_steps = steps,
+                      .min_lr = 0.0f};
+  if (s.kind != LrScheduleKind::constant && s.kind != LrScheduleKind::inverse_sqrt && steps <= warmup)
+    throw ValueError("--lr-schedule " + lr_schedule + ": --steps " + std::to_string(steps) +
+                     " must be larger than --warmup " + std::to_string(warmup));
+  return LrSchedule(s);
 }
 
 namespace {
@@ -76,14 +91,6 @@ CheckpointInfo parse_info(const std::string& text, const std::string& path) {
     throw IoError(path + ": bad model configuration: " + e.what());
   }
   return info;
-}
-
-std::vector<std::pair<std::string, Tensor>> prefixed(const std::vector<std::pair<std::string, Tensor>>& named,
-                                                     const std::string& prefix) {
-  std::vector<std::pair<std::string, Tensor>> out;
-  out.reserve(named.size());
-  for (const auto& [name, t] : named) out.emplace_back(prefix + name, t);
-  return out;
 }
 
 // The batch for a step depends only on (seed, step), so a resumed run sees the same data.
@@ -256,6 +263,7 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
     }
   };
 
+  const LrSchedule schedule = o.schedule();
   int64_t step = start_step;
   model->train();
   while (step < o.steps) {
@@ -272,6 +280,7 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
     if (!std::isfinite(loss_value))
       throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
                        "); try a smaller --lr");
+    adam->set_lr(schedule.lr_at(step));
     backward(loss);
     if (o.clip > 0.0f) clip_grad_norm(model->parameters(), o.clip);
     adam->step();

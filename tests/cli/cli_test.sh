@@ -36,6 +36,12 @@ for score in multihead local_m local_p hard; do
   expect 0 "heatmap" -- "$attn" align --model "$work/$score/model.safetensors" --input "5 9 3 17" --out "$work/$score.png"
   [[ -s "$work/$score.png" ]] || fail "align did not write $score.png"
 done
+expect 0 "trained 6 steps" -- "$attn" train --attention bahdanau "${tiny[@]}" --steps 6 --lr-schedule cosine --warmup 2 \
+  --out "$work/cosine"
+grep -q '"lr":0.0' "$work/cosine/log.jsonl" || fail "cosine schedule did not reach lr 0 at the last step"
+expect 2 "unknown kind 'cosin'" -- "$attn" train --lr-schedule cosin "${tiny[@]}" --out "$work/bad4"
+expect 2 "--steps 3 must be larger than --warmup 5" -- "$attn" train --lr-schedule cosine --warmup 5 --steps 3 \
+  "${tiny[@]}" --out "$work/bad5"
 expect 2 "multihead: hidden=16 is not divisible by heads=3" -- "$attn" train --attention luong --score multihead --heads 3 \
   "${tiny[@]}" --out "$work/bad0"
 

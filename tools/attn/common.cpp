@@ -35,6 +35,9 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
   app->add_option("--steps", o.steps, "Training steps")->capture_default_str();
   app->add_option("--batch", o.batch, "Batch size")->capture_default_str();
   app->add_option("--lr", o.lr, "Adam learning rate")->capture_default_str();
+  app->add_option("--lr-schedule", o.lr_schedule, "constant | cosine | linear_warmup_decay | inverse_sqrt")
+      ->capture_default_str();
+  app->add_option("--warmup", o.warmup, "Linear learning-rate warm-up steps")->capture_default_str();
   app->add_option("--clip", o.clip, "Clip the global gradient norm (0: off)")->capture_default_str();
   app->add_option("--seed", o.seed, "Seed for data, initialisation and validation")->capture_default_str();
   app->add_option("--log-every", o.log_every, "Steps between log lines")->capture_default_str();

@@ -19,6 +19,7 @@
 #include "attn/data/tasks.h"
 #include "attn/models/seq2seq.h"
 #include "attn/train/optimizer.h"
+#include "attn/train/schedule.h"
 
 namespace attn::train {
 
@@ -29,6 +30,10 @@ struct TrainOptions {
   int64_t steps = 1500;
   int batch = 64;
   float lr = 1e-3f;
+  // Learning-rate schedule over `steps` (attn/train/schedule.h): constant, cosine,
+  // linear_warmup_decay or inverse_sqrt, with `warmup` linear warm-up steps.
+  std::string lr_schedule = "constant";
+  int64_t warmup = 0;
   float clip = 1.0f;        // global gradient norm; 0 = no clipping
   uint64_t seed = 1;        // batches, initialisation, validation set
   int64_t log_every = 50;
@@ -45,6 +50,7 @@ struct TrainOptions {
   const std::atomic<bool>* stop = nullptr;
 
   void validate() const;  // ValueError / naming the bad option
+  LrSchedule schedule() const;  // the learning-rate schedule these options describe
 };
 
 struct TrainResult {
