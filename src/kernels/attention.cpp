@@ -1,49 +1,14 @@
 #include "attn/kernels/attention.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "attn/kernels/blas.h"
 #include "attn/parallel.h"
-
-#ifdef _OPENMP
-#define ATTN_SIMD _Pragma("omp simd")
-#define ATTN_SIMD_SUM_ACC _Pragma("omp simd reduction(+ : acc)")
-#else
-#define ATTN_SIMD
-#define ATTN_SIMD_SUM_ACC
-#endif
+#include "fast_math.h"
 
 namespace attn::kernels {
 namespace {
-
-// A float tanh that vectorises (std::tanh does not): the odd/even rational minimax
-// approximation Eigen uses, on x clamped to ±7.9053 where tanh rounds to ±1 in float. Max
-// error against the exact tanh ≈ 4e-7 absolute (a few ulp). The clamp works on the bit
-// pattern (integer compares), so it vectorises without -fno-trapping-math, and NaN stays NaN.
-inline float tanh_approx(float x) {
-  constexpr int32_t kClampBits = std::bit_cast<int32_t>(7.90531110763549805f);
-  constexpr int32_t kInfBits = 0x7f800000;
-  const int32_t ix = std::bit_cast<int32_t>(x);
-  int32_t ax = ix & 0x7fffffff;                      // |x| as an ordered integer
-  const int32_t limit = ax > kInfBits ? ax : kClampBits;  // NaN is its own limit
-  ax = ax < limit ? ax : limit;
-  const float xc = std::bit_cast<float>(ax | (ix & static_cast<int32_t>(0x80000000u)));
-  const float x2 = xc * xc;
-  float p = -2.76076847742355e-16f;
-  p = p * x2 + 2.00018790482477e-13f;
-  p = p * x2 + -8.60467152213735e-11f;
-  p = p * x2 + 5.12229709037114e-08f;
-  p = p * x2 + 1.48572235717979e-05f;
-  p = p * x2 + 6.37261928875436e-04f;
-  p = p * x2 + 4.89352455891786e-03f;
-  float q = 1.19825839466702e-06f;
-  q = q * x2 + 1.18534705686654e-04f;
-  q = q * x2 + 2.26843463243900e-03f;
-  q = q * x2 + 4.89352518554385e-03f;
-  return p * xc / q;
-}
 
 // Rows whose total work is below this many multiply-adds are not worth a thread.
 constexpr int64_t kMinWork = 1 << 15;

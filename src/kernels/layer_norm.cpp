@@ -1,8 +1,3 @@
-// Compiled without trapping math (GCC) so the selects if-convert and `omp simd` loops
-// vectorise; see src/kernels/softmax.cpp.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
 #include "attn/kernels/layer_norm.h"
 
 #include <cmath>

@@ -5,14 +5,7 @@
 
 #include "attn/kernels/dropout.h"
 #include "attn/parallel.h"
-
-#ifdef _OPENMP
-#define ATTN_SIMD _Pragma("omp simd")
-#define ATTN_SIMD_SUM_ACC _Pragma("omp simd reduction(+ : acc)")
-#else
-#define ATTN_SIMD
-#define ATTN_SIMD_SUM_ACC
-#endif
+#include "fast_math.h"
 
 namespace attn::kernels {
 namespace {

@@ -1,9 +1,3 @@
-// Compiled without trapping math (GCC): FP compares then count as side-effect free, so the
-// selects in fast_exp and in the masked loops if-convert and the `omp simd` loops
-// vectorise. Nothing in attn enables FP traps, so results are unchanged.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
-#endif
 #include "attn/kernels/softmax.h"
 
 #include <bit>

@@ -571,8 +571,12 @@ TEST(MultiheadGeneralAttention, OneHeadWithoutProjectionsIsLuongGeneral) {
     for (Tensor t : {q, k, v, m.bilinear_weight}) t.drop_grad();
 
     Tensor w = m.bilinear_weight.reshape({D, E});  // recorded view: gradients reach the parameter
-    AttentionResult e = luong_attention(
-        q, k, v, lengths, {.score = LuongScore::general, .w = w, .v = Tensor(), .scale = Tensor(), .temperature = tau, .need_weights = true});
+    LuongOptions general;
+    general.score = LuongScore::general;
+    general.w = w;
+    general.temperature = tau;
+    general.need_weights = true;
+    AttentionResult e = luong_attention(q, k, v, lengths, general);
     backward(add(sum(mul(e.context, r1)), sum(mul(e.weights, r2))));
     std::vector<Tensor> want = snapshot_grads({q, k, v, m.bilinear_weight});
     for (Tensor t : {q, k, v, m.bilinear_weight}) t.drop_grad();
