@@ -1,13 +1,11 @@
 // Seq2Seq: teacher-forced loss and greedy decoding.
 #include "attn/models/seq2seq.h"
 
-#include <algorithm>
-#include <cmath>
-
 #include "attn/autodiff/tape.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/shape_ops.h"
+#include "attn/ops/softmax.h"
 
 namespace attn::models {
 namespace {
@@ -43,6 +41,11 @@ Tensor Seq2Seq::with_reinforce(const Tensor& ce, const Tensor& l, const data::Ba
   const Tensor log_probs = stack_rows(decoder.hard_log_probs);  // (T, B)
   decoder.hard_log_probs.clear();
   const int64_t T = targets.dim(0), B = targets.dim(1), V = l.dim(2);
+  Tensor log_likelihood;  // (T, B, V)
+  {
+    autodiff::NoGradGuard no_grad;
+    log_likelihood = log_softmax(l);
+  }
   Tensor rewards = Tensor::empty({T, B});
   ReinforceBaseline& baseline = decoder.hard_baseline;
   double reward_sum = 0.0;
@@ -53,11 +56,7 @@ Tensor Seq2Seq::with_reinforce(const Tensor& ce, const Tensor& l, const data::Ba
       rewards.f32()[i] = baseline.value;  // zero advantage: padding teaches nothing
       continue;
     }
-    const float* row = l.f32() + i * V;
-    const float top = *std::max_element(row, row + V);
-    double z = 0.0;
-    for (int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(row[v] - top));
-    rewards.f32()[i] = static_cast<float>(row[y] - top - std::log(z));
+    rewards.f32()[i] = log_likelihood.f32()[i * V + y];
     reward_sum += rewards.f32()[i];
     ++real;
   }
