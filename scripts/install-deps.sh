@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
+  zlib1g-dev                   # reading the gzip-compressed data sets
+  libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
 )
 

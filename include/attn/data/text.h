@@ -1,0 +1,23 @@
+#pragma once
+// Reading and writing text files, one record per line. gzip-compressed files (the data
+// sets under ../shared/data are) are read transparently: the same call reads "train.de.gz"
+// and "sentiment-dev".
+#include <string>
+#include <vector>
+
+namespace attn::data {
+
+// Every line of `path` without its '\n' (a trailing '\r' is kept: the data is LF-only).
+// A last line without '\n' is still a line; an empty file gives no lines. Reads plain and
+// gzip files alike. Throws IoError naming the path when it cannot be opened or a gzip
+// stream is corrupt or truncated.
+std::vector<std::string> read_lines(const std::string& path);
+
+// Writes `lines`, each followed by '\n', atomically: to path + ".tmp", then renamed over
+// `path`, so a failure never leaves a half-written file. Throws IoError naming the path.
+void write_lines(const std::string& path, const std::vector<std::string>& lines);
+
+// Whether `path` names an existing regular file.
+bool file_exists(const std::string& path);
+
+}  // namespace attn::data
