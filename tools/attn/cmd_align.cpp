@@ -30,4 +30,6 @@ void add_align_command(CLI::App& app) {
   });
 }
 
+ATTN_REGISTER_COMMAND(50, add_align_command);
+
 }  // namespace attn::cli

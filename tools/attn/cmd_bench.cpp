@@ -408,4 +408,6 @@ void add_bench_command(CLI::App& app) {
   att->callback([t] { run_attention_bench(*t); });
 }
 
+ATTN_REGISTER_COMMAND(90, add_bench_command);
+
 }  // namespace attn::cli

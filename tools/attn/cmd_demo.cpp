@@ -67,4 +67,6 @@ void add_demo_command(CLI::App& app) {
   });
 }
 
+ATTN_REGISTER_COMMAND(10, add_demo_command);
+
 }  // namespace attn::cli

@@ -36,4 +36,6 @@ void add_eval_command(CLI::App& app) {
   });
 }
 
+ATTN_REGISTER_COMMAND(30, add_eval_command);
+
 }  // namespace attn::cli

@@ -112,4 +112,6 @@ void add_sweep_command(CLI::App& app) {
   });
 }
 
+ATTN_REGISTER_COMMAND(40, add_sweep_command);
+
 }  // namespace attn::cli

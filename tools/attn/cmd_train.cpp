@@ -37,4 +37,6 @@ void add_train_command(CLI::App& app) {
   });
 }
 
+ATTN_REGISTER_COMMAND(20, add_train_command);
+
 }  // namespace attn::cli

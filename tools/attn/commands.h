@@ -1,6 +1,11 @@
 #pragma once
-// Each subcommand lives in its own file and adds itself to the app here.
+// Each subcommand lives in its own file and registers itself with ATTN_REGISTER_COMMAND:
+//   ATTN_REGISTER_COMMAND(30, add_eval_command);
+// main() adds the registered commands in ascending order (the order of `attn --help`), so a
+// new command touches no other file.
+#include <algorithm>
 #include <stdexcept>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -15,11 +20,29 @@ struct Interrupted : std::exception {};
 
 inline bool cmd_beam_invalid(int beam) { return beam < 1; }
 
-void add_train_command(CLI::App& app);
-void add_eval_command(CLI::App& app);
-void add_sweep_command(CLI::App& app);
-void add_align_command(CLI::App& app);
-void add_demo_command(CLI::App& app);
-void add_bench_command(CLI::App& app);
+using AddCommandFn = void (*)(CLI::App&);
+struct CommandRegistration {
+  int order;
+  AddCommandFn add;
+};
+inline std::vector<CommandRegistration>& command_registry() {
+  static std::vector<CommandRegistration> registry;
+  return registry;
+}
+struct RegisterCommand {
+  RegisterCommand(int order, AddCommandFn add) { command_registry().push_back({order, add}); }
+};
+// Adds every registered command to `app`, in ascending order.
+inline void add_registered_commands(CLI::App& app) {
+  auto registry = command_registry();
+  std::stable_sort(registry.begin(), registry.end(),
+                   [](const CommandRegistration& a, const CommandRegistration& b) { return a.order < b.order; });
+  for (const auto& r : registry) r.add(app);
+}
 
 }  // namespace attn::cli
+
+#define ATTN_CLI_CONCAT_INNER(a, b) a##b
+#define ATTN_CLI_CONCAT(a, b) ATTN_CLI_CONCAT_INNER(a, b)
+#define ATTN_REGISTER_COMMAND(order, fn) \
+  static ::attn::cli::RegisterCommand ATTN_CLI_CONCAT(attn_cli_command_, __LINE__)(order, fn)

@@ -8,12 +8,7 @@ int main(int argc, char** argv) {
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);
-  attn::cli::add_demo_command(app);
-  attn::cli::add_train_command(app);
-  attn::cli::add_eval_command(app);
-  attn::cli::add_sweep_command(app);
-  attn::cli::add_align_command(app);
-  attn::cli::add_bench_command(app);
+  attn::cli::add_registered_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,147 @@
+#pragma once
+// Transformer models built from attn/nn/transformer.h:
+//
+//   TransformerSeq2Seq     encoder-decoder for translation (data::Batch conventions of
+//                          attn/data/tasks.h: PAD 0, BOS 1, EOS 2), greedy and beam decoding
+//                          with a key/value cache, cross-attention weights for alignment
+//   TransformerLM          decoder-only causal language model, sampling with a KV cache
+//   TransformerClassifier  encoder-only: [CLS] + tokens -> N self-attention layers -> the
+//                          [CLS] state -> linear head; the [CLS] attention for inspection
+//
+// Embeddings are scaled by √D and added to positions (sinusoidal or learned), then dropout.
+// Parameter names: "src_embedding.weight", "tgt_embedding.weight" (one shared
+// "embedding.weight" with share_embeddings), "positions.weight" (learned only),
+// "encoder.layers.0.self_attn.in_proj_weight", ..., "decoder.layers.0.multihead_attn...",
+// "generator.weight" / ".bias" (absent with tie_output: the target embedding is used).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "attn/data/tasks.h"
+#include "attn/models/seq2seq.h"
+#include "attn/nn/layers.h"
+#include "attn/nn/module.h"
+#include "attn/nn/transformer.h"
+#include "attn/random.h"
+
+namespace attn::models {
+
+struct TransformerConfig {
+  int64_t src_vocab = 0, tgt_vocab = 0;  // Seq2Seq / LM: tgt_vocab; classifier: src_vocab
+  int64_t classes = 2;                   // classifier only
+  int64_t d_model = 256, heads = 4, ffn = 1024;
+  int encoder_layers = 3, decoder_layers = 3;  // LM: decoder_layers; classifier: encoder_layers
+  float dropout = 0.1f;
+  bool norm_first = true;
+  std::string activation = "relu";
+  std::string positions = "sinusoidal";  // sinusoidal | learned
+  int64_t max_len = 256;                 // longest sequence positions cover
+  bool share_embeddings = false;         // one embedding for source and target (shared vocab)
+  bool tie_output = true;                // generator weight = target embedding
+  uint64_t seed = 1;
+
+  nn::TransformerLayerOptions layer_options() const;
+  void validate() const;  // ValueError naming the field
+  nlohmann::json to_json() const;
+  static TransformerConfig from_json(const nlohmann::json& j);  // subset, rejects unknown keys
+};
+
+// Which cross-attention the decoding results report, per step, over the source:
+// layer -1 = the last; head -1 = the average over heads.
+struct AttentionSelect {
+  int layer = -1;
+  int head = -1;
+};
+
+class TransformerSeq2Seq : public nn::Module {
+  TransformerConfig config_;
+  Rng rng_;
+
+ public:
+  explicit TransformerSeq2Seq(const TransformerConfig& config);
+  const TransformerConfig& config() const { return config_; }
+
+  // Teacher forcing: logits (B, T, V) for batch.tgt_in.
+  Tensor logits(const data::Batch& batch);
+  // Mean cross-entropy over non-PAD targets, with label smoothing ε.
+  Tensor loss(const data::Batch& batch, float label_smoothing = 0.0f);
+
+  // Encoder states (B, S, D) for src (B, S), src_lengths (B).
+  Tensor encode(const Tensor& src, const Tensor& src_lengths);
+
+  // No recording (NoGradGuard inside); call eval() first to switch dropout off.
+  // attention[b][t] holds S weights of the selected layer/head (zeros past row b's length).
+  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len, AttentionSelect select = {});
+  DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
+                    AttentionSelect select = {});
+  // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S).
+  std::vector<Tensor> cross_attention(const data::Batch& batch);
+
+  std::unique_ptr<nn::Embedding> src_embedding, tgt_embedding, embedding;  // embedding: shared
+  nn::PositionalEncoding positions;
+  nn::TransformerEncoder encoder;
+  nn::TransformerDecoder decoder;
+  std::unique_ptr<nn::Linear> generator;  // absent with tie_output
+
+ private:
+  nn::Dropout dropout_;
+};
+
+struct SampleOptions {
+  int max_len = 200;          // new tokens at most
+  float temperature = 1.0f;   // > 0; 0 = greedy (argmax)
+  int top_k = 0;              // 0 = the whole vocabulary
+  int32_t stop_id = -1;       // stop a row when it samples this id (e.g. EOS); -1 = never
+  uint64_t seed = 1;
+};
+
+class TransformerLM : public nn::Module {
+  TransformerConfig config_;
+  Rng rng_;
+
+ public:
+  explicit TransformerLM(const TransformerConfig& config);
+  const TransformerConfig& config() const { return config_; }
+  // ids (B, T) int32, lengths (B) or undefined → logits (B, T, V), position t predicts t + 1.
+  Tensor logits(const Tensor& ids, const Tensor& lengths = Tensor());
+  // Mean next-token cross-entropy: inputs ids[:, :-1] predict ids[:, 1:]; PAD targets ignored.
+  Tensor loss(const Tensor& ids);
+  // Continues `prefix` (non-empty ids) one token at a time with the KV cache; returns the
+  // new tokens (up to and including stop_id).
+  std::vector<int32_t> sample(const std::vector<int32_t>& prefix, const SampleOptions& options);
+
+  nn::Embedding embedding;
+  nn::PositionalEncoding positions;
+  nn::CausalTransformer decoder;
+  std::unique_ptr<nn::Linear> generator;  // absent with tie_output
+
+ private:
+  nn::Dropout dropout_;
+};
+
+class TransformerClassifier : public nn::Module {
+  TransformerConfig config_;
+  Rng rng_;
+
+ public:
+  explicit TransformerClassifier(const TransformerConfig& config);
+  const TransformerConfig& config() const { return config_; }
+  // ids (B, S) int32 (no [CLS]: it is prepended inside), lengths (B) in [1, S] →
+  // logits (B, classes). With cls_attention, it receives the last layer's head-averaged
+  // attention of [CLS] over [CLS] + tokens: (B, S + 1).
+  Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr);
+
+  nn::Embedding embedding;
+  Tensor cls;  // (D) the learned [CLS] vector, registered as "cls"
+  nn::PositionalEncoding positions;
+  nn::TransformerEncoder encoder;
+  nn::Linear head;
+
+ private:
+  nn::Dropout dropout_;
+};
+
+}  // namespace attn::models

@@ -1,0 +1,163 @@
+#pragma once
+// Transformer blocks (Vaswani et al. 2017) with torch.nn.TransformerEncoderLayer /
+// TransformerDecoderLayer semantics (batch_first=True) and parameter names, so a
+// state_dict copies either way:
+//
+//   encoder layer, post-LN (norm_first=false):  x = LN1(x + Drop(SelfAttn(x)));  x = LN2(x + Drop(FFN(x)))
+//   encoder layer, pre-LN  (norm_first=true):   x = x + Drop(SelfAttn(LN1(x)));  x = x + Drop(FFN(LN2(x)))
+//   decoder layer adds cross-attention over the encoder memory between the two:
+//     post-LN: x = LN1(x + Drop(CausalSelfAttn(x)));  x = LN2(x + Drop(CrossAttn(x, mem)));  x = LN3(x + Drop(FFN(x)))
+//     pre-LN:  x = x + Drop(CausalSelfAttn(LN1(x)));  x = x + Drop(CrossAttn(LN2(x), mem)); x = x + Drop(FFN(LN3(x)))
+//   FFN(x) = linear2(Drop(act(linear1(x)))), act = relu | gelu
+//
+// Parameter names (as PyTorch): self_attn.in_proj_weight, self_attn.in_proj_bias,
+// self_attn.out_proj.{weight,bias}, [multihead_attn.* (decoder)], linear1.{weight,bias},
+// linear2.{weight,bias}, norm1/norm2[/norm3].{weight,bias}. Stacks: layers.<i>.* and, for
+// pre-LN stacks, a final norm.{weight,bias} (as nn.TransformerEncoder(norm=LayerNorm)).
+//
+// Masks: key_lengths int32 (B) (keys s >= length are padding); the decoder's
+// self-attention is causal. A query row with no visible key gives zeros, never NaN.
+//
+// Incremental decoding: KvCache keeps, per decoder layer, the projected self-attention
+// keys and values of every step so far (B, H, t, Dh) and the cross-attention keys and
+// values of the memory (B, H, S, Dh), computed once. Decoding step t then costs O(t) per
+// layer instead of recomputing the O(t²) prefix; the result equals the full causal
+// forward pass on the same prefix (tests/nn/transformer_test.cpp checks it).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/nn/layers.h"
+#include "attn/nn/module.h"
+#include "attn/nn/multihead_attention.h"
+#include "attn/random.h"
+#include "attn/tensor.h"
+
+namespace attn::nn {
+
+struct TransformerLayerOptions {
+  int64_t d_model = 256;  // D
+  int64_t heads = 4;      // H, dividing D
+  int64_t ffn = 1024;     // F, the feed-forward width
+  float dropout = 0.1f;   // on attention weights, residual branches and inside the FFN
+  bool norm_first = true;  // pre-LN (true) or post-LN (false, the 2017 paper and PyTorch's default)
+  std::string activation = "relu";  // relu | gelu
+  float eps = 1e-5f;      // layer norm epsilon
+  uint64_t seed = 1;      // initial weights and dropout streams
+  void validate() const;  // ValueError naming the bad field
+};
+
+// Attention weights of one block, for inspection (need_weights): (B, H, T, S).
+struct LayerAttention {
+  Tensor self_weights;   // (B, H, T, T) (decoder: causal, so zero above the diagonal)
+  Tensor cross_weights;  // decoder only: (B, H, T, S)
+};
+
+class TransformerEncoderLayer : public Module {
+ public:
+  explicit TransformerEncoderLayer(const TransformerLayerOptions& options);
+  // x (B, S, D), key_lengths (B) int32 or undefined → (B, S, D). With need_weights, *weights
+  // receives the self-attention weights.
+  Tensor forward(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights = nullptr);
+
+  MultiheadAttention self_attn;
+  Linear linear1, linear2;
+  LayerNorm norm1, norm2;
+  const TransformerLayerOptions& options() const { return options_; }
+
+ private:
+  TransformerLayerOptions options_;
+  Dropout dropout_, dropout1_, dropout2_;
+};
+
+// One decoder layer's incremental state.
+struct LayerKvCache {
+  Tensor self_k, self_v;    // (B, H, t, Dh): every step so far
+  Tensor cross_k, cross_v;  // (B, H, S, Dh): the memory, projected once
+};
+struct KvCache {
+  std::vector<LayerKvCache> layers;
+  Tensor memory_lengths;  // (B) int32
+  int64_t steps = 0;      // t: positions already in the cache
+  // Keeps only the batch rows `rows` (int32 (B'), values in [0, B)), in that order (beam
+  // search reorders hypotheses with it).
+  void select_rows(const Tensor& rows);
+};
+
+class TransformerDecoderLayer : public Module {
+ public:
+  explicit TransformerDecoderLayer(const TransformerLayerOptions& options);
+  // Full (teacher-forced) pass: x (B, T, D), memory (B, S, D), memory_lengths (B) or
+  // undefined → (B, T, D); causal self-attention.
+  Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
+                 LayerAttention* weights = nullptr);
+  // One step: x (B, 1, D) at position cache.steps; appends this step's keys and values to
+  // `cache` (cross keys/values are projected from `memory` on the first call) → (B, 1, D).
+  // Does not record gradients' needs: call under NoGradGuard.
+  Tensor step(const Tensor& x, const Tensor& memory, LayerKvCache& cache, const Tensor& memory_lengths,
+              LayerAttention* weights = nullptr);
+
+  MultiheadAttention self_attn, multihead_attn;
+  Linear linear1, linear2;
+  LayerNorm norm1, norm2, norm3;
+  const TransformerLayerOptions& options() const { return options_; }
+
+ private:
+  TransformerLayerOptions options_;
+  Dropout dropout_, dropout1_, dropout2_, dropout3_;
+};
+
+// N encoder layers (+ the final norm for pre-LN).
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(const TransformerLayerOptions& options, int layers);
+  // x (B, S, D), key_lengths (B) or undefined → (B, S, D). weights (when given) gets one
+  // LayerAttention per layer.
+  Tensor forward(const Tensor& x, const Tensor& key_lengths, std::vector<LayerAttention>* weights = nullptr);
+  std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;
+  std::unique_ptr<LayerNorm> norm;  // pre-LN only
+};
+
+// N decoder layers (+ the final norm for pre-LN). A decoder-only LM has no memory: it uses
+// CausalTransformer below.
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(const TransformerLayerOptions& options, int layers);
+  Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
+                 std::vector<LayerAttention>* weights = nullptr);
+  // An empty cache for this decoder (one LayerKvCache per layer).
+  KvCache start(const Tensor& memory_lengths) const;
+  // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1.
+  Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr);
+  std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
+  std::unique_ptr<LayerNorm> norm;  // pre-LN only
+};
+
+// Decoder-only stack (GPT-style): encoder layers with causal self-attention and a KV cache.
+class CausalTransformer : public Module {
+ public:
+  CausalTransformer(const TransformerLayerOptions& options, int layers);
+  // x (B, T, D), lengths (B) or undefined → (B, T, D); position t sees positions <= t.
+  Tensor forward(const Tensor& x, const Tensor& lengths, std::vector<LayerAttention>* weights = nullptr);
+  KvCache start(int64_t batch) const;
+  // x (B, 1, D) → (B, 1, D); cache.steps += 1.
+  Tensor step(const Tensor& x, KvCache& cache);
+  std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;
+  std::unique_ptr<LayerNorm> norm;  // pre-LN only
+};
+
+// Token positions. sinusoidal: the fixed table PE(p, 2i) = sin(p / 10000^(2i/D)),
+// PE(p, 2i+1) = cos(...) (no parameters); learned: a parameter "weight" (max_len, D),
+// N(0, 1)·0.02 at start. forward(x (B, T, D), offset) = x + PE[offset .. offset + T).
+// ValueError when offset + T > max_len.
+class PositionalEncoding : public Module {
+ public:
+  PositionalEncoding(const std::string& kind, int64_t max_len, int64_t d_model, Rng& rng);
+  Tensor forward(const Tensor& x, int64_t offset = 0) const;
+  std::string kind;
+  int64_t max_len, d_model;
+  Tensor weight;  // learned: (max_len, D); sinusoidal: the table, not a parameter
+};
+
+}  // namespace attn::nn
