@@ -1,6 +1,8 @@
 #include "test_support.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "attn/autodiff/tape.h"
@@ -93,6 +95,16 @@ double weighted_sum(const Tensor& y, const std::vector<double>& w) {
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+std::string data_dir() {
+  if (const char* env = std::getenv("ATTN_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  return ATTN_DATA_DIR_DEFAULT;
+}
+
+bool data_file_exists(const std::string& relative_path) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(data_dir() + "/" + relative_path, error);
 }
 
 }  // namespace attn::testing

@@ -15,6 +15,12 @@ namespace attn::testing {
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed);
 
+// The shared data sets (sst2, multi30k, tatoeba-fra-eng): $ATTN_DATA_DIR, else the build's
+// ATTN_DATA_DIR (<repo>/../shared/data by default). Tests that need a file from it call
+//   if (!data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no data";
+std::string data_dir();
+bool data_file_exists(const std::string& relative_path);
+
 // Fails with the worst index, expected and actual when |a - e| > atol + rtol |e|.
 ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, float atol = 1e-5f,
                                          float rtol = 1e-4f);
