@@ -13,6 +13,7 @@
 #include "attn/ops/loss.h"
 #include "attn/random.h"
 #include "attn/train/progress.h"
+#include "attn/train/run_log.h"
 #include "attn/train/schedule.h"
 
 namespace attn::train {
@@ -149,20 +150,6 @@ data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch&
                : model.greedy(batch.src, batch.src_lengths, max_len);
   return score_decoded(decoded, batch);
 }
-
-class JsonlLog {
- public:
-  JsonlLog(const std::string& path, bool append) : out_(path, append ? std::ios::app : std::ios::trunc) {
-    if (!out_) throw IoError(path + ": cannot open for writing");
-  }
-  void write(const json& j) {
-    out_ << j.dump() << '\n';
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
 
 }  // namespace
 
