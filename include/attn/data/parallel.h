@@ -1,0 +1,67 @@
+#pragma once
+// Parallel corpora for translation (Multi30k layout: <data_dir>/raw/<split>.<lang>.gz, line i
+// of one language aligned with line i of the other), their subword encoding, and batching:
+// token-budget batches for training (as fairseq / OpenNMT) and length-sorted batches for
+// evaluation.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/data/subword.h"
+#include "attn/data/tasks.h"
+
+namespace attn::data {
+
+struct ParallelCorpus {
+  std::vector<std::string> src, tgt;  // aligned lines, src.size() == tgt.size()
+};
+
+// The split names load_parallel accepts besides raw file names: "train", "val", "test2016"
+// (test_2016_flickr), "test2017" (test_2017_flickr), "test2018" (test_2018_flickr),
+// "mscoco2017" (test_2017_mscoco).
+std::string parallel_split_names();
+// The file stem of a split: an alias is resolved, any other name is returned unchanged.
+std::string parallel_split_file(const std::string& split);
+
+// Reads <data_dir>/raw/<file>.<src_lang>.gz and <file>.<tgt_lang>.gz (file from
+// parallel_split_file(split)), at most `limit` pairs (0 = all). Throws IoError naming the
+// missing file and listing the valid splits, ValueError when the two sides' line counts
+// differ or limit < 0.
+ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
+                             const std::string& tgt_lang, int64_t limit = 0);
+
+struct EncodedPair {
+  std::vector<int32_t> src, tgt;  // piece ids, no BOS/EOS, never empty
+};
+struct EncodedCorpus {
+  std::vector<EncodedPair> pairs;
+  int64_t truncated = 0;  // pairs with a side cut to max_len pieces
+};
+
+// Encodes every pair; a side longer than max_len pieces is cut to its first max_len pieces
+// (counted once per pair in `truncated`); an empty side becomes one UNK so no row is empty.
+// ValueError when max_len < 1 or the corpus sides differ in length.
+EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& src_model,
+                              const SubwordModel& tgt_model, int max_len);
+
+// The data::Batch of the pairs at `indices`, in that order:
+//   src (B, S) PAD after each source; src_lengths (B); tgt_in (B, T) = BOS + tgt;
+//   tgt_out (B, T) = tgt + EOS; tgt_lengths (B) = |tgt| + 1; T = longest target + 1.
+// ValueError on no indices, an index outside the pairs, or an empty side.
+Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices);
+
+// Token-budget batches over every pair index, each exactly once: shuffle (seeded by (seed,
+// epoch)), sort within chunks of ~100 batches by (src length, tgt length), cut into batches
+// whose padded size rows * (max src + max tgt + 1) is at most max_tokens and whose rows are at
+// most max_sentences, then shuffle the batch order. A pair too long for max_tokens on its own
+// forms a batch of one. The same (pairs, max_tokens, max_sentences, seed, epoch) give the same
+// batches on every platform. ValueError when max_tokens < 1 or max_sentences < 1.
+std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,
+                                               int max_sentences, uint64_t seed, int64_t epoch);
+
+// Fixed-order evaluation batches: the indices of `sources` sorted by length (ascending,
+// ties in index order), cut into groups of at most `batch`. Every index appears once, so
+// outputs can be written back to their input position. ValueError when batch < 1.
+std::vector<std::vector<size_t>> sorted_batches(const std::vector<std::vector<int32_t>>& sources, int batch);
+
+}  // namespace attn::data

@@ -1,0 +1,230 @@
+#include "attn/data/parallel.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "attn/data/text.h"
+#include "attn/error.h"
+#include "attn/random.h"
+
+namespace attn::data {
+namespace {
+
+struct SplitAlias {
+  const char* name;
+  const char* file;
+};
+constexpr SplitAlias kSplits[] = {
+    {"train", "train"},
+    {"val", "val"},
+    {"test2016", "test_2016_flickr"},
+    {"test2017", "test_2017_flickr"},
+    {"test2018", "test_2018_flickr"},
+    {"mscoco2017", "test_2017_mscoco"},
+};
+
+// Fisher-Yates with attn's own generator (std::shuffle is implementation-defined).
+void shuffle_indices(std::vector<size_t>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) {
+    const size_t j = static_cast<size_t>(rng.below(i));
+    std::swap(v[i - 1], v[j]);
+  }
+}
+
+}  // namespace
+
+std::string parallel_split_names() {
+  std::string names;
+  for (const auto& s : kSplits) {
+    if (!names.empty()) names += ", ";
+    names += s.name;
+  }
+  return names;
+}
+
+std::string parallel_split_file(const std::string& split) {
+  for (const auto& s : kSplits) {
+    if (split == s.name) return s.file;
+  }
+  return split;
+}
+
+ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
+                             const std::string& tgt_lang, int64_t limit) {
+  if (limit < 0) throw ValueError(fmt::format("load_parallel: limit must be >= 0 (0 = all), got {}", limit));
+  const std::string stem = data_dir + "/raw/" + parallel_split_file(split);
+  const std::string src_path = stem + "." + src_lang + ".gz";
+  const std::string tgt_path = stem + "." + tgt_lang + ".gz";
+  for (const auto& path : {src_path, tgt_path}) {
+    if (!file_exists(path)) {
+      throw IoError(fmt::format("load_parallel: no file '{}' for split '{}' (valid splits: {}; or a file stem "
+                                "under <data>/raw/, e.g. test_2016_flickr)",
+                                path, split, parallel_split_names()));
+    }
+  }
+  ParallelCorpus corpus;
+  corpus.src = read_lines(src_path);
+  corpus.tgt = read_lines(tgt_path);
+  if (corpus.src.size() != corpus.tgt.size()) {
+    throw ValueError(fmt::format("load_parallel: '{}' has {} lines but '{}' has {}: the sides are not aligned",
+                                 src_path, corpus.src.size(), tgt_path, corpus.tgt.size()));
+  }
+  if (limit > 0 && static_cast<int64_t>(corpus.src.size()) > limit) {
+    corpus.src.resize(static_cast<size_t>(limit));
+    corpus.tgt.resize(static_cast<size_t>(limit));
+  }
+  return corpus;
+}
+
+EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& src_model,
+                              const SubwordModel& tgt_model, int max_len) {
+  if (max_len < 1) throw ValueError(fmt::format("encode_parallel: max_len must be >= 1, got {}", max_len));
+  if (corpus.src.size() != corpus.tgt.size()) {
+    throw ValueError(fmt::format("encode_parallel: {} source lines but {} target lines", corpus.src.size(),
+                                 corpus.tgt.size()));
+  }
+  EncodedCorpus out;
+  out.pairs.resize(corpus.src.size());
+  const size_t limit = static_cast<size_t>(max_len);
+  for (size_t i = 0; i < corpus.src.size(); ++i) {
+    EncodedPair& pair = out.pairs[i];
+    pair.src = src_model.encode(corpus.src[i]);
+    pair.tgt = tgt_model.encode(corpus.tgt[i]);
+    bool cut = false;
+    for (auto* side : {&pair.src, &pair.tgt}) {
+      if (side->size() > limit) {
+        side->resize(limit);
+        cut = true;
+      }
+      if (side->empty()) side->push_back(kSubwordUnk);
+    }
+    if (cut) ++out.truncated;
+  }
+  return out;
+}
+
+Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices) {
+  if (indices.empty()) throw ValueError("make_pair_batch: no indices (batch size 0)");
+  int64_t S = 0;
+  int64_t T = 0;
+  for (const size_t i : indices) {
+    if (i >= pairs.size()) {
+      throw ValueError(fmt::format("make_pair_batch: index {} outside the {} pairs", i, pairs.size()));
+    }
+    if (pairs[i].src.empty() || pairs[i].tgt.empty()) {
+      throw ValueError(fmt::format("make_pair_batch: pair {} has an empty {}", i,
+                                   pairs[i].src.empty() ? "source" : "target"));
+    }
+    S = std::max<int64_t>(S, static_cast<int64_t>(pairs[i].src.size()));
+    T = std::max<int64_t>(T, static_cast<int64_t>(pairs[i].tgt.size()) + 1);
+  }
+  const int64_t B = static_cast<int64_t>(indices.size());
+  Batch batch;
+  batch.src = Tensor::zeros(Shape{B, S}, DType::i32);       // (B, S), PAD = 0
+  batch.src_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
+  batch.tgt_in = Tensor::zeros(Shape{B, T}, DType::i32);    // (B, T)
+  batch.tgt_out = Tensor::zeros(Shape{B, T}, DType::i32);   // (B, T)
+  batch.tgt_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
+  int32_t* src = batch.src.i32();
+  int32_t* src_len = batch.src_lengths.i32();
+  int32_t* tin = batch.tgt_in.i32();
+  int32_t* tout = batch.tgt_out.i32();
+  int32_t* tgt_len = batch.tgt_lengths.i32();
+  for (int64_t b = 0; b < B; ++b) {
+    const EncodedPair& pair = pairs[indices[static_cast<size_t>(b)]];
+    std::copy(pair.src.begin(), pair.src.end(), src + b * S);
+    src_len[b] = static_cast<int32_t>(pair.src.size());
+    int32_t* in_row = tin + b * T;
+    int32_t* out_row = tout + b * T;
+    in_row[0] = kBos;
+    std::copy(pair.tgt.begin(), pair.tgt.end(), in_row + 1);
+    std::copy(pair.tgt.begin(), pair.tgt.end(), out_row);
+    out_row[pair.tgt.size()] = kEos;
+    tgt_len[b] = static_cast<int32_t>(pair.tgt.size()) + 1;
+  }
+  return batch;
+}
+
+std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,
+                                               int max_sentences, uint64_t seed, int64_t epoch) {
+  if (max_tokens < 1) throw ValueError(fmt::format("token_batches: max_tokens must be >= 1, got {}", max_tokens));
+  if (max_sentences < 1) {
+    throw ValueError(fmt::format("token_batches: max_sentences must be >= 1, got {}", max_sentences));
+  }
+  std::vector<std::vector<size_t>> batches;
+  const size_t n = pairs.size();
+  if (n == 0) return batches;
+
+  Rng rng(splitmix64(seed) ^ splitmix64(0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(epoch)));
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  shuffle_indices(order, rng);
+
+  // Chunks of about 100 batches: long enough that sorting makes batches of similar lengths
+  // (little padding), short enough that batches still differ from epoch to epoch.
+  double mean_cost = 0.0;  // padded tokens of one row on its own: |src| + |tgt| + 1
+  for (const auto& p : pairs) mean_cost += static_cast<double>(p.src.size() + p.tgt.size() + 1);
+  mean_cost /= static_cast<double>(n);
+  const double rows = std::clamp(static_cast<double>(max_tokens) / mean_cost, 1.0, static_cast<double>(max_sentences));
+  const size_t chunk = std::max<size_t>(1, static_cast<size_t>(100.0 * rows));
+
+  for (size_t begin = 0; begin < n; begin += chunk) {
+    const size_t end = std::min(n, begin + chunk);
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                     order.begin() + static_cast<std::ptrdiff_t>(end), [&](size_t a, size_t b) {
+                       const auto la = std::make_pair(pairs[a].src.size(), pairs[a].tgt.size());
+                       const auto lb = std::make_pair(pairs[b].src.size(), pairs[b].tgt.size());
+                       return la < lb;
+                     });
+    std::vector<size_t> current;
+    size_t max_src = 0;
+    size_t max_tgt = 0;
+    for (size_t k = begin; k < end; ++k) {
+      const size_t i = order[k];
+      const size_t s = std::max(max_src, pairs[i].src.size());
+      const size_t t = std::max(max_tgt, pairs[i].tgt.size());
+      const int64_t cost = static_cast<int64_t>((current.size() + 1) * (s + t + 1));
+      if (!current.empty() && (cost > max_tokens || static_cast<int64_t>(current.size()) >= max_sentences)) {
+        batches.push_back(std::move(current));
+        current.clear();
+        max_src = pairs[i].src.size();
+        max_tgt = pairs[i].tgt.size();
+      } else {
+        max_src = s;
+        max_tgt = t;
+      }
+      current.push_back(i);
+    }
+    if (!current.empty()) batches.push_back(std::move(current));
+  }
+
+  // Shuffle the batch order (same generator, so still a function of (seed, epoch)).
+  std::vector<size_t> perm(batches.size());
+  std::iota(perm.begin(), perm.end(), size_t{0});
+  shuffle_indices(perm, rng);
+  std::vector<std::vector<size_t>> shuffled;
+  shuffled.reserve(batches.size());
+  for (const size_t p : perm) shuffled.push_back(std::move(batches[p]));
+  return shuffled;
+}
+
+std::vector<std::vector<size_t>> sorted_batches(const std::vector<std::vector<int32_t>>& sources, int batch) {
+  if (batch < 1) throw ValueError(fmt::format("sorted_batches: batch must be >= 1, got {}", batch));
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  std::vector<std::vector<size_t>> batches;
+  const size_t step = static_cast<size_t>(batch);
+  for (size_t begin = 0; begin < order.size(); begin += step) {
+    const size_t end = std::min(order.size(), begin + step);
+    batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                         order.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return batches;
+}
+
+}  // namespace attn::data

@@ -1,0 +1,209 @@
+#include "attn/data/subword.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "attn/data/tasks.h"
+#include "attn/error.h"
+
+namespace attn::data {
+namespace {
+
+namespace spm = sentencepiece;
+
+// Feeds the chosen lines to the trainer without a temporary file.
+class LinesIterator : public spm::SentenceIterator {
+ public:
+  LinesIterator(const std::vector<std::string>& lines, std::vector<size_t> order)
+      : lines_(lines), order_(std::move(order)) {}
+  bool done() const override { return pos_ >= order_.size(); }
+  void Next() override { ++pos_; }
+  const std::string& value() const override { return lines_[order_[pos_]]; }
+  spm::util::Status status() const override { return spm::util::Status(); }
+
+ private:
+  const std::vector<std::string>& lines_;
+  std::vector<size_t> order_;
+  size_t pos_ = 0;
+};
+
+bool is_io_code(spm::util::StatusCode code) {
+  return code == spm::util::StatusCode::kNotFound || code == spm::util::StatusCode::kPermissionDenied ||
+         code == spm::util::StatusCode::kDataLoss;
+}
+
+void check_special_ids(const spm::SentencePieceProcessor& sp, const std::string& name) {
+  if (sp.pad_id() != kPad || sp.bos_id() != kBos || sp.eos_id() != kEos || sp.unk_id() != kSubwordUnk) {
+    throw ValueError(fmt::format(
+        "SentencePiece model '{}' has special ids pad={} bos={} eos={} unk={}; attn needs pad=0 bos=1 eos=2 "
+        "unk=3 (train it with 'attn tokenize train' or --pad_id=0 --bos_id=1 --eos_id=2 --unk_id=3)",
+        name, sp.pad_id(), sp.bos_id(), sp.eos_id(), sp.unk_id()));
+  }
+}
+
+}  // namespace
+
+void train_subword_model(const std::vector<std::string>& lines, const std::string& model_prefix,
+                         const SubwordTrainOptions& options) {
+  if (options.vocab_size < 5) {
+    throw ValueError(fmt::format("train_subword_model: vocab_size must be >= 5 (4 special pieces + 1), got {}",
+                                 options.vocab_size));
+  }
+  if (options.model_type != "unigram" && options.model_type != "bpe") {
+    throw ValueError(
+        fmt::format("train_subword_model: unknown model_type '{}' (valid: unigram, bpe)", options.model_type));
+  }
+  if (!(options.character_coverage > 0.0f && options.character_coverage <= 1.0f)) {
+    throw ValueError(fmt::format("train_subword_model: character_coverage must be in (0, 1], got {}",
+                                 options.character_coverage));
+  }
+  if (options.max_sentences < 0) {
+    throw ValueError(
+        fmt::format("train_subword_model: max_sentences must be >= 0 (0 = all), got {}", options.max_sentences));
+  }
+  if (model_prefix.empty()) throw ValueError("train_subword_model: empty model_prefix");
+  const std::filesystem::path parent = std::filesystem::path(model_prefix).parent_path();
+  std::error_code error;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
+    throw IoError(fmt::format("train_subword_model: cannot write '{}.model': directory '{}' does not exist",
+                              model_prefix, parent.string()));
+  }
+
+  std::vector<size_t> order;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].empty()) order.push_back(i);
+  }
+  if (order.empty()) throw ValueError("train_subword_model: no non-empty training line");
+  if (options.max_sentences > 0 && static_cast<int64_t>(order.size()) > options.max_sentences) {
+    // An evenly spaced sample: deterministic, and it covers the whole input (not just its head).
+    const size_t n = order.size();
+    const size_t m = static_cast<size_t>(options.max_sentences);
+    std::vector<size_t> sample(m);
+    for (size_t i = 0; i < m; ++i) sample[i] = order[i * n / m];
+    order = std::move(sample);
+  }
+
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  const std::unordered_map<std::string, std::string> kwargs = {
+      {"model_prefix", model_prefix},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"model_type", options.model_type},
+      {"character_coverage", fmt::format("{}", options.character_coverage)},
+      {"pad_id", std::to_string(kPad)},
+      {"bos_id", std::to_string(kBos)},
+      {"eos_id", std::to_string(kEos)},
+      {"unk_id", std::to_string(kSubwordUnk)},
+      {"input_sentence_size", "0"},  // the sample is chosen above
+      {"num_threads", std::to_string(threads)},
+      // INFO (0) logs every EM step; ERROR (2) keeps stderr quiet, errors come back as a status.
+      {"minloglevel", options.verbose ? "0" : "2"},
+  };
+  LinesIterator iterator(lines, std::move(order));
+  const auto status = spm::SentencePieceTrainer::Train(kwargs, &iterator);
+  if (!status.ok()) {
+    const std::string message =
+        fmt::format("train_subword_model: SentencePiece training for '{}' failed: {}", model_prefix, status.message());
+    if (is_io_code(status.code())) throw IoError(message);
+    throw ValueError(message);
+  }
+  for (const char* ext : {".model", ".vocab"}) {
+    if (!std::filesystem::is_regular_file(model_prefix + ext, error)) {
+      throw IoError(fmt::format("train_subword_model: SentencePiece did not write '{}{}'", model_prefix, ext));
+    }
+  }
+}
+
+SubwordModel SubwordModel::load(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) {
+    throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
+  }
+  auto sp = std::make_shared<spm::SentencePieceProcessor>();
+  const auto status = sp->Load(path);
+  if (!status.ok()) {
+    throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, status.message()));
+  }
+  check_special_ids(*sp, path);
+  SubwordModel model;
+  model.processor_ = std::move(sp);
+  model.path_ = path;
+  return model;
+}
+
+SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::string& name) {
+  auto sp = std::make_shared<spm::SentencePieceProcessor>();
+  const auto status = sp->LoadFromSerializedProto(bytes);
+  if (!status.ok()) {
+    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: {}", name, status.message()));
+  }
+  check_special_ids(*sp, name);
+  SubwordModel model;
+  model.processor_ = std::move(sp);
+  model.path_ = name;
+  return model;
+}
+
+const spm::SentencePieceProcessor& SubwordModel::processor() const {
+  if (!processor_) throw ValueError("SubwordModel: no model loaded (use SubwordModel::load or from_serialized)");
+  return *processor_;
+}
+
+std::vector<int32_t> SubwordModel::encode(const std::string& text) const {
+  std::vector<int> ids;
+  const auto status = processor().Encode(text, &ids);
+  if (!status.ok()) throw ValueError(fmt::format("SubwordModel::encode ('{}'): {}", path_, status.message()));
+  return std::vector<int32_t>(ids.begin(), ids.end());
+}
+
+std::string SubwordModel::decode(const std::vector<int32_t>& ids) const {
+  const int32_t V = vocab_size();
+  std::vector<int> kept;
+  kept.reserve(ids.size());
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= V) {
+      throw ValueError(fmt::format("SubwordModel::decode: id {} outside the vocabulary [0, {}) of '{}'", id, V, path_));
+    }
+    if (id == kEos) break;
+    if (id == kPad || id == kBos) continue;
+    kept.push_back(id);
+  }
+  std::string text;
+  const auto status = processor().Decode(kept, &text);
+  if (!status.ok()) throw ValueError(fmt::format("SubwordModel::decode ('{}'): {}", path_, status.message()));
+  return text;
+}
+
+std::vector<std::string> SubwordModel::pieces(const std::vector<int32_t>& ids) const {
+  const int32_t V = vocab_size();
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (const int32_t id : ids) {
+    if (id < 0 || id >= V) {
+      throw ValueError(fmt::format("SubwordModel::pieces: id {} outside the vocabulary [0, {}) of '{}'", id, V, path_));
+    }
+    out.push_back(processor().IdToPiece(id));
+  }
+  return out;
+}
+
+std::vector<std::string> SubwordModel::encode_pieces(const std::string& text) const { return pieces(encode(text)); }
+
+std::string SubwordModel::decode_pieces(const std::vector<std::string>& pieces) const {
+  std::string text;
+  const auto status = processor().Decode(pieces, &text);
+  if (!status.ok()) throw ValueError(fmt::format("SubwordModel::decode_pieces ('{}'): {}", path_, status.message()));
+  return text;
+}
+
+int32_t SubwordModel::vocab_size() const { return static_cast<int32_t>(processor().GetPieceSize()); }
+
+std::string SubwordModel::serialized() const { return processor().serialized_model_proto(); }
+
+}  // namespace attn::data

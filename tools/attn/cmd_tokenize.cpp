@@ -1,0 +1,158 @@
+// attn tokenize: train a SentencePiece model on text files, and encode / decode text with it
+// (stdin -> stdout, one line at a time).
+//   attn tokenize train --input train.de.gz --input train.en.gz --vocab-size 8000 --out spm/shared
+//   attn tokenize encode --model spm/shared.model < text.txt          # pieces: ▁Zwei ▁junge ...
+//   attn tokenize encode --model spm/shared.model --ids < text.txt    # ids: 412 97 ...
+//   attn tokenize decode --model spm/shared.model [--ids] < pieces.txt
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "attn/data/subword.h"
+#include "attn/data/text.h"
+#include "attn/error.h"
+#include "commands.h"
+
+namespace attn::cli {
+namespace {
+
+std::vector<std::string> split_spaces(const std::string& line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number) {
+  std::vector<int32_t> ids;
+  for (const auto& token : split_spaces(line)) {
+    size_t used = 0;
+    long value = 0;
+    try {
+      value = std::stol(token, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != token.size() || value < INT32_MIN || value > INT32_MAX) {
+      throw ValueError(fmt::format("stdin line {}: '{}' is not an id", line_number, token));
+    }
+    ids.push_back(static_cast<int32_t>(value));
+  }
+  return ids;
+}
+
+template <class Fn>
+void filter_stdin(Fn&& fn) {
+  std::ios::sync_with_stdio(false);
+  std::string line;
+  int64_t number = 0;
+  while (std::getline(std::cin, line)) {
+    ++number;
+    const std::string out = fn(line, number) + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);  // a line in, a line out: usable as a coprocess
+  }
+}
+
+void add_tokenize_command(CLI::App& app) {
+  CLI::App* cmd = app.add_subcommand("tokenize", "Train a SentencePiece subword model; encode and decode text");
+  cmd->require_subcommand(1);
+
+  struct TrainArgs {
+    std::vector<std::string> inputs;
+    std::string out;
+    data::SubwordTrainOptions options;
+  };
+  auto train = std::make_shared<TrainArgs>();
+  CLI::App* train_cmd = cmd->add_subcommand("train", "Train a model on text files (plain or .gz, one sentence a line)");
+  train_cmd->add_option("--input", train->inputs, "Training text (repeat for several files, e.g. both languages)")
+      ->required();
+  train_cmd->add_option("--vocab-size", train->options.vocab_size, "Vocabulary size V (4 special pieces included)")
+      ->capture_default_str();
+  train_cmd->add_option("--model-type", train->options.model_type, "unigram or bpe")
+      ->check(CLI::IsMember({"unigram", "bpe"}))
+      ->capture_default_str();
+  train_cmd->add_option("--character-coverage", train->options.character_coverage,
+                        "Share of characters the vocabulary covers, in (0, 1]")
+      ->capture_default_str();
+  train_cmd->add_option("--max-sentences", train->options.max_sentences,
+                        "Train on an evenly spaced sample of this many lines (0: all)")
+      ->capture_default_str();
+  train_cmd->add_flag("--verbose", train->options.verbose, "Show SentencePiece's training log");
+  train_cmd->add_option("--out", train->out, "Output prefix: writes PREFIX.model and PREFIX.vocab")->required();
+  train_cmd->callback([train] {
+    if (train->options.vocab_size < 5) {
+      throw UsageError(fmt::format("--vocab-size must be >= 5, got {}", train->options.vocab_size));
+    }
+    if (!(train->options.character_coverage > 0.0f && train->options.character_coverage <= 1.0f)) {
+      throw UsageError(fmt::format("--character-coverage must be in (0, 1], got {}", train->options.character_coverage));
+    }
+    if (train->options.max_sentences < 0) {
+      throw UsageError(fmt::format("--max-sentences must be >= 0, got {}", train->options.max_sentences));
+    }
+    std::vector<std::string> lines;
+    for (const auto& path : train->inputs) {
+      auto part = data::read_lines(path);
+      lines.insert(lines.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+    }
+    data::train_subword_model(lines, train->out, train->options);
+    const auto model = data::SubwordModel::load(train->out + ".model");
+    std::printf("trained a %s model of %d pieces on %zu lines: %s.model, %s.vocab\n",
+                train->options.model_type.c_str(), model.vocab_size(), lines.size(), train->out.c_str(),
+                train->out.c_str());
+  });
+
+  struct CodecArgs {
+    std::string model;
+    bool ids = false;
+  };
+  auto encode = std::make_shared<CodecArgs>();
+  CLI::App* encode_cmd = cmd->add_subcommand("encode", "Text on stdin -> pieces (or ids) on stdout, line by line");
+  encode_cmd->add_option("--model", encode->model, "SentencePiece model (PREFIX.model)")->required();
+  encode_cmd->add_flag("--ids", encode->ids, "Print piece ids instead of pieces");
+  encode_cmd->callback([encode] {
+    const auto model = data::SubwordModel::load(encode->model);
+    filter_stdin([&](const std::string& line, int64_t) {
+      std::string out;
+      if (encode->ids) {
+        for (const int32_t id : model.encode(line)) {
+          if (!out.empty()) out.push_back(' ');
+          out += std::to_string(id);
+        }
+      } else {
+        for (const auto& piece : model.encode_pieces(line)) {
+          if (!out.empty()) out.push_back(' ');
+          out += piece;
+        }
+      }
+      return out;
+    });
+  });
+
+  auto decode = std::make_shared<CodecArgs>();
+  CLI::App* decode_cmd = cmd->add_subcommand("decode", "Pieces (or ids) on stdin -> text on stdout, line by line");
+  decode_cmd->add_option("--model", decode->model, "SentencePiece model (PREFIX.model)")->required();
+  decode_cmd->add_flag("--ids", decode->ids, "Read piece ids instead of pieces");
+  decode_cmd->callback([decode] {
+    const auto model = data::SubwordModel::load(decode->model);
+    filter_stdin([&](const std::string& line, int64_t number) {
+      if (decode->ids) return model.decode(parse_ids(line, number));
+      return model.decode_pieces(split_spaces(line));
+    });
+  });
+}
+
+}  // namespace
+
+ATTN_REGISTER_COMMAND(70, add_tokenize_command);
+
+}  // namespace attn::cli
