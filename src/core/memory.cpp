@@ -27,7 +27,19 @@ Pool& pool() {
   return *instance;
 }
 
-size_t round_up(size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+// Size classes: multiples of 64 bytes up to 4 KiB, then four classes per power of two
+// (m · 2^k, m in 4..7), so at most a quarter of a large buffer is slack. Batches of
+// varying shape (real sentences) then reuse each other's buffers instead of asking the
+// system for fresh pages on every step.
+size_t round_up(size_t bytes) {
+  bytes = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (bytes <= 4096) return bytes;
+  size_t step = size_t{1} << (63 - __builtin_clzll(bytes) - 2);  // a quarter of the top power of two
+  return (bytes + step - 1) / step * step;
+}
+
+// Cached bytes above this go back to the system instead of the free lists.
+constexpr int64_t kMaxCachedBytes = int64_t{4} << 30;
 
 }  // namespace
 
@@ -56,9 +68,13 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(round_up(bytes == 0 ? 1 : 
 Buffer::~Buffer() {
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
+  p.stats.live_bytes -= static_cast<int64_t>(bytes_);
+  if (p.stats.cached_bytes + static_cast<int64_t>(bytes_) > kMaxCachedBytes) {
+    std::free(data_);
+    return;
+  }
   p.free_lists[bytes_].push_back(data_);
   p.stats.cached_bytes += static_cast<int64_t>(bytes_);
-  p.stats.live_bytes -= static_cast<int64_t>(bytes_);
 }
 
 AllocatorStats allocator_stats() {

@@ -108,42 +108,61 @@ DirectionResult run_direction(const RnnStack::Weights& w, bool lstm, const Tenso
 
 }  // namespace
 
-EncoderOutput Encoder::forward(const Tensor& src, const Tensor& src_lengths) {
-  ShapeContract contract("Encoder");
-  contract.check("src", src, {"B", "S"}, DType::i32).check("src_lengths", src_lengths, {"B"}, DType::i32);
-  const int64_t B = src.dim(0), S = src.dim(1), H = rnn.hidden;
-  for (int64_t b = 0; b < B; ++b) {
-    const int32_t len = src_lengths.i32()[b];
-    if (len < 1 || len > S)
-      throw ValueError("Encoder: 'src_lengths' value " + std::to_string(len) + " at batch index " +
-                       std::to_string(b) + " is out of range [1, S=" + std::to_string(S) + "]");
-  }
+void packed_keep_masks(const Tensor& lengths, int64_t S, Tensor& keep, std::vector<char>& all_kept) {
+  const int64_t B = lengths.dim(0);
   // keep[t][b] = t < lengths[b]; all_kept[t] when every row is real at step t.
-  Tensor keep = Tensor::empty({S, B}, DType::i32);  // (S, B)
-  std::vector<char> all_kept(static_cast<size_t>(S), 1);
+  keep = Tensor::empty({S, B}, DType::i32);  // (S, B)
+  all_kept.assign(static_cast<size_t>(S), 1);
   for (int64_t t = 0; t < S; ++t)
     for (int64_t b = 0; b < B; ++b) {
-      const bool k = t < src_lengths.i32()[b];
+      const bool k = t < lengths.i32()[b];
       keep.i32()[t * B + b] = k;
       if (!k) all_kept[static_cast<size_t>(t)] = 0;
     }
+}
 
-  Tensor input = embedding.forward(time_major_ids(src));  // (S, B, emb)
-  EncoderOutput result;
-  std::vector<Tensor> final_h, final_c;  // per layer and direction
+RnnStackOutput run_rnn_stack(const RnnStack& rnn, const Tensor& input_, const Tensor& keep,
+                             const std::vector<char>& all_kept, nn::Dropout* between) {
+  const int64_t B = input_.dim(1), H = rnn.hidden;
+  Tensor input = input_;
+  RnnStackOutput result;
   for (int l = 0; l < rnn.layers; ++l) {
-    if (l > 0) input = dropout_.forward(input);
+    if (l > 0 && between) input = between->forward(input);
     std::vector<Tensor> outs;
     for (int d = 0; d < rnn.directions; ++d) {
       const RnnStack::Weights& w = rnn.at(l, d);
       const Tensor gates_x = linear(input, w.w_ih, w.b_ih);  // (S, B, G): one GEMM over S·B rows
       DirectionResult r = run_direction(w, rnn.lstm, gates_x, keep, all_kept, B, H, d == 1);
       outs.push_back(r.outputs);
-      final_h.push_back(r.h);
-      final_c.push_back(r.c);
+      result.h.push_back(r.h);
+      result.c.push_back(r.c);
     }
     input = outs.size() == 1 ? outs[0] : concat(outs);  // (S, B, E)
   }
+  result.outputs = input;
+  return result;
+}
+
+EncoderOutput Encoder::forward(const Tensor& src, const Tensor& src_lengths) {
+  ShapeContract contract("Encoder");
+  contract.check("src", src, {"B", "S"}, DType::i32).check("src_lengths", src_lengths, {"B"}, DType::i32);
+  const int64_t B = src.dim(0), S = src.dim(1);
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t len = src_lengths.i32()[b];
+    if (len < 1 || len > S)
+      throw ValueError("Encoder: 'src_lengths' value " + std::to_string(len) + " at batch index " +
+                       std::to_string(b) + " is out of range [1, S=" + std::to_string(S) + "]");
+  }
+  Tensor keep;
+  std::vector<char> all_kept;
+  packed_keep_masks(src_lengths, S, keep, all_kept);
+
+  const Tensor embedded = embedding.forward(time_major_ids(src));  // (S, B, emb)
+  EncoderOutput result;
+  RnnStackOutput stack = run_rnn_stack(rnn, embedded, keep, all_kept, &dropout_);
+  const std::vector<Tensor>& final_h = stack.h;  // per layer and direction
+  const std::vector<Tensor>& final_c = stack.c;
+  const Tensor& input = stack.outputs;
   result.outputs = transpose_01(input);  // (B, S, E)
   for (int l = 0; l < rnn.layers; ++l) {
     if (rnn.directions == 1) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "attn/autodiff/tape.h"
 #include "attn/nn/init.h"
@@ -38,17 +39,9 @@ void check_dropout(const std::string& who, float p) {
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError(who + ": dropout must be in [0, 1), got " + number(p));
 }
 
-// The boundary checks both modules share: shapes of the inputs and masks, mask values and
-// the weight options. Binds B, T, S in `c`.
-void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const Tensor& value,
-                const MhaCallOptions& call, int64_t D, int64_t kdim, int64_t vdim, int64_t H) {
+// Checks the masks and weight options of a call against B, T, S bound in `c`.
+void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
   const std::string& op = c.op();
-  c.bind("D", D);
-  c.check("query", query, {"B", "T", "D"});
-  c.bind("Dk", kdim);
-  c.check("key", key, {"B", "S", "Dk"});
-  c.bind("Dv", vdim);
-  c.check("value", value, {"B", "S", "Dv"});
   const int64_t B = c["B"], S = c["S"];
   if (call.key_lengths.defined() && call.key_padding_mask.defined())
     throw ValueError(op + ": key_lengths and key_padding_mask are exclusive; give one of them, not both");
@@ -72,6 +65,19 @@ void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const 
   for (int head : call.heads)
     if (head < 0 || head >= H)
       throw ValueError(op + ": selected head " + str(head) + " is out of range [0, H=" + str(H) + ")");
+}
+
+// The boundary checks both modules share: shapes of the inputs and masks, mask values and
+// the weight options. Binds B, T, S in `c`.
+void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const Tensor& value,
+                const MhaCallOptions& call, int64_t D, int64_t kdim, int64_t vdim, int64_t H) {
+  c.bind("D", D);
+  c.check("query", query, {"B", "T", "D"});
+  c.bind("Dk", kdim);
+  c.check("key", key, {"B", "S", "Dk"});
+  c.bind("Dv", vdim);
+  c.check("value", value, {"B", "S", "Dv"});
+  check_masks(c, call, H);
 }
 
 // Attention over heads: q (B, H, T, Dq), k (B, H, S, Dq), v (B, H, S, Dv) → context
@@ -156,6 +162,35 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
   register_module("out_proj", out_proj);
 }
 
+// Unchecked projections (the public entry points check first).
+Tensor MultiheadAttention::project_query_(const Tensor& query) const {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  if (in_proj_weight.defined()) return split_heads(linear(query, rows(in_proj_weight, 0, D), rows(in_proj_bias, 0, D)), H);
+  return split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::project_kv_(const Tensor& key, const Tensor& value) const {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  if (in_proj_weight.defined()) {
+    if (key.same(value)) {
+      // Shared keys and values: one GEMM → (B, S, 2D).
+      auto kv = split_heads_packed(linear(key, rows(in_proj_weight, D, 3 * D), rows(in_proj_bias, D, 3 * D)), H, 2);
+      return {kv[0], kv[1]};
+    }
+    return {split_heads(linear(key, rows(in_proj_weight, D, 2 * D), rows(in_proj_bias, D, 2 * D)), H),
+            split_heads(linear(value, rows(in_proj_weight, 2 * D, 3 * D), rows(in_proj_bias, 2 * D, 3 * D)), H)};
+  }
+  return {split_heads(linear(key, k_proj_weight, rows(in_proj_bias, D, 2 * D)), H),
+          split_heads(linear(value, v_proj_weight, rows(in_proj_bias, 2 * D, 3 * D)), H)};
+}
+
+MhaResult MultiheadAttention::attend_heads_(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const MhaCallOptions& call) {
+  MhaResult r = attend(q, k, v, call, 0.0f /* 1 / sqrt(Dh) */, options_.dropout, is_training(), dropout_rng_);
+  r.out = out_proj.forward(merge_heads(r.out));  // (B, T, D)
+  return r;
+}
+
 MhaResult MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const MhaCallOptions& call) {
   const int64_t D = options_.embed_dim, H = options_.num_heads;
@@ -163,30 +198,59 @@ MhaResult MultiheadAttention::forward(const Tensor& query, const Tensor& key, co
   check_call(c, query, key, value, call, D, options_.kdim, options_.vdim, H);
 
   Tensor q, k, v;  // (B, H, T, Dh), (B, H, S, Dh), (B, H, S, Dh)
-  if (in_proj_weight.defined()) {
-    if (query.same(key) && key.same(value)) {
-      // Self-attention: one GEMM for q, k and v → (B, T, 3D).
-      auto qkv = split_heads_packed(linear(query, in_proj_weight, in_proj_bias), H, 3);
-      q = qkv[0], k = qkv[1], v = qkv[2];
-    } else {
-      q = split_heads(linear(query, rows(in_proj_weight, 0, D), rows(in_proj_bias, 0, D)), H);
-      if (key.same(value)) {
-        // Shared keys and values: one GEMM → (B, S, 2D).
-        auto kv = split_heads_packed(linear(key, rows(in_proj_weight, D, 3 * D), rows(in_proj_bias, D, 3 * D)), H, 2);
-        k = kv[0], v = kv[1];
-      } else {
-        k = split_heads(linear(key, rows(in_proj_weight, D, 2 * D), rows(in_proj_bias, D, 2 * D)), H);
-        v = split_heads(linear(value, rows(in_proj_weight, 2 * D, 3 * D), rows(in_proj_bias, 2 * D, 3 * D)), H);
-      }
-    }
+  if (in_proj_weight.defined() && query.same(key) && key.same(value)) {
+    // Self-attention: one GEMM for q, k and v → (B, T, 3D).
+    auto qkv = split_heads_packed(linear(query, in_proj_weight, in_proj_bias), H, 3);
+    q = qkv[0], k = qkv[1], v = qkv[2];
   } else {
-    q = split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
-    k = split_heads(linear(key, k_proj_weight, rows(in_proj_bias, D, 2 * D)), H);
-    v = split_heads(linear(value, v_proj_weight, rows(in_proj_bias, 2 * D, 3 * D)), H);
+    q = project_query_(query);
+    std::tie(k, v) = project_kv_(key, value);
   }
-  MhaResult r = attend(q, k, v, call, 0.0f /* 1 / sqrt(Dh) */, options_.dropout, is_training(), dropout_rng_);
-  r.out = out_proj.forward(merge_heads(r.out));  // (B, T, D)
-  return r;
+  return attend_heads_(q, k, v, call);
+}
+
+Tensor MultiheadAttention::project_query(const Tensor& query) const {
+  ShapeContract c("multihead_attention.project_query");
+  c.bind("D", options_.embed_dim);
+  c.check("query", query, {"B", "T", "D"});
+  return project_query_(query);
+}
+
+std::pair<Tensor, Tensor> MultiheadAttention::project_kv(const Tensor& key, const Tensor& value) const {
+  ShapeContract c("multihead_attention.project_kv");
+  c.bind("Dk", options_.kdim);
+  c.check("key", key, {"B", "S", "Dk"});
+  c.bind("Dv", options_.vdim);
+  c.check("value", value, {"B", "S", "Dv"});
+  return project_kv_(key, value);
+}
+
+std::vector<Tensor> MultiheadAttention::project_qkv(const Tensor& x) const {
+  const int64_t D = options_.embed_dim, H = options_.num_heads;
+  if (!in_proj_weight.defined())
+    throw ValueError("multihead_attention.project_qkv: self-attention projections need kdim == vdim == embed_dim=" +
+                     str(D) + ", this module has kdim=" + str(options_.kdim) + ", vdim=" + str(options_.vdim));
+  ShapeContract c("multihead_attention.project_qkv");
+  c.bind("D", D);
+  c.check("x", x, {"B", "T", "D"});
+  return split_heads_packed(linear(x, in_proj_weight, in_proj_bias), H, 3);  // one GEMM → (B, T, 3D)
+}
+
+MhaResult MultiheadAttention::attend_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const MhaCallOptions& call) {
+  ShapeContract c("multihead_attention.attend_heads");
+  c.bind("H", options_.num_heads);
+  c.bind("Dh", head_dim());
+  c.check("q", q, {"B", "H", "T", "Dh"});
+  c.check("k", k, {"B", "H", "S", "Dh"});
+  c.check("v", v, {"B", "H", "S", "Dh"});
+  check_masks(c, call, options_.num_heads);
+  return attend_heads_(q, k, v, call);
+}
+
+MhaResult MultiheadAttention::attend_projected(const Tensor& query, const Tensor& k, const Tensor& v,
+                                               const MhaCallOptions& call) {
+  return attend_heads(project_query(query), k, v, call);
 }
 
 // ---- MultiheadGeneralAttention --------------------------------------------------------------------

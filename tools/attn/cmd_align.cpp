@@ -1,26 +1,88 @@
-// attn align: the attention heatmap of one decoded input.
+// attn align: the attention heatmap of one decoded input: a synthetic-task model with
+// --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
+// pieces on both axes; a Transformer's cross-attention per head of one layer).
 #include <cstdio>
 
 #include "attn/data/tasks.h"
+#include "attn/train/translation_trainer.h"
+#include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
 
 namespace attn::cli {
+namespace {
+
+struct AlignArgs {
+  std::string model, input, text, out = "align.png";
+  int beam = 1;
+  int layer = -1;  // Transformer: decoder layer (-1: the last)
+  int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
+};
+
+void align_translation(const AlignArgs& a) {
+  train::LoadedTranslator model = train::load_translator(a.model);
+  const int layers = model.model->attention_layers(), heads = model.model->attention_heads();
+  if (layers == 0) throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
+  if (a.layer < -1 || a.layer >= layers)
+    throw UsageError("--layer must be in [0, " + std::to_string(layers) + ") or -1 (the last), got " + std::to_string(a.layer));
+  if (a.head < -2 || a.head >= heads)
+    throw UsageError("--head must be in [0, " + std::to_string(heads) + "), -1 (average) or -2 (every head), got " +
+                     std::to_string(a.head));
+  viz::Heatmap map;
+  const bool transformer = model.info.kind == "transformer";
+  const int layer = a.layer < 0 ? layers - 1 : a.layer;
+  std::vector<int> panel_heads;
+  if (transformer && a.head == -2) {
+    for (int h = 0; h < heads; ++h) panel_heads.push_back(h);
+  } else {
+    panel_heads.push_back(transformer ? a.head : -1);
+  }
+  std::string output;
+  for (int h : panel_heads) {
+    train::TranslateOptions options{.beam = a.beam, .select = {.layer = layer, .head = h}};
+    train::Translation t = train::translate(model, {a.text}, options, true).at(0);
+    if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
+    if (map.panels.empty()) {
+      map.col_labels = t.src_pieces;
+      map.row_labels = t.out_pieces;
+      output = t.text;
+    }
+    std::vector<float> panel;
+    for (const auto& row : t.weights) panel.insert(panel.end(), row.begin(), row.end());
+    map.panels.push_back(std::move(panel));
+  }
+  map.title = transformer ? "cross-attention, layer " + std::to_string(layer) +
+                                (a.head == -1 ? ", head average" : a.head >= 0 ? ", head " + std::to_string(a.head) : ", heads 0.." + std::to_string(heads - 1))
+                          : "attention: " + model.info.config.value("attention", std::string()) +
+                                (heads > 1 ? " (head average)" : "");
+  viz::write_heatmap(map, a.out);
+  std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
+}
+
+}  // namespace
 
 void add_align_command(CLI::App& app) {
-  struct Args {
-    std::string model, input, out = "align.png";
-    int beam = 1;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<AlignArgs>();
   CLI::App* cmd = app.add_subcommand("align", "Draw the attention weights of one decoded input as a heatmap");
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
-  cmd->add_option("--input", args->input, "Source symbols, e.g. \"5 9 3 17 4\" (3..31)")->required();
+  auto* input = cmd->add_option("--input", args->input, "Synthetic-task model: source symbols, e.g. \"5 9 3 17 4\" (3..31)");
+  auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence");
+  input->excludes(text);
   cmd->add_option("--beam", args->beam, "Beam width (1: greedy)")->capture_default_str();
+  cmd->add_option("--layer", args->layer, "Transformer: decoder layer whose cross-attention to draw (-1: the last)")
+      ->capture_default_str();
+  cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
+      ->capture_default_str();
   cmd->add_option("--out", args->out, "Output picture (.png or .svg)")->capture_default_str();
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
+    if (train::is_translation_checkpoint(args->model)) {
+      if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
+      align_translation(*args);
+      return;
+    }
+    if (args->input.empty()) throw UsageError("a synthetic-task model needs --input \"5 9 3 17 4\"");
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });
     train::LoadedModel loaded = train::load_checkpoint(args->model);

@@ -1,6 +1,13 @@
-// attn eval: accuracy of a trained model per source length.
+// attn eval: accuracy of a trained model — per source length for seq2seq checkpoints, on
+// an SST-2 split for classifier checkpoints (dispatch on the checkpoint's metadata format).
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "attn/data/sst2.h"
+#include "attn/data/text.h"
+#include "attn/train/classifier_trainer.h"
+#include "attn/train/translation_trainer.h"
 #include "commands.h"
 #include "common.h"
 
@@ -12,20 +19,77 @@ void add_eval_command(CLI::App& app) {
     std::string lengths = "5,10,20,40,80";
     train::EvalOptions options;
     bool json = false;
+    std::string data;
+    std::string split;
+    int batch = 256;
+    std::string hypotheses;
+    int64_t limit = 0;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("eval", "Evaluate a model: token and sequence accuracy per source length");
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Evaluate a model: token and sequence accuracy per source length (seq2seq), or accuracy on an "
+              "SST-2 split (classifier)");
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
   cmd->add_option("--eval-lengths", args->lengths, "Comma-separated source lengths")->capture_default_str();
   cmd->add_option("--samples", args->options.samples, "Examples per length")->capture_default_str();
   cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
+  cmd->add_option("--data", args->data, "Classifier / translation: the data folder (or its sst2/ or multi30k/)");
+  cmd->add_option("--split", args->split,
+                  "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
+                  "mscoco2017");
+  cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
+  cmd->add_option("--limit", args->limit, "Translation: the first N sentences of the split only (0: all)");
+  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(CLI::PositiveNumber);
   add_threads_option(cmd);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);
     if (args->options.samples < 1) throw UsageError("--samples must be >= 1");
     if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
+    const std::string format = train::checkpoint_format(args->model);
+    if (format == "attn-translation") {
+      if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
+      if (args->limit < 0) throw UsageError("--limit must be >= 0");
+      train::LoadedTranslator model = train::load_translator(args->model);
+      train::TranslateOptions options;
+      options.beam = cmd->count("--beam") ? args->options.beam : 5;
+      const std::string split = args->split.empty() ? "test2016" : args->split;
+      std::string dir = args->data;
+      if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
+      const train::TranslationEval e = train::evaluate_translation(model, dir, split, options, args->limit);
+      if (!args->hypotheses.empty()) data::write_lines(args->hypotheses, e.hypotheses);
+      if (args->json) {
+        nlohmann::json j = e.bleu_json;
+        j["bleu"] = e.bleu;
+        j["split"] = split;
+        j["sentences"] = e.sentences;
+        j["beam"] = options.beam;
+        j["seconds"] = e.seconds;
+        j["model"] = model.info.kind;
+        std::printf("%s\n", j.dump(2).c_str());
+      } else {
+        std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
+                    static_cast<long long>(e.sentences), options.beam, e.bleu_line.c_str());
+      }
+      return;
+    }
+    if (format == "attn-classifier") {
+      if (args->split.empty()) args->split = "dev";
+      if (args->data.empty()) throw UsageError("a classifier checkpoint needs --data DIR (the folder holding sst2/)");
+      if (args->split != "dev" && args->split != "test" && args->split != "train")
+        throw UsageError("unknown --split '" + args->split + "' (valid: train, dev, test)");
+      train::LoadedClassifier loaded = train::load_classifier(args->model);
+      const auto examples = data::read_sst2(data::sst2_split_path(args->data, args->split));
+      const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, loaded.vocab, examples, args->batch);
+      if (args->json) {
+        std::printf("%s\n", train::classifier_eval_json(e).c_str());
+      } else {
+        std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
+                    args->split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
+      }
+      return;
+    }
     train::LoadedModel loaded = train::load_checkpoint(args->model);
     auto rows = train::evaluate(*loaded.model, data::parse_task(loaded.info.task), args->options);
     if (args->json) {

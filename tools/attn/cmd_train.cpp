@@ -1,25 +1,156 @@
-// attn train: trains one seq2seq model on a synthetic task.
+// attn train: trains one seq2seq model on a synthetic task (copy / reverse / sort), or a
+// sentence classifier on SST-2 (--task sst2 --model bilstm|transformer-cls --data DIR).
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"
+#include "train_text_tasks.h"
 
 namespace attn::cli {
+namespace {
+
+struct ClassifierArgs {
+  std::string model = "bilstm";
+  std::string data;
+  std::string model_config;  // JSON merged over the options below
+  int epochs = 3;
+  int min_freq = 1;
+  int64_t max_vocab = 0;
+  float weight_decay = 0.0f;
+  int64_t d_model = 256, ffn = 1024;
+  int64_t train_limit = 0, dev_limit = 0;
+};
+
+// The classifier run the parsed options describe. Options shared with the seq2seq trainer
+// (--steps --batch --lr --clip --seed --emb --hidden --layers --dropout --eval-every
+// --bucket --heads) keep classifier defaults unless given.
+train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Seq2SeqConfig& config,
+                                                 const train::TrainOptions& t, const ClassifierArgs& a) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  train::ClassifierTrainOptions o;
+  o.data_dir = a.data;
+  o.model = a.model;
+  o.min_freq = a.min_freq;
+  o.max_size = a.max_vocab;
+  o.epochs = a.epochs;
+  o.steps = given("--steps") ? t.steps : 0;
+  o.batch = t.batch;
+  o.lr = t.lr;
+  o.weight_decay = a.weight_decay;
+  o.lr_schedule = t.lr_schedule;
+  o.warmup = t.warmup;
+  if (given("--clip")) o.clip = t.clip;
+  o.seed = t.seed;
+  o.log_every = t.log_every;
+  o.eval_every = given("--eval-every") ? t.eval_every : 0;
+  if (given("--bucket")) o.bucket = t.bucket;
+  o.train_limit = a.train_limit;
+  o.dev_limit = a.dev_limit;
+  o.out_dir = t.out_dir;
+  nlohmann::json mc = nlohmann::json::object();
+  if (a.model == "bilstm") {
+    mc["emb"] = given("--emb") ? config.emb : 300;
+    mc["hidden"] = given("--hidden") ? config.hidden : 150;
+    mc["layers"] = config.layers;
+    mc["dropout"] = given("--dropout") ? config.dropout : 0.5f;
+  } else if (a.model == "transformer-cls") {
+    mc["d_model"] = a.d_model;
+    mc["heads"] = config.heads;
+    mc["ffn"] = a.ffn;
+    mc["encoder_layers"] = given("--layers") ? config.layers : 2;
+    mc["dropout"] = given("--dropout") ? config.dropout : 0.1f;
+  }
+  if (!a.model_config.empty()) {
+    nlohmann::json extra;
+    try {
+      extra = nlohmann::json::parse(a.model_config);
+    } catch (const nlohmann::json::exception& e) {
+      throw UsageError(std::string("--model-config is not valid JSON: ") + e.what());
+    }
+    if (!extra.is_object()) throw UsageError("--model-config must be a JSON object, got " + extra.dump());
+    mc.update(extra);
+  }
+  o.model_config = mc;
+  return o;
+}
+
+void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
+                    const ClassifierArgs& a) {
+  if (cmd->count("--resume")) throw UsageError("--resume is not supported for --task sst2");
+  if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
+  train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a);
+  as_usage([&] {
+    o.validate();
+    // A bad model configuration is a usage error too: build it once with a stand-in vocabulary.
+    models::make_classifier(o.model, models::classifier_config_with_vocab(o.model, o.model_config, 3, 2));
+  });
+  o.stop = &install_interrupt_flag();
+  train::ClassifierTrainResult r = train::train_classifier(o);
+  if (r.interrupted) {
+    std::fprintf(stderr, "attn: interrupted at step %lld; best model so far in %s\n",
+                 static_cast<long long>(r.steps_done), r.model_path.c_str());
+    throw Interrupted();
+  }
+  std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev accuracy %.2f %% (step %lld), %.0f examples/s, "
+              "vocabulary %lld\n",
+              static_cast<long long>(r.steps_done), r.seconds, r.final_loss, 100 * r.best_dev_accuracy,
+              static_cast<long long>(r.best_step), r.examples_per_second, static_cast<long long>(r.vocab_size));
+  std::printf("model: %s\n", r.model_path.c_str());
+}
+
+}  // namespace
 
 void add_train_command(CLI::App& app) {
   struct Args {
     models::Seq2SeqConfig config;
     train::TrainOptions options;
+    ClassifierArgs classifier;
+    TextTaskArgs text;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("train", "Train a seq2seq model on copy / reverse / sort");
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train a model: seq2seq on copy / reverse / sort, a classifier on SST-2 (--task sst2), translation on Multi30k (--task translate) or a character LM on Tatoeba (--task charlm)");
   add_model_options(cmd, args->config);
   add_training_options(cmd, args->options);
   add_threads_option(cmd);
   cmd->add_option("--out", args->options.out_dir, "Run directory (model.safetensors, last.safetensors, log.jsonl)")
       ->required();
   cmd->add_flag("--resume", args->options.resume, "Continue the run in --out from last.safetensors");
-  cmd->callback([args] {
+  ClassifierArgs& c = args->classifier;
+  const char* sst2 = "SST-2";
+  cmd->add_option("--model", c.model, "--task sst2: bilstm | transformer-cls; translate: rnn | transformer; charlm: transformer")->capture_default_str()->group(sst2);
+  cmd->add_option("--data", c.data, "--task sst2|translate|charlm: the data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)")->group(sst2);
+  cmd->add_option("--epochs", c.epochs, "--task sst2: epochs over the training split (unless --steps)")
+      ->capture_default_str()->group(sst2);
+  cmd->add_option("--min-freq", c.min_freq, "--task sst2: vocabulary keeps words seen this often")
+      ->capture_default_str()->group(sst2);
+  cmd->add_option("--max-vocab", c.max_vocab, "--task sst2: vocabulary size limit (0: all)")->capture_default_str()->group(sst2);
+  cmd->add_option("--weight-decay", c.weight_decay, "--task sst2: AdamW decoupled weight decay (0: Adam)")
+      ->capture_default_str()->group(sst2);
+  cmd->add_option("--d-model", c.d_model, "Transformer model size (sst2, translate, charlm)")->capture_default_str()->group(sst2);
+  cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (sst2, translate, charlm)")->capture_default_str()->group(sst2);
+  cmd->add_option("--model-config", c.model_config, "--task sst2: JSON object merged into the model configuration")
+      ->group(sst2);
+  cmd->add_option("--train-limit", c.train_limit, "--task sst2|translate|charlm: use the first N training examples (0: all)")->group(sst2);
+  cmd->add_option("--dev-limit", c.dev_limit, "--task sst2: evaluate on the first N dev examples (0: all)")->group(sst2);
+  add_text_task_options(cmd, args->text);
+  cmd->callback([args, cmd] {
+    if (args->options.task == "sst2") {
+      run_classifier(cmd, args->config, args->options, args->classifier);
+      return;
+    }
+    if (args->options.task == "translate" || args->options.task == "charlm") {
+      const ClassifierArgs& c = args->classifier;
+      const SharedTrainArgs shared{c.model, c.data, c.d_model, c.ffn, c.train_limit};
+      if (args->options.task == "translate")
+        run_translation(cmd, args->config, args->options, shared, args->text);
+      else
+        run_char_lm(cmd, args->config, args->options, shared, args->text);
+      return;
+    }
     as_usage([&] {
       args->options.validate();
       args->config.validate();

@@ -104,6 +104,23 @@ class RnnStack : public nn::Module {
   int64_t input_size_;
 };
 
+// Runs every layer and direction of `rnn` over a time-major input with packed semantics
+// (the recurrence of Encoder, reusable by classifiers):
+//   input    (S, B, I) float32, I = rnn.input_size(0)
+//   keep     (S, B) int32: 1 where step t of row b is real (t < length_b), else 0
+//   all_kept per step t: 1 when every row is real at t (the fast path without row selection)
+//   between  optional dropout applied to each layer's input from the second layer on
+// Rows past their length keep their state and output 0; the backward direction starts at
+// each row's last real token.
+struct RnnStackOutput {
+  Tensor outputs;            // (S, B, E) of the top layer, E = hidden · directions
+  std::vector<Tensor> h, c;  // final states per layer and direction (index 2·l + d), (B, H); c: LSTM
+};
+RnnStackOutput run_rnn_stack(const RnnStack& rnn, const Tensor& input, const Tensor& keep,
+                             const std::vector<char>& all_kept, nn::Dropout* between = nullptr);
+// keep (S, B) and all_kept for lengths (B) int32 (see run_rnn_stack); lengths are trusted.
+void packed_keep_masks(const Tensor& lengths, int64_t S, Tensor& keep, std::vector<char>& all_kept);
+
 // The encoder's results, batch-major.
 struct EncoderOutput {
   Tensor outputs;            // (B, S, E), zero at padded positions

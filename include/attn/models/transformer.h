@@ -9,6 +9,9 @@
 //                          [CLS] state -> linear head; the [CLS] attention for inspection
 //
 // Embeddings are scaled by √D and added to positions (sinusoidal or learned), then dropout.
+// Token embeddings start as N(0, 1/D) with a zero PAD (id 0) row, as fairseq and Marian do
+// when scaling by √D (so tied output logits start at unit scale); PAD gets no gradient
+// through the lookup. Every layer stack draws its own seed from `seed`.
 // Parameter names: "src_embedding.weight", "tgt_embedding.weight" (one shared
 // "embedding.weight" with share_embeddings), "positions.weight" (learned only),
 // "encoder.layers.0.self_attn.in_proj_weight", ..., "decoder.layers.0.multihead_attn...",
@@ -74,10 +77,15 @@ class TransformerSeq2Seq : public nn::Module {
 
   // No recording (NoGradGuard inside); call eval() first to switch dropout off.
   // attention[b][t] holds S weights of the selected layer/head (zeros past row b's length).
+  // Both step the decoder with its KV cache; greedy drops finished rows from the batch.
+  // Decoding ends after min(max_len, config.max_len) steps (positions end there).
+  // ValueError for max_len / width < 1, a negative or non-finite length penalty, and a
+  // layer or head outside [-1, L) / [-1, H).
   DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len, AttentionSelect select = {});
   DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
                     AttentionSelect select = {});
-  // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S).
+  // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S),
+  // not recorded (in training mode with dropout they are the dropped weights: eval() first).
   std::vector<Tensor> cross_attention(const data::Batch& batch);
 
   std::unique_ptr<nn::Embedding> src_embedding, tgt_embedding, embedding;  // embedding: shared
@@ -87,6 +95,12 @@ class TransformerSeq2Seq : public nn::Module {
   std::unique_ptr<nn::Linear> generator;  // absent with tie_output
 
  private:
+  const nn::Embedding& source_embedding() const;  // src_embedding, or the shared one
+  const nn::Embedding& target_embedding() const;  // tgt_embedding, or the shared one
+  Tensor output_logits(const Tensor& h) const;    // (..., D) → (..., V)
+  // Decoder states (B, T, D) of teacher forcing; weights (when given) per decoder layer.
+  Tensor decode_teacher_forced(const data::Batch& batch, std::vector<nn::LayerAttention>* weights);
+  AttentionSelect checked_select(const char* op, AttentionSelect select) const;
   nn::Dropout dropout_;
 };
 
@@ -110,7 +124,9 @@ class TransformerLM : public nn::Module {
   // Mean next-token cross-entropy: inputs ids[:, :-1] predict ids[:, 1:]; PAD targets ignored.
   Tensor loss(const Tensor& ids);
   // Continues `prefix` (non-empty ids) one token at a time with the KV cache; returns the
-  // new tokens (up to and including stop_id).
+  // new tokens (up to and including stop_id). At most config.max_len - prefix.size() + 1 new
+  // tokens (positions end at max_len). Draws: softmax(logits / temperature) over the top_k
+  // ids (ties by lower id), one Rng(seed) uniform per token. No recording.
   std::vector<int32_t> sample(const std::vector<int32_t>& prefix, const SampleOptions& options);
 
   nn::Embedding embedding;
@@ -119,6 +135,7 @@ class TransformerLM : public nn::Module {
   std::unique_ptr<nn::Linear> generator;  // absent with tie_output
 
  private:
+  Tensor output_logits(const Tensor& h) const;  // (..., D) → (..., V)
   nn::Dropout dropout_;
 };
 
@@ -130,8 +147,10 @@ class TransformerClassifier : public nn::Module {
   explicit TransformerClassifier(const TransformerConfig& config);
   const TransformerConfig& config() const { return config_; }
   // ids (B, S) int32 (no [CLS]: it is prepended inside), lengths (B) in [1, S] →
-  // logits (B, classes). With cls_attention, it receives the last layer's head-averaged
-  // attention of [CLS] over [CLS] + tokens: (B, S + 1).
+  // logits (B, classes). x_0 = cls, x_{1+s} = √D·E[ids_s], plus positions 0..S (so S + 1 <=
+  // max_len), dropout, encoder with key lengths + 1, the state at position 0, head.
+  // With cls_attention, it receives the last layer's head-averaged attention of [CLS] over
+  // [CLS] + tokens: (B, S + 1), zero at padding, not recorded.
   Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr);
 
   nn::Embedding embedding;

@@ -48,6 +48,7 @@
 // out_proj.bias there), and zero gradients; never NaN (PyTorch gives NaN).
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "attn/nn/layers.h"
@@ -101,6 +102,25 @@ class MultiheadAttention : public Module {
   const MultiheadAttentionOptions& options() const { return options_; }
   int64_t head_dim() const { return options_.embed_dim / options_.num_heads; }
 
+  // forward() in pieces, for incremental decoding with a key/value cache (nn/transformer.h):
+  // project once, keep the heads, attend later. Each checks its inputs (ShapeError/ValueError
+  // as forward) and records gradients like forward. forward(q, k, v, call) equals
+  // attend_heads(project_query(q), project_kv(k, v).first, project_kv(k, v).second, call).
+  //
+  // query (B, T, D) → q (B, H, T, Dh).
+  Tensor project_query(const Tensor& query) const;
+  // key (B, S, kdim), value (B, S, vdim) → k, v (B, H, S, Dh); one GEMM to (B, S, 2D) when
+  // key.same(value) and the weights are packed.
+  std::pair<Tensor, Tensor> project_kv(const Tensor& key, const Tensor& value) const;
+  // Self-attention projections of x (B, T, D) → {q, k, v} each (B, H, T, Dh); one GEMM to
+  // (B, T, 3D) with packed weights. ValueError when kdim or vdim differ from D.
+  std::vector<Tensor> project_qkv(const Tensor& x) const;
+  // q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dh) already projected → out (B, T, D) =
+  // out_proj(merge_heads(attention)), weights as forward. The masks in `call` refer to S.
+  MhaResult attend_heads(const Tensor& q, const Tensor& k, const Tensor& v, const MhaCallOptions& call = {});
+  // attend_heads(project_query(query), k, v, call): query (B, T, D).
+  MhaResult attend_projected(const Tensor& query, const Tensor& k, const Tensor& v, const MhaCallOptions& call = {});
+
   // Undefined when not used by this configuration (None in PyTorch).
   Tensor in_proj_weight;                               // (3D, D) when kdim == vdim == D
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;  // otherwise
@@ -108,6 +128,9 @@ class MultiheadAttention : public Module {
   Linear out_proj;                                     // D → D
 
  private:
+  Tensor project_query_(const Tensor& query) const;
+  std::pair<Tensor, Tensor> project_kv_(const Tensor& key, const Tensor& value) const;
+  MhaResult attend_heads_(const Tensor& q, const Tensor& k, const Tensor& v, const MhaCallOptions& call);
   Rng dropout_rng_;
 };
 

@@ -22,7 +22,15 @@
 // keys and values of every step so far (B, H, t, Dh) and the cross-attention keys and
 // values of the memory (B, H, S, Dh), computed once. Decoding step t then costs O(t) per
 // layer instead of recomputing the O(t²) prefix; the result equals the full causal
-// forward pass on the same prefix (tests/nn/transformer_test.cpp checks it).
+// forward pass on the same prefix (tests/nn/transformer_test.cpp checks it). Appending a
+// step copies the (B, H, t, Dh) cache into a (B, H, t + 1, Dh) one (sdpa needs contiguous
+// keys), O(t) per step like the attention itself. step() runs under its own NoGradGuard:
+// it never records gradients, whatever the caller's grad mode.
+//
+// Seeds: every layer of a stack gets its own seed derived from options.seed and its index
+// (so layers start different, unlike PyTorch's deep-copied clones); inside a layer each
+// MultiheadAttention, the linear1/linear2 initialisation and each Dropout draw from their
+// own stream derived from that seed. Same options → same weights and dropout masks.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -54,12 +62,24 @@ struct LayerAttention {
   Tensor cross_weights;  // decoder only: (B, H, T, S)
 };
 
+struct LayerKvCache;
+
 class TransformerEncoderLayer : public Module {
+  // Declared first: validated and seeded before the members below are built.
+  TransformerLayerOptions options_;
+  Rng rng_;  // linear1, then linear2 (nn.Linear's default init)
+
  public:
   explicit TransformerEncoderLayer(const TransformerLayerOptions& options);
-  // x (B, S, D), key_lengths (B) int32 or undefined → (B, S, D). With need_weights, *weights
-  // receives the self-attention weights.
+  // x (B, S, D), key_lengths (B) int32 or undefined → (B, S, D). With weights given,
+  // weights->self_weights receives the self-attention weights (B, H, S, S).
   Tensor forward(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights = nullptr);
+  // As forward, with causal self-attention (position t sees keys s <= t), for decoder-only
+  // stacks (CausalTransformer).
+  Tensor forward_causal(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights = nullptr);
+  // One causal step: x (B, 1, D) at position t = cache.self_k's length; appends this step's
+  // keys and values to cache.self_k / self_v (cross_* unused) → (B, 1, D). No gradients.
+  Tensor step(const Tensor& x, LayerKvCache& cache, LayerAttention* weights = nullptr);
 
   MultiheadAttention self_attn;
   Linear linear1, linear2;
@@ -67,7 +87,7 @@ class TransformerEncoderLayer : public Module {
   const TransformerLayerOptions& options() const { return options_; }
 
  private:
-  TransformerLayerOptions options_;
+  Tensor run(const Tensor& x, const Tensor& key_lengths, bool causal, LayerAttention* weights);
   Dropout dropout_, dropout1_, dropout2_;
 };
 
@@ -81,20 +101,27 @@ struct KvCache {
   Tensor memory_lengths;  // (B) int32
   int64_t steps = 0;      // t: positions already in the cache
   // Keeps only the batch rows `rows` (int32 (B'), values in [0, B)), in that order (beam
-  // search reorders hypotheses with it).
+  // search reorders hypotheses with it): every cached tensor and memory_lengths. ShapeError
+  // for rows not int32 (B'), ValueError naming a row outside [0, B). The caller reorders
+  // its own memory tensor (it is read again only if the cross keys were never projected).
   void select_rows(const Tensor& rows);
 };
 
 class TransformerDecoderLayer : public Module {
+  TransformerLayerOptions options_;  // declared first, as in TransformerEncoderLayer
+  Rng rng_;
+
  public:
   explicit TransformerDecoderLayer(const TransformerLayerOptions& options);
   // Full (teacher-forced) pass: x (B, T, D), memory (B, S, D), memory_lengths (B) or
   // undefined → (B, T, D); causal self-attention.
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                  LayerAttention* weights = nullptr);
-  // One step: x (B, 1, D) at position cache.steps; appends this step's keys and values to
-  // `cache` (cross keys/values are projected from `memory` on the first call) → (B, 1, D).
-  // Does not record gradients' needs: call under NoGradGuard.
+  // One step: x (B, 1, D) at position t (the cache's length); appends this step's keys and
+  // values to `cache` (cross keys/values are projected from `memory` on the first call,
+  // when cache.cross_k is undefined; later calls do not read memory) → (B, 1, D).
+  // Never records gradients (a NoGradGuard inside). With weights given: self_weights
+  // (B, H, 1, t + 1), cross_weights (B, H, 1, S).
   Tensor step(const Tensor& x, const Tensor& memory, LayerKvCache& cache, const Tensor& memory_lengths,
               LayerAttention* weights = nullptr);
 
@@ -104,7 +131,6 @@ class TransformerDecoderLayer : public Module {
   const TransformerLayerOptions& options() const { return options_; }
 
  private:
-  TransformerLayerOptions options_;
   Dropout dropout_, dropout1_, dropout2_, dropout3_;
 };
 
@@ -117,6 +143,9 @@ class TransformerEncoder : public Module {
   Tensor forward(const Tensor& x, const Tensor& key_lengths, std::vector<LayerAttention>* weights = nullptr);
   std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
+
+ private:
+  Module layer_list_;  // registered as "layers", holding "0", "1", ...
 };
 
 // N decoder layers (+ the final norm for pre-LN). A decoder-only LM has no memory: it uses
@@ -126,12 +155,17 @@ class TransformerDecoder : public Module {
   TransformerDecoder(const TransformerLayerOptions& options, int layers);
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                  std::vector<LayerAttention>* weights = nullptr);
-  // An empty cache for this decoder (one LayerKvCache per layer).
+  // An empty cache for this decoder (one LayerKvCache per layer); memory_lengths (B) int32
+  // or undefined is kept in the cache and used by every step.
   KvCache start(const Tensor& memory_lengths) const;
-  // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1.
+  // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1. memory (B, S, D) is
+  // projected on the first step only. No gradients (NoGradGuard inside).
   Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr);
   std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
+
+ private:
+  Module layer_list_;
 };
 
 // Decoder-only stack (GPT-style): encoder layers with causal self-attention and a KV cache.
@@ -140,17 +174,22 @@ class CausalTransformer : public Module {
   CausalTransformer(const TransformerLayerOptions& options, int layers);
   // x (B, T, D), lengths (B) or undefined → (B, T, D); position t sees positions <= t.
   Tensor forward(const Tensor& x, const Tensor& lengths, std::vector<LayerAttention>* weights = nullptr);
+  // An empty cache: per layer self_k / self_v (B, H, 0, Dh).
   KvCache start(int64_t batch) const;
-  // x (B, 1, D) → (B, 1, D); cache.steps += 1.
+  // x (B, 1, D) → (B, 1, D); cache.steps += 1. No gradients (NoGradGuard inside).
   Tensor step(const Tensor& x, KvCache& cache);
   std::vector<std::unique_ptr<TransformerEncoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
+
+ private:
+  Module layer_list_;
 };
 
 // Token positions. sinusoidal: the fixed table PE(p, 2i) = sin(p / 10000^(2i/D)),
 // PE(p, 2i+1) = cos(...) (no parameters); learned: a parameter "weight" (max_len, D),
 // N(0, 1)·0.02 at start. forward(x (B, T, D), offset) = x + PE[offset .. offset + T).
-// ValueError when offset + T > max_len.
+// ValueError when offset < 0 or offset + T > max_len; ShapeError for x not (B, T, D).
+// kind, max_len >= 1 and d_model >= 1 are checked at construction (ValueError).
 class PositionalEncoding : public Module {
  public:
   PositionalEncoding(const std::string& kind, int64_t max_len, int64_t d_model, Rng& rng);

@@ -1,0 +1,30 @@
+#pragma once
+// SST-2 (Stanford Sentiment Treebank, binary) as distributed under ../shared/data/sst2:
+// one example per line, `<sentence><SPACE><TAB><label>`, lower-cased and PTB-tokenised
+// text, label 0 (negative) or 1 (positive). The training split is gzip-compressed.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::data {
+
+struct LabeledText {
+  std::string text;  // stripped of surrounding whitespace
+  int32_t label = 0;
+};
+
+// Reads every line of `path` (plain or gzip): the text is everything before the LAST tab,
+// stripped; the label (stripped) after it must be exactly "0" or "1". Empty lines are
+// skipped. IoError when the file cannot be read; ValueError naming "<path>:<line>" for a
+// line without a tab, with empty text, or with another label.
+std::vector<LabeledText> read_sst2(const std::string& path);
+
+// The file of a split under a data directory (the folder holding sst2/, or sst2/ itself):
+//   train -> <sst2>/sentiment-train.gz, dev -> <sst2>/sentiment-dev, test -> <sst2>/sentiment-test
+// IoError for an unknown split (listing train, dev, test). The file need not exist.
+std::string sst2_split_path(const std::string& data_dir, const std::string& split);
+
+// Whitespace tokens of a text (runs of spaces/tabs separate; no empty tokens).
+std::vector<std::string> whitespace_tokens(const std::string& text);
+
+}  // namespace attn::data

@@ -1,0 +1,43 @@
+#pragma once
+// One interface over the two translation model families, for the translation trainer and
+// the `attn translate`, `attn eval` and `attn align` commands:
+//   "rnn"          Seq2Seq (attn/models/seq2seq.h): GRU/LSTM encoder-decoder, Bahdanau or Luong
+//   "transformer"  TransformerSeq2Seq (attn/models/transformer.h)
+// Both read data::Batch (PAD 0, BOS 1, EOS 2) with one shared source/target vocabulary.
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/data/tasks.h"
+#include "attn/models/seq2seq.h"
+#include "attn/models/transformer.h"
+#include "attn/nn/module.h"
+
+namespace attn::models {
+
+class Translator {
+ public:
+  virtual ~Translator() = default;
+  virtual nn::Module& module() = 0;
+  virtual std::string kind() const = 0;
+  virtual nlohmann::json config_json() const = 0;
+  virtual int64_t vocab() const = 0;
+  // Mean cross-entropy over non-PAD targets with label smoothing ε (plus hard attention's
+  // REINFORCE term for an RNN with --score hard, in training mode).
+  virtual Tensor loss(const data::Batch& batch, float label_smoothing) = 0;
+  // beam 1: greedy; > 1: beam search with GNMT length penalty α. Weights over the source
+  // per output step: the RNN's attention (multi-head: head-major H·S), the Transformer's
+  // cross-attention of the selected layer / head.
+  virtual DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len,
+                              float length_penalty = 1.0f, AttentionSelect select = {}) = 0;
+  // Decoder layers and heads whose attention decode() can select (RNN: 1 layer, its heads).
+  virtual int attention_layers() const = 0;
+  virtual int attention_heads() const = 0;
+};
+
+// kind "rnn" (config: Seq2SeqConfig JSON) or "transformer" (TransformerConfig JSON; its
+// src_vocab / tgt_vocab must equal `vocab`). ValueError for an unknown kind or a bad config.
+std::unique_ptr<Translator> make_translator(const std::string& kind, const nlohmann::json& config);
+
+}  // namespace attn::models

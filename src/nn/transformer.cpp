@@ -1,0 +1,522 @@
+#include "attn/nn/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "attn/autodiff/tape.h"
+#include "attn/nn/init.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/select.h"
+#include "attn/parallel.h"
+#include "attn/shape.h"
+
+namespace attn::nn {
+namespace {
+
+std::string str(int64_t x) { return std::to_string(x); }
+
+std::string number(float x) {
+  std::string s = std::to_string(x);
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+// Independent streams from one seed: stream k of `seed`.
+uint64_t sub_seed(uint64_t seed, uint64_t k) { return splitmix64(seed ^ splitmix64(k + 0x7472616e73666f72ull)); }
+
+// Sub-seeds inside a layer.
+enum : uint64_t { kSelfAttn = 1, kCrossAttn, kLinear, kDropout, kDropout1, kDropout2, kDropout3, kLayer0 = 100 };
+
+const TransformerLayerOptions& validated(const TransformerLayerOptions& o) {
+  o.validate();
+  return o;
+}
+
+TransformerLayerOptions layer_options(const TransformerLayerOptions& o, int64_t index) {
+  TransformerLayerOptions l = o;
+  l.seed = sub_seed(o.seed, kLayer0 + static_cast<uint64_t>(index));
+  return l;
+}
+
+MultiheadAttentionOptions mha_options(const TransformerLayerOptions& o, uint64_t stream) {
+  MultiheadAttentionOptions m;
+  m.embed_dim = o.d_model;
+  m.num_heads = o.heads;
+  m.dropout = o.dropout;
+  m.seed = sub_seed(o.seed, stream);
+  return m;
+}
+
+Tensor activate(const Tensor& x, const std::string& activation) { return activation == "gelu" ? gelu(x) : relu(x); }
+
+// Checks key_lengths int32 (B) with values in [0, S] against B, S bound in `c`.
+void check_lengths(ShapeContract& c, const char* arg, const Tensor& lengths) {
+  if (!lengths.defined()) return;
+  c.check(arg, lengths, {"B"}, DType::i32);
+  const int64_t S = c["S"];
+  const int32_t* len = lengths.i32();
+  for (int64_t b = 0; b < lengths.numel(); ++b)
+    if (len[b] < 0 || len[b] > S)
+      throw ValueError(c.op() + ": " + arg + "[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
+}
+
+// Checks a layer cache's self keys/values (B, H, t, Dh) (either undefined before the first
+// step) against B bound in `c`; returns t.
+int64_t check_self_cache(ShapeContract& c, const LayerKvCache& cache, int64_t H, int64_t Dh) {
+  if (cache.self_k.defined() != cache.self_v.defined())
+    throw ValueError(c.op() + ": cache.self_k and cache.self_v must both be defined or both undefined");
+  if (!cache.self_k.defined()) return 0;
+  c.bind("H", H);
+  c.bind("Dh", Dh);
+  c.check("cache.self_k", cache.self_k, {"B", "H", "t", "Dh"});
+  c.check("cache.self_v", cache.self_v, {"B", "H", "t", "Dh"});
+  return c["t"];
+}
+
+// cache (B, H, t, Dh) or undefined (t = 0), x (B, H, 1, Dh) → (B, H, t + 1, Dh): the time-axis
+// concatenation of one new step. Not recorded (the step path runs without gradients).
+Tensor append_step(const Tensor& cache, const Tensor& x) {
+  const int64_t B = x.dim(0), H = x.dim(1), Dh = x.dim(3);
+  const int64_t t = cache.defined() ? cache.dim(2) : 0;
+  Tensor y = Tensor::empty({B, H, t + 1, Dh});
+  const float* src = cache.defined() ? cache.f32() : nullptr;
+  const float* nx = x.f32();
+  float* dst = y.f32();
+  const int64_t row = (t + 1) * Dh;
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row));
+  parallel_for(0, B * H, grain, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      if (t > 0) std::memcpy(dst + r * row, src + r * t * Dh, sizeof(float) * t * Dh);
+      std::memcpy(dst + r * row + t * Dh, nx + r * Dh, sizeof(float) * Dh);
+    }
+  });
+  return y;
+}
+
+// Causal self-attention of one new position h (B, 1, D) over the cached keys and values plus
+// its own: appends k, v to the cache, attends → (B, 1, D).
+Tensor self_attention_step(MultiheadAttention& mha, const Tensor& h, LayerKvCache& cache, LayerAttention* weights) {
+  std::vector<Tensor> qkv = mha.project_qkv(h);  // 3 × (B, H, 1, Dh)
+  cache.self_k = append_step(cache.self_k, qkv[1]);
+  cache.self_v = append_step(cache.self_v, qkv[2]);
+  MhaCallOptions call;
+  call.need_weights = weights != nullptr;
+  MhaResult r = mha.attend_heads(qkv[0], cache.self_k, cache.self_v, call);  // one query sees every cached key
+  if (weights != nullptr) weights->self_weights = r.weights;                 // (B, H, 1, t + 1)
+  return r.out;
+}
+
+// Checks x (B, 1, D) of a step.
+void check_step_input(ShapeContract& c, const Tensor& x, int64_t D) {
+  c.bind("D", D);
+  c.check("x", x, {"B", "1", "D"});
+}
+
+}  // namespace
+
+void TransformerLayerOptions::validate() const {
+  const std::string who = "TransformerLayerOptions";
+  if (d_model <= 0) throw ValueError(who + ": d_model must be positive, got " + str(d_model));
+  if (heads <= 0) throw ValueError(who + ": heads must be positive, got " + str(heads));
+  if (d_model % heads != 0)
+    throw ValueError(who + ": d_model=" + str(d_model) + " is not divisible by heads=" + str(heads));
+  if (ffn <= 0) throw ValueError(who + ": ffn must be positive, got " + str(ffn));
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw ValueError(who + ": dropout must be in [0, 1), got " + number(dropout));
+  if (activation != "relu" && activation != "gelu")
+    throw ValueError(who + ": activation must be relu or gelu, got '" + activation + "'");
+  if (!(eps > 0.0f) || !std::isfinite(eps))
+    throw ValueError(who + ": eps must be a finite value > 0, got " + number(eps));
+}
+
+// ---- KvCache ----------------------------------------------------------------------------------------
+
+void KvCache::select_rows(const Tensor& rows) {
+  if (!rows.defined() || rows.dtype() != DType::i32 || rows.rank() != 1)
+    throw ShapeError("KvCache::select_rows: 'rows' expected int32 (B'), got " +
+                     (rows.defined() ? rows.shape().str() + " " + dtype_name(rows.dtype()) : std::string("undefined")));
+  // B from whatever the cache holds (nothing before the first step of a decoder started
+  // without memory_lengths: then any row list is accepted and nothing changes).
+  int64_t B = memory_lengths.defined() ? memory_lengths.numel() : -1;
+  for (const LayerKvCache& l : layers)
+    for (const Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
+      if (t->defined()) {
+        if (B >= 0 && t->dim(0) != B)
+          throw ShapeError("KvCache::select_rows: the cache is inconsistent: batch " + str(t->dim(0)) + " next to " +
+                           str(B));
+        B = t->dim(0);
+      }
+  if (B < 0) return;
+  const int64_t m = rows.numel();
+  const int32_t* r = rows.i32();
+  for (int64_t i = 0; i < m; ++i)
+    if (r[i] < 0 || r[i] >= B)
+      throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
+                       " is out of range [0, B=" + str(B) + ")");
+  autodiff::NoGradGuard no_grad;
+  for (LayerKvCache& l : layers)
+    for (Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
+      if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
+  if (memory_lengths.defined()) {
+    Tensor out = Tensor::empty({m}, DType::i32);
+    for (int64_t i = 0; i < m; ++i) out.i32()[i] = memory_lengths.i32()[r[i]];
+    memory_lengths = out;
+  }
+}
+
+// ---- TransformerEncoderLayer ----------------------------------------------------------------------
+
+TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerOptions& options)
+    : options_(validated(options)),
+      rng_(sub_seed(options.seed, kLinear)),
+      self_attn(mha_options(options_, kSelfAttn)),
+      linear1(options_.d_model, options_.ffn, rng_),
+      linear2(options_.ffn, options_.d_model, rng_),
+      norm1(options_.d_model, options_.eps),
+      norm2(options_.d_model, options_.eps),
+      dropout_(options_.dropout, sub_seed(options_.seed, kDropout)),
+      dropout1_(options_.dropout, sub_seed(options_.seed, kDropout1)),
+      dropout2_(options_.dropout, sub_seed(options_.seed, kDropout2)) {
+  // PyTorch's registration order (state_dict order); dropouts have no parameters.
+  register_module("self_attn", self_attn);
+  register_module("linear1", linear1);
+  register_module("dropout", dropout_);
+  register_module("linear2", linear2);
+  register_module("norm1", norm1);
+  register_module("norm2", norm2);
+  register_module("dropout1", dropout1_);
+  register_module("dropout2", dropout2_);
+}
+
+Tensor TransformerEncoderLayer::run(const Tensor& x, const Tensor& key_lengths, bool causal, LayerAttention* weights) {
+  ShapeContract c(causal ? "transformer_encoder_layer (causal)" : "transformer_encoder_layer");
+  c.bind("D", options_.d_model);
+  c.check("x", x, {"B", "S", "D"});
+  check_lengths(c, "key_lengths", key_lengths);
+
+  MhaCallOptions call;
+  call.key_lengths = key_lengths;
+  call.causal = causal;
+  call.need_weights = weights != nullptr;
+  auto sa = [&](const Tensor& h) {  // Drop(SelfAttn(h)), h passed as query, key and value (one GEMM)
+    MhaResult r = self_attn.forward(h, h, h, call);
+    if (weights != nullptr) weights->self_weights = r.weights;
+    return dropout1_.forward(r.out);
+  };
+  auto ff = [&](const Tensor& h) {  // Drop(linear2(Drop(act(linear1(h)))))
+    return dropout2_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
+  };
+  if (options_.norm_first) {
+    Tensor h = add(x, sa(norm1.forward(x)));
+    return add(h, ff(norm2.forward(h)));
+  }
+  Tensor h = norm1.forward(add(x, sa(x)));
+  return norm2.forward(add(h, ff(h)));
+}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights) {
+  return run(x, key_lengths, false, weights);
+}
+
+Tensor TransformerEncoderLayer::forward_causal(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights) {
+  return run(x, key_lengths, true, weights);
+}
+
+Tensor TransformerEncoderLayer::step(const Tensor& x, LayerKvCache& cache, LayerAttention* weights) {
+  autodiff::NoGradGuard no_grad;
+  ShapeContract c("transformer_encoder_layer.step");
+  check_step_input(c, x, options_.d_model);
+  check_self_cache(c, cache, options_.heads, options_.d_model / options_.heads);
+
+  auto sa = [&](const Tensor& h) { return dropout1_.forward(self_attention_step(self_attn, h, cache, weights)); };
+  auto ff = [&](const Tensor& h) {
+    return dropout2_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
+  };
+  if (options_.norm_first) {
+    Tensor h = add(x, sa(norm1.forward(x)));
+    return add(h, ff(norm2.forward(h)));
+  }
+  Tensor h = norm1.forward(add(x, sa(x)));
+  return norm2.forward(add(h, ff(h)));
+}
+
+// ---- TransformerDecoderLayer ----------------------------------------------------------------------
+
+TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& options)
+    : options_(validated(options)),
+      rng_(sub_seed(options.seed, kLinear)),
+      self_attn(mha_options(options_, kSelfAttn)),
+      multihead_attn(mha_options(options_, kCrossAttn)),
+      linear1(options_.d_model, options_.ffn, rng_),
+      linear2(options_.ffn, options_.d_model, rng_),
+      norm1(options_.d_model, options_.eps),
+      norm2(options_.d_model, options_.eps),
+      norm3(options_.d_model, options_.eps),
+      dropout_(options_.dropout, sub_seed(options_.seed, kDropout)),
+      dropout1_(options_.dropout, sub_seed(options_.seed, kDropout1)),
+      dropout2_(options_.dropout, sub_seed(options_.seed, kDropout2)),
+      dropout3_(options_.dropout, sub_seed(options_.seed, kDropout3)) {
+  register_module("self_attn", self_attn);
+  register_module("multihead_attn", multihead_attn);
+  register_module("linear1", linear1);
+  register_module("dropout", dropout_);
+  register_module("linear2", linear2);
+  register_module("norm1", norm1);
+  register_module("norm2", norm2);
+  register_module("norm3", norm3);
+  register_module("dropout1", dropout1_);
+  register_module("dropout2", dropout2_);
+  register_module("dropout3", dropout3_);
+}
+
+Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
+                                        LayerAttention* weights) {
+  ShapeContract c("transformer_decoder_layer");
+  c.bind("D", options_.d_model);
+  c.check("x", x, {"B", "T", "D"});
+  c.check("memory", memory, {"B", "S", "D"});
+  check_lengths(c, "memory_lengths", memory_lengths);
+
+  MhaCallOptions self_call;
+  self_call.causal = true;
+  self_call.need_weights = weights != nullptr;
+  MhaCallOptions cross_call;
+  cross_call.key_lengths = memory_lengths;
+  cross_call.need_weights = weights != nullptr;
+  auto sa = [&](const Tensor& h) {
+    MhaResult r = self_attn.forward(h, h, h, self_call);
+    if (weights != nullptr) weights->self_weights = r.weights;
+    return dropout1_.forward(r.out);
+  };
+  auto ca = [&](const Tensor& h) {  // memory as key and value: one GEMM for both
+    MhaResult r = multihead_attn.forward(h, memory, memory, cross_call);
+    if (weights != nullptr) weights->cross_weights = r.weights;
+    return dropout2_.forward(r.out);
+  };
+  auto ff = [&](const Tensor& h) {
+    return dropout3_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
+  };
+  if (options_.norm_first) {
+    Tensor h = add(x, sa(norm1.forward(x)));
+    h = add(h, ca(norm2.forward(h)));
+    return add(h, ff(norm3.forward(h)));
+  }
+  Tensor h = norm1.forward(add(x, sa(x)));
+  h = norm2.forward(add(h, ca(h)));
+  return norm3.forward(add(h, ff(h)));
+}
+
+Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, LayerKvCache& cache,
+                                     const Tensor& memory_lengths, LayerAttention* weights) {
+  autodiff::NoGradGuard no_grad;
+  const int64_t D = options_.d_model, H = options_.heads, Dh = D / H;
+  ShapeContract c("transformer_decoder_layer.step");
+  check_step_input(c, x, D);
+  check_self_cache(c, cache, H, Dh);
+  if (cache.cross_k.defined() != cache.cross_v.defined())
+    throw ValueError(c.op() + ": cache.cross_k and cache.cross_v must both be defined or both undefined");
+  if (!cache.cross_k.defined()) {
+    if (!memory.defined())
+      throw ValueError(c.op() + ": 'memory' is needed on the first step (the cache holds no cross keys yet)");
+    c.check("memory", memory, {"B", "S", "D"});
+    std::tie(cache.cross_k, cache.cross_v) = multihead_attn.project_kv(memory, memory);  // (B, H, S, Dh) each
+  }
+  c.bind("H", H);
+  c.bind("Dh", Dh);
+  c.check("cache.cross_k", cache.cross_k, {"B", "H", "S", "Dh"});
+  c.check("cache.cross_v", cache.cross_v, {"B", "H", "S", "Dh"});
+  check_lengths(c, "memory_lengths", memory_lengths);
+
+  MhaCallOptions cross_call;
+  cross_call.key_lengths = memory_lengths;
+  cross_call.need_weights = weights != nullptr;
+  auto sa = [&](const Tensor& h) { return dropout1_.forward(self_attention_step(self_attn, h, cache, weights)); };
+  auto ca = [&](const Tensor& h) {
+    MhaResult r = multihead_attn.attend_projected(h, cache.cross_k, cache.cross_v, cross_call);
+    if (weights != nullptr) weights->cross_weights = r.weights;  // (B, H, 1, S)
+    return dropout2_.forward(r.out);
+  };
+  auto ff = [&](const Tensor& h) {
+    return dropout3_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
+  };
+  if (options_.norm_first) {
+    Tensor h = add(x, sa(norm1.forward(x)));
+    h = add(h, ca(norm2.forward(h)));
+    return add(h, ff(norm3.forward(h)));
+  }
+  Tensor h = norm1.forward(add(x, sa(x)));
+  h = norm2.forward(add(h, ca(h)));
+  return norm3.forward(add(h, ff(h)));
+}
+
+// ---- Stacks -----------------------------------------------------------------------------------------
+
+namespace {
+void check_layer_count(const char* who, int layers) {
+  if (layers < 1) throw ValueError(std::string(who) + ": layers must be >= 1, got " + str(layers));
+}
+}  // namespace
+
+TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, int n) {
+  options.validate();
+  check_layer_count("TransformerEncoder", n);
+  for (int i = 0; i < n; ++i) {
+    layers.push_back(std::make_unique<TransformerEncoderLayer>(layer_options(options, i)));
+    layer_list_.register_module(str(i), *layers.back());
+  }
+  register_module("layers", layer_list_);
+  if (options.norm_first) {
+    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
+    register_module("norm", *norm);
+  }
+}
+
+Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& key_lengths, std::vector<LayerAttention>* weights) {
+  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i)
+    h = layers[i]->forward(h, key_lengths, weights != nullptr ? &(*weights)[i] : nullptr);
+  return norm ? norm->forward(h) : h;
+}
+
+TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, int n) {
+  options.validate();
+  check_layer_count("TransformerDecoder", n);
+  for (int i = 0; i < n; ++i) {
+    layers.push_back(std::make_unique<TransformerDecoderLayer>(layer_options(options, i)));
+    layer_list_.register_module(str(i), *layers.back());
+  }
+  register_module("layers", layer_list_);
+  if (options.norm_first) {
+    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
+    register_module("norm", *norm);
+  }
+}
+
+Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
+                                   std::vector<LayerAttention>* weights) {
+  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i)
+    h = layers[i]->forward(h, memory, memory_lengths, weights != nullptr ? &(*weights)[i] : nullptr);
+  return norm ? norm->forward(h) : h;
+}
+
+KvCache TransformerDecoder::start(const Tensor& memory_lengths) const {
+  if (memory_lengths.defined() && (memory_lengths.dtype() != DType::i32 || memory_lengths.rank() != 1))
+    throw ShapeError("TransformerDecoder::start: 'memory_lengths' expected int32 (B), got " +
+                     memory_lengths.shape().str() + " " + dtype_name(memory_lengths.dtype()));
+  KvCache cache;
+  cache.layers.resize(layers.size());
+  cache.memory_lengths = memory_lengths;
+  return cache;
+}
+
+Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& cache,
+                                std::vector<LayerAttention>* weights) {
+  autodiff::NoGradGuard no_grad;
+  if (cache.layers.size() != layers.size())
+    throw ValueError("TransformerDecoder::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
+                     " layers, this decoder " + str(static_cast<int64_t>(layers.size())) + " (use start())");
+  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i)
+    h = layers[i]->step(h, memory, cache.layers[i], cache.memory_lengths,
+                        weights != nullptr ? &(*weights)[i] : nullptr);
+  cache.steps += 1;
+  return norm ? norm->forward(h) : h;
+}
+
+CausalTransformer::CausalTransformer(const TransformerLayerOptions& options, int n) {
+  options.validate();
+  check_layer_count("CausalTransformer", n);
+  for (int i = 0; i < n; ++i) {
+    layers.push_back(std::make_unique<TransformerEncoderLayer>(layer_options(options, i)));
+    layer_list_.register_module(str(i), *layers.back());
+  }
+  register_module("layers", layer_list_);
+  if (options.norm_first) {
+    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
+    register_module("norm", *norm);
+  }
+}
+
+Tensor CausalTransformer::forward(const Tensor& x, const Tensor& lengths, std::vector<LayerAttention>* weights) {
+  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i)
+    h = layers[i]->forward_causal(h, lengths, weights != nullptr ? &(*weights)[i] : nullptr);
+  return norm ? norm->forward(h) : h;
+}
+
+KvCache CausalTransformer::start(int64_t batch) const {
+  if (batch < 1) throw ValueError("CausalTransformer::start: batch must be >= 1, got " + str(batch));
+  const TransformerLayerOptions& o = layers.front()->options();
+  KvCache cache;
+  cache.layers.resize(layers.size());
+  for (LayerKvCache& l : cache.layers) {
+    l.self_k = Tensor::empty({batch, o.heads, 0, o.d_model / o.heads});
+    l.self_v = Tensor::empty({batch, o.heads, 0, o.d_model / o.heads});
+  }
+  return cache;
+}
+
+Tensor CausalTransformer::step(const Tensor& x, KvCache& cache) {
+  autodiff::NoGradGuard no_grad;
+  if (cache.layers.size() != layers.size())
+    throw ValueError("CausalTransformer::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
+                     " layers, this stack " + str(static_cast<int64_t>(layers.size())) + " (use start())");
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->step(h, cache.layers[i]);
+  cache.steps += 1;
+  return norm ? norm->forward(h) : h;
+}
+
+// ---- PositionalEncoding -----------------------------------------------------------------------------
+
+PositionalEncoding::PositionalEncoding(const std::string& kind_, int64_t max_len_, int64_t d_model_, Rng& rng)
+    : kind(kind_), max_len(max_len_), d_model(d_model_) {
+  if (kind != "sinusoidal" && kind != "learned")
+    throw ValueError("PositionalEncoding: kind must be sinusoidal or learned, got '" + kind + "'");
+  if (max_len < 1) throw ValueError("PositionalEncoding: max_len must be positive, got " + str(max_len));
+  if (d_model < 1) throw ValueError("PositionalEncoding: d_model must be positive, got " + str(d_model));
+  if (kind == "learned") {
+    Tensor w = Tensor::empty({max_len, d_model});
+    normal_(w, 0.0f, 0.02f, rng);
+    weight = register_parameter("weight", w);
+    return;
+  }
+  // PE(p, 2i) = sin(p / 10000^(2i/D)), PE(p, 2i+1) = cos(p / 10000^(2i/D)), in double.
+  weight = Tensor::empty({max_len, d_model});
+  float* w = weight.f32();
+  for (int64_t p = 0; p < max_len; ++p)
+    for (int64_t j = 0; j < d_model; ++j) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(j - j % 2) / d_model);
+      w[p * d_model + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+}
+
+Tensor PositionalEncoding::forward(const Tensor& x, int64_t offset) const {
+  ShapeContract c("positional_encoding");
+  c.bind("D", d_model);
+  c.check("x", x, {"B", "T", "D"});
+  const int64_t B = c["B"], T = c["T"];
+  if (offset < 0) throw ValueError("positional_encoding: offset must be >= 0, got " + str(offset));
+  if (offset + T > max_len)
+    throw ValueError("positional_encoding: positions [" + str(offset) + ", " + str(offset + T) +
+                     ") exceed max_len=" + str(max_len));
+  // Rows offset .. offset + T of the table for every batch row (gather_rows carries the
+  // gradient into a learned table), then one add: no broadcasting.
+  Tensor index = Tensor::empty({B * T}, DType::i32);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) index.i32()[b * T + t] = static_cast<int32_t>(offset + t);
+  return add(x, gather_rows(weight, index).reshape({B, T, d_model}));
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SST-2 CLI tests: train a tiny BiLSTM classifier on a slice of the data, evaluate it
+# (JSON), classify text (argument and stdin), and the bad inputs (exit code 2 or 1 with a
+# clear message). Usage: sst2_cli_test.sh path/to/attn
+set -uo pipefail
+attn="$1"
+data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
+if [[ ! -f "$data/sst2/sentiment-dev" ]]; then echo "no SST-2 data under $data: skipped"; exit 0; fi
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# expect CODE "message fragment" -- command...
+expect() {
+  local code="$1" fragment="$2"; shift 3
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
+  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
+}
+
+tiny=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --steps 30 --eval-every 15
+      --log-every 10 --train-limit 1500 --dev-limit 100 --threads 1)
+
+expect 0 "trained 30 steps" -- "$attn" train "${tiny[@]}" --out "$work/run"
+for f in model.safetensors log.jsonl; do [[ -s "$work/run/$f" ]] || fail "train did not write $f"; done
+grep -q '"dev_accuracy"' "$work/run/log.jsonl" || fail "log.jsonl lacks dev_accuracy"
+grep -q '"examples_per_s"' "$work/run/log.jsonl" || fail "log.jsonl lacks examples_per_s"
+
+out="$("$attn" eval --model "$work/run/model.safetensors" --data "$data" --split dev --json)" || fail "eval --json failed"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert set(d) == {"accuracy", "examples", "loss"}, d
+assert d["examples"] == 872 and 0.0 <= d["accuracy"] <= 1.0 and d["loss"] > 0, d' || fail "eval --json output: $out"
+expect 0 "(1821 examples)" -- "$attn" eval --model "$work/run/model.safetensors" --data "$data" --split test
+expect 0 "attention (" -- "$attn" classify --model "$work/run/model.safetensors" --text "a gorgeous , witty film"
+out="$(printf 'a dull mess\n\nbrilliant\n' | "$attn" classify --model "$work/run/model.safetensors" --json)" || fail "classify stdin"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin.read().splitlines()]
+assert len(rows) == 2, rows
+assert rows[0]["tokens"] == ["a", "dull", "mess"] and len(rows[0]["attention"]) == 3, rows[0]
+assert abs(sum(rows[0]["probabilities"]) - 1) < 1e-5 and rows[0]["label_name"] in ("negative", "positive")' \
+  || fail "classify --json output: $out"
+
+# Bad input: a clear message and a non-zero exit code.
+expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
+expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
+expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
+expect 2 "--resume is not supported for --task sst2" -- "$attn" train "${tiny[@]}" --resume --out "$work/bad4"
+expect 1 "sentiment-train.gz" -- "$attn" train --task sst2 --data "$work/nowhere" --out "$work/bad5"
+expect 2 "unknown --split 'valid' (valid: train, dev, test)" -- "$attn" eval --model "$work/run/model.safetensors" --data "$data" --split valid
+expect 2 "needs --data DIR" -- "$attn" eval --model "$work/run/model.safetensors"
+expect 2 "the text has no tokens" -- "$attn" classify --model "$work/run/model.safetensors" --text "  "
+expect 1 "missing.safetensors" -- "$attn" classify --model "$work/missing.safetensors" --text "good"
+
+# A seq2seq checkpoint is still evaluated as before, and refused by classify.
+expect 0 "trained 2 steps" -- "$attn" train --task copy --hidden 8 --emb 4 --min-len 3 --max-len 4 --batch 4 --steps 2 \
+  --eval-samples 4 --threads 1 --out "$work/s2s"
+expect 0 '"token_accuracy"' -- "$attn" eval --model "$work/s2s/model.safetensors" --eval-lengths 3 --samples 2 --json
+expect 2 "is not a classifier checkpoint (format 'attn-seq2seq')" -- "$attn" classify --model "$work/s2s/model.safetensors" --text "x"
+
+if ((failures)); then echo "$failures SST-2 CLI check(s) failed" >&2; exit 1; fi
+echo "all SST-2 CLI checks passed"

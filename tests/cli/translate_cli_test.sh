@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# CLI tests of `attn train --task translate` (RNN and Transformer), `attn translate`,
+# `attn eval` (BLEU), `attn align` on a translation model, and `attn train --task charlm` +
+# `attn sample`, on a few hundred lines of the real data sets. Tiny models and few steps:
+# these check that the commands work and the training loss falls, not translation quality.
+# Usage: translate_cli_test.sh path/to/attn   (skips without the data)
+set -uo pipefail
+attn="$1"
+data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# expect CODE "message fragment" -- command...
+expect() {
+  local code="$1" fragment="$2"; shift 3
+  local out rc
+  out="$("$@" 2>&1)"; rc=$?
+  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
+  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
+}
+
+# first and last "loss" of a log.jsonl: the last must be below 0.8 x the first.
+loss_falls() {
+  local first last
+  first=$(grep -o '"loss":[0-9.e+-]*' "$1" | head -n 1 | cut -d: -f2)
+  last=$(grep -o '"loss":[0-9.e+-]*' "$1" | tail -n 1 | cut -d: -f2)
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < 0.8 * f) }' || fail "$1: loss did not fall ($first -> $last)"
+}
+
+# Bad options fail before any work, with exit code 2.
+expect 2 "--task translate needs --data" -- "$attn" train --task translate --out "$work/x"
+expect 2 "--model must be rnn or transformer" -- "$attn" train --task translate --model bilstm --data "$data" --out "$work/x"
+expect 2 "--label-smoothing" -- "$attn" train --task translate --data "$data" --label-smoothing 1.5 --out "$work/x"
+expect 2 "--norm must be pre or post" -- "$attn" train --task translate --model transformer --norm mid --data "$data" --out "$work/x"
+
+if [[ ! -f "$data/multi30k/raw/train.de.gz" ]]; then
+  echo "SKIP: no Multi30k data under $data"
+else
+  common=(--task translate --data "$data" --train-limit 300 --vocab-size 300 --max-tokens 1200 --steps 60
+          --lr 3e-3 --warmup 5 --eval-every 60 --eval-sentences 20 --log-every 5 --threads 2)
+  expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model rnn --emb 32 --hidden 48 --out "$work/rnn"
+  expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model transformer --d-model 32 --heads 2 --ffn 64 \
+    --enc-layers 1 --dec-layers 2 --out "$work/tf"
+  for run in rnn tf; do
+    [[ -f "$work/$run/model.safetensors" && -f "$work/$run/spm.model" ]] || fail "$run: run directory incomplete"
+    loss_falls "$work/$run/log.jsonl"
+    # translate: one output line per input line, in order, empty lines stay empty.
+    zcat "$data/multi30k/raw/test_2016_flickr.de.gz" | head -n 5 > "$work/in.de"
+    printf '\n' >> "$work/in.de"
+    "$attn" translate --model "$work/$run/model.safetensors" --beam 3 < "$work/in.de" > "$work/$run.en" \
+      || fail "$run: translate failed"
+    [[ "$(wc -l < "$work/$run.en")" == 6 ]] || fail "$run: translate wrote $(wc -l < "$work/$run.en") lines for 6"
+    [[ -z "$(tail -n 1 "$work/$run.en")" ]] || fail "$run: an empty input line did not give an empty output line"
+    # eval: BLEU JSON on the first sentences of test2016, and the hypotheses file.
+    expect 0 '"bleu":' -- "$attn" eval --model "$work/$run/model.safetensors" --data "$data" --split test2016 --limit 10 \
+      --beam 2 --json --hypotheses "$work/$run.hyp"
+    [[ "$(wc -l < "$work/$run.hyp")" == 10 ]] || fail "$run: eval --hypotheses wrote the wrong number of lines"
+    # the printed BLEU equals `attn bleu` on the written hypotheses.
+    zcat "$data/multi30k/raw/test_2016_flickr.en.gz" | head -n 10 > "$work/ref.en"
+    want=$("$attn" bleu --ref "$work/ref.en" < "$work/$run.hyp" | cut -d' ' -f3)
+    got=$("$attn" eval --model "$work/$run/model.safetensors" --data "$data" --limit 10 --beam 2 | grep -o 'BLEU = [0-9.]*' | cut -d' ' -f3)
+    [[ "$want" == "$got" ]] || fail "$run: eval BLEU $got differs from attn bleu $want"
+    # align: a heatmap with word pieces.
+    expect 0 "heatmap" -- "$attn" align --model "$work/$run/model.safetensors" --text "Ein Mann fährt Fahrrad." \
+      --out "$work/$run.svg"
+    [[ -s "$work/$run.svg" ]] || fail "$run: align wrote no SVG"
+  done
+  expect 0 "heatmap" -- "$attn" align --model "$work/tf/model.safetensors" --text "Zwei Hunde." --layer 0 --head 1 \
+    --out "$work/tf_l0h1.png"
+  expect 2 "--layer must be in [0, 2)" -- "$attn" align --model "$work/tf/model.safetensors" --text "Hund" --layer 5
+  expect 2 "needs --text" -- "$attn" align --model "$work/tf/model.safetensors" --input "5 6"
+  expect 1 "spm.model is missing" -- bash -c "cp '$work/rnn/model.safetensors' '$work/lonely.safetensors' && \
+    '$attn' translate --model '$work/lonely.safetensors' < /dev/null"
+fi
+
+if [[ ! -f "$data/tatoeba-fra-eng/fra.txt.gz" ]]; then
+  echo "SKIP: no Tatoeba data under $data"
+else
+  expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 500 --d-model 32 --heads 2 --ffn 64 \
+    --dec-layers 1 --batch 32 --steps 60 --lr 3e-3 --warmup 5 --eval-every 60 --log-every 5 --threads 2 --out "$work/lm"
+  loss_falls "$work/lm/log.jsonl"
+  out=$("$attn" sample --model "$work/lm/model.safetensors" --prompt "I " -n 3 --temperature 0.8 --seed 3)
+  [[ "$(printf '%s\n' "$out" | wc -l)" == 3 ]] || fail "sample -n 3 printed: $out"
+  [[ "$(printf '%s\n' "$out" | grep -c '^I ')" == 3 ]] || fail "samples do not continue the prompt: $out"
+  a=$("$attn" sample --model "$work/lm/model.safetensors" --temperature 0 -n 1)
+  b=$("$attn" sample --model "$work/lm/model.safetensors" --temperature 0 -n 1)
+  [[ "$a" == "$b" ]] || fail "greedy sampling is not deterministic: '$a' vs '$b'"
+  expect 2 "--temperature must be >= 0" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
+  expect 1 "not a language model checkpoint" -- "$attn" sample --model "$work/tf/model.safetensors"
+fi
+
+if ((failures > 0)); then
+  echo "$failures failure(s)" >&2
+  exit 1
+fi
+echo "translate CLI tests passed"

@@ -1,0 +1,87 @@
+#include "attn/train/lm_trainer.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "test_support.h"
+
+namespace attn::train {
+namespace {
+namespace fs = std::filesystem;
+
+bool have_tatoeba() { return attn::testing::data_file_exists("tatoeba-fra-eng/fra.txt.gz"); }
+
+TEST(CharVocab, Utf8Characters) {
+  EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
+  EXPECT_EQ(utf8_characters(std::string("a\xC3")), (std::vector<std::string>{"a", "\xEF\xBF\xBD"}));  // truncated é
+  EXPECT_EQ(utf8_characters(std::string("\xFF" "b")), (std::vector<std::string>{"\xEF\xBF\xBD", "b"}));
+  EXPECT_TRUE(utf8_characters("").empty());
+}
+
+TEST(CharVocab, BuildEncodeDecode) {
+  const CharVocab vocab = CharVocab::build({"abba", "cab"});
+  // b ×3, a ×3 (tie: code point order), c ×1.
+  EXPECT_EQ(vocab.characters(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(vocab.size(), 7);
+  EXPECT_EQ(vocab.encode("cab?"), (std::vector<int32_t>{6, 4, 5, CharVocab::kUnk}));
+  EXPECT_EQ(vocab.decode({1, 6, 4, 0, 5, 2, 4}), "cab");  // BOS and PAD skipped, stops at EOS
+}
+
+TEST(LmTrainer, LearnsCharactersAndSamples) {
+  if (!have_tatoeba()) GTEST_SKIP() << "no Tatoeba data under " << attn::testing::data_dir();
+  const fs::path out = fs::temp_directory_path() / "attn_lm_trainer_test";
+  fs::remove_all(out);
+  models::TransformerConfig config;
+  config.d_model = 32;
+  config.heads = 2;
+  config.ffn = 64;
+  config.decoder_layers = 1;
+  config.dropout = 0.0f;
+  LmOptions o;
+  o.data_dir = attn::testing::data_dir() + "/tatoeba-fra-eng";
+  o.train_limit = 600;
+  o.max_chars = 40;
+  o.batch = 32;
+  o.steps = 120;
+  o.lr = 3e-3f;
+  o.warmup = 10;
+  o.eval_every = 120;
+  o.eval_sentences = 0;
+  o.out_dir = out.string();
+  o.progress = nullptr;
+  const LmResult r = train_char_lm(config, o);
+  EXPECT_EQ(r.steps_done, 120);
+  LoadedLm lm = load_char_lm(r.model_path);
+  // A uniform guess costs log(V) nats per character; the trained model must do far better.
+  const double uniform = std::log(static_cast<double>(lm.vocab.size()));
+  EXPECT_LT(r.best_val_loss, 0.75 * uniform) << "uniform " << uniform;
+  EXPECT_NEAR(r.best_val_bits_per_char, r.best_val_loss / std::log(2.0), 1e-9);
+
+  // Greedy sampling is deterministic, continues the prompt and uses only known characters.
+  models::SampleOptions greedy{.max_len = 30, .temperature = 0.0f};
+  const std::string a = sample_text(lm, "I ", greedy), b = sample_text(lm, "I ", greedy);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.rfind("I ", 0), 0u);
+  EXPECT_GT(a.size(), 2u);
+  models::SampleOptions hot{.max_len = 30, .temperature = 1.0f, .seed = 7};
+  for (const auto& c : utf8_characters(sample_text(lm, "", hot)))
+    EXPECT_NE(lm.vocab.encode(c).at(0), CharVocab::kUnk) << "sampled an unknown character";
+  EXPECT_TRUE(is_lm_checkpoint(r.model_path));
+  EXPECT_FALSE(is_lm_checkpoint("/nonexistent"));
+}
+
+TEST(LmTrainer, Errors) {
+  LmOptions o;
+  o.out_dir = "/tmp/unused";
+  EXPECT_THROW_MSG(o.validate(), ValueError, "--data");
+  o.data_dir = "/nonexistent";
+  EXPECT_THROW_MSG(train_char_lm({}, o), IoError, "fra.txt.gz");
+  o.batch = 0;
+  EXPECT_THROW_MSG(o.validate(), ValueError, "--batch");
+  EXPECT_THROW_MSG(load_char_lm("/nonexistent/model.safetensors"), IoError, "/nonexistent/model.safetensors");
+}
+
+}  // namespace
+}  // namespace attn::train

@@ -1,0 +1,164 @@
+#include "attn/train/translation_trainer.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "attn/data/bleu.h"
+#include "attn/data/parallel.h"
+#include "attn/data/text.h"
+#include "test_support.h"
+
+namespace attn::train {
+namespace {
+namespace fs = std::filesystem;
+
+std::string multi30k() { return attn::testing::data_dir() + "/multi30k"; }
+bool have_multi30k() { return attn::testing::data_file_exists("multi30k/raw/train.de.gz"); }
+
+std::string temp_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("attn_translation_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+// A run on the first `pairs` training pairs that must fit them: small enough to run
+// under the sanitizers, large enough that memorising 24 short sentences shows in BLEU.
+TranslationOptions tiny_options(const std::string& out, int64_t pairs, int64_t steps) {
+  TranslationOptions o;
+  o.data_dir = multi30k();
+  o.train_limit = pairs;
+  o.vocab_size = 120;
+  o.max_len = 40;
+  o.max_tokens = 2000;
+  o.max_sentences = 32;
+  o.steps = steps;
+  o.lr = 5e-3f;
+  o.lr_schedule = "constant";
+  o.warmup = 0;
+  o.label_smoothing = 0.0f;
+  o.log_every = 10;
+  o.eval_every = steps;
+  o.eval_sentences = 8;
+  o.out_dir = out;
+  o.progress = nullptr;
+  return o;
+}
+
+// The loss falls, and the model memorises its few training sentences: translating them
+// back scores far above the untrained model (BLEU near 0).
+void expect_learns(const std::string& kind, const nlohmann::json& config, int64_t steps) {
+  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  const std::string out = temp_dir(kind);
+  const TranslationResult r = train_translation(kind, config, tiny_options(out, 24, steps));
+  EXPECT_EQ(r.steps_done, steps);
+  EXPECT_TRUE(fs::exists(out + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(out + "/last.safetensors"));
+  EXPECT_TRUE(fs::exists(out + "/spm.model"));
+
+  // log.jsonl: the loss of the last logged step is well below the first.
+  std::vector<double> losses;
+  for (const auto& line : data::read_lines(out + "/log.jsonl")) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("loss")) losses.push_back(j["loss"].get<double>());
+  }
+  ASSERT_GE(losses.size(), 2u);
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << "first " << losses.front() << ", last " << losses.back();
+
+  LoadedTranslator model = load_translator(out + "/last.safetensors");
+  EXPECT_EQ(model.info.kind, kind);
+  const data::ParallelCorpus corpus = data::load_parallel(multi30k(), "train", "de", "en", 24);
+  const std::vector<Translation> greedy = translate(model, corpus.src, {.beam = 1});
+  ASSERT_EQ(greedy.size(), corpus.src.size());
+  std::vector<std::string> hyps;
+  for (const auto& t : greedy) hyps.push_back(t.text);
+  const double bleu = data::corpus_bleu(hyps, corpus.tgt).score;
+  EXPECT_GT(bleu, 40.0) << "training-set BLEU after memorising; first output: " << hyps[0];
+
+  // Beam search gives one line per input too, and empty input lines stay empty.
+  const std::vector<Translation> beam = translate(model, {corpus.src[0], "", corpus.src[1]}, {.beam = 3});
+  ASSERT_EQ(beam.size(), 3u);
+  EXPECT_TRUE(beam[1].text.empty());
+  EXPECT_FALSE(beam[0].text.empty());
+
+  // Alignment data: one weight row per output piece over the source pieces, rows sum to 1.
+  const Translation aligned = translate(model, {corpus.src[0]}, {.beam = 1}, true).at(0);
+  ASSERT_FALSE(aligned.weights.empty());
+  EXPECT_EQ(aligned.weights.size(), aligned.out_pieces.size());
+  for (const auto& row : aligned.weights) {
+    ASSERT_EQ(row.size(), aligned.src_pieces.size());
+    double sum = 0;
+    for (float w : row) sum += w;
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+  }
+
+  // eval on a real split returns a finite BLEU for the requested number of sentences.
+  const TranslationEval eval = evaluate_translation(model, multi30k(), "test2016", {.beam = 1}, 5);
+  EXPECT_EQ(eval.sentences, 5);
+  EXPECT_EQ(eval.hypotheses.size(), 5u);
+  EXPECT_GE(eval.bleu, 0.0);
+  EXPECT_NE(eval.bleu_line.find("BLEU = "), std::string::npos);
+}
+
+TEST(TranslationTrainer, RnnBahdanauLearns) {
+  expect_learns("rnn", {{"encoder", "gru"}, {"emb", 32}, {"hidden", 64}, {"attention", "bahdanau"}}, 150);
+}
+
+TEST(TranslationTrainer, TransformerLearns) {
+  expect_learns("transformer",
+                {{"d_model", 32}, {"heads", 2}, {"ffn", 64}, {"encoder_layers", 1}, {"decoder_layers", 1},
+                 {"dropout", 0.0}, {"share_embeddings", true}},
+                150);
+}
+
+TEST(TranslationTrainer, ResumeContinuesToTheRequestedSteps) {
+  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  const std::string out = temp_dir("resume");
+  const nlohmann::json config = {{"emb", 16}, {"hidden", 16}};
+  train_translation("rnn", config, tiny_options(out, 16, 4));
+  TranslationOptions o = tiny_options(out, 16, 8);
+  o.resume = true;
+  const TranslationResult r = train_translation("rnn", config, o);
+  EXPECT_EQ(r.steps_done, 8);
+  EXPECT_EQ(load_translator(out + "/last.safetensors").info.step, 8);
+  // A different model cannot resume this run.
+  EXPECT_THROW_MSG(train_translation("rnn", {{"emb", 16}, {"hidden", 32}}, o), ValueError, "different model");
+}
+
+TEST(TranslationTrainer, OptionErrors) {
+  TranslationOptions o = tiny_options("/tmp/unused", 8, 4);
+  o.data_dir = "";
+  EXPECT_THROW_MSG(o.validate(), ValueError, "--data");
+  o = tiny_options("/tmp/unused", 8, 4);
+  o.src_lang = "en";
+  o.tgt_lang = "en";
+  EXPECT_THROW_MSG(o.validate(), ValueError, "two different languages");
+  o = tiny_options("/tmp/unused", 8, 4);
+  o.label_smoothing = 1.0f;
+  EXPECT_THROW_MSG(o.validate(), ValueError, "--label-smoothing");
+  o = tiny_options("/tmp/unused", 8, 4);
+  o.max_tokens = 10;
+  EXPECT_THROW_MSG(o.validate(), ValueError, "cannot hold one pair");
+  o = tiny_options("/tmp/unused", 8, 4);
+  o.lr_schedule = "sometimes";
+  EXPECT_THROW(o.validate(), ValueError);
+  EXPECT_THROW_MSG(models::make_translator("lstm-ish", nlohmann::json::object()), ValueError,
+                   "unknown translation model 'lstm-ish' (valid: rnn, transformer)");
+}
+
+TEST(TranslationTrainer, LoadErrors) {
+  EXPECT_THROW_MSG(load_translator("/nonexistent/model.safetensors"), IoError, "/nonexistent/model.safetensors");
+  EXPECT_FALSE(is_translation_checkpoint("/nonexistent/model.safetensors"));
+  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  // A checkpoint whose tokenizer went missing names the missing file.
+  const std::string out = temp_dir("missing_tokenizer");
+  train_translation("rnn", {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));
+  EXPECT_TRUE(is_translation_checkpoint(out + "/model.safetensors"));
+  fs::remove(out + "/spm.model");
+  EXPECT_THROW_MSG(load_translator(out + "/model.safetensors"), IoError, "spm.model is missing");
+}
+
+}  // namespace
+}  // namespace attn::train

@@ -1,0 +1,74 @@
+// attn classify: the label, its probability and the per-token attention of a classifier
+// checkpoint for one text (--text) or for every line of stdin.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/train/classifier_trainer.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace {
+
+void print_classification(const train::LoadedClassifier& loaded, const std::string& text,
+                          const train::Classification& c, bool json) {
+  const std::string& name = loaded.labels.at(static_cast<size_t>(c.label));
+  if (json) {
+    nlohmann::json j = {{"text", text},           {"label", c.label},   {"label_name", name},
+                        {"probability", c.probability}, {"probabilities", c.probabilities},
+                        {"tokens", c.tokens}};
+    j["attention"] = c.attention.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.attention);
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf("%s %.4f  %s\n", name.c_str(), c.probability, text.c_str());
+  if (c.attention.empty()) {
+    std::printf("  (no attention for a %s model)\n", loaded.model->kind().c_str());
+    return;
+  }
+  std::printf("  attention (%s):\n", loaded.model->attention_description().c_str());
+  for (size_t i = 0; i < c.tokens.size(); ++i) {
+    const float w = c.attention[i];
+    const int bar = static_cast<int>(w * 40.0f + 0.5f);
+    std::printf("  %6.3f %-40s %s%s\n", w, std::string(static_cast<size_t>(bar), '#').c_str(), c.tokens[i].c_str(),
+                c.ids[i] == data::Vocab::kUnk ? " <unk>" : "");
+  }
+}
+
+}  // namespace
+
+void add_classify_command(CLI::App& app) {
+  struct Args {
+    std::string model;
+    std::string text;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("classify", "Classify text with a classifier checkpoint: label, probability, attention");
+  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors)")->required();
+  cmd->add_option("--text", args->text, "The text (lower-cased, tokenised like the training data); default: stdin lines");
+  cmd->add_flag("--json", args->json, "One JSON object per text");
+  add_threads_option(cmd);
+  cmd->callback([args, cmd] {
+    const std::string format = train::checkpoint_format(args->model);
+    if (format != "attn-classifier")
+      throw UsageError(args->model + " is not a classifier checkpoint (format '" + format + "')");
+    train::LoadedClassifier loaded = train::load_classifier(args->model);
+    if (cmd->count("--text")) {
+      as_usage([&] { print_classification(loaded, args->text, train::classify_text(*loaded.model, loaded.vocab, args->text), args->json); });
+      return;
+    }
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      if (data::whitespace_tokens(line).empty()) continue;
+      print_classification(loaded, line, train::classify_text(*loaded.model, loaded.vocab, line), args->json);
+    }
+  });
+}
+
+ATTN_REGISTER_COMMAND(60, add_classify_command);
+
+}  // namespace attn::cli

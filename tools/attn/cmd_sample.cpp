@@ -1,0 +1,46 @@
+// attn sample: generates text with a trained character language model
+// (`attn train --task charlm`).
+#include <cstdio>
+#include <string>
+
+#include "attn/train/lm_trainer.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+
+void add_sample_command(CLI::App& app) {
+  struct Args {
+    std::string model;
+    std::string prompt;
+    int count = 5;
+    models::SampleOptions options;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("sample", "Generate text with a causal language model (one sample a line)");
+  cmd->add_option("--model", args->model, "Language-model checkpoint (RUN/model.safetensors)")->required();
+  cmd->add_option("--prompt", args->prompt, "Text to continue (default: start a sentence)");
+  cmd->add_option("-n,--count", args->count, "Samples to draw")->capture_default_str();
+  cmd->add_option("--max-chars", args->options.max_len, "Characters per sample at most")->capture_default_str();
+  cmd->add_option("--temperature", args->options.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", args->options.top_k, "Sample among the k likeliest characters (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
+  add_threads_option(cmd);
+  cmd->callback([args] {
+    if (args->count < 1) throw UsageError("--count must be >= 1");
+    if (args->options.max_len < 1) throw UsageError("--max-chars must be >= 1");
+    if (!(args->options.temperature >= 0.0f)) throw UsageError("--temperature must be >= 0");
+    if (args->options.top_k < 0) throw UsageError("--top-k must be >= 0");
+    train::LoadedLm lm = train::load_char_lm(args->model);
+    for (int i = 0; i < args->count; ++i) {
+      models::SampleOptions o = args->options;
+      o.seed = args->options.seed + static_cast<uint64_t>(i);
+      std::printf("%s\n", train::sample_text(lm, args->prompt, o).c_str());
+    }
+  });
+}
+
+ATTN_REGISTER_COMMAND(64, add_sample_command);
+
+}  // namespace attn::cli

@@ -1,0 +1,44 @@
+// attn translate: translates stdin to stdout, one sentence a line, with a trained
+// translation model (`attn train --task translate`).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attn/train/translation_trainer.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+
+void add_translate_command(CLI::App& app) {
+  struct Args {
+    std::string model;
+    train::TranslateOptions options;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout, one sentence a line (batched)");
+  cmd->add_option("--model", args->model, "Translation checkpoint (RUN/model.safetensors; spm.model next to it)")
+      ->required();
+  cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
+  cmd->add_option("--length-penalty", args->options.length_penalty, "GNMT length penalty alpha")->capture_default_str();
+  cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
+  cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
+      ->capture_default_str();
+  add_threads_option(cmd);
+  cmd->callback([args] {
+    if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
+    if (args->options.batch < 1) throw UsageError("--batch must be >= 1");
+    train::LoadedTranslator model = train::load_translator(args->model);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));
+    // The whole output is built before anything is written: a failure prints no half result.
+    std::string out;
+    for (const auto& t : train::translate(model, lines, args->options)) out += t.text + '\n';
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  });
+}
+
+ATTN_REGISTER_COMMAND(62, add_translate_command);
+
+}  // namespace attn::cli

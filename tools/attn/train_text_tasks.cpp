@@ -1,0 +1,185 @@
+#include "train_text_tasks.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/train/lm_trainer.h"
+#include "attn/train/translation_trainer.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace {
+
+// The folder `task_dir` inside --data, or --data itself when it already is that folder.
+std::string task_data_dir(const std::string& data, const std::string& task_dir, const std::string& marker) {
+  namespace fs = std::filesystem;
+  if (fs::exists(fs::path(data) / task_dir / marker)) return (fs::path(data) / task_dir).string();
+  return data;
+}
+
+void report_interrupt(bool interrupted, int64_t steps, const std::string& out) {
+  if (!interrupted) return;
+  std::fprintf(stderr, "attn: interrupted at step %lld; saved %s/last.safetensors (continue with --resume)\n",
+               static_cast<long long>(steps), out.c_str());
+  throw Interrupted();
+}
+
+}  // namespace
+
+void add_text_task_options(CLI::App* cmd, TextTaskArgs& a) {
+  const char* group = "Translation and language model";
+  cmd->add_option("--src", a.src, "--task translate: source language")->capture_default_str()->group(group);
+  cmd->add_option("--tgt", a.tgt, "--task translate: target language")->capture_default_str()->group(group);
+  cmd->add_option("--tokenizer", a.tokenizer, "--task translate: a SentencePiece model (default: learn a shared one)")
+      ->group(group);
+  cmd->add_option("--vocab-size", a.vocab_size, "--task translate: pieces of the learned SentencePiece model")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--max-tokens", a.max_tokens, "--task translate: padded source + target tokens per batch")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--max-sentences", a.max_sentences, "--task translate: sentences per batch at most")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--label-smoothing", a.label_smoothing, "--task translate: label smoothing epsilon")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--max-minutes", a.max_minutes, "--task translate|charlm: stop after this much training (0: off)")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--eval-sentences", a.eval_sentences, "--task translate|charlm: validation sentences (0: all)")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--enc-layers", a.encoder_layers, "--model transformer: encoder layers")->capture_default_str()->group(group);
+  cmd->add_option("--dec-layers", a.decoder_layers, "--model transformer, --task charlm: decoder layers")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str()->group(group);
+  cmd->add_option("--positions", a.positions, "Transformer positions: sinusoidal | learned")->capture_default_str()->group(group);
+  cmd->add_option("--activation", a.activation, "Transformer feed-forward activation: relu | gelu")
+      ->capture_default_str()->group(group);
+}
+
+namespace {
+
+nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
+                                  const SharedTrainArgs& s, const TextTaskArgs& a) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  if (a.norm != "pre" && a.norm != "post") throw UsageError("--norm must be pre or post, got '" + a.norm + "'");
+  return {{"d_model", s.d_model},
+          {"heads", c.heads},
+          {"ffn", s.ffn},
+          {"encoder_layers", a.encoder_layers},
+          {"decoder_layers", a.decoder_layers},
+          {"dropout", given("--dropout") ? c.dropout : 0.1f},
+          {"norm_first", a.norm == "pre"},
+          {"activation", a.activation},
+          {"positions", a.positions},
+          {"seed", t.seed}};
+}
+
+}  // namespace
+
+void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
+                     const SharedTrainArgs& s, const TextTaskArgs& a) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  if (s.data.empty()) throw UsageError("--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
+  const std::string kind = given("--model") ? s.model : "rnn";
+  if (kind != "rnn" && kind != "transformer")
+    throw UsageError("--task translate: --model must be rnn or transformer, got '" + kind + "'");
+  const bool transformer = kind == "transformer";
+  train::TranslationOptions o;
+  o.data_dir = task_data_dir(s.data, "multi30k", "raw");
+  o.src_lang = a.src;
+  o.tgt_lang = a.tgt;
+  o.tokenizer = a.tokenizer;
+  o.vocab_size = a.vocab_size;
+  o.max_len = given("--max-len") ? t.max_len : 100;
+  o.train_limit = s.train_limit;
+  o.max_tokens = a.max_tokens;
+  o.max_sentences = a.max_sentences;
+  o.steps = given("--steps") ? t.steps : 10000;
+  o.max_minutes = a.max_minutes;
+  o.lr = given("--lr") ? t.lr : (transformer ? 7e-4f : 1e-3f);
+  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "inverse_sqrt";
+  o.warmup = given("--warmup") ? t.warmup : (transformer ? 1000 : 200);
+  o.clip = t.clip;
+  o.label_smoothing = a.label_smoothing;
+  o.seed = t.seed;
+  o.log_every = given("--log-every") ? t.log_every : 100;
+  o.eval_every = given("--eval-every") ? t.eval_every : 1000;
+  o.eval_sentences = a.eval_sentences;
+  o.out_dir = t.out_dir;
+  o.resume = t.resume;
+  nlohmann::json config;
+  if (transformer) {
+    config = transformer_config(cmd, c, t, s, a);
+    config["share_embeddings"] = a.tokenizer.empty();  // one learned model serves both languages
+  } else {
+    models::Seq2SeqConfig r = c;
+    if (!given("--emb")) r.emb = 256;
+    if (!given("--hidden")) r.hidden = 256;
+    if (!given("--dropout")) r.dropout = 0.0f;
+    r.max_src_len = o.max_len;
+    r.seed = t.seed;
+    config = r.to_json();
+  }
+  as_usage([&] {
+    o.validate();
+    nlohmann::json probe = config;
+    if (transformer) {
+      probe["src_vocab"] = 16;
+      probe["tgt_vocab"] = 16;
+    } else {
+      probe["vocab"] = 16;
+    }
+    models::make_translator(kind, probe);
+  });
+  o.stop = &install_interrupt_flag();
+  const train::TranslationResult r = train::train_translation(kind, config, o);
+  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
+  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target tokens/s\n",
+              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu, r.tokens_per_second);
+  std::printf("model: %s\n", r.model_path.c_str());
+}
+
+void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
+                 const SharedTrainArgs& s, const TextTaskArgs& a) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  if (s.data.empty()) throw UsageError("--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
+  if (given("--model") && s.model != "transformer")
+    throw UsageError("--task charlm: --model must be transformer (a decoder-only causal Transformer)");
+  train::LmOptions o;
+  o.data_dir = task_data_dir(s.data, "tatoeba-fra-eng", "fra.txt.gz");
+  o.max_chars = given("--max-len") ? t.max_len : 128;
+  o.train_limit = s.train_limit;
+  o.batch = t.batch;
+  o.steps = given("--steps") ? t.steps : 3000;
+  o.max_minutes = a.max_minutes;
+  o.lr = given("--lr") ? t.lr : 1e-3f;
+  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
+  o.warmup = given("--warmup") ? t.warmup : 200;
+  o.clip = t.clip;
+  o.seed = t.seed;
+  o.log_every = given("--log-every") ? t.log_every : 100;
+  o.eval_every = given("--eval-every") ? t.eval_every : 500;
+  o.eval_sentences = given("--eval-sentences") ? a.eval_sentences : 2000;
+  o.out_dir = t.out_dir;
+  o.resume = t.resume;
+  nlohmann::json j = transformer_config(cmd, c, t, s, a);
+  j.erase("encoder_layers");
+  j["decoder_layers"] = given("--dec-layers") ? a.decoder_layers : 4;
+  if (!given("--d-model")) j["d_model"] = 128;
+  if (!given("--ffn")) j["ffn"] = 512;
+  j["tgt_vocab"] = 16;  // set from the data by the trainer
+  models::TransformerConfig config;
+  as_usage([&] {
+    o.validate();
+    config = models::TransformerConfig::from_json(j);
+  });
+  o.stop = &install_interrupt_flag();
+  const train::LmResult r = train::train_char_lm(config, o);
+  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
+  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
+              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
+              r.best_val_bits_per_char);
+  std::printf("model: %s\n", r.model_path.c_str());
+}
+
+}  // namespace attn::cli

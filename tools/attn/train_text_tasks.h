@@ -1,0 +1,46 @@
+#pragma once
+// `attn train --task translate` and `attn train --task charlm`: their extra options and
+// runs. Options shared with the synthetic seq2seq trainer (--steps --lr --lr-schedule
+// --warmup --clip --seed --log-every --eval-every --emb --hidden --layers --dropout --heads
+// --attention --score --encoder --bidirectional --batch --max-len) keep task-specific
+// defaults unless given on the command line.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "attn/models/seq2seq.h"
+#include "attn/train/seq2seq_trainer.h"
+
+namespace attn::cli {
+
+struct TextTaskArgs {
+  std::string src = "de", tgt = "en";
+  std::string tokenizer;
+  int vocab_size = 8000;
+  int64_t max_tokens = 4096;
+  int max_sentences = 128;
+  float label_smoothing = 0.1f;
+  double max_minutes = 0.0;
+  int64_t eval_sentences = 0;
+  int encoder_layers = 3, decoder_layers = 3;
+  std::string norm = "pre";
+  std::string positions = "sinusoidal";
+  std::string activation = "relu";
+};
+
+// Adds --src --tgt --tokenizer --vocab-size --max-tokens --max-sentences --label-smoothing
+// --max-minutes --eval-sentences --enc-layers --dec-layers --norm --positions --activation.
+void add_text_task_options(CLI::App* cmd, TextTaskArgs& args);
+
+// The shared options the two runs read besides their own.
+struct SharedTrainArgs {
+  std::string model, data;
+  int64_t d_model = 256, ffn = 1024, train_limit = 0;
+};
+
+void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
+                     const SharedTrainArgs& shared, const TextTaskArgs& a);
+void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
+                 const SharedTrainArgs& shared, const TextTaskArgs& a);
+
+}  // namespace attn::cli
