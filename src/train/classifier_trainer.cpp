@@ -11,8 +11,10 @@
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
 #include "attn/random.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/progress.h"
+#include "attn/train/run_log.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -156,50 +158,18 @@ json metadata_json(models::TextClassifier& model, const data::Vocab& vocab, int6
           {"step", step},                  {"dev_accuracy", dev_accuracy}};
 }
 
-class JsonlLog {
- public:
-  explicit JsonlLog(const std::string& path) : out_(path, std::ios::trunc) {
-    if (!out_) throw IoError(path + ": cannot open for writing");
-  }
-  void write(const json& j) {
-    out_ << j.dump() << '\n';
-    out_.flush();
-  }
-
- private:
-  std::ofstream out_;
-};
-
 }  // namespace
 
 void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab, int64_t step,
                      double dev_accuracy) {
-  io::save_safetensors(path, model.module().named_parameters(),
-                       {{io::kAttnMetadataKey, metadata_json(model, vocab, step, dev_accuracy).dump()}});
-}
-
-std::string checkpoint_format(const std::string& path) {
-  io::SafetensorsFile file = io::load_safetensors(path);
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) return "";
-  try {
-    json j = json::parse(it->second);
-    return j.is_object() ? j.value("format", "") : "";
-  } catch (const json::exception&) {
-    return "";
-  }
+  save_run_checkpoint(path, model.module().named_parameters(), metadata_json(model, vocab, step, dev_accuracy));
 }
 
 LoadedClassifier load_classifier(const std::string& path) {
-  io::SafetensorsFile file = io::load_safetensors(path);
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  const json j = read_run_metadata(file, path, "attn-classifier", "an attn classifier checkpoint");
   LoadedClassifier loaded;
   try {
-    json j = json::parse(it->second);
-    const std::string format = j.value("format", "");
-    if (format != "attn-classifier")
-      throw IoError(path + ": not an attn classifier checkpoint (metadata format '" + format + "')");
     const std::string kind = j.at("kind").get<std::string>();
     loaded.model = models::make_classifier(kind, j.at("config"));
     loaded.vocab = data::Vocab::from_json(j.at("vocabulary"));
@@ -219,7 +189,7 @@ LoadedClassifier load_classifier(const std::string& path) {
   if (static_cast<int64_t>(loaded.labels.size()) != loaded.model->classes())
     throw IoError(path + ": " + std::to_string(loaded.labels.size()) + " labels for " +
                   std::to_string(loaded.model->classes()) + " classes");
-  io::load_into(file, loaded.model->module().named_parameters(), path);
+  load_model_parameters(file, loaded.model->module().named_parameters(), path);
   loaded.model->module().eval();
   return loaded;
 }
@@ -307,7 +277,7 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
 
   fs::create_directories(o.out_dir);
   const std::string model_path = (fs::path(o.out_dir) / "model.safetensors").string();
-  JsonlLog log((fs::path(o.out_dir) / "log.jsonl").string());
+  JsonlLog log((fs::path(o.out_dir) / "log.jsonl").string(), /*append=*/false);
 
   ClassifierTrainResult result;
   result.model_path = model_path;

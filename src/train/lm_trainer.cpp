@@ -17,6 +17,7 @@
 #include "attn/error.h"
 #include "attn/io/safetensors.h"
 #include "attn/random.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/progress.h"
 #include "attn/train/run_log.h"
@@ -155,24 +156,13 @@ json info_json(const models::TransformerConfig& config, const CharVocab& vocab, 
 }
 
 void save(const std::string& path, models::TransformerLM& model, const json& info, const Optimizer* optimizer) {
-  std::vector<std::pair<std::string, Tensor>> tensors = model.named_parameters();
-  if (optimizer) {
-    OptimizerState state = optimizer->state();
-    for (auto& entry : state.tensors) tensors.push_back(entry);
-    tensors.emplace_back("optimizer.step_count",
-                         Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
-  }
-  io::save_safetensors(path, tensors, {{io::kAttnMetadataKey, info.dump()}});
+  save_run_checkpoint(path, model.named_parameters(), info, optimizer);
 }
 
 LoadedLm load_from(const io::SafetensorsFile& file, const std::string& path) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
+  const json j = read_run_metadata(file, path, kFormat, "a language model checkpoint");
   LoadedLm loaded;
   try {
-    const json j = json::parse(it->second);
-    if (j.value("format", "") != kFormat)
-      throw IoError(path + ": not a language model checkpoint (metadata format '" + j.value("format", "") + "')");
     loaded.vocab = CharVocab(j.at("characters").get<std::vector<std::string>>());
     loaded.model = std::make_unique<models::TransformerLM>(models::TransformerConfig::from_json(j.at("config")));
     loaded.step = j.at("step").get<int64_t>();
@@ -185,11 +175,7 @@ LoadedLm load_from(const io::SafetensorsFile& file, const std::string& path) {
   if (loaded.model->config().tgt_vocab != loaded.vocab.size())
     throw IoError(path + ": the model's vocabulary (" + std::to_string(loaded.model->config().tgt_vocab) +
                   ") differs from its character list (" + std::to_string(loaded.vocab.size()) + ")");
-  io::SafetensorsFile params;
-  params.path = file.path;
-  for (const auto& [name, t] : file.tensors)
-    if (name.rfind("optimizer.", 0) != 0) params.tensors.emplace_back(name, t);
-  io::load_into(params, loaded.model->named_parameters(), path);
+  load_model_parameters(file, loaded.model->named_parameters(), path);
   return loaded;
 }
 
@@ -212,16 +198,6 @@ double validation_loss(models::TransformerLM& model, const std::vector<std::vect
 }
 
 }  // namespace
-
-bool is_lm_checkpoint(const std::string& path) {
-  try {
-    const io::SafetensorsFile file = io::load_safetensors(path);
-    auto it = file.metadata.find(io::kAttnMetadataKey);
-    return it != file.metadata.end() && json::parse(it->second).value("format", "") == kFormat;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 LoadedLm load_char_lm(const std::string& path) { return load_from(io::load_safetensors(path), path); }
 
@@ -269,13 +245,7 @@ LmResult train_char_lm(models::TransformerConfig config, const LmOptions& o) {
     start_step = loaded.step;
     best = loaded.best_val_loss;
     adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-    OptimizerState state;
-    for (const auto& [name, t] : file.tensors)
-      if (name.rfind("optimizer.", 0) == 0 && name != "optimizer.step_count") state.tensors.emplace_back(name, t);
-    const Tensor* count = file.find("optimizer.step_count");
-    if (!count) throw IoError(last_path + ": no optimizer state to resume from");
-    state.step = count->i32()[0];
-    adam->load_state(state);
+    load_optimizer_state(file, *adam, last_path);
   } else {
     vocab = CharVocab::build(train_text);
     config.tgt_vocab = vocab.size();

@@ -12,6 +12,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
 #include "attn/random.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/progress.h"
 #include "attn/train/run_log.h"
 #include "attn/train/schedule.h"
@@ -66,12 +67,9 @@ json info_json(const CheckpointInfo& info) {
           {"vocabulary", vocabulary}};
 }
 
-CheckpointInfo parse_info(const std::string& text, const std::string& path) {
+CheckpointInfo parse_info(const json& j, const std::string& path) {
   CheckpointInfo info;
   try {
-    json j = json::parse(text);
-    if (j.value("format", "") != "attn-seq2seq")
-      throw IoError(path + ": not an attn seq2seq checkpoint (metadata format '" + j.value("format", "") + "')");
     info.config = models::Seq2SeqConfig::from_json(j.at("config"));
     info.task = j.at("task").get<std::string>();
     info.min_len = j.at("min_len").get<int>();
@@ -155,29 +153,15 @@ data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch&
 
 void save_checkpoint(const std::string& path, models::Seq2Seq& model, const CheckpointInfo& info,
                      const Optimizer* optimizer) {
-  std::vector<std::pair<std::string, Tensor>> tensors = model.named_parameters();
-  if (optimizer) {
-    OptimizerState state = optimizer->state();
-    for (auto& entry : state.tensors) tensors.push_back(entry);
-    tensors.emplace_back("optimizer.step_count",
-                         Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
-  }
-  io::save_safetensors(path, tensors, {{io::kAttnMetadataKey, info_json(info).dump()}});
+  save_run_checkpoint(path, model.named_parameters(), info_json(info), optimizer);
 }
 
 namespace {
 LoadedModel load_model_from(const io::SafetensorsFile& file, const std::string& path) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
   LoadedModel loaded;
-  loaded.info = parse_info(it->second, path);
+  loaded.info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
   loaded.model = std::make_unique<models::Seq2Seq>(loaded.info.config);
-  // Only the model's tensors; optimizer state (if any) is read by the trainer.
-  io::SafetensorsFile params;
-  params.path = file.path;
-  for (const auto& [name, t] : file.tensors)
-    if (name.rfind("optimizer.", 0) != 0) params.tensors.emplace_back(name, t);
-  io::load_into(params, loaded.model->named_parameters(), path);
+  load_model_parameters(file, loaded.model->named_parameters(), path);
   return loaded;
 }
 }  // namespace
@@ -210,13 +194,7 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
     info = loaded.info;
     start_step = info.step;
     adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-    OptimizerState state;
-    for (const auto& [name, t] : file.tensors)
-      if (name.rfind("optimizer.", 0) == 0 && name != "optimizer.step_count") state.tensors.emplace_back(name, t);
-    const Tensor* count = file.find("optimizer.step_count");
-    if (!count) throw IoError(last_path + ": no optimizer state to resume from");
-    state.step = count->i32()[0];
-    adam->load_state(state);
+    load_optimizer_state(file, *adam, last_path);
   } else {
     model = std::make_unique<models::Seq2Seq>(config);
     adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});

@@ -11,6 +11,7 @@
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/io/safetensors.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/progress.h"
 #include "attn/train/run_log.h"
@@ -67,32 +68,11 @@ json info_json(const TranslationInfo& info, int64_t vocab) {
 }
 
 void save(const std::string& path, models::Translator& model, const TranslationInfo& info, const Optimizer* optimizer) {
-  std::vector<std::pair<std::string, Tensor>> tensors = model.module().named_parameters();
-  if (optimizer) {
-    OptimizerState state = optimizer->state();
-    for (auto& entry : state.tensors) tensors.push_back(entry);
-    tensors.emplace_back("optimizer.step_count",
-                         Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
-  }
-  io::save_safetensors(path, tensors, {{io::kAttnMetadataKey, info_json(info, model.vocab()).dump()}});
-}
-
-json read_metadata(const io::SafetensorsFile& file, const std::string& path) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
-  json j;
-  try {
-    j = json::parse(it->second);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
-  if (j.value("format", "") != kFormat)
-    throw IoError(path + ": not a translation checkpoint (metadata format '" + j.value("format", "") + "')");
-  return j;
+  save_run_checkpoint(path, model.module().named_parameters(), info_json(info, model.vocab()), optimizer);
 }
 
 LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& path) {
-  const json j = read_metadata(file, path);
+  const json j = read_run_metadata(file, path, kFormat, "a translation checkpoint");
   LoadedTranslator loaded;
   try {
     loaded.info.kind = j.at("kind").get<std::string>();
@@ -116,11 +96,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   if (loaded.tokenizer->vocab_size() != loaded.model->vocab())
     throw IoError(path + ": the tokenizer has " + std::to_string(loaded.tokenizer->vocab_size()) +
                   " pieces, the model " + std::to_string(loaded.model->vocab()));
-  io::SafetensorsFile params;
-  params.path = file.path;
-  for (const auto& [name, t] : file.tensors)
-    if (name.rfind("optimizer.", 0) != 0) params.tensors.emplace_back(name, t);
-  io::load_into(params, loaded.model->module().named_parameters(), path);
+  load_model_parameters(file, loaded.model->module().named_parameters(), path);
   return loaded;
 }
 
@@ -144,16 +120,6 @@ size_t source_limit(const LoadedTranslator& model) {
 }
 
 }  // namespace
-
-bool is_translation_checkpoint(const std::string& path) {
-  try {
-    const io::SafetensorsFile file = io::load_safetensors(path);
-    auto it = file.metadata.find(io::kAttnMetadataKey);
-    return it != file.metadata.end() && json::parse(it->second).value("format", "") == kFormat;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
 
 LoadedTranslator load_translator(const std::string& path) { return load_from(io::load_safetensors(path), path); }
 
@@ -282,13 +248,7 @@ TranslationResult train_translation(const std::string& kind, json config, const 
     info = run.info;
     start_step = info.step;
     adam = std::make_unique<Adam>(run.model->module().parameters(), AdamOptions{.lr = o.lr});
-    OptimizerState state;
-    for (const auto& [name, t] : file.tensors)
-      if (name.rfind("optimizer.", 0) == 0 && name != "optimizer.step_count") state.tensors.emplace_back(name, t);
-    const Tensor* count = file.find("optimizer.step_count");
-    if (!count) throw IoError(last_path + ": no optimizer state to resume from");
-    state.step = count->i32()[0];
-    adam->load_state(state);
+    load_optimizer_state(file, *adam, last_path);
   } else {
     run.model = models::make_translator(kind, config);
     run.info = info;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "attn/io/safetensors.h"
+#include "attn/train/checkpoint.h"
 #include "test_support.h"
 
 namespace attn::train {

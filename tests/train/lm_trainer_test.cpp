@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "attn/train/checkpoint.h"
 #include "test_support.h"
 
 namespace attn::train {
@@ -68,8 +69,7 @@ TEST(LmTrainer, LearnsCharactersAndSamples) {
   models::SampleOptions hot{.max_len = 30, .temperature = 1.0f, .seed = 7};
   for (const auto& c : utf8_characters(sample_text(lm, "", hot)))
     EXPECT_NE(lm.vocab.encode(c).at(0), CharVocab::kUnk) << "sampled an unknown character";
-  EXPECT_TRUE(is_lm_checkpoint(r.model_path));
-  EXPECT_FALSE(is_lm_checkpoint("/nonexistent"));
+  EXPECT_EQ(checkpoint_format(r.model_path), "attn-lm");
 }
 
 TEST(LmTrainer, Errors) {

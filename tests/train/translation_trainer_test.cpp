@@ -8,6 +8,7 @@
 #include "attn/data/bleu.h"
 #include "attn/data/parallel.h"
 #include "attn/data/text.h"
+#include "attn/train/checkpoint.h"
 #include "test_support.h"
 
 namespace attn::train {
@@ -150,12 +151,11 @@ TEST(TranslationTrainer, OptionErrors) {
 
 TEST(TranslationTrainer, LoadErrors) {
   EXPECT_THROW_MSG(load_translator("/nonexistent/model.safetensors"), IoError, "/nonexistent/model.safetensors");
-  EXPECT_FALSE(is_translation_checkpoint("/nonexistent/model.safetensors"));
   if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
   // A checkpoint whose tokenizer went missing names the missing file.
   const std::string out = temp_dir("missing_tokenizer");
   train_translation("rnn", {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));
-  EXPECT_TRUE(is_translation_checkpoint(out + "/model.safetensors"));
+  EXPECT_EQ(checkpoint_format(out + "/model.safetensors"), "attn-translation");
   fs::remove(out + "/spm.model");
   EXPECT_THROW_MSG(load_translator(out + "/model.safetensors"), IoError, "spm.model is missing");
 }

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/train/checkpoint.h"
 #include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"

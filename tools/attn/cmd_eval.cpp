@@ -6,6 +6,7 @@
 
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/translation_trainer.h"
 #include "commands.h"

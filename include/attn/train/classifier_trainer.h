@@ -91,9 +91,6 @@ void save_classifier(const std::string& path, models::TextClassifier& model, con
 // Builds the model from the checkpoint's metadata and loads every tensor. IoError naming
 // the path for a missing file, a checkpoint of another format, or mismatching tensors.
 LoadedClassifier load_classifier(const std::string& path);
-// The metadata "format" of a checkpoint ("attn-classifier", "attn-seq2seq", ...), "" when
-// it has none; IoError when the file cannot be read.
-std::string checkpoint_format(const std::string& path);
 
 struct ClassifierEval {
   double accuracy = 0.0;

@@ -85,7 +85,6 @@ struct LoadedLm {
   double best_val_loss = 0.0;
 };
 LoadedLm load_char_lm(const std::string& path);
-bool is_lm_checkpoint(const std::string& path);
 
 // Continues `prompt` (may be empty: starts after BOS) with up to max_chars characters.
 std::string sample_text(LoadedLm& lm, const std::string& prompt, const models::SampleOptions& options);

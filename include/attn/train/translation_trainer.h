@@ -87,8 +87,6 @@ struct LoadedTranslator {
 
 // IoError naming the path for a missing or foreign checkpoint / tokenizer.
 LoadedTranslator load_translator(const std::string& path);
-// Whether `path` is a translation checkpoint (its metadata format), without loading tensors.
-bool is_translation_checkpoint(const std::string& path);
 
 struct TranslateOptions {
   int beam = 5;

@@ -1,0 +1,101 @@
+#include "attn/train/checkpoint.h"
+
+#include <filesystem>
+#include <unistd.h>
+
+#include "test_support.h"
+
+namespace attn::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("attn_checkpoint_test_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+Tensor make_param(const std::string& name, std::vector<float> values) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  return Tensor::from_vector(std::move(values), {n}).set_requires_grad(true).set_name(name);
+}
+
+// Two Adam steps on two parameters, so the optimizer has moments and a step count.
+struct Trained {
+  Tensor w = make_param("w", {0.5f, -1.5f, 2.0f});
+  Tensor b = make_param("b", {0.25f});
+  Adam adam{{w, b}, AdamOptions{.lr = 0.1f}};
+  Trained() {
+    for (int step = 0; step < 2; ++step) {
+      w.grad_accumulator().copy_from(Tensor::from_vector(std::vector<float>{0.1f, -0.2f, 0.3f}, {3}));
+      b.grad_accumulator().copy_from(Tensor::from_vector(std::vector<float>{1.0f}, {1}));
+      adam.step();
+      adam.zero_grad();
+    }
+  }
+  NamedTensors parameters() const { return {{"w", w}, {"b", b}}; }
+};
+
+TEST(Checkpoint, ModelAndOptimizerRoundTrip) {
+  Trained trained;
+  const std::string path = temp_path("round_trip.safetensors");
+  save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}, {"step", 2}}, &trained.adam);
+  EXPECT_EQ(checkpoint_format(path), "attn-test");
+
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  EXPECT_NE(file.find("optimizer.step_count"), nullptr);
+  EXPECT_EQ(read_run_metadata(file, path, "attn-test", "a test checkpoint").at("step"), 2);
+
+  // The model tensors load without the optimizer entries getting in the way.
+  Tensor w = make_param("w", {0, 0, 0}), b = make_param("b", {0});
+  load_model_parameters(file, {{"w", w}, {"b", b}}, path);
+  EXPECT_TRUE(testing::tensors_close(w, trained.w, 0.0f, 0.0f));
+  EXPECT_TRUE(testing::tensors_close(b, trained.b, 0.0f, 0.0f));
+
+  // The optimizer resumes with the same step count and moments.
+  Adam resumed({w, b}, AdamOptions{.lr = 0.1f});
+  load_optimizer_state(file, resumed, path);
+  const OptimizerState expected = trained.adam.state(), got = resumed.state();
+  EXPECT_EQ(got.step, expected.step);
+  ASSERT_EQ(got.tensors.size(), expected.tensors.size());
+  for (size_t i = 0; i < got.tensors.size(); ++i) {
+    EXPECT_EQ(got.tensors[i].first, expected.tensors[i].first);
+    const Tensor &g = got.tensors[i].second, &e = expected.tensors[i].second;
+    if (e.dtype() == DType::i32)  // "optimizer.<i>.step"
+      EXPECT_EQ(g.i32()[0], e.i32()[0]) << got.tensors[i].first;
+    else
+      EXPECT_TRUE(testing::tensors_close(g, e, 0.0f, 0.0f)) << got.tensors[i].first;
+  }
+  fs::remove(path);
+}
+
+TEST(Checkpoint, Errors) {
+  Trained trained;
+  const std::string path = temp_path("errors.safetensors");
+  // A best-model checkpoint has no optimizer state to resume from.
+  save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}});
+  io::SafetensorsFile file = io::load_safetensors(path);
+  Adam adam({trained.w, trained.b}, AdamOptions{});
+  EXPECT_THROW_MSG(load_optimizer_state(file, adam, path), IoError, "no optimizer state to resume from");
+  EXPECT_THROW_MSG(read_run_metadata(file, path, "attn-lm", "a language model checkpoint"), IoError,
+                   "not a language model checkpoint (metadata format 'attn-test')");
+  // A tensor the model lacks, or a missing one, fails before anything is copied.
+  Tensor w = make_param("w", {7, 7, 7});
+  EXPECT_THROW_MSG(load_model_parameters(file, {{"w", w}}, path), IoError, "b");
+  EXPECT_EQ(w.f32()[0], 7.0f);
+
+  // Files without attn metadata, or with metadata that is not a JSON object.
+  io::save_safetensors(path, trained.parameters());
+  EXPECT_EQ(checkpoint_format(path), "");
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
+                   "no 'attn' metadata");
+  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, "[1, 2]"}});
+  EXPECT_EQ(checkpoint_format(path), "");
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "not a JSON object");
+  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, "{broken"}});
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "bad 'attn' metadata");
+  EXPECT_THROW(checkpoint_format("/nonexistent/model.safetensors"), IoError);
+  fs::remove(path);
+}
+
+}  // namespace
+}  // namespace attn::train
