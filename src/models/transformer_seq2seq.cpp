@@ -2,7 +2,6 @@
 // decoder's key/value cache, cross-attention for inspection.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -12,12 +11,11 @@
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
 #include "attn/shape.h"
+#include "beam_search.h"
 #include "transformer_common.h"
 
 namespace attn::models {
 namespace {
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
@@ -194,43 +192,21 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   return result;
 }
 
-namespace {
-
-struct Finished {
-  float normalized;
-  int step;    // the step that produced EOS
-  int parent;  // beam index (within the row) of the hypothesis it extended
-};
-
-struct Candidate {
-  float score;
-  int beam;
-  int token;
-};
-
-}  // namespace
-
-// Batched beam search, bookkeeping as Seq2Seq::beam (src/models/beam.cpp): B rows × K
-// hypotheses step together as B·K decoder rows; the best 2K candidates of a row are visited
-// in order (score desc, then hypothesis and token asc); EOS candidates finish with score
-// raw / lp(len), lp(len) = ((5 + len) / 6)^α; a row stops when no alive hypothesis can beat
-// its best finished one. The KV cache follows the surviving hypotheses (select_rows).
+// Batched beam search (bookkeeping in beam_search.h) with the KV cache: the cache rows
+// are reordered to the surviving hypotheses after each step. Weights per step: the cross-
+// attention chosen by `select`.
 DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
                                       AttentionSelect select) {
   const char* op = "TransformerSeq2Seq.beam";
-  if (options.width < 1) throw ValueError(fmt::format("{}: width must be >= 1, got {}", op, options.width));
-  if (options.max_len < 1) throw ValueError(fmt::format("{}: max_len must be >= 1, got {}", op, options.max_len));
-  if (!(options.length_penalty >= 0.0f) || !std::isfinite(options.length_penalty))
-    throw ValueError(fmt::format("{}: length_penalty must be finite and >= 0, got {}", op, options.length_penalty));
+  const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
+  detail::BeamSearch search(op, B, options, S);
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;
-  const float alpha = options.length_penalty;
+  const int64_t BK = search.rows();
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));
-  auto lp = [alpha](int len) { return alpha == 0.0f ? 1.0f : std::pow((5.0f + len) / 6.0f, alpha); };
 
   const Tensor memory_b = encode(src, src_lengths);  // (B, S, D)
-  const int64_t B = src.dim(0), S = src.dim(1), BK = B * K, V = config_.tgt_vocab;
   // Row b*K + k is hypothesis k of source row b.
   Tensor expand = Tensor::empty({BK}, DType::i32);
   Tensor lengths = Tensor::empty({BK}, DType::i32);
@@ -241,139 +217,22 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   const Tensor memory = gather_rows(memory_b, expand);  // (BK, S, D): reordering stays within a row
   nn::KvCache cache = decoder.start(lengths);
 
-  std::vector<float> score(static_cast<size_t>(BK), kNegInf);  // raw log-prob of alive hypotheses
-  for (int64_t b = 0; b < B; ++b) score[static_cast<size_t>(b * K)] = 0.0f;
-  std::vector<std::vector<int32_t>> tokens, parents;  // per step, per new beam (BK)
-  std::vector<std::vector<float>> step_weights;       // per step, (BK, S) by source beam
-  std::vector<std::vector<Finished>> finished(static_cast<size_t>(B));
-  std::vector<char> done(static_cast<size_t>(B), 0);
-  std::vector<int32_t> prev(static_cast<size_t>(BK), data::kBos);
-  Tensor reorder = Tensor::empty({BK}, DType::i32);
-  std::vector<Candidate> cands;
-  cands.reserve(static_cast<size_t>(K * V));
   std::vector<nn::LayerAttention> weights;
-  std::vector<float> w;
-  int steps = 0;
+  std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (BK, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
-    const Tensor ids = Tensor::from_vector(prev, {BK, 1});
+    const Tensor ids = search.next_tokens().reshape({BK, 1});
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (BK, 1, D)
     weights.clear();
     const Tensor h = decoder.step(x, memory, cache, &weights);           // (BK, 1, D)
     const Tensor logp = log_softmax(output_logits(h)).reshape({BK, V});  // (BK, V)
-    steps = t + 1;
-    step_weights.emplace_back(static_cast<size_t>(BK * S));
     for (int64_t i = 0; i < BK; ++i) {
       selected_weights(weights, select, i, w);
-      std::copy(w.begin(), w.end(), step_weights.back().begin() + i * S);
+      std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
-    tokens.emplace_back(static_cast<size_t>(BK), data::kPad);
-    parents.emplace_back(static_cast<size_t>(BK), 0);
-    std::vector<int32_t>& tok = tokens.back();
-    std::vector<int32_t>& par = parents.back();
-    std::vector<float> new_score(static_cast<size_t>(BK), kNegInf);
-    bool all_done = true;
-    for (int64_t b = 0; b < B; ++b) {
-      for (int k = 0; k < K; ++k) par[static_cast<size_t>(b * K + k)] = static_cast<int32_t>(b * K + k);
-      if (done[static_cast<size_t>(b)]) continue;
-      cands.clear();
-      for (int k = 0; k < K; ++k) {
-        const float base = score[static_cast<size_t>(b * K + k)];
-        if (base == kNegInf) continue;
-        const float* row = logp.f32() + (b * K + k) * V;
-        for (int v = 0; v < V; ++v) cands.push_back({base + row[v], k, v});
-      }
-      const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));
-      std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
-                        [](const Candidate& x, const Candidate& y) {
-                          if (x.score != y.score) return x.score > y.score;
-                          if (x.beam != y.beam) return x.beam < y.beam;
-                          return x.token < y.token;
-                        });
-      int alive = 0;
-      for (size_t i = 0; i < top && alive < K; ++i) {
-        const Candidate& c = cands[i];
-        if (c.score == kNegInf) break;
-        if (c.token == data::kEos) {
-          finished[static_cast<size_t>(b)].push_back({c.score / lp(t + 1), t, c.beam});
-        } else {
-          const size_t j = static_cast<size_t>(b * K + alive);
-          tok[j] = c.token;
-          par[j] = static_cast<int32_t>(b * K + c.beam);
-          new_score[j] = c.score;
-          ++alive;
-        }
-      }
-      float best_alive = kNegInf;
-      for (int k = 0; k < alive; ++k) best_alive = std::max(best_alive, new_score[static_cast<size_t>(b * K + k)]);
-      float best_finished = kNegInf;
-      for (const Finished& f : finished[static_cast<size_t>(b)]) best_finished = std::max(best_finished, f.normalized);
-      const float bound = best_alive / lp(options.max_len);
-      const float reachable = alpha == 0.0f ? best_alive : std::max(bound, best_alive / lp(t + 2));
-      if (alive == 0 || (!finished[static_cast<size_t>(b)].empty() && best_finished >= reachable)) {
-        done[static_cast<size_t>(b)] = 1;
-        for (int k = 0; k < K; ++k) new_score[static_cast<size_t>(b * K + k)] = kNegInf;
-      } else {
-        all_done = false;
-      }
-    }
-    score.swap(new_score);
-    if (all_done) break;
-    for (int64_t i = 0; i < BK; ++i) {
-      reorder.i32()[i] = par[static_cast<size_t>(i)];
-      prev[static_cast<size_t>(i)] = tok[static_cast<size_t>(i)];
-    }
-    cache.select_rows(reorder);
+    if (!search.advance(logp, step_weights.data())) break;
+    cache.select_rows(search.reorder());
   }
-
-  // Rebuild the winner of each row from the backpointers.
-  DecodeResult result;
-  result.tokens.resize(static_cast<size_t>(B));
-  result.attention.resize(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    int last_step;
-    bool eos = false;
-    int beam_at;
-    const std::vector<Finished>& fin = finished[static_cast<size_t>(b)];
-    if (!fin.empty()) {
-      const Finished* best = &fin[0];
-      for (const Finished& f : fin)
-        if (f.normalized > best->normalized) best = &f;
-      last_step = best->step;
-      eos = true;
-      beam_at = static_cast<int>(b * K + best->parent);
-    } else {
-      // No EOS within max_len: the best alive hypothesis of the last step.
-      last_step = steps - 1;
-      beam_at = static_cast<int>(b * K);
-      for (int k = 1; k < K; ++k)
-        if (score[static_cast<size_t>(b * K + k)] > score[static_cast<size_t>(beam_at)])
-          beam_at = static_cast<int>(b * K + k);
-    }
-    std::vector<int32_t> out;
-    std::vector<std::vector<float>> att;
-    int t = last_step;
-    int j = beam_at;
-    auto weights_of = [&](int step, int beam) {
-      const auto begin = step_weights[static_cast<size_t>(step)].begin() + static_cast<int64_t>(beam) * S;
-      return std::vector<float>(begin, begin + S);
-    };
-    if (eos) {
-      out.push_back(data::kEos);
-      att.push_back(weights_of(t, j));
-      --t;
-    }
-    for (; t >= 0; --t) {
-      const int parent = parents[static_cast<size_t>(t)][static_cast<size_t>(j)];
-      out.push_back(tokens[static_cast<size_t>(t)][static_cast<size_t>(j)]);
-      att.push_back(weights_of(t, parent));
-      j = parent;
-    }
-    std::reverse(out.begin(), out.end());
-    std::reverse(att.begin(), att.end());
-    result.tokens[static_cast<size_t>(b)] = std::move(out);
-    result.attention[static_cast<size_t>(b)] = std::move(att);
-  }
-  return result;
+  return search.result();
 }
 
 }  // namespace attn::models

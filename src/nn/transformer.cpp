@@ -358,23 +358,29 @@ Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, Laye
 // ---- Stacks -----------------------------------------------------------------------------------------
 
 namespace {
-void check_layer_count(const char* who, int layers) {
-  if (layers < 1) throw ValueError(std::string(who) + ": layers must be >= 1, got " + str(layers));
+
+// The shared constructor of the three stacks: `n` layers registered as "layers.<i>", and for
+// pre-LN the final LayerNorm as "norm" (torch.nn.TransformerEncoder/Decoder's `norm`).
+template <typename Layer>
+void build_stack(const char* who, const TransformerLayerOptions& options, int n, Module& stack, Module& layer_list,
+                 std::vector<std::unique_ptr<Layer>>& layers, std::unique_ptr<LayerNorm>& norm) {
+  options.validate();
+  if (n < 1) throw ValueError(std::string(who) + ": layers must be >= 1, got " + str(n));
+  for (int i = 0; i < n; ++i) {
+    layers.push_back(std::make_unique<Layer>(layer_options(options, i)));
+    layer_list.register_module(str(i), *layers.back());
+  }
+  stack.register_module("layers", layer_list);
+  if (options.norm_first) {
+    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
+    stack.register_module("norm", *norm);
+  }
 }
+
 }  // namespace
 
 TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, int n) {
-  options.validate();
-  check_layer_count("TransformerEncoder", n);
-  for (int i = 0; i < n; ++i) {
-    layers.push_back(std::make_unique<TransformerEncoderLayer>(layer_options(options, i)));
-    layer_list_.register_module(str(i), *layers.back());
-  }
-  register_module("layers", layer_list_);
-  if (options.norm_first) {
-    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
-    register_module("norm", *norm);
-  }
+  build_stack("TransformerEncoder", options, n, *this, layer_list_, layers, norm);
 }
 
 Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& key_lengths, std::vector<LayerAttention>* weights) {
@@ -386,17 +392,7 @@ Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& key_lengths, s
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, int n) {
-  options.validate();
-  check_layer_count("TransformerDecoder", n);
-  for (int i = 0; i < n; ++i) {
-    layers.push_back(std::make_unique<TransformerDecoderLayer>(layer_options(options, i)));
-    layer_list_.register_module(str(i), *layers.back());
-  }
-  register_module("layers", layer_list_);
-  if (options.norm_first) {
-    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
-    register_module("norm", *norm);
-  }
+  build_stack("TransformerDecoder", options, n, *this, layer_list_, layers, norm);
 }
 
 Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
@@ -434,17 +430,7 @@ Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& 
 }
 
 CausalTransformer::CausalTransformer(const TransformerLayerOptions& options, int n) {
-  options.validate();
-  check_layer_count("CausalTransformer", n);
-  for (int i = 0; i < n; ++i) {
-    layers.push_back(std::make_unique<TransformerEncoderLayer>(layer_options(options, i)));
-    layer_list_.register_module(str(i), *layers.back());
-  }
-  register_module("layers", layer_list_);
-  if (options.norm_first) {
-    norm = std::make_unique<LayerNorm>(options.d_model, options.eps);
-    register_module("norm", *norm);
-  }
+  build_stack("CausalTransformer", options, n, *this, layer_list_, layers, norm);
 }
 
 Tensor CausalTransformer::forward(const Tensor& x, const Tensor& lengths, std::vector<LayerAttention>* weights) {

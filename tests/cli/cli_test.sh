@@ -3,19 +3,7 @@
 # (exit code 2 with a clear message, nothing written). Usage: cli_test.sh path/to/attn
 set -uo pipefail
 attn="$1"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# expect CODE "message fragment" -- command...
-expect() {
-  local code="$1" fragment="$2"; shift 3
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
-  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
-}
+source "$(dirname "$0")/lib.sh"
 
 tiny=(--hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --log-every 5 --eval-every 10 --eval-samples 16 --threads 1)
 
@@ -76,5 +64,4 @@ expect 2 "unknown --kind 'foo' (valid: sdpa, additive, mha)" -- "$attn" bench at
 expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" bench seq2seq --attention foo
 expect 2 "is not divisible by --heads" -- "$attn" bench attention --dim 10 --heads 3
 
-if ((failures)); then echo "$failures CLI check(s) failed" >&2; exit 1; fi
-echo "all CLI checks passed"
+finish "CLI"

@@ -6,19 +6,7 @@ set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
 if [[ ! -f "$data/sst2/sentiment-dev" ]]; then echo "no SST-2 data under $data: skipped"; exit 0; fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# expect CODE "message fragment" -- command...
-expect() {
-  local code="$1" fragment="$2"; shift 3
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
-  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
-}
+source "$(dirname "$0")/lib.sh"
 
 tiny=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --steps 30 --eval-every 15
       --log-every 10 --train-limit 1500 --dev-limit 100 --threads 1)
@@ -62,5 +50,4 @@ expect 0 "trained 2 steps" -- "$attn" train --task copy --hidden 8 --emb 4 --min
 expect 0 '"token_accuracy"' -- "$attn" eval --model "$work/s2s/model.safetensors" --eval-lengths 3 --samples 2 --json
 expect 2 "is not a classifier checkpoint (format 'attn-seq2seq')" -- "$attn" classify --model "$work/s2s/model.safetensors" --text "x"
 
-if ((failures)); then echo "$failures SST-2 CLI check(s) failed" >&2; exit 1; fi
-echo "all SST-2 CLI checks passed"
+finish "SST-2 CLI"

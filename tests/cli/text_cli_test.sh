@@ -4,19 +4,7 @@
 set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# expect CODE "message fragment" -- command...
-expect() {
-  local code="$1" fragment="$2"; shift 3
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
-  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
-}
+source "$(dirname "$0")/lib.sh"
 
 # ---- bleu (no data needed) ----
 printf 'the cat sat on the mat\nIt is raining.\nZwei Hunde, 1,000.5 Meter\n' > "$work/hyp.txt"
@@ -76,8 +64,4 @@ else
   echo "skipping the Multi30k parts: no $de" >&2
 fi
 
-if (( failures > 0 )); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "text CLI tests passed"
+finish "text CLI"

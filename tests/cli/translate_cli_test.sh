@@ -7,19 +7,7 @@
 set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
-
-# expect CODE "message fragment" -- command...
-expect() {
-  local code="$1" fragment="$2"; shift 3
-  local out rc
-  out="$("$@" 2>&1)"; rc=$?
-  [[ $rc == "$code" ]] || fail "'$*' exited $rc, expected $code; output: $out"
-  [[ -z "$fragment" || "$out" == *"$fragment"* ]] || fail "'$*' output lacks '$fragment': $out"
-}
+source "$(dirname "$0")/lib.sh"
 
 # first and last "loss" of a log.jsonl: the last must be below 0.8 x the first.
 loss_falls() {
@@ -91,8 +79,4 @@ else
   expect 1 "not a language model checkpoint" -- "$attn" sample --model "$work/tf/model.safetensors"
 fi
 
-if ((failures > 0)); then
-  echo "$failures failure(s)" >&2
-  exit 1
-fi
-echo "translate CLI tests passed"
+finish "translate CLI"

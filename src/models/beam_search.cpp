@@ -1,0 +1,165 @@
+#include "beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/data/tasks.h"
+#include "attn/error.h"
+
+namespace attn::models::detail {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct Candidate {
+  float score;
+  int beam;
+  int token;
+};
+
+}  // namespace
+
+BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row)
+    : batch_(batch), K_(options.width), alpha_(options.length_penalty), max_len_(options.max_len), W_(weights_per_row) {
+  if (options.width < 1) throw ValueError(op + ": width must be >= 1, got " + std::to_string(options.width));
+  if (options.max_len < 1) throw ValueError(op + ": max_len must be >= 1, got " + std::to_string(options.max_len));
+  if (!(options.length_penalty >= 0.0f) || !std::isfinite(options.length_penalty))
+    throw ValueError(op + ": length_penalty must be finite and >= 0, got " + std::to_string(options.length_penalty));
+  const size_t BK = static_cast<size_t>(batch * K_);
+  score_.assign(BK, kNegInf);
+  for (int64_t b = 0; b < batch; ++b) score_[static_cast<size_t>(b * K_)] = 0.0f;
+  finished_.resize(static_cast<size_t>(batch));
+  done_.assign(static_cast<size_t>(batch), 0);
+  next_.assign(BK, data::kBos);
+  reorder_ = Tensor::empty({static_cast<int64_t>(BK)}, DType::i32);
+}
+
+float BeamSearch::lp(int len) const { return alpha_ == 0.0f ? 1.0f : std::pow((5.0f + len) / 6.0f, alpha_); }
+
+Tensor BeamSearch::next_tokens() const { return Tensor::from_vector(next_, {rows()}); }
+
+bool BeamSearch::advance(const Tensor& logp, const float* weights) {
+  const int64_t BK = rows(), V = logp.dim(1);
+  const int K = K_;
+  const int t = static_cast<int>(tokens_.size());
+  if (W_ > 0) weights_.emplace_back(weights, weights + BK * W_);
+  tokens_.emplace_back(static_cast<size_t>(BK), data::kPad);
+  parents_.emplace_back(static_cast<size_t>(BK), 0);
+  std::vector<int32_t>& tok = tokens_.back();
+  std::vector<int32_t>& par = parents_.back();
+  std::vector<float> new_score(static_cast<size_t>(BK), kNegInf);
+  std::vector<Candidate> cands;
+  cands.reserve(static_cast<size_t>(K * V));
+  bool all_done = true;
+  for (int64_t b = 0; b < batch_; ++b) {
+    for (int k = 0; k < K; ++k) par[static_cast<size_t>(b * K + k)] = static_cast<int32_t>(b * K + k);
+    if (done_[static_cast<size_t>(b)]) continue;
+    cands.clear();
+    for (int k = 0; k < K; ++k) {
+      const float base = score_[static_cast<size_t>(b * K + k)];
+      if (base == kNegInf) continue;
+      const float* row = logp.f32() + (b * K + k) * V;
+      for (int v = 0; v < V; ++v) cands.push_back({base + row[v], k, v});
+    }
+    const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));
+    std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
+                      [](const Candidate& x, const Candidate& y) {
+                        if (x.score != y.score) return x.score > y.score;
+                        if (x.beam != y.beam) return x.beam < y.beam;
+                        return x.token < y.token;
+                      });
+    std::vector<Finished>& finished = finished_[static_cast<size_t>(b)];
+    int alive = 0;
+    for (size_t i = 0; i < top && alive < K; ++i) {
+      const Candidate& c = cands[i];
+      if (c.score == kNegInf) break;
+      if (c.token == data::kEos) {
+        finished.push_back({c.score / lp(t + 1), t, c.beam});
+      } else {
+        const size_t j = static_cast<size_t>(b * K + alive);
+        tok[j] = c.token;
+        par[j] = static_cast<int32_t>(b * K + c.beam);
+        new_score[j] = c.score;
+        ++alive;
+      }
+    }
+    // Stop the row when no alive hypothesis can beat its best finished one.
+    float best_alive = kNegInf;
+    for (int k = 0; k < alive; ++k) best_alive = std::max(best_alive, new_score[static_cast<size_t>(b * K + k)]);
+    float best_finished = kNegInf;
+    for (const Finished& f : finished) best_finished = std::max(best_finished, f.normalized);
+    const float bound = best_alive / lp(max_len_);
+    const float reachable = alpha_ == 0.0f ? best_alive : std::max(bound, best_alive / lp(t + 2));
+    if (alive == 0 || (!finished.empty() && best_finished >= reachable)) {
+      done_[static_cast<size_t>(b)] = 1;
+      for (int k = 0; k < K; ++k) new_score[static_cast<size_t>(b * K + k)] = kNegInf;
+    } else {
+      all_done = false;
+    }
+  }
+  score_.swap(new_score);
+  if (all_done) return false;
+  for (int64_t i = 0; i < BK; ++i) {
+    reorder_.i32()[i] = par[static_cast<size_t>(i)];
+    next_[static_cast<size_t>(i)] = tok[static_cast<size_t>(i)];
+  }
+  return true;
+}
+
+DecodeResult BeamSearch::result() const {
+  const int K = K_;
+  const int steps = static_cast<int>(tokens_.size());
+  auto weights_of = [&](int step, int beam) {
+    const auto begin = weights_[static_cast<size_t>(step)].begin() + static_cast<int64_t>(beam) * W_;
+    return std::vector<float>(begin, begin + W_);
+  };
+  DecodeResult result;
+  result.tokens.resize(static_cast<size_t>(batch_));
+  result.attention.resize(static_cast<size_t>(batch_));
+  for (int64_t b = 0; b < batch_; ++b) {
+    int last_step;
+    bool eos = false;
+    int beam_at;  // global beam index in last_step's "new beam" list, or the parent for EOS
+    const std::vector<Finished>& fin = finished_[static_cast<size_t>(b)];
+    if (!fin.empty()) {
+      const Finished* best = &fin[0];
+      for (const Finished& f : fin)
+        if (f.normalized > best->normalized) best = &f;
+      last_step = best->step;
+      eos = true;
+      beam_at = static_cast<int>(b * K + best->parent);
+    } else {
+      // No EOS within max_len: the best alive hypothesis of the last step (the row was not
+      // done, so its alive scores are valid).
+      last_step = steps - 1;
+      beam_at = static_cast<int>(b * K);
+      for (int k = 1; k < K; ++k)
+        if (score_[static_cast<size_t>(b * K + k)] > score_[static_cast<size_t>(beam_at)])
+          beam_at = static_cast<int>(b * K + k);
+    }
+    std::vector<int32_t> out;
+    std::vector<std::vector<float>> att;
+    int t = last_step;
+    int j = beam_at;
+    if (eos) {
+      // EOS at step t, extending hypothesis j (a new beam of step t - 1).
+      out.push_back(data::kEos);
+      if (W_ > 0) att.push_back(weights_of(t, j));
+      --t;
+    }
+    for (; t >= 0; --t) {
+      const int parent = parents_[static_cast<size_t>(t)][static_cast<size_t>(j)];
+      out.push_back(tokens_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
+      if (W_ > 0) att.push_back(weights_of(t, parent));
+      j = parent;
+    }
+    std::reverse(out.begin(), out.end());
+    std::reverse(att.begin(), att.end());
+    result.tokens[static_cast<size_t>(b)] = std::move(out);
+    if (W_ > 0) result.attention[static_cast<size_t>(b)] = std::move(att);
+  }
+  return result;
+}
+
+}  // namespace attn::models::detail

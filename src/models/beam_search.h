@@ -1,0 +1,72 @@
+#pragma once
+// The bookkeeping of batched beam search, shared by Seq2Seq::beam and
+// TransformerSeq2Seq::beam. B source rows × K hypotheses step together as B·K decoder rows:
+// row b·K + k is hypothesis k of source row b.
+//
+// At each step every alive hypothesis k of row b proposes its V continuations with score
+// raw_k + log p(v); the best 2K candidates are visited in order (score desc, then hypothesis
+// and token index asc): a candidate ending in EOS becomes a finished hypothesis, scored
+// raw / lp(len) with GNMT's lp(len) = ((5 + len) / 6)^α; the others fill the K new alive
+// hypotheses. A row stops when its best finished score cannot be beaten by any alive
+// hypothesis: raw scores only decrease, so an alive one can at best reach
+// raw / lp(max_len) (α > 0) or raw (α = 0). Finished rows keep stepping with the batch but
+// are ignored. Backpointers per step rebuild the tokens and attention of the winner.
+//
+// The model's loop:
+//   BeamSearch search("op", B, options, W);
+//   for (int t = 0; t < max_steps; ++t) {
+//     logp (B·K, V) = the decoder's log-probs after search.next_tokens();
+//     if (!search.advance(logp, weights)) break;  // weights: (B·K, W) floats or nullptr
+//     reorder the decoder state with gather_rows(state, search.reorder());
+//   }
+//   return search.result();
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/models/seq2seq.h"
+#include "attn/tensor.h"
+
+namespace attn::models::detail {
+
+class BeamSearch {
+ public:
+  // `op` prefixes the ValueError for a bad width, max_len or length_penalty.
+  // weights_per_row: attention floats per hypothesis and step (0: no attention kept).
+  BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row);
+
+  int64_t rows() const { return batch_ * K_; }  // B·K
+  // The token each hypothesis feeds next (BOS at the start), as an int32 (B·K) tensor.
+  Tensor next_tokens() const;
+  // Takes one step's log-probabilities (B·K, V) and attention weights (B·K, W) (nullptr
+  // when weights_per_row is 0). Returns false when every row is done.
+  bool advance(const Tensor& logp, const float* weights);
+  // Hypothesis i of the next step extends row reorder()[i] of this one (int32 (B·K)).
+  const Tensor& reorder() const { return reorder_; }
+  // The winner of each row: its tokens (with EOS when it finished) and attention.
+  DecodeResult result() const;
+
+ private:
+  struct Finished {
+    float normalized;
+    int step;    // the step that produced EOS
+    int parent;  // beam index (within the row) of the hypothesis it extended
+  };
+  float lp(int len) const;
+
+  int64_t batch_;
+  int K_;
+  float alpha_;
+  int max_len_;
+  int64_t W_;
+  std::vector<float> score_;                     // raw log-prob of alive hypotheses (B·K)
+  std::vector<std::vector<int32_t>> tokens_;      // per step, per new beam (B·K)
+  std::vector<std::vector<int32_t>> parents_;     // per step, per new beam (B·K)
+  std::vector<std::vector<float>> weights_;       // per step, (B·K, W) by source beam
+  std::vector<std::vector<Finished>> finished_;   // per row
+  std::vector<char> done_;                        // per row
+  std::vector<int32_t> next_;                     // per hypothesis
+  Tensor reorder_;
+};
+
+}  // namespace attn::models::detail
