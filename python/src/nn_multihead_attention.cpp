@@ -14,6 +14,7 @@
 
 #include "attn/nn/multihead_attention.h"
 #include "bindings.h"
+#include "nn_module.h"
 #include "optional.h"
 
 namespace py = pybind11;
@@ -38,29 +39,6 @@ MhaCallOptions call_options(const std::optional<Tensor>& key_lengths, const std:
   return o;
 }
 
-py::dict parameter_dict(const Module& m) {
-  py::dict d;
-  for (const auto& [name, t] : m.named_parameters()) d[py::str(name)] = t;
-  return d;
-}
-
-void load_parameters(Module& m, const py::dict& values) {
-  auto params = m.named_parameters();
-  for (const auto& item : values) {
-    const std::string name = py::str(item.first);
-    Tensor* target = nullptr;
-    for (auto& [n, t] : params)
-      if (n == name) target = &t;
-    if (target == nullptr) throw ValueError("load_parameters: unknown parameter '" + name + "'");
-    Tensor source = py::isinstance<Tensor>(item.second) ? item.second.cast<Tensor>()
-                                                         : python::from_numpy(item.second.cast<py::array>());
-    if (source.dtype() != DType::f32 || source.shape() != target->shape())
-      throw ShapeError("load_parameters: '" + name + "' expected " + target->shape().str() + " float32, got " +
-                       source.shape().str() + " " + dtype_name(source.dtype()));
-    target->copy_from(source);
-  }
-}
-
 py::tuple result(const MhaResult& r) { return py::make_tuple(r.out, python::or_none(r.weights)); }
 
 template <class M, class... Base>
@@ -80,9 +58,9 @@ void def_methods(py::class_<M, Base...>& cls) {
             py::arg("heads") = std::vector<int>{}, py::arg("average_weights") = false,
             "query (B, T, D), key (B, S, kdim), value (B, S, vdim) -> (out (B, T, D), weights or None). "
             "key_padding_mask: int32 (B, S), nonzero = KEEP (PyTorch: True = ignore).");
-  cls.def("named_parameters", [](const M& m) { return parameter_dict(m); }, "{name: Tensor} (live parameters)")
-      .def("state_dict", [](const M& m) { return parameter_dict(m); }, "{name: Tensor} (live parameters)")
-      .def("load_parameters", [](M& m, const py::dict& d) { load_parameters(m, d); }, py::arg("values"),
+  cls.def("named_parameters", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
+      .def("state_dict", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
+      .def("load_parameters", [](M& m, const py::dict& d) { python::load_parameters(m, d); }, py::arg("values"),
            "Copies {name: array or Tensor} into the parameters (names and shapes checked)")
       .def("parameters", [](const M& m) { return m.parameters(); })
       .def("num_parameters", [](const M& m) { return m.num_parameters(); })

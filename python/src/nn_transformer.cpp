@@ -25,23 +25,6 @@ using namespace attn::nn;
 using attn::python::opt;
 using attn::python::or_none;
 
-void load_parameters(Module& m, const py::dict& values) {
-  auto params = m.named_parameters();
-  for (const auto& item : values) {
-    const std::string name = py::str(item.first);
-    Tensor* target = nullptr;
-    for (auto& [n, t] : params)
-      if (n == name) target = &t;
-    if (target == nullptr) throw ValueError("load_parameters: unknown parameter '" + name + "'");
-    Tensor source = py::isinstance<Tensor>(item.second) ? item.second.cast<Tensor>()
-                                                        : python::from_numpy(item.second.cast<py::array>());
-    if (source.dtype() != DType::f32 || source.shape() != target->shape())
-      throw ShapeError("load_parameters: '" + name + "' expected " + target->shape().str() + " float32, got " +
-                       source.shape().str() + " " + dtype_name(source.dtype()));
-    target->copy_from(source);
-  }
-}
-
 py::tuple weights_pair(const LayerAttention& w) {
   return py::make_tuple(or_none(w.self_weights), or_none(w.cross_weights));
 }
@@ -75,7 +58,7 @@ TransformerLayerOptions layer_options(int64_t d_model, int64_t heads, int64_t ff
 template <class M>
 void def_load(py::class_<M, Module>& cls) {
   cls.def(
-      "load_parameters", [](M& m, const py::dict& d) { load_parameters(m, d); }, py::arg("values"),
+      "load_parameters", [](M& m, const py::dict& d) { python::load_parameters(m, d); }, py::arg("values"),
       "Copies {name: array or Tensor} into the parameters (names and shapes checked)");
 }
 

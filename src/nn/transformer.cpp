@@ -55,6 +55,12 @@ MultiheadAttentionOptions mha_options(const TransformerLayerOptions& o, uint64_t
 
 Tensor activate(const Tensor& x, const std::string& activation) { return activation == "gelu" ? gelu(x) : relu(x); }
 
+// One residual sublayer: x + f(norm(x)) (pre-LN) or norm(x + f(x)) (post-LN).
+template <typename F>
+Tensor sublayer(bool norm_first, LayerNorm& norm, const Tensor& x, F&& f) {
+  return norm_first ? add(x, f(norm.forward(x))) : norm.forward(add(x, f(x)));
+}
+
 // Checks key_lengths int32 (B) with values in [0, S] against B, S bound in `c`.
 void check_lengths(ShapeContract& c, const char* arg, const Tensor& lengths) {
   if (!lengths.defined()) return;
@@ -209,15 +215,13 @@ Tensor TransformerEncoderLayer::run(const Tensor& x, const Tensor& key_lengths, 
     if (weights != nullptr) weights->self_weights = r.weights;
     return dropout1_.forward(r.out);
   };
-  auto ff = [&](const Tensor& h) {  // Drop(linear2(Drop(act(linear1(h)))))
-    return dropout2_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
-  };
-  if (options_.norm_first) {
-    Tensor h = add(x, sa(norm1.forward(x)));
-    return add(h, ff(norm2.forward(h)));
-  }
-  Tensor h = norm1.forward(add(x, sa(x)));
-  return norm2.forward(add(h, ff(h)));
+  const Tensor h = sublayer(options_.norm_first, norm1, x, sa);
+  return sublayer(options_.norm_first, norm2, h, [this](const Tensor& y) { return feed_forward(y); });
+}
+
+// Drop(linear2(Drop(act(linear1(h))))): (B, S, D) → (B, S, D)
+Tensor TransformerEncoderLayer::feed_forward(const Tensor& h) {
+  return dropout2_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& key_lengths, LayerAttention* weights) {
@@ -235,15 +239,8 @@ Tensor TransformerEncoderLayer::step(const Tensor& x, LayerKvCache& cache, Layer
   check_self_cache(c, cache, options_.heads, options_.d_model / options_.heads);
 
   auto sa = [&](const Tensor& h) { return dropout1_.forward(self_attention_step(self_attn, h, cache, weights)); };
-  auto ff = [&](const Tensor& h) {
-    return dropout2_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
-  };
-  if (options_.norm_first) {
-    Tensor h = add(x, sa(norm1.forward(x)));
-    return add(h, ff(norm2.forward(h)));
-  }
-  Tensor h = norm1.forward(add(x, sa(x)));
-  return norm2.forward(add(h, ff(h)));
+  const Tensor h = sublayer(options_.norm_first, norm1, x, sa);
+  return sublayer(options_.norm_first, norm2, h, [this](const Tensor& y) { return feed_forward(y); });
 }
 
 // ---- TransformerDecoderLayer ----------------------------------------------------------------------
@@ -275,6 +272,11 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& 
   register_module("dropout3", dropout3_);
 }
 
+// Drop(linear2(Drop(act(linear1(h))))): (B, T, D) → (B, T, D)
+Tensor TransformerDecoderLayer::feed_forward(const Tensor& h) {
+  return dropout3_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
+}
+
 Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                                         LayerAttention* weights) {
   ShapeContract c("transformer_decoder_layer");
@@ -299,17 +301,9 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
     if (weights != nullptr) weights->cross_weights = r.weights;
     return dropout2_.forward(r.out);
   };
-  auto ff = [&](const Tensor& h) {
-    return dropout3_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
-  };
-  if (options_.norm_first) {
-    Tensor h = add(x, sa(norm1.forward(x)));
-    h = add(h, ca(norm2.forward(h)));
-    return add(h, ff(norm3.forward(h)));
-  }
-  Tensor h = norm1.forward(add(x, sa(x)));
-  h = norm2.forward(add(h, ca(h)));
-  return norm3.forward(add(h, ff(h)));
+  Tensor h = sublayer(options_.norm_first, norm1, x, sa);
+  h = sublayer(options_.norm_first, norm2, h, ca);
+  return sublayer(options_.norm_first, norm3, h, [this](const Tensor& y) { return feed_forward(y); });
 }
 
 Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, LayerKvCache& cache,
@@ -342,17 +336,9 @@ Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, Laye
     if (weights != nullptr) weights->cross_weights = r.weights;  // (B, H, 1, S)
     return dropout2_.forward(r.out);
   };
-  auto ff = [&](const Tensor& h) {
-    return dropout3_.forward(linear2.forward(dropout_.forward(activate(linear1.forward(h), options_.activation))));
-  };
-  if (options_.norm_first) {
-    Tensor h = add(x, sa(norm1.forward(x)));
-    h = add(h, ca(norm2.forward(h)));
-    return add(h, ff(norm3.forward(h)));
-  }
-  Tensor h = norm1.forward(add(x, sa(x)));
-  h = norm2.forward(add(h, ca(h)));
-  return norm3.forward(add(h, ff(h)));
+  Tensor h = sublayer(options_.norm_first, norm1, x, sa);
+  h = sublayer(options_.norm_first, norm2, h, ca);
+  return sublayer(options_.norm_first, norm3, h, [this](const Tensor& y) { return feed_forward(y); });
 }
 
 // ---- Stacks -----------------------------------------------------------------------------------------

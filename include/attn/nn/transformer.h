@@ -88,6 +88,7 @@ class TransformerEncoderLayer : public Module {
 
  private:
   Tensor run(const Tensor& x, const Tensor& key_lengths, bool causal, LayerAttention* weights);
+  Tensor feed_forward(const Tensor& h);
   Dropout dropout_, dropout1_, dropout2_;
 };
 
@@ -131,6 +132,7 @@ class TransformerDecoderLayer : public Module {
   const TransformerLayerOptions& options() const { return options_; }
 
  private:
+  Tensor feed_forward(const Tensor& h);
   Dropout dropout_, dropout1_, dropout2_, dropout3_;
 };
 
