@@ -12,12 +12,6 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-struct Candidate {
-  float score;
-  int beam;
-  int token;
-};
-
 }  // namespace
 
 BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row)
@@ -49,8 +43,8 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
   std::vector<int32_t>& tok = tokens_.back();
   std::vector<int32_t>& par = parents_.back();
   std::vector<float> new_score(static_cast<size_t>(BK), kNegInf);
-  std::vector<Candidate> cands;
-  cands.reserve(static_cast<size_t>(K * V));
+  std::vector<Candidate>& cands = candidates_;
+  cands.reserve(static_cast<size_t>(K * V));  // allocates on the first step only
   bool all_done = true;
   for (int64_t b = 0; b < batch_; ++b) {
     for (int k = 0; k < K; ++k) par[static_cast<size_t>(b * K + k)] = static_cast<int32_t>(b * K + k);

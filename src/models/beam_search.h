@@ -52,6 +52,11 @@ class BeamSearch {
     int step;    // the step that produced EOS
     int parent;  // beam index (within the row) of the hypothesis it extended
   };
+  struct Candidate {
+    float score;
+    int beam;
+    int token;
+  };
   float lp(int len) const;
 
   int64_t batch_;
@@ -66,6 +71,7 @@ class BeamSearch {
   std::vector<std::vector<Finished>> finished_;   // per row
   std::vector<char> done_;                        // per row
   std::vector<int32_t> next_;                     // per hypothesis
+  std::vector<Candidate> candidates_;             // one row's K·V proposals, reused each step
   Tensor reorder_;
 };
 

@@ -1,7 +1,6 @@
 // TransformerSeq2Seq: teacher-forced logits and loss, greedy and beam decoding with the
 // decoder's key/value cache, cross-attention for inspection.
 #include <algorithm>
-#include <cmath>
 #include <memory>
 #include <vector>
 

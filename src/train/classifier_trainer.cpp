@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "attn/autodiff/tape.h"
