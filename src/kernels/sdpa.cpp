@@ -26,7 +26,7 @@ constexpr int64_t kBkb = kSdpaBackwardKeyTile;
 // only, never on the thread count). Row tails go through the same vector code, padded with
 // -inf (exp gives 0), so an element's exp does not depend on where a tile boundary falls.
 using v8f = float __attribute__((vector_size(32)));
-using v8i = int32_t __attribute__((vector_size(32)));
+using v8u = uint32_t __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 8;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTN_SDPA_CLONES __attribute__((target_clones("avx2", "avx", "default")))
@@ -53,70 +53,36 @@ inline void store_tail(float* p, int64_t n, const v8f& v) {
   for (int64_t j = 0; j < n; ++j) p[j] = buf[j];
 }
 
-// exp for the softmax: 2^n · e^r with n = round(x log2 e) (the 1.5·2^23 rounding trick),
-// |r| <= ln2 / 2, and the Cephes degree-6 polynomial for e^r (about 1 ulp). Exactly 0 for
-// x < -87.3 (e^-87.3 is near the smallest normal float), including -inf: that is how
-// masked scores and fully masked rows (lse = +inf) become 0.
-__attribute__((always_inline)) inline v8f exp8(const v8f& x) {
-  const v8f lo = splat(-87.3f);
-  v8f xc = x < lo ? lo : x;
-  xc = xc > splat(88.3f) ? splat(88.3f) : xc;
-  const v8f magic = splat(12582912.0f);
-  const v8f t = xc * splat(1.44269504088896341f) + magic;
-  const v8f n = t - magic;
-  v8f r = xc - n * splat(0.693359375f);
-  r = r - n * splat(-2.12194440e-4f);
-  v8f y = splat(1.9875691500e-4f);
-  y = y * r + splat(1.3981999507e-3f);
-  y = y * r + splat(8.3334519073e-3f);
-  y = y * r + splat(4.1665795894e-2f);
-  y = y * r + splat(1.6666665459e-1f);
-  y = y * r + splat(5.0000001201e-1f);
-  y = y * r * r + r + splat(1.0f);
-  const v8i bits = (((v8i)t - (v8i)magic) + 127) << 23;  // 2^n, n in [-126, 127]
+// 2^x for the softmax's arguments (x <= 0; correct up to x = 127): 2^n · 2^r with
+// n = round(x), r = x - n (exact, |r| <= 1/2) and a degree-6 minimax polynomial for 2^r
+// (relative error 2e-9 before float rounding, about 1 ulp after). Rounding adds
+// 1.5·2^23 + 127, which leaves n + 127 in t's low mantissa bits, so 2^n is t's bits shifted
+// into the exponent field. Exactly 0 for x < -126 (2^-126 is the smallest normal float),
+// including -inf: that is how masked scores and fully masked rows (lse = +inf) become 0.
+// (Below -126 the arithmetic leaves garbage or NaN, quietly and without traps; the final
+// select discards it.) The forward works in base 2 (scores pre-multiplied by log2 e), so
+// this is one add, two subtractions and 7 multiply-adds per 8 floats.
+__attribute__((always_inline)) inline v8f exp2_8(const v8f& x) {
+  const v8f magic = splat(12582912.0f + 127.0f);
+  const v8f t = x + magic;
+  const v8f r = x - (t - magic);
+  v8f y = splat(1.5353311027865857e-4f);
+  y = y * r + splat(1.3398855226114392e-3f);
+  y = y * r + splat(9.6184369176626205e-3f);
+  y = y * r + splat(5.5503323674201965e-2f);
+  y = y * r + splat(2.4022647738456726e-1f);
+  y = y * r + splat(6.9314718246459961e-1f);
+  y = y * r + splat(1.0f);
+  const v8u bits = (v8u)t << 23;  // 2^n, n in [-126, 127]
   const v8f result = y * (v8f)bits;
-  return x < lo ? splat(0.0f) : result;
+  return x < splat(-126.0f) ? splat(0.0f) : result;
 }
 
-inline float hmax(const v8f& v) {
-  float m = v[0];
-  for (int j = 1; j < kLanes; ++j) m = std::max(m, v[j]);
-  return m;
-}
-inline float hsum(const v8f& v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+constexpr float kLog2e = 1.44269504088896341f;
+constexpr float kLn2 = 0.693147180559945309f;
 
-// max_j r[j]
-ATTN_SDPA_CLONES float row_max(const float* r, int64_t n) {
-  v8f acc = splat(-std::numeric_limits<float>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    const v8f x = load8(r + j);
-    acc = x > acc ? x : acc;
-  }
-  if (j < n) {
-    const v8f x = load_tail(r + j, n - j, -std::numeric_limits<float>::infinity());
-    acc = x > acc ? x : acc;
-  }
-  return hmax(acc);
-}
-
-// r[j] = exp(r[j] - m); returns Σ_j r[j].
-ATTN_SDPA_CLONES float row_exp_sum(float* r, int64_t n, float m) {
-  const v8f mm = splat(m);
-  v8f acc = splat(0.0f);
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    const v8f e = exp8(load8(r + j) - mm);
-    store8(r + j, e);
-    acc += e;
-  }
-  if (j < n) {
-    const v8f e = exp8(load_tail(r + j, n - j, -std::numeric_limits<float>::infinity()) - mm);
-    store_tail(r + j, n - j, e);
-    acc += e;
-  }
-  return hsum(acc);
-}
+// e^x = 2^(x log2 e), for the backward's natural-unit scores.
+__attribute__((always_inline)) inline v8f exp8(const v8f& x) { return exp2_8(x * splat(kLog2e)); }
 
 // r[j] = exp(r[j] - m)
 ATTN_SDPA_CLONES void row_exp(float* r, int64_t n, float m) {
@@ -206,10 +172,154 @@ int64_t workers_for(int64_t items) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Forward: one (b, h, query tile) item. Online softmax over key tiles:
-//   m' = max(m, rowmax(s)),  P = exp(s - m'),  l' = l e^(m - m') + rowsum(P),
-//   acc' = acc e^(m - m') + P V;  finally out = acc / l, lse = m + log l.
-// The accumulator is the output tile itself (rows, Dv).
+// Forward tile products with queries along the vector lanes. A query tile is kept
+// transposed (Dh, Bq), so the score tile comes out as sᵀ (keys, Bq) = K_tile · Qᵀ, the
+// online-softmax statistics of 8 queries sit in one vector, and the output accumulates as
+// Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per element),
+// so nothing is packed; the tiles stay in L1/L2.
+//
+// c[r][0, 16) (+)= Σ_k a(r, k) · b[k][0, 16) for r < R, with a(r, k) = a[r·a_rs + k·a_ks]
+// broadcast and b's rows ldb apart. 2R accumulators stay in registers for the whole k loop.
+template <int R>
+__attribute__((always_inline)) inline void broadcast_tile(const float* a, int64_t a_rs, int64_t a_ks, const float* b,
+                                                          int64_t ldb, int64_t K, float* c, int64_t ldc,
+                                                          bool accumulate) {
+  v8f lo[R], hi[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    lo[r] = accumulate ? load8(c + r * ldc) : splat(0.0f);
+    hi[r] = accumulate ? load8(c + r * ldc + kLanes) : splat(0.0f);
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const v8f b0 = load8(b + k * ldb);
+    const v8f b1 = load8(b + k * ldb + kLanes);
+    const float* ak = a + k * a_ks;
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const v8f x = splat(ak[r * a_rs]);
+      lo[r] += x * b0;
+      hi[r] += x * b1;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    store8(c + r * ldc, lo[r]);
+    store8(c + r * ldc + kLanes, hi[r]);
+  }
+}
+
+// C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; cols is a
+// multiple of 16, B and C row-major (ldb, ldc).
+ATTN_SDPA_CLONES void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs,
+                                     int64_t a_ks, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                     bool accumulate) {
+  constexpr int kR = 6;
+  int64_t r0 = 0;
+  for (; r0 + kR <= rows; r0 += kR)
+    for (int64_t c0 = 0; c0 < cols; c0 += 2 * kLanes)
+      broadcast_tile<kR>(a + r0 * a_rs, a_rs, a_ks, b + c0, ldb, K, c + r0 * ldc + c0, ldc, accumulate);
+  for (int64_t c0 = 0; c0 < cols && r0 < rows; c0 += 2 * kLanes) {
+    const float* ar = a + r0 * a_rs;
+    float* cr = c + r0 * ldc + c0;
+    switch (rows - r0) {
+      case 1: broadcast_tile<1>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+      case 2: broadcast_tile<2>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+      case 3: broadcast_tile<3>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+      case 4: broadcast_tile<4>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+      default: broadcast_tile<5>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+    }
+  }
+}
+
+// One online-softmax step for the query lanes [0, cols) (a multiple of 16) over a score
+// tile sᵀ (n, ld) in base 2 (scores times log2 e):
+//   m' = max(m, max_j s),  P = 2^(s - m') in place,  l' = l 2^(m - m') + Σ_j P,
+//   Oᵀ (Dv, ld) *= 2^(m - m').
+// A lane with nothing visible yet (m' = -inf) subtracts 0 instead, so its P is 0. Two
+// vectors of lanes go together: two independent chains keep the pipelines busy.
+ATTN_SDPA_CLONES void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l,
+                                          float* ot, int64_t Dv) {
+  const v8f ninf = splat(-kInf);
+  for (int64_t c = 0; c < cols; c += 2 * kLanes) {
+    v8f mx0 = ninf, mx1 = ninf;
+    for (int64_t j = 0; j < n; ++j) {
+      const v8f x0 = load8(st + j * ld + c), x1 = load8(st + j * ld + c + kLanes);
+      mx0 = x0 > mx0 ? x0 : mx0;
+      mx1 = x1 > mx1 ? x1 : mx1;
+    }
+    const v8f m0 = load8(m + c), m1 = load8(m + c + kLanes);
+    const v8f n0 = mx0 > m0 ? mx0 : m0, n1 = mx1 > m1 ? mx1 : m1;
+    const v8f sub0 = n0 == ninf ? splat(0.0f) : n0, sub1 = n1 == ninf ? splat(0.0f) : n1;
+    const v8f alpha0 = exp2_8(m0 - sub0), alpha1 = exp2_8(m1 - sub1);  // 1 if the max stayed, 0 if m was -inf
+    v8f sum0 = splat(0.0f), sum1 = splat(0.0f);
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {  // four independent exp chains
+      float* r = st + j * ld + c;
+      float* r2 = r + ld;
+      const v8f e0 = exp2_8(load8(r) - sub0), e1 = exp2_8(load8(r + kLanes) - sub1);
+      const v8f e2 = exp2_8(load8(r2) - sub0), e3 = exp2_8(load8(r2 + kLanes) - sub1);
+      store8(r, e0);
+      store8(r + kLanes, e1);
+      store8(r2, e2);
+      store8(r2 + kLanes, e3);
+      sum0 += e0 + e2;
+      sum1 += e1 + e3;
+    }
+    for (; j < n; ++j) {
+      float* r = st + j * ld + c;
+      const v8f e0 = exp2_8(load8(r) - sub0), e1 = exp2_8(load8(r + kLanes) - sub1);
+      store8(r, e0);
+      store8(r + kLanes, e1);
+      sum0 += e0;
+      sum1 += e1;
+    }
+    store8(l + c, load8(l + c) * alpha0 + sum0);
+    store8(l + c + kLanes, load8(l + c + kLanes) * alpha1 + sum1);
+    store8(m + c, n0);
+    store8(m + c + kLanes, n1);
+    for (int64_t d = 0; d < Dv; ++d) {
+      float* r = ot + d * ld + c;
+      store8(r, load8(r) * alpha0);
+      store8(r + kLanes, load8(r + kLanes) * alpha1);
+    }
+  }
+}
+
+// st (n, ld) = 2^(st - lse₂) per query lane (base 2): the final attention weights of a tile.
+ATTN_SDPA_CLONES void final_weights_tile(float* st, int64_t n, int64_t cols, int64_t ld, const float* lse) {
+  for (int64_t c = 0; c < cols; c += kLanes) {
+    const v8f z = load8(lse + c);
+    for (int64_t j = 0; j < n; ++j) store8(st + j * ld + c, exp2_8(load8(st + j * ld + c) - z));
+  }
+}
+
+// sᵀ (n, ld) for queries t0.. (lanes) and keys s0.. (rows), in base 2: adds log2 e · bias
+// and sets masked scores to -inf. (Keys beyond key_lengths never reach a tile.)
+void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t s0, int64_t n, float* st,
+                     int64_t ld) {
+  if (p.bias) {
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < rows; ++i) st[j * ld + i] += kLog2e * p.bias[(t0 + i) * p.S + s0 + j];
+  }
+  if (p.key_padding_mask) {
+    const int32_t* mask = p.key_padding_mask + b * p.S + s0;
+    for (int64_t j = 0; j < n; ++j)
+      if (mask[j] == 0) std::fill(st + j * ld, st + j * ld + ld, -kInf);
+  }
+  if (p.causal) {
+    // Key s0 + j is visible to query t0 + i iff s0 + j <= t0 + i + (S - T): lanes below
+    // `end` are masked.
+    const int64_t shift = p.S - p.T;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t end = std::clamp<int64_t>(s0 + j - shift - t0, 0, ld);
+      std::fill(st + j * ld, st + j * ld + end, -kInf);
+    }
+  }
+}
+
+// Forward: one (b, h, query tile) item, keys in tiles of Bk with the online softmax in base 2
+// (2^(s log2 e) = e^s, and exp2 is cheaper than exp); finally out = Oᵀᵀ / l and the natural
+// lse = ln 2 · (m + log2 l).
 void forward_item(const SdpaProblem& p, int64_t item, const float* q, const float* k, const float* v, float* out,
                   float* lse, float* weights, float* scratch) {
   const int64_t nq = ceil_div(p.T, kBq);
@@ -217,56 +327,45 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   const int64_t t0 = (item % nq) * kBq;
   const int64_t b = bh / p.H;
   const int64_t rows = std::min(kBq, p.T - t0);
+  const int64_t cols = ceil_div(rows, 2 * kLanes) * 2 * kLanes;  // lanes computed: rows rounded up to 16
   const float* qt = q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
   const float* kh = k + bh * p.S * p.Dh;         // (S, Dh)
   const float* vh = v + bh * p.S * p.Dv;         // (S, Dv)
   float* o = out + (bh * p.T + t0) * p.Dv;       // (rows, Dv)
   float* row_lse = lse + bh * p.T + t0;          // (rows)
   float* m = scratch;                            // (Bq) running max
-  float* l = scratch + kBq;                      // (Bq) running sum
-  float* sc = scratch + 2 * kBq;                 // (Bq, Bk) scores, then probabilities
+  float* l = m + kBq;                            // (Bq) running sum
+  float* z = l + kBq;                            // (Bq) base-2 lse, +inf in the padding lanes
+  float* q_t = z + kBq;                          // (Dh, Bq) scale · log2 e · qᵀ, zero padding lanes
+  float* o_t = q_t + p.Dh * kBq;                 // (Dv, Bq) output accumulator
+  float* s_t = o_t + p.Dv * kBq;                 // (Bk, Bq) scores, then probabilities
 
-  for (int64_t i = 0; i < rows; ++i) {
-    m[i] = -kInf;
-    l[i] = 0.0f;
-  }
-  std::fill(o, o + rows * p.Dv, 0.0f);
+  std::fill(m, m + kBq, -kInf);
+  std::fill(l, l + kBq, 0.0f);
+  std::fill(o_t, o_t + p.Dv * kBq, 0.0f);
+  std::fill(q_t, q_t + p.Dh * kBq, 0.0f);
+  const float scale2 = p.scale * kLog2e;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t d = 0; d < p.Dh; ++d) q_t[d * kBq + i] = scale2 * qt[i * p.Dh + d];
   const int64_t kend = key_end(p, b, t0 + rows);
 
   for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
-    gemm(false, true, rows, n, p.Dh, p.scale, qt, p.Dh, kh + s0 * p.Dh, p.Dh, 0.0f, sc, kBk);
-    finish_scores(p, b, t0, rows, s0, n, sc, kBk);
-    for (int64_t i = 0; i < rows; ++i) {
-      float* r = sc + i * kBk;
-      const float mx = row_max(r, n);
-      const float m_new = std::max(m[i], mx);
-      if (m_new == -kInf) {  // nothing visible yet in this row
-        std::fill(r, r + n, 0.0f);
-        continue;
-      }
-      const float sum = row_exp_sum(r, n, m_new);
-      if (m_new != m[i]) {
-        const float alpha = std::exp(m[i] - m_new);  // 0 when m was -inf
-        l[i] *= alpha;
-        float* orow = o + i * p.Dv;
-#pragma omp simd
-        for (int64_t d = 0; d < p.Dv; ++d) orow[d] *= alpha;
-        m[i] = m_new;
-      }
-      l[i] += sum;
-    }
-    gemm(false, false, rows, p.Dv, n, 1.0f, sc, kBk, vh + s0 * p.Dv, p.Dv, 1.0f, o, p.Dv);
+    broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
+    finish_scores_t(p, b, t0, rows, s0, n, s_t, kBq);
+    online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv);
+    broadcast_gemm(p.Dv, cols, n, vh + s0 * p.Dv, 1, p.Dv, s_t, kBq, o_t, kBq, true);
   }
 
+  std::fill(z, z + kBq, kInf);
   for (int64_t i = 0; i < rows; ++i) {
     float* orow = o + i * p.Dv;
     if (l[i] > 0.0f) {
       const float inv = 1.0f / l[i];
-#pragma omp simd
-      for (int64_t d = 0; d < p.Dv; ++d) orow[d] *= inv;
-      row_lse[i] = m[i] + std::log(l[i]);
+      for (int64_t d = 0; d < p.Dv; ++d) orow[d] = o_t[d * kBq + i] * inv;
+      z[i] = m[i] + std::log2(l[i]);
+      row_lse[i] = kLn2 * z[i];
     } else {  // fully masked row: zero output, and exp(s - lse) = 0 everywhere
       std::fill(orow, orow + p.Dv, 0.0f);
       row_lse[i] = kInf;
@@ -274,21 +373,18 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   }
 
   if (!weights) return;
-  // Second pass with the final statistics: weights = exp(s - lse), written in place.
+  // Second pass with the final statistics: weights = 2^(s₂ - lse₂) = exp(s - lse).
   float* w = weights + (bh * p.T + t0) * p.S;  // (rows, S)
+  for (int64_t i = 0; i < rows; ++i) std::fill(w + i * p.S, w + (i + 1) * p.S, 0.0f);
   for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
     const int64_t n = std::min(kBk, kend - s0);
-    if (!tile_has_keys(p, b, s0, n)) {
-      for (int64_t i = 0; i < rows; ++i) std::fill(w + i * p.S + s0, w + i * p.S + s0 + n, 0.0f);
-      continue;
-    }
-    gemm(false, true, rows, n, p.Dh, p.scale, qt, p.Dh, kh + s0 * p.Dh, p.Dh, 0.0f, w + s0, p.S);
-    finish_scores(p, b, t0, rows, s0, n, w + s0, p.S);
-    for (int64_t i = 0; i < rows; ++i) {
-      row_exp(w + i * p.S + s0, n, row_lse[i]);
-    }
+    if (!tile_has_keys(p, b, s0, n)) continue;
+    broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
+    finish_scores_t(p, b, t0, rows, s0, n, s_t, kBq);
+    final_weights_tile(s_t, n, cols, kBq, z);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < n; ++j) w[i * p.S + s0 + j] = s_t[j * kBq + i];
   }
-  for (int64_t i = 0; i < rows; ++i) std::fill(w + i * p.S + kend, w + (i + 1) * p.S, 0.0f);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -356,7 +452,7 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
 }  // namespace
 
 int64_t sdpa_forward_workers(const SdpaProblem& p) { return workers_for(p.B * p.H * ceil_div(p.T, kBq)); }
-int64_t sdpa_forward_scratch_floats(const SdpaProblem&) { return 2 * kBq + kBq * kBk; }
+int64_t sdpa_forward_scratch_floats(const SdpaProblem& p) { return (3 + p.Dh + p.Dv + kBk) * kBq; }
 int64_t sdpa_backward_workers(const SdpaProblem& p) {
   return workers_for(p.B * p.H * std::max(ceil_div(p.T, kBq), ceil_div(p.S, kBkb)));
 }
