@@ -293,10 +293,10 @@ ATTN_SDPA_CLONES void final_weights_tile(float* st, int64_t n, int64_t cols, int
   }
 }
 
-// sᵀ (n, ld) for queries t0.. (lanes) and keys s0.. (rows), in base 2: adds log2 e · bias
+// sᵀ (n, ld) for queries t0.. (lanes [0, cols)) and keys s0.. (rows), in base 2: adds log2 e · bias
 // and sets masked scores to -inf. (Keys beyond key_lengths never reach a tile.)
-void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t s0, int64_t n, float* st,
-                     int64_t ld) {
+void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t cols, int64_t s0, int64_t n,
+                     float* st, int64_t ld) {
   if (p.bias) {
     for (int64_t j = 0; j < n; ++j)
       for (int64_t i = 0; i < rows; ++i) st[j * ld + i] += kLog2e * p.bias[(t0 + i) * p.S + s0 + j];
@@ -304,14 +304,14 @@ void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, 
   if (p.key_padding_mask) {
     const int32_t* mask = p.key_padding_mask + b * p.S + s0;
     for (int64_t j = 0; j < n; ++j)
-      if (mask[j] == 0) std::fill(st + j * ld, st + j * ld + ld, -kInf);
+      if (mask[j] == 0) std::fill(st + j * ld, st + j * ld + cols, -kInf);
   }
   if (p.causal) {
     // Key s0 + j is visible to query t0 + i iff s0 + j <= t0 + i + (S - T): lanes below
     // `end` are masked.
     const int64_t shift = p.S - p.T;
     for (int64_t j = 0; j < n; ++j) {
-      const int64_t end = std::clamp<int64_t>(s0 + j - shift - t0, 0, ld);
+      const int64_t end = std::clamp<int64_t>(s0 + j - shift - t0, 0, cols);
       std::fill(st + j * ld, st + j * ld + end, -kInf);
     }
   }
@@ -340,25 +340,28 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   float* o_t = q_t + p.Dh * kBq;                 // (Dv, Bq) output accumulator
   float* s_t = o_t + p.Dv * kBq;                 // (Bk, Bq) scores, then probabilities
 
-  std::fill(m, m + kBq, -kInf);
-  std::fill(l, l + kBq, 0.0f);
-  std::fill(o_t, o_t + p.Dv * kBq, 0.0f);
-  std::fill(q_t, q_t + p.Dh * kBq, 0.0f);
+  // Only the first `cols` lanes of each row are used: a one-query item (decoding) touches 16.
+  std::fill(m, m + cols, -kInf);
+  std::fill(l, l + cols, 0.0f);
+  for (int64_t d = 0; d < p.Dv; ++d) std::fill(o_t + d * kBq, o_t + d * kBq + cols, 0.0f);
   const float scale2 = p.scale * kLog2e;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t d = 0; d < p.Dh; ++d) q_t[d * kBq + i] = scale2 * qt[i * p.Dh + d];
+  for (int64_t d = 0; d < p.Dh; ++d) {
+    float* lane = q_t + d * kBq;
+    for (int64_t i = 0; i < rows; ++i) lane[i] = scale2 * qt[i * p.Dh + d];
+    std::fill(lane + rows, lane + cols, 0.0f);
+  }
   const int64_t kend = key_end(p, b, t0 + rows);
 
   for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
     broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
-    finish_scores_t(p, b, t0, rows, s0, n, s_t, kBq);
+    finish_scores_t(p, b, t0, rows, cols, s0, n, s_t, kBq);
     online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv);
     broadcast_gemm(p.Dv, cols, n, vh + s0 * p.Dv, 1, p.Dv, s_t, kBq, o_t, kBq, true);
   }
 
-  std::fill(z, z + kBq, kInf);
+  std::fill(z, z + cols, kInf);
   for (int64_t i = 0; i < rows; ++i) {
     float* orow = o + i * p.Dv;
     if (l[i] > 0.0f) {
@@ -380,7 +383,7 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
     broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
-    finish_scores_t(p, b, t0, rows, s0, n, s_t, kBq);
+    finish_scores_t(p, b, t0, rows, cols, s0, n, s_t, kBq);
     final_weights_tile(s_t, n, cols, kBq, z);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < n; ++j) w[i * p.S + s0 + j] = s_t[j * kBq + i];
