@@ -252,20 +252,7 @@ ATTN_SDPA_CLONES void online_softmax_tile(float* st, int64_t n, int64_t cols, in
     const v8f sub0 = n0 == ninf ? splat(0.0f) : n0, sub1 = n1 == ninf ? splat(0.0f) : n1;
     const v8f alpha0 = exp2_8(m0 - sub0), alpha1 = exp2_8(m1 - sub1);  // 1 if the max stayed, 0 if m was -inf
     v8f sum0 = splat(0.0f), sum1 = splat(0.0f);
-    int64_t j = 0;
-    for (; j + 2 <= n; j += 2) {  // four independent exp chains
-      float* r = st + j * ld + c;
-      float* r2 = r + ld;
-      const v8f e0 = exp2_8(load8(r) - sub0), e1 = exp2_8(load8(r + kLanes) - sub1);
-      const v8f e2 = exp2_8(load8(r2) - sub0), e3 = exp2_8(load8(r2 + kLanes) - sub1);
-      store8(r, e0);
-      store8(r + kLanes, e1);
-      store8(r2, e2);
-      store8(r2 + kLanes, e3);
-      sum0 += e0 + e2;
-      sum1 += e1 + e3;
-    }
-    for (; j < n; ++j) {
+    for (int64_t j = 0; j < n; ++j) {
       float* r = st + j * ld + c;
       const v8f e0 = exp2_8(load8(r) - sub0), e1 = exp2_8(load8(r + kLanes) - sub1);
       store8(r, e0);
