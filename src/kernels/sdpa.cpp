@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "attn/kernels/blas.h"
 #include "attn/parallel.h"
 
 // 32-byte vectors pass between the inlined helpers below; they never cross an ABI
@@ -81,23 +80,20 @@ __attribute__((always_inline)) inline v8f exp2_8(const v8f& x) {
 constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 
-// e^x = 2^(x log2 e), for the backward's natural-unit scores.
-__attribute__((always_inline)) inline v8f exp8(const v8f& x) { return exp2_8(x * splat(kLog2e)); }
-
-// r[j] = exp(r[j] - m)
-ATTN_SDPA_CLONES void row_exp(float* r, int64_t n, float m) {
+// r[j] = 2^(r[j] - m)
+ATTN_SDPA_CLONES void row_exp2(float* r, int64_t n, float m) {
   const v8f mm = splat(m);
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) store8(r + j, exp8(load8(r + j) - mm));
-  if (j < n) store_tail(r + j, n - j, exp8(load_tail(r + j, n - j, -std::numeric_limits<float>::infinity()) - mm));
+  for (; j + kLanes <= n; j += kLanes) store8(r + j, exp2_8(load8(r + j) - mm));
+  if (j < n) store_tail(r + j, n - j, exp2_8(load_tail(r + j, n - j, -kInf) - mm));
 }
 
-// ds[j] = p[j] (ds[j] - d)
-ATTN_SDPA_CLONES void row_softmax_grad(float* ds, const float* p, int64_t n, float d) {
-  const v8f dd = splat(d);
+// ds[j] = scale · p[j] (ds[j] - d)
+ATTN_SDPA_CLONES void row_softmax_grad(float* ds, const float* p, int64_t n, float d, float scale) {
+  const v8f dd = splat(d), ss = splat(scale);
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) store8(ds + j, load8(p + j) * (load8(ds + j) - dd));
-  for (; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
+  for (; j + kLanes <= n; j += kLanes) store8(ds + j, ss * load8(p + j) * (load8(ds + j) - dd));
+  for (; j < n; ++j) ds[j] = scale * p[j] * (ds[j] - d);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -120,8 +116,9 @@ bool tile_has_keys(const SdpaProblem& p, int64_t b, int64_t s0, int64_t n) {
   return false;
 }
 
-// sc (rows, n; row stride ld) holds scale · q kᵀ for queries t0.. and keys s0..: adds the
-// bias and sets masked scores to -inf. (Keys beyond key_lengths never reach a tile.)
+// sc (rows, n; row stride ld) holds scale · log2 e · q kᵀ (base 2) for queries t0.. and keys
+// s0..: adds log2 e · bias and sets masked scores to -inf. (Keys beyond key_lengths never
+// reach a tile.)
 void finish_scores(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t s0, int64_t n, float* sc,
                    int64_t ld) {
   if (p.bias) {
@@ -129,7 +126,7 @@ void finish_scores(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, in
       float* r = sc + i * ld;
       const float* br = p.bias + (t0 + i) * p.S + s0;
 #pragma omp simd
-      for (int64_t j = 0; j < n; ++j) r[j] += br[j];
+      for (int64_t j = 0; j < n; ++j) r[j] += kLog2e * br[j];
     }
   }
   if (p.key_padding_mask) {
@@ -172,7 +169,7 @@ int64_t workers_for(int64_t items) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Forward tile products with queries along the vector lanes. A query tile is kept
+// Tile products written by hand. In the forward, queries lie along the vector lanes. A query tile is kept
 // transposed (Dh, Bq), so the score tile comes out as sᵀ (keys, Bq) = K_tile · Qᵀ, the
 // online-softmax statistics of 8 queries sit in one vector, and the output accumulates as
 // Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per element),
@@ -208,26 +205,43 @@ __attribute__((always_inline)) inline void broadcast_tile(const float* a, int64_
   }
 }
 
-// C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; cols is a
-// multiple of 16, B and C row-major (ldb, ldc).
+template <class... Args>
+__attribute__((always_inline)) inline void broadcast_block(int64_t R, Args... args) {
+  switch (R) {
+    case 1: broadcast_tile<1>(args...); break;
+    case 2: broadcast_tile<2>(args...); break;
+    case 3: broadcast_tile<3>(args...); break;
+    case 4: broadcast_tile<4>(args...); break;
+    case 5: broadcast_tile<5>(args...); break;
+    default: broadcast_tile<6>(args...); break;
+  }
+}
+
+// C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; B and C
+// row-major (ldb, ldc). Blocks of 6 rows × 16 columns; the last cols % 16 columns go
+// through a zero-padded copy of B's columns (in chunks of K) and of C's.
 ATTN_SDPA_CLONES void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs,
                                      int64_t a_ks, const float* b, int64_t ldb, float* c, int64_t ldc,
                                      bool accumulate) {
-  constexpr int kR = 6;
-  int64_t r0 = 0;
-  for (; r0 + kR <= rows; r0 += kR)
-    for (int64_t c0 = 0; c0 < cols; c0 += 2 * kLanes)
-      broadcast_tile<kR>(a + r0 * a_rs, a_rs, a_ks, b + c0, ldb, K, c + r0 * ldc + c0, ldc, accumulate);
-  for (int64_t c0 = 0; c0 < cols && r0 < rows; c0 += 2 * kLanes) {
+  constexpr int64_t kR = 6, kW = 2 * kLanes, kPanelK = 128;
+  for (int64_t r0 = 0; r0 < rows; r0 += kR) {
+    const int64_t R = std::min(kR, rows - r0);
     const float* ar = a + r0 * a_rs;
-    float* cr = c + r0 * ldc + c0;
-    switch (rows - r0) {
-      case 1: broadcast_tile<1>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
-      case 2: broadcast_tile<2>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
-      case 3: broadcast_tile<3>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
-      case 4: broadcast_tile<4>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
-      default: broadcast_tile<5>(ar, a_rs, a_ks, b + c0, ldb, K, cr, ldc, accumulate); break;
+    float* cr = c + r0 * ldc;
+    int64_t c0 = 0;
+    for (; c0 + kW <= cols; c0 += kW) broadcast_block(R, ar, a_rs, a_ks, b + c0, ldb, K, cr + c0, ldc, accumulate);
+    if (c0 == cols) continue;
+    const int64_t w = cols - c0;
+    float block[kR * kW], panel[kPanelK * kW];
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t j = 0; j < kW; ++j) block[r * kW + j] = accumulate && j < w ? cr[r * ldc + c0 + j] : 0.0f;
+    for (int64_t k0 = 0; k0 < K; k0 += kPanelK) {
+      const int64_t kc = std::min(kPanelK, K - k0);
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t j = 0; j < kW; ++j) panel[k * kW + j] = j < w ? b[(k0 + k) * ldb + c0 + j] : 0.0f;
+      broadcast_block(R, ar + k0 * a_ks, a_rs, a_ks, static_cast<const float*>(panel), kW, kc, block, kW, true);
     }
+    for (int64_t r = 0; r < R; ++r) std::copy(block + r * kW, block + r * kW + w, cr + r * ldc + c0);
   }
 }
 
@@ -379,9 +393,11 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
 
 // ---------------------------------------------------------------------------------------
 // Backward: one (query tile, key tile) pair of head bh, recomputing P from the saved
-// statistics. Accumulates into the non-null gradient pointers:
+// statistics, keys along the lanes. Accumulates into the non-null gradient pointers:
 //   dv_j += P_ijᵀ dO_i,  dS_ij = P_ij ⊙ (dO_i V_jᵀ + dW_ij - D_i),
 //   dq_i += scale · dS_ij K_j,  dk_j += scale · dS_ijᵀ Q_i.
+// The tile's K and V are transposed once into (Dh, n) and (Dv, n) so that P = Q Kᵀ and
+// dO Vᵀ are broadcast products; the other three read their operands where they lie.
 struct BackwardInputs {
   const float* q;
   const float* k;
@@ -403,8 +419,10 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   const int64_t n = std::min(kBkb, kend - s0);
   if (!tile_has_keys(p, b, s0, n)) return;
 
-  float* P = scratch;              // (Bq, Bkb)
-  float* dS = scratch + kBq * kBkb;  // (Bq, Bkb)
+  float* P = scratch;                // (Bq, Bkb) probabilities
+  float* dS = P + kBq * kBkb;        // (Bq, Bkb) dP, then scale · dS
+  float* k_t = dS + kBq * kBkb;      // (Dh, Bkb) scale · log2 e · Kᵀ
+  float* v_t = k_t + p.Dh * kBkb;    // (Dv, Bkb) Vᵀ
   const float* qt = in.q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
   const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
   const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
@@ -412,16 +430,19 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   const float* row_delta = in.delta + bh * p.T + t0;
   const float* dot = in.dout ? in.dout + (bh * p.T + t0) * p.Dv : nullptr;  // (rows, Dv)
 
-  gemm(false, true, rows, n, p.Dh, p.scale, qt, p.Dh, kt, p.Dh, 0.0f, P, kBkb);
+  const float scale2 = p.scale * kLog2e;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < p.Dh; ++d) k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
+  broadcast_gemm(rows, n, p.Dh, qt, p.Dh, 1, k_t, kBkb, P, kBkb, false);
   finish_scores(p, b, t0, rows, s0, n, P, kBkb);
-  for (int64_t i = 0; i < rows; ++i) {
-    row_exp(P + i * kBkb, n, row_lse[i]);
-  }
-  if (dv && dot) gemm(true, false, n, p.Dv, rows, 1.0f, P, kBkb, dot, p.Dv, 1.0f, dv + (bh * p.S + s0) * p.Dv, p.Dv);
+  for (int64_t i = 0; i < rows; ++i) row_exp2(P + i * kBkb, n, kLog2e * row_lse[i]);  // lse = +inf → 0
+  if (dv && dot) broadcast_gemm(n, p.Dv, rows, P, 1, kBkb, dot, p.Dv, dv + (bh * p.S + s0) * p.Dv, p.Dv, true);
   if (!dq && !dk) return;
 
   if (dot) {
-    gemm(false, true, rows, n, p.Dv, 1.0f, dot, p.Dv, vt, p.Dv, 0.0f, dS, kBkb);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < p.Dv; ++d) v_t[d * kBkb + j] = vt[j * p.Dv + d];
+    broadcast_gemm(rows, n, p.Dv, dot, p.Dv, 1, v_t, kBkb, dS, kBkb, false);
   } else {
     for (int64_t i = 0; i < rows; ++i) std::fill(dS + i * kBkb, dS + i * kBkb + n, 0.0f);
   }
@@ -433,10 +454,10 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) ds[j] += dw[j];
     }
-    row_softmax_grad(ds, pr, n, row_delta[i]);
+    row_softmax_grad(ds, pr, n, row_delta[i], p.scale);
   }
-  if (dq) gemm(false, false, rows, p.Dh, n, p.scale, dS, kBkb, kt, p.Dh, 1.0f, dq + (bh * p.T + t0) * p.Dh, p.Dh);
-  if (dk) gemm(true, false, n, p.Dh, rows, p.scale, dS, kBkb, qt, p.Dh, 1.0f, dk + (bh * p.S + s0) * p.Dh, p.Dh);
+  if (dq) broadcast_gemm(rows, p.Dh, n, dS, kBkb, 1, kt, p.Dh, dq + (bh * p.T + t0) * p.Dh, p.Dh, true);
+  if (dk) broadcast_gemm(n, p.Dh, rows, dS, 1, kBkb, qt, p.Dh, dk + (bh * p.S + s0) * p.Dh, p.Dh, true);
 }
 
 }  // namespace
@@ -446,7 +467,7 @@ int64_t sdpa_forward_scratch_floats(const SdpaProblem& p) { return (3 + p.Dh + p
 int64_t sdpa_backward_workers(const SdpaProblem& p) {
   return workers_for(p.B * p.H * std::max(ceil_div(p.T, kBq), ceil_div(p.S, kBkb)));
 }
-int64_t sdpa_backward_scratch_floats(const SdpaProblem&) { return 2 * kBq * kBkb; }
+int64_t sdpa_backward_scratch_floats(const SdpaProblem& p) { return (2 * kBq + p.Dh + p.Dv) * kBkb; }
 
 void sdpa_forward(const SdpaProblem& p, const float* q, const float* k, const float* v, float* out, float* lse,
                   float* weights, float* scratch, int64_t workers) {
