@@ -1,7 +1,6 @@
 #include "attn/kernels/sdpa.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -169,10 +168,10 @@ int64_t workers_for(int64_t items) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Tile products written by hand. In the forward, queries lie along the vector lanes. A query tile is kept
-// transposed (Dh, Bq), so the score tile comes out as sᵀ (keys, Bq) = K_tile · Qᵀ, the
-// online-softmax statistics of 8 queries sit in one vector, and the output accumulates as
-// Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per element),
+// Tile products written by hand. In the forward, queries lie along the vector lanes: a
+// query tile is kept transposed (Dh, Bq), so the score tile comes out as
+// sᵀ (keys, Bq) = K_tile · Qᵀ, the online-softmax statistics of 8 queries sit in one vector,
+// and the output accumulates as Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per element),
 // so nothing is packed; the tiles stay in L1/L2.
 //
 // c[r][0, 16) (+)= Σ_k a(r, k) · b[k][0, 16) for r < R, with a(r, k) = a[r·a_rs + k·a_ks]
@@ -294,8 +293,8 @@ ATTN_SDPA_CLONES void final_weights_tile(float* st, int64_t n, int64_t cols, int
   }
 }
 
-// sᵀ (n, ld) for queries t0.. (lanes [0, cols)) and keys s0.. (rows), in base 2: adds log2 e · bias
-// and sets masked scores to -inf. (Keys beyond key_lengths never reach a tile.)
+// The forward's twin of finish_scores: sᵀ (n, ld) for queries t0.. (lanes [0, cols)) and
+// keys s0.. (rows), in base 2: adds log2 e · bias and sets masked scores to -inf.
 void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t cols, int64_t s0, int64_t n,
                      float* st, int64_t ld) {
   if (p.bias) {

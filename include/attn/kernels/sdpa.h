@@ -31,7 +31,7 @@ struct SdpaProblem {
   const int32_t* key_padding_mask = nullptr;  // (B, S), nonzero = keep, or null
 };
 
-constexpr int64_t kSdpaQueryTile = 128;          // query rows per tile (forward and backward)
+constexpr int64_t kSdpaQueryTile = 128;         // query rows per tile (forward and backward)
 constexpr int64_t kSdpaKeyTile = 256;           // keys per tile in the forward
 constexpr int64_t kSdpaBackwardKeyTile = 128;   // keys per tile in the backward
 
