@@ -134,13 +134,29 @@ void attention_masked_softmax_backward(const float* weights, const float* dweigh
 }
 
 // ---- context = weights · values --------------------------------------------------------------
+//
+// Per batch row these are (T, L) × (L, E) products. A decoder step has T = 1, where one BLAS
+// call costs more than its 20k multiply-adds (about 9 µs each, 2 GFLOP/s), so up to
+// kDirectRows query rows go through plain vector loops instead.
+
+constexpr int64_t kDirectRows = 8;
 
 void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B,
                                int64_t T, int64_t S, int64_t E, float* context) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
+    const int64_t len = lengths[b];
+    const float* vb = values + b * S * E;
+    if (T <= kDirectRows) {
+      for (int64_t t = 0; t < T; ++t) {  // c_t = Σ_s w_ts v_s
+        const float* w = weights + (b * T + t) * S;
+        float* c = context + (b * T + t) * E;
+        std::fill(c, c + E, 0.0f);
+        for (int64_t s = 0; s < len; ++s) axpy(w[s], vb + s * E, c, E);
+      }
+      return;
+    }
     // (T, L) · (L, E) -> (T, E); L = 0 writes zeros (gemm with k = 0 sets C = beta C).
-    gemm(false, false, T, E, lengths[b], 1.0f, weights + b * T * S, S, values + b * S * E, E, 0.0f,
-         context + b * T * E, E);
+    gemm(false, false, T, E, len, 1.0f, weights + b * T * S, S, vb, E, 0.0f, context + b * T * E, E);
   });
 }
 
@@ -150,9 +166,23 @@ void attention_context_backward(const float* weights, const float* values, const
                                 float* dweights, float* dvalues) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
     const int64_t len = lengths[b];
+    const float* vb = values + b * S * E;
+    if (T <= kDirectRows) {
+      for (int64_t t = 0; t < T; ++t) {
+        const float* dc = dcontext + (b * T + t) * E;
+        if (dweights) {  // dw_ts += dc_t · v_s
+          float* dw = dweights + (b * T + t) * S;
+          for (int64_t s = 0; s < len; ++s) dw[s] += dot(dc, vb + s * E, E);
+        }
+        if (dvalues) {  // dv_s += w_ts dc_t
+          const float* w = weights + (b * T + t) * S;
+          for (int64_t s = 0; s < len; ++s) axpy(w[s], dc, dvalues + (b * S + s) * E, E);
+        }
+      }
+      return;
+    }
     if (dweights)
-      gemm(false, true, T, len, E, 1.0f, dcontext + b * T * E, E, values + b * S * E, E, 1.0f,
-           dweights + b * T * S, S);
+      gemm(false, true, T, len, E, 1.0f, dcontext + b * T * E, E, vb, E, 1.0f, dweights + b * T * S, S);
     if (dvalues)
       gemm(true, false, len, E, T, 1.0f, weights + b * T * S, S, dcontext + b * T * E, E, 1.0f,
            dvalues + b * S * E, E);
@@ -164,8 +194,15 @@ void attention_context_backward(const float* weights, const float* values, const
 void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B,
                                   int64_t T, int64_t S, int64_t E, float* scores) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
+    const int64_t len = lengths[b];
+    const float* kb = keys + b * S * E;
+    if (T <= kDirectRows) {
+      for (int64_t t = 0; t < T; ++t)  // e_ts = q_t · k_s
+        for (int64_t s = 0; s < len; ++s) scores[(b * T + t) * S + s] = dot(q + (b * T + t) * E, kb + s * E, E);
+      return;
+    }
     // (T, E) · (L, E)ᵀ -> (T, L)
-    gemm(false, true, T, lengths[b], E, 1.0f, q + b * T * E, E, keys + b * S * E, E, 0.0f, scores + b * T * S, S);
+    gemm(false, true, T, len, E, 1.0f, q + b * T * E, E, kb, E, 0.0f, scores + b * T * S, S);
   });
 }
 
@@ -175,8 +212,19 @@ void attention_dot_scores_backward(const float* q, const float* keys, const floa
                                    float* dkeys) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
     const int64_t len = lengths[b];
-    if (dq)
-      gemm(false, false, T, E, len, 1.0f, dscores + b * T * S, S, keys + b * S * E, E, 1.0f, dq + b * T * E, E);
+    const float* kb = keys + b * S * E;
+    if (T <= kDirectRows) {
+      for (int64_t t = 0; t < T; ++t) {
+        const float* de = dscores + (b * T + t) * S;
+        const float* qt = q + (b * T + t) * E;
+        for (int64_t s = 0; s < len; ++s) {
+          if (dq) axpy(de[s], kb + s * E, dq + (b * T + t) * E, E);  // dq_t += de_ts k_s
+          if (dkeys) axpy(de[s], qt, dkeys + (b * S + s) * E, E);    // dk_s += de_ts q_t
+        }
+      }
+      return;
+    }
+    if (dq) gemm(false, false, T, E, len, 1.0f, dscores + b * T * S, S, kb, E, 1.0f, dq + b * T * E, E);
     if (dkeys)
       gemm(true, false, len, E, T, 1.0f, dscores + b * T * S, S, q + b * T * E, E, 1.0f, dkeys + b * S * E, E);
   });

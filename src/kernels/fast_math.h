@@ -16,6 +16,20 @@
 
 namespace attn::kernels {
 
+// Σ_i x_i y_i, vectorised (the lanes' partial sums are added at the end).
+inline float dot(const float* x, const float* y, int64_t n) {
+  float acc = 0.0f;
+  ATTN_SIMD_SUM_ACC
+  for (int64_t i = 0; i < n; ++i) acc += x[i] * y[i];
+  return acc;
+}
+
+// y += alpha x
+inline void axpy(float alpha, const float* x, float* y, int64_t n) {
+  ATTN_SIMD
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
 // tanh: the odd/even rational minimax approximation Eigen uses, on x clamped to ±7.9053
 // where tanh rounds to ±1 in float. Max error against the exact tanh ≈ 4e-7 absolute (a few
 // ulp). The clamp works on the bit pattern (integer compares), so it vectorises without

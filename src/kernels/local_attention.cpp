@@ -17,22 +17,10 @@ int64_t grain_for(int64_t work_per_item) {
   return std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, work_per_item));
 }
 
-inline float dot(const float* x, const float* y, int64_t n) {
-  float acc = 0.0f;
-  ATTN_SIMD_SUM_ACC
-  for (int64_t i = 0; i < n; ++i) acc += x[i] * y[i];
-  return acc;
-}
-
 // The dropout factor of dense position i: 1 / (1 − p) kept, 0 dropped; 1 when p == 0.
 inline float drop_factor(float p, uint64_t seed, int64_t i) {
   if (p == 0.0f) return 1.0f;
   return dropout_keep(seed, static_cast<uint64_t>(i), p) ? 1.0f / (1.0f - p) : 0.0f;
-}
-
-inline void axpy(float alpha, const float* x, float* y, int64_t n) {
-  ATTN_SIMD
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 }  // namespace

@@ -266,6 +266,7 @@ TEST(AdditiveAttention, GradcheckEveryInput) {
       {"S = 1", 2, 2, 1, {1, 0}, 1.0f},
       {"B = 1 one step", 1, 0, 5, {5}, 1.0f},
       {"B = 1 block", 1, 3, 3, {2}, 1.0f},
+      {"block T 10 (BLAS path)", 2, 10, 4, {4, 3}, 1.0f},
       {"temperature 0.5", 2, 2, 4, {4, 3}, 0.5f},
       {"temperature 2.5 one step", 2, 0, 4, {2, 4}, 2.5f},
   };

@@ -257,6 +257,7 @@ TEST(LuongAttention, GradcheckEveryInputEveryScore) {
       {"S = 1", 2, 2, 1, {1, 0}, 1.0f, false},
       {"B = 1 one step", 1, 0, 4, {4}, 1.0f, false},
       {"B = 1 block", 1, 3, 3, {2}, 1.0f, false},
+      {"block T 10 (BLAS path)", 2, 10, 4, {4, 3}, 1.0f, false},
       {"temperature 0.5 + learned scale", 2, 2, 4, {4, 3}, 0.5f, true},
       {"learned scale one step", 2, 0, 4, {2, 4}, 1.0f, true},
   };

@@ -17,6 +17,7 @@ CASES = [
     (3, 4, 6, 4, 4, 5, [6, 0, 1]),             # a fully masked row, a length-1 row
     (2, 1, 7, 8, 8, 6, [3, 7]),                # T = 1 block
     (4, 3, 9, 16, 16, 8, [9, 9, 9, 9]),        # no padding
+    (2, 9, 5, 8, 8, 6, [5, 3]),                # T > 8: the BLAS path of the context/score kernels
 ]
 
 
