@@ -2,12 +2,19 @@
 
 #include <cstdlib>
 
+#include <algorithm>
+
+#include "attn/kernels/blas.h"
 #include "attn/kernels/elementwise.h"
 
 namespace attn::autodiff {
 namespace {
 thread_local bool g_grad_enabled = true;
 constexpr size_t kBlockSize = 256 * 1024;
+// Weight-gradient products with fewer rows than this are deferred and stacked...
+constexpr int64_t kDeferBelowRows = 256;
+// ...until this many rows are waiting for one weight (bounds the memory they keep alive).
+constexpr int64_t kFlushRows = 4096;
 }  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
@@ -62,7 +69,50 @@ size_t Tape::arena_bytes() const {
   return total;
 }
 
+void Tape::accumulate_weight_grad(const Tensor& weight, const Tensor& a, const Tensor& b) {
+  const int64_t rows = a.numel() / weight.dim(0);
+  if (rows >= kDeferBelowRows || !weight.is_leaf()) {
+    DeferredProducts now{weight, {{a, b}}, rows};
+    run_products(now);
+    return;
+  }
+  auto it = std::find_if(deferred_.begin(), deferred_.end(),
+                         [&](const DeferredProducts& d) { return d.weight.same(weight); });
+  if (it == deferred_.end()) it = deferred_.insert(deferred_.end(), DeferredProducts{weight, {}, 0});
+  it->parts.emplace_back(a, b);
+  it->rows += rows;
+  if (it->rows >= kFlushRows) {
+    run_products(*it);
+    deferred_.erase(it);
+  }
+}
+
+// dW (M, N) += Σ_i a_iᵀ b_i = [a_1; a_2; ...]ᵀ [b_1; b_2; ...]
+void Tape::run_products(DeferredProducts& d) {
+  const int64_t M = d.weight.dim(0), N = d.weight.numel() / M;
+  float* dw = d.weight.grad_accumulator().f32();
+  if (d.parts.size() == 1) {
+    const auto& [a, b] = d.parts.front();
+    kernels::gemm(true, false, M, N, d.rows, 1.0f, a.f32(), M, b.f32(), N, 1.0f, dw, N);
+    return;
+  }
+  Tensor a_all = Tensor::empty({d.rows, M}), b_all = Tensor::empty({d.rows, N});
+  int64_t row = 0;
+  for (const auto& [a, b] : d.parts) {
+    std::copy(a.f32(), a.f32() + a.numel(), a_all.f32() + row * M);
+    std::copy(b.f32(), b.f32() + b.numel(), b_all.f32() + row * N);
+    row += a.numel() / M;
+  }
+  kernels::gemm(true, false, M, N, d.rows, 1.0f, a_all.f32(), M, b_all.f32(), N, 1.0f, dw, N);
+}
+
+void Tape::flush_deferred() {
+  for (DeferredProducts& d : deferred_) run_products(d);
+  deferred_.clear();
+}
+
 void Tape::clear() {
+  deferred_.clear();
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) (*it)->~Node();
   nodes_.clear();
   outputs_.clear();
@@ -86,6 +136,7 @@ void Tape::run_backward() {
     // gradients are no longer needed.
     for (size_t i = node.outputs_begin; i < node.outputs_end; ++i) outputs_[i].drop_grad();
   }
+  flush_deferred();
 }
 
 }  // namespace attn::autodiff

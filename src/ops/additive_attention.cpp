@@ -105,8 +105,7 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
     // u = Q W_qᵀ + b:  dQ += dU W_q,  dW_q += dUᵀ Q,  db += Σ_rows dU
     if (query.requires_grad())
       kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
-    if (w_q.requires_grad())
-      kernels::gemm(true, false, A, D, N, 1.0f, du.f32(), A, query.f32(), D, 1.0f, w_q.grad_accumulator().f32(), D);
+    if (w_q.requires_grad()) autodiff::accumulate_weight_grad(w_q, du, query);
     if (bias.requires_grad()) kernels::attention_sum_rows_into(du.f32(), N, A, bias.grad_accumulator().f32());
     if (!want_v) return;
     Tensor dv_eff = Tensor::zeros({A});  // Σ_b in order: independent of the thread count

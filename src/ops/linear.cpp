@@ -92,9 +92,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       // dx (rows, IN) += dy (rows, OUT) W (OUT, IN)
       if (x.requires_grad())
         kernels::gemm(false, false, rows, in, out, 1.0f, dy, out, weight.f32(), in, 1.0f, x.grad_accumulator().f32(), in);
-      // dW (OUT, IN) += dyᵀ (OUT, rows) x (rows, IN)
+      // dW (OUT, IN) += dyᵀ (OUT, rows) x (rows, IN), deferred and stacked when rows are few
       if (weight.requires_grad())
-        kernels::gemm(true, false, out, in, rows, 1.0f, dy, out, x.f32(), in, 1.0f, weight.grad_accumulator().f32(), in);
+        autodiff::accumulate_weight_grad(weight, y.grad(), x);
       // db (1, OUT) += 1 (1, rows) dy (rows, OUT): the column sums of dy
       if (bias.defined() && bias.requires_grad()) {
         Tensor ones = Tensor::full({rows}, 1.0f);

@@ -43,31 +43,30 @@ Tensor input_projection(const CellInputs& in, int64_t B, int64_t I, int64_t G) {
   return gx;
 }
 
-// Given the pre-activation gradients of both sides, accumulates the gradients of every
-// input that requires grad:
+// Given the pre-activation gradients of both sides (B, G), accumulates the gradients of
+// every input that requires grad:
 //   dx += dgates_x W_ih, dW_ih += dgates_xᵀ x, db_ih += Σ_b dgates_x (or dgates_x itself
 //   into gates_x for the projected form); dh += dgates_h W_hh, dW_hh += dgates_hᵀ h,
-//   db_hh += Σ_b dgates_h. The direct terms of h and c were added by the gate kernel.
+//   db_hh += Σ_b dgates_h. The direct terms of h and c were added by the gate kernel. The
+//   weight products wait to run stacked over every step (autodiff::accumulate_weight_grad).
 void accumulate_input_grads(const CellInputs& in, bool projected, int64_t B, int64_t I, int64_t H, int64_t G,
-                            const float* dgates_x, const float* dgates_h) {
+                            const Tensor& dgates_x, const Tensor& dgates_h) {
   if (in.h.requires_grad())
-    kernels::gemm(false, false, B, H, G, 1.0f, dgates_h, G, in.w_hh.f32(), H, 1.0f, in.h.grad_accumulator().f32(),
-                  H);
-  if (in.w_hh.requires_grad())
-    kernels::gemm(true, false, G, H, B, 1.0f, dgates_h, G, in.h.f32(), H, 1.0f, in.w_hh.grad_accumulator().f32(),
-                  H);
-  if (in.b_hh.requires_grad()) kernels::rnn_cell_bias_backward(dgates_h, B, G, G, in.b_hh.grad_accumulator().f32());
+    kernels::gemm(false, false, B, H, G, 1.0f, dgates_h.f32(), G, in.w_hh.f32(), H, 1.0f,
+                  in.h.grad_accumulator().f32(), H);
+  if (in.w_hh.requires_grad()) autodiff::accumulate_weight_grad(in.w_hh, dgates_h, in.h);
+  if (in.b_hh.requires_grad())
+    kernels::rnn_cell_bias_backward(dgates_h.f32(), B, G, G, in.b_hh.grad_accumulator().f32());
   if (projected) {
-    if (in.gates_x.requires_grad()) kernels::add_into(in.gates_x.grad_accumulator().f32(), dgates_x, B * G);
+    if (in.gates_x.requires_grad()) kernels::add_into(in.gates_x.grad_accumulator().f32(), dgates_x.f32(), B * G);
     return;
   }
   if (in.x.requires_grad())
-    kernels::gemm(false, false, B, I, G, 1.0f, dgates_x, G, in.w_ih.f32(), I, 1.0f, in.x.grad_accumulator().f32(),
-                  I);
-  if (in.w_ih.requires_grad())
-    kernels::gemm(true, false, G, I, B, 1.0f, dgates_x, G, in.x.f32(), I, 1.0f, in.w_ih.grad_accumulator().f32(),
-                  I);
-  if (in.b_ih.requires_grad()) kernels::rnn_cell_bias_backward(dgates_x, B, G, G, in.b_ih.grad_accumulator().f32());
+    kernels::gemm(false, false, B, I, G, 1.0f, dgates_x.f32(), G, in.w_ih.f32(), I, 1.0f,
+                  in.x.grad_accumulator().f32(), I);
+  if (in.w_ih.requires_grad()) autodiff::accumulate_weight_grad(in.w_ih, dgates_x, in.x);
+  if (in.b_ih.requires_grad())
+    kernels::rnn_cell_bias_backward(dgates_x.f32(), B, G, G, in.b_ih.grad_accumulator().f32());
 }
 
 bool cell_needs_grad(const CellInputs& in) {
@@ -98,7 +97,7 @@ Tensor gru(const char* op, const CellInputs& in, bool projected) {
       Tensor dgates_h = Tensor::empty({B, G});
       float* dh = in.h.requires_grad() ? in.h.grad_accumulator().f32() : nullptr;
       kernels::gru_cell_backward(B, H, saved.f32(), in.h.f32(), out.grad().f32(), dgates_x.f32(), dgates_h.f32(), dh);
-      accumulate_input_grads(in, projected, B, I, H, G, dgates_x.f32(), dgates_h.f32());
+      accumulate_input_grads(in, projected, B, I, H, G, dgates_x, dgates_h);
     });
   }
   return out;
@@ -133,7 +132,7 @@ std::pair<Tensor, Tensor> lstm(const char* op, const CellInputs& in, bool projec
       Tensor dgates = Tensor::empty({B, G});
       float* dc = in.c.requires_grad() ? in.c.grad_accumulator().f32() : nullptr;
       kernels::lstm_cell_backward(B, H, saved.f32(), in.c.f32(), dh_out, dc_out, dgates.f32(), dc);
-      accumulate_input_grads(in, projected, B, I, H, G, dgates.f32(), dgates.f32());
+      accumulate_input_grads(in, projected, B, I, H, G, dgates, dgates);
     });
   }
   return {h_out, c_out};

@@ -76,6 +76,9 @@ class Tape {
   // Bytes of arena blocks obtained from the system so far (for churn measurements).
   size_t arena_bytes() const;
 
+  // dW (M, N) += aᵀ b for a (R, M) and b (R, N), contiguous: see accumulate_weight_grad.
+  void accumulate_weight_grad(const Tensor& weight, const Tensor& a, const Tensor& b);
+
  private:
   template <class Fn>
   struct LambdaNode final : Node {
@@ -85,6 +88,16 @@ class Tape {
   };
   void* allocate(size_t bytes, size_t align);
   void mark_outputs(Node& node, std::span<const Tensor> outputs);
+
+  // The weight-gradient products of one weight waiting to run as one GEMM.
+  struct DeferredProducts {
+    Tensor weight;
+    std::vector<std::pair<Tensor, Tensor>> parts;  // (a, b) pairs, in backward order
+    int64_t rows = 0;
+  };
+  static void run_products(DeferredProducts& d);
+  void flush_deferred();
+  std::vector<DeferredProducts> deferred_;
 
   std::vector<Node*> nodes_;
   std::vector<Tensor> outputs_;
@@ -99,6 +112,19 @@ class Tape {
 
 // The calling thread's tape.
 Tape& tape();
+
+// dW (M, N) += aᵀ b, where a (R, M) is an output gradient and b (R, N) the op's input (any
+// shapes with those trailing sizes, contiguous, R the product of the others): the
+// weight-gradient product of a linear map y = b Wᵀ over R rows. When R is small (one
+// recurrent step's batch) and the weight is a leaf, the product waits: the products for
+// the same weight are stacked and run as one GEMM over all their rows when backward ends
+// (or once 4096 rows are waiting). 41 decoder steps of 64 rows become one product with
+// K = 2624 instead of 41 with K = 64, which OpenBLAS runs at 64-row efficiency. Only the
+// summation order of dW changes; it does not depend on the thread count. Non-leaf weights
+// (their gradient flows on during backward) and large R run at once.
+inline void accumulate_weight_grad(const Tensor& weight, const Tensor& a, const Tensor& b) {
+  tape().accumulate_weight_grad(weight, a, b);
+}
 
 template <class Fn>
 void Tape::record(const char* op, std::span<const Tensor> outputs, Fn&& fn) {
