@@ -275,14 +275,6 @@ void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t 
   });
 }
 
-void attention_sum_rows_into(const float* x, int64_t rows, int64_t n, float* dbias) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    ATTN_SIMD
-    for (int64_t c = 0; c < n; ++c) dbias[c] += xr[c];
-  }
-}
-
 double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
                             int64_t S) {
   double sum = 0.0;

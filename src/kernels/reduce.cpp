@@ -49,6 +49,17 @@ void sum_rows_forward(const float* x, float* y, int64_t rows, int64_t n, double 
   });
 }
 
+void sum_columns_into(const float* x, int64_t rows, int64_t n, float* out) {
+  // Column chunks of at least 256 (a multiple of the vector width) and kGrain elements.
+  const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(rows, 1) / 8 * 8);
+  parallel_for(0, n, grain, [=](int64_t lo, int64_t hi) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = x + r * n;
+      for (int64_t j = lo; j < hi; ++j) out[j] += row[j];
+    }
+  });
+}
+
 void sum_rows_backward(const float* dy, float* dx, int64_t rows, int64_t n, float scale) {
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(n, 1));
   parallel_for(0, rows, grain, [=](int64_t lo, int64_t hi) {

@@ -156,14 +156,5 @@ void lstm_cell_backward(int64_t batch, int64_t hidden, const float* saved, const
   });
 }
 
-void rnn_cell_bias_backward(const float* d, int64_t rows, int64_t n, int64_t ld, float* db) {
-  // db[j] += Σ_b d[b, j], rows in order; chunks own disjoint column ranges.
-  parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
-    for (int64_t b = 0; b < rows; ++b) {
-      const float* row = d + b * ld;
-      for (int64_t j = lo; j < hi; ++j) db[j] += row[j];
-    }
-  });
-}
 
 }  // namespace attn::kernels

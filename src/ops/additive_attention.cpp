@@ -8,6 +8,7 @@
 
 #include "attention_common.h"
 #include "attn/kernels/blas.h"
+#include "attn/kernels/reduce.h"
 #include "attn/ops/attention.h"
 
 namespace attn {
@@ -106,12 +107,12 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
     if (query.requires_grad())
       kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
     if (w_q.requires_grad()) autodiff::accumulate_weight_grad(w_q, du, query);
-    if (bias.requires_grad()) kernels::attention_sum_rows_into(du.f32(), N, A, bias.grad_accumulator().f32());
+    if (bias.requires_grad()) kernels::sum_columns_into(du.f32(), N, A, bias.grad_accumulator().f32());
     if (!want_v) return;
     Tensor dv_eff = Tensor::zeros({A});  // Σ_b in order: independent of the thread count
-    kernels::attention_sum_rows_into(dv_partial.f32(), B, A, dv_eff.f32());
+    kernels::sum_columns_into(dv_partial.f32(), B, A, dv_eff.f32());
     if (!normalize) {
-      kernels::attention_sum_rows_into(dv_eff.f32(), 1, A, v.grad_accumulator().f32());
+      kernels::sum_columns_into(dv_eff.f32(), 1, A, v.grad_accumulator().f32());
       return;
     }
     // v_eff = g v̂, v̂ = v / ‖v‖:  dg += v̂ · dv_eff,  dv += (g / ‖v‖) (dv_eff - v̂ (v̂ · dv_eff))

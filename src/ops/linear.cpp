@@ -3,6 +3,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/blas.h"
 #include "attn/kernels/linear.h"
+#include "attn/kernels/reduce.h"
 
 namespace attn {
 namespace {
@@ -95,11 +96,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       // dW (OUT, IN) += dyᵀ (OUT, rows) x (rows, IN), deferred and stacked when rows are few
       if (weight.requires_grad())
         autodiff::accumulate_weight_grad(weight, y.grad(), x);
-      // db (1, OUT) += 1 (1, rows) dy (rows, OUT): the column sums of dy
-      if (bias.defined() && bias.requires_grad()) {
-        Tensor ones = Tensor::full({rows}, 1.0f);
-        kernels::gemm(false, false, 1, out, rows, 1.0f, ones.f32(), rows, dy, out, 1.0f, bias.grad_accumulator().f32(), out);
-      }
+      // db (OUT) += Σ_rows dy: the column sums of dy
+      if (bias.defined() && bias.requires_grad()) kernels::sum_columns_into(dy, rows, out, bias.grad_accumulator().f32());
     });
   }
   return y;

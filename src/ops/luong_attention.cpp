@@ -6,6 +6,7 @@
 // then a_t = masked softmax(scale · e_t / τ) and c_t = Σ_s a_{t,s} values_s.
 #include "attention_common.h"
 #include "attn/kernels/blas.h"
+#include "attn/kernels/reduce.h"
 #include "attn/ops/attention.h"
 
 namespace attn {
@@ -155,7 +156,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
           kernels::gemm(true, false, A, D, N, 1.0f, dpq.f32(), A, query.f32(), D, 1.0f, dw, ldw);
           kernels::gemm(true, false, A, E, B * S, 1.0f, dpk.f32(), A, keys.f32(), E, 1.0f, dw + D, ldw);
         }
-        if (v.requires_grad()) kernels::attention_sum_rows_into(dv_partial.f32(), B, A, v.grad_accumulator().f32());
+        if (v.requires_grad()) kernels::sum_columns_into(dv_partial.f32(), B, A, v.grad_accumulator().f32());
         break;
       }
     }
@@ -206,7 +207,7 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
       kernels::gemm(false, false, N, D, S, 1.0f, de.f32(), S, w_a.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
     if (w_a.requires_grad())
       kernels::gemm(true, false, S, D, N, 1.0f, de.f32(), S, query.f32(), D, 1.0f, w_a.grad_accumulator().f32(), D);
-    if (b_a.requires_grad()) kernels::attention_sum_rows_into(de.f32(), N, S, b_a.grad_accumulator().f32());
+    if (b_a.requires_grad()) kernels::sum_columns_into(de.f32(), N, S, b_a.grad_accumulator().f32());
   };
   attention_detail::record_attention("location_attention", context, used, options.need_weights,
                                      std::move(backward));

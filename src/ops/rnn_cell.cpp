@@ -3,6 +3,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/blas.h"
 #include "attn/kernels/elementwise.h"
+#include "attn/kernels/reduce.h"
 #include "attn/kernels/rnn_cell.h"
 
 namespace attn {
@@ -56,7 +57,7 @@ void accumulate_input_grads(const CellInputs& in, bool projected, int64_t B, int
                   in.h.grad_accumulator().f32(), H);
   if (in.w_hh.requires_grad()) autodiff::accumulate_weight_grad(in.w_hh, dgates_h, in.h);
   if (in.b_hh.requires_grad())
-    kernels::rnn_cell_bias_backward(dgates_h.f32(), B, G, G, in.b_hh.grad_accumulator().f32());
+    kernels::sum_columns_into(dgates_h.f32(), B, G, in.b_hh.grad_accumulator().f32());
   if (projected) {
     if (in.gates_x.requires_grad()) kernels::add_into(in.gates_x.grad_accumulator().f32(), dgates_x.f32(), B * G);
     return;
@@ -66,7 +67,7 @@ void accumulate_input_grads(const CellInputs& in, bool projected, int64_t B, int
                   in.x.grad_accumulator().f32(), I);
   if (in.w_ih.requires_grad()) autodiff::accumulate_weight_grad(in.w_ih, dgates_x, in.x);
   if (in.b_ih.requires_grad())
-    kernels::rnn_cell_bias_backward(dgates_x.f32(), B, G, G, in.b_ih.grad_accumulator().f32());
+    kernels::sum_columns_into(dgates_x.f32(), B, G, in.b_ih.grad_accumulator().f32());
 }
 
 bool cell_needs_grad(const CellInputs& in) {

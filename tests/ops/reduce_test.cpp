@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
+#include "attn/kernels/reduce.h"
 #include "attn/parallel.h"
 #include "test_support.h"
 
@@ -119,6 +120,32 @@ TEST(Reduce, BitIdenticalAcrossThreadCounts) {
     EXPECT_EQ(one[i], two[i]) << names[i];
     EXPECT_EQ(one[i], three[i]) << names[i];
   }
+}
+
+// kernels::sum_columns_into: out[j] += Σ_r x[r, j] (bias gradients), rows in order.
+std::vector<float> column_sums(int threads, int64_t rows, int64_t n) {
+  set_num_threads(threads);
+  const Tensor x = random_tensor({rows, n}, 3, -2.0f, 2.0f);
+  std::vector<float> out(static_cast<size_t>(n), 0.5f);  // accumulates onto what is there
+  kernels::sum_columns_into(x.f32(), rows, n, out.data());
+  return out;
+}
+
+TEST(Reduce, ColumnSumsMatchReferenceAndThreadCounts) {
+  const int before = num_threads();
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{1, 5}, {64, 768}, {2624, 1000}, {3, 70000}}) {
+    SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(n));
+    const auto one = column_sums(1, rows, n);
+    const Tensor x = random_tensor({rows, n}, 3, -2.0f, 2.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0.5;
+      for (int64_t r = 0; r < rows; ++r) want += x.f32()[r * n + j];
+      ASSERT_NEAR(one[static_cast<size_t>(j)], want, 1e-6 * static_cast<double>(rows) * 2.0 + 1e-6) << "column " << j;
+    }
+    EXPECT_EQ(one, column_sums(2, rows, n));
+    EXPECT_EQ(one, column_sums(3, rows, n));
+  }
+  set_num_threads(before);
 }
 
 }  // namespace

@@ -58,8 +58,6 @@ void attention_additive_scores_backward(const float* u, const float* keys, const
 // Small helpers the attention ops share.
 // y[r, :] += bias for each of `rows` rows of n.
 void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t n);
-// dbias[c] += Σ_r x[r, c], rows summed in order.
-void attention_sum_rows_into(const float* x, int64_t rows, int64_t n, float* dbias);
 // Σ_{r, s<L_b} a[r, s] · b[r, s] in double, summed in a fixed order.
 double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
                             int64_t S);

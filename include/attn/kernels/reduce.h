@@ -21,4 +21,9 @@ void sum_rows_forward(const float* x, float* y, int64_t rows, int64_t n, double 
 // dx[r, j] += scale * dy[r].
 void sum_rows_backward(const float* dy, float* dx, int64_t rows, int64_t n, float scale);
 
+// out[j] += Σ_r x[r, j] for x (rows, n): the column sums, as bias gradients need them. Each
+// column is summed in row order by one chunk (chunks own column ranges), in float, so the
+// result does not depend on the thread count.
+void sum_columns_into(const float* x, int64_t rows, int64_t n, float* out);
+
 }  // namespace attn::kernels

@@ -47,8 +47,4 @@ void lstm_cell_forward(int64_t batch, int64_t hidden, const float* gates_x, cons
 void lstm_cell_backward(int64_t batch, int64_t hidden, const float* saved, const float* c, const float* dh_out,
                         const float* dc_out, float* dgates, float* dc);
 
-// Bias gradient: db (n) += column sums of d (rows, n) with row stride ld. Each column is
-// summed by one chunk in row order, so the result is independent of the thread count.
-void rnn_cell_bias_backward(const float* d, int64_t rows, int64_t n, int64_t ld, float* db);
-
 }  // namespace attn::kernels
