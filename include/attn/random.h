@@ -5,7 +5,13 @@
 
 namespace attn {
 
-uint64_t splitmix64(uint64_t x);
+// Inline so that the counter-based draws below vectorise inside kernel loops (dropout).
+inline uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
 
 class Rng {
  public:
@@ -24,7 +30,8 @@ class Rng {
 // A counter-based uniform in [0, 1): the same value for (seed, index) whatever the thread
 // that asks, so parallel kernels (dropout) are deterministic.
 inline float uniform_at(uint64_t seed, uint64_t index) {
-  return static_cast<float>(splitmix64(seed ^ splitmix64(index)) >> 40) * (1.0f / 16777216.0f);
+  // The top 24 bits, exact as an int32 (a 32-bit conversion vectorises on AVX2; 64-bit does not).
+  return static_cast<float>(static_cast<int32_t>(splitmix64(seed ^ splitmix64(index)) >> 40)) * (1.0f / 16777216.0f);
 }
 
 }  // namespace attn

@@ -4,13 +4,6 @@
 
 namespace attn {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 void Rng::reseed(uint64_t seed) {
   uint64_t x = seed;
   for (uint64_t& s : s_) {
