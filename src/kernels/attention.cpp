@@ -275,14 +275,28 @@ void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t 
   });
 }
 
-double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
-                            int64_t S) {
-  double sum = 0.0;
+double attention_softmax_scale_grad(const float* weights, const float* dweights, const float* scores,
+                                    const int32_t* lengths, int64_t B, int64_t T, int64_t S) {
+  double total = 0.0;
   for (int64_t r = 0; r < B * T; ++r) {
     const int64_t len = lengths[r / T];
-    for (int64_t s = 0; s < len; ++s) sum += static_cast<double>(a[r * S + s]) * b[r * S + s];
+    const float* a = weights + r * S;
+    const float* da = dweights + r * S;
+    const float* e = scores + r * S;
+    double mass = 0.0, mean_da = 0.0, mean_e = 0.0;
+    for (int64_t s = 0; s < len; ++s) {
+      mass += a[s];
+      mean_da += static_cast<double>(a[s]) * da[s];
+      mean_e += static_cast<double>(a[s]) * e[s];
+    }
+    if (mass == 0.0) continue;
+    mean_da /= mass;
+    mean_e /= mass;
+    double row = 0.0;
+    for (int64_t s = 0; s < len; ++s) row += a[s] * (da[s] - mean_da) * (e[s] - mean_e);
+    total += row;
   }
-  return sum;
+  return total;
 }
 
 void attention_scale_inplace(float* x, float alpha, int64_t n) {

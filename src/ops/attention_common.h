@@ -164,10 +164,12 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 // softmax(alpha · scores): accumulates the values' gradient and, when `want_dscores`,
 // returns the gradient of the raw scores (B, T, S), zero past each row's extent and on masked
 // positions (their weight is 0). The gradient of `used` (when it was an output of the node)
-// is included. Returns an undefined tensor otherwise.
+// is included. Returns an undefined tensor otherwise; `dweights_out`, when given, receives
+// the gradient of the softmax's output (a learned scale's gradient needs it).
 inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used, const Tensor& context,
                                        const Tensor& values, const Tensor& lengths, const WeightDropout& drop,
-                                       const Dims& d, float alpha, bool want_dscores) {
+                                       const Dims& d, float alpha, bool want_dscores,
+                                       Tensor* dweights_out = nullptr) {
   const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
   Tensor dused;
   if (want_dscores) dused = used.has_grad() ? used.grad().clone() : Tensor::zeros(used.shape());
@@ -181,6 +183,7 @@ inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used
     dweights = Tensor::zeros(used.shape());
     kernels::dropout_backward(dused.f32(), dweights.f32(), dused.numel(), drop.p, drop.seed);
   }
+  if (dweights_out) *dweights_out = dweights;
   Tensor dscores = Tensor::zeros({d.B, d.T, d.S});
   kernels::attention_masked_softmax_backward(weights.f32(), dweights.f32(), lengths.i32(), d.B, d.T, d.S, alpha,
                                              dscores.f32());

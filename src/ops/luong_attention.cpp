@@ -113,12 +113,13 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
     const bool want_e = query.requires_grad() || keys.requires_grad() || w.requires_grad() || v.requires_grad() ||
                         scale.requires_grad();
     // z = alpha e:  dz = a (da - Σ a da),  dscale += Σ dz e / τ,  de = alpha dz
-    Tensor de =
-        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, 1.0f, want_e);
+    Tensor da;
+    Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, 1.0f,
+                                                           want_e, &da);
     if (!de.defined()) return;
     if (scale.requires_grad())
-      scale.grad_accumulator().f32()[0] +=
-          static_cast<float>(kernels::attention_masked_dot(de.f32(), scores.f32(), lengths.i32(), B, T, S) / tau);
+      scale.grad_accumulator().f32()[0] += static_cast<float>(
+          kernels::attention_softmax_scale_grad(weights.f32(), da.f32(), scores.f32(), lengths.i32(), B, T, S) / tau);
     kernels::attention_scale_inplace(de.f32(), alpha, de.numel());
     float* dquery = grad_or_null(query);
     float* dkeys = grad_or_null(keys);

@@ -50,8 +50,8 @@ def to_attn(array, requires_grad=False):
     return attn.tensor(np.array(array, order="C"), requires_grad=requires_grad)  # keeps 0-d shapes
 
 
-def to_torch(array, requires_grad=False):
-    return torch.tensor(np.array(array), requires_grad=requires_grad)
+def to_torch(array, requires_grad=False, dtype=torch.float32):
+    return torch.tensor(np.array(array), dtype=dtype, requires_grad=requires_grad)
 
 
 def assert_close(op, case, name, actual, expected, atol=None, rtol=None, magnitude=1.0):

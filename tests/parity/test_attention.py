@@ -18,6 +18,7 @@ CASES = [
     (2, 1, 7, 8, 8, 6, [3, 7]),                # T = 1 block
     (4, 3, 9, 16, 16, 8, [9, 9, 9, 9]),        # no padding
     (2, 9, 5, 8, 8, 6, [5, 3]),                # T > 8: the BLAS path of the context/score kernels
+    (2, 11, 6, 8, 8, 6, [6, 4]),               # T > 8 again: a near-one-hot scaled dot whose scale gradient cancels in float32
 ]
 
 
@@ -90,30 +91,44 @@ def test_luong(c, score, scaled, magnitude):
     ctx_a, w_a = attn.luong_attention(Aa["query"], Aa["keys"], Aa["values"], attn.tensor(lens), score=score,
                                       w=Aa.get("w"), v=Aa.get("v"), scale=Aa.get("scale"), temperature=0.7)
 
-    Tt = {n: to_torch(arrays[n], True) for n in names}
-    q3 = Tt["query"] if T is not None else Tt["query"][:, None]
-    K = Tt["keys"]
-    if score == "dot":
-        e = q3 @ K.transpose(1, 2)
-    elif score == "general":
-        e = (q3 @ Tt["w"]) @ K.transpose(1, 2)
-    else:
-        W = Tt["w"]
-        h = torch.tanh((q3 @ W[:, :D].t())[:, :, None, :] + (K @ W[:, D:].t())[:, None])
-        e = h @ Tt["v"]
-    if scaled:
-        e = e * Tt["scale"]
-    e = e / 0.7
-    w_t = masked_softmax_ref(e, lengths_mask(lens, S)[:, None, :])
-    ctx_t = w_t @ Tt["values"]
-    ctx_t, w_t = squeeze(ctx_t, T), squeeze(w_t, T)
-    finish(ctx_t, w_t, ctx_a, w_a, seed_ctx, seed_w)
+    def reference(dtype):
+        Tt = {n: to_torch(arrays[n], True, dtype) for n in names}
+        q3 = Tt["query"] if T is not None else Tt["query"][:, None]
+        K = Tt["keys"]
+        if score == "dot":
+            e = q3 @ K.transpose(1, 2)
+        elif score == "general":
+            e = (q3 @ Tt["w"]) @ K.transpose(1, 2)
+        else:
+            W = Tt["w"]
+            h = torch.tanh((q3 @ W[:, :D].t())[:, :, None, :] + (K @ W[:, D:].t())[:, None])
+            e = h @ Tt["v"]
+        if scaled:
+            e = e * Tt["scale"]
+        e = e / 0.7
+        w_t = masked_softmax_ref(e, lengths_mask(lens, S)[:, None, :])
+        ctx_t = w_t @ Tt["values"]
+        loss = (squeeze(ctx_t, T) * torch.tensor(seed_ctx, dtype=dtype)).sum() + \
+            (squeeze(w_t, T) * torch.tensor(seed_w, dtype=dtype)).sum()
+        loss.backward()
+        return Tt, squeeze(ctx_t, T), squeeze(w_t, T)
+
+    Tt, ctx_t, w_t = reference(torch.float32)
+    attn.backward(attn.add(attn.sum(attn.mul(ctx_a, to_attn(seed_ctx))), attn.sum(attn.mul(w_a, to_attn(seed_w)))))
 
     case = f"{case_id(c)} score={score} scaled={scaled} magnitude={magnitude}"
     assert_close("attention", case, "context", ctx_a, ctx_t)
     assert_close("attention", case, "weights", w_a, w_t)
     # Saturated tanh for concat at magnitude 30: see TOLERANCES["attention_sharp"].
-    assert_grads("attention_sharp" if (score == "concat" and magnitude > 1) else "attention", case, [(n, Aa[n], Tt[n]) for n in names])
+    op = "attention_sharp" if (score == "concat" and magnitude > 1) else "attention"
+    assert_grads(op, case, [(n, Aa[n], Tt[n]) for n in names if n != "scale"])
+    if scaled:
+        # dscale = Σ dz·e / τ over every weight. In float32 the softmax backward dz of a
+        # near-one-hot row is the small difference of large terms, and PyTorch's float32
+        # scale gradient is off by up to 2.6e-5 here (against 1e-5 allowed). attn sums it
+        # centred, in double, so it is held to the float64 reference instead.
+        T64, _, _ = reference(torch.float64)
+        assert_close(op, case, "grad scale (float64 reference)", Aa["scale"].grad, T64["scale"].grad)
 
 
 @pytest.mark.parametrize("c", CASES, ids=case_id)

@@ -58,9 +58,14 @@ void attention_additive_scores_backward(const float* u, const float* keys, const
 // Small helpers the attention ops share.
 // y[r, :] += bias for each of `rows` rows of n.
 void attention_add_bias_rows(float* y, const float* bias, int64_t rows, int64_t n);
-// Σ_{r, s<L_b} a[r, s] · b[r, s] in double, summed in a fixed order.
-double attention_masked_dot(const float* a, const float* b, const int32_t* lengths, int64_t B, int64_t T,
-                            int64_t S);
+// The gradient of a temperature-like factor alpha in weights = softmax(alpha · scores), per
+// unit of dL/dz summed over rows: Σ_{r, s<L_b} dz[r, s] · scores[r, s] with dz = a (da − Σ a da)
+// the softmax backward. Computed in double in the centred form
+//   Σ_s a_s (da_s − ā)(e_s − ē),  ā = Σ a da / Σ a,  ē = Σ a e / Σ a,
+// equal to it when Σ a = 1, so near-one-hot rows do not lose the result to cancellation in
+// float dz (a ≈ 1 makes da − Σ a da tiny). Rows whose weights are all 0 add nothing.
+double attention_softmax_scale_grad(const float* weights, const float* dweights, const float* scores,
+                                    const int32_t* lengths, int64_t B, int64_t T, int64_t S);
 // x *= alpha
 void attention_scale_inplace(float* x, float alpha, int64_t n);
 
