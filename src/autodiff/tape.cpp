@@ -87,23 +87,23 @@ void Tape::accumulate_weight_grad(const Tensor& weight, const Tensor& a, const T
   }
 }
 
-// dW (M, N) += Σ_i a_iᵀ b_i = [a_1; a_2; ...]ᵀ [b_1; b_2; ...]
+// dW (M, N) += Σ_i a_iᵀ b_i = [a_1; a_2; ...]ᵀ [b_1; b_2; ...]: one product over the parts
+// stacked (a single part is used where it lies).
 void Tape::run_products(DeferredProducts& d) {
   const int64_t M = d.weight.dim(0), N = d.weight.numel() / M;
-  float* dw = d.weight.grad_accumulator().f32();
-  if (d.parts.size() == 1) {
-    const auto& [a, b] = d.parts.front();
-    kernels::gemm(true, false, M, N, d.rows, 1.0f, a.f32(), M, b.f32(), N, 1.0f, dw, N);
-    return;
+  Tensor a_all = d.parts.front().first, b_all = d.parts.front().second;
+  if (d.parts.size() > 1) {
+    a_all = Tensor::empty({d.rows, M});
+    b_all = Tensor::empty({d.rows, N});
+    int64_t row = 0;
+    for (const auto& [a, b] : d.parts) {
+      std::copy(a.f32(), a.f32() + a.numel(), a_all.f32() + row * M);
+      std::copy(b.f32(), b.f32() + b.numel(), b_all.f32() + row * N);
+      row += a.numel() / M;
+    }
   }
-  Tensor a_all = Tensor::empty({d.rows, M}), b_all = Tensor::empty({d.rows, N});
-  int64_t row = 0;
-  for (const auto& [a, b] : d.parts) {
-    std::copy(a.f32(), a.f32() + a.numel(), a_all.f32() + row * M);
-    std::copy(b.f32(), b.f32() + b.numel(), b_all.f32() + row * N);
-    row += a.numel() / M;
-  }
-  kernels::gemm(true, false, M, N, d.rows, 1.0f, a_all.f32(), M, b_all.f32(), N, 1.0f, dw, N);
+  kernels::gemm(true, false, M, N, d.rows, 1.0f, a_all.f32(), M, b_all.f32(), N, 1.0f,
+                d.weight.grad_accumulator().f32(), N);
 }
 
 void Tape::flush_deferred() {
