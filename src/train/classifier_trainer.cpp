@@ -263,15 +263,16 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
   const int64_t per_epoch = static_cast<int64_t>(epoch_batches(train_data, o, 0).size());
   const int64_t total_steps = o.steps > 0 ? o.steps : per_epoch * o.epochs;
   const int64_t eval_every = o.eval_every > 0 ? o.eval_every : per_epoch;
+  const int64_t warmup = o.warmup_is_default ? std::min(o.warmup, total_steps / 10) : o.warmup;
   LrScheduleOptions schedule_options{.kind = parse_lr_schedule_kind(o.lr_schedule),
                                      .base_lr = o.lr,
-                                     .warmup_steps = o.warmup,
+                                     .warmup_steps = warmup,
                                      .total_steps = total_steps,
                                      .min_lr = 0.0f};
   if (schedule_options.kind != LrScheduleKind::constant && schedule_options.kind != LrScheduleKind::inverse_sqrt &&
-      total_steps <= o.warmup)
+      total_steps <= warmup)
     throw ValueError("--lr-schedule " + o.lr_schedule + ": " + std::to_string(total_steps) +
-                     " steps must be more than --warmup " + std::to_string(o.warmup));
+                     " steps must be more than --warmup " + std::to_string(warmup));
   const LrSchedule schedule(schedule_options);
 
   fs::create_directories(o.out_dir);

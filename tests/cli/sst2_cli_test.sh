@@ -15,6 +15,27 @@ expect 0 "trained 30 steps" -- "$attn" train "${tiny[@]}" --out "$work/run"
 for f in model.safetensors log.jsonl; do [[ -s "$work/run/$f" ]] || fail "train did not write $f"; done
 grep -q '"dev_accuracy"' "$work/run/log.jsonl" || fail "log.jsonl lacks dev_accuracy"
 grep -q '"examples_per_s"' "$work/run/log.jsonl" || fail "log.jsonl lacks examples_per_s"
+# Without --lr / --lr-schedule / --warmup the documented recipe applies: lr 1e-3, cosine
+# decay after a warm-up of 100 steps capped at a tenth of the run (3 of these 30).
+/usr/bin/python3 - "$work/run/log.jsonl" <<'EOF' || fail "the default learning-rate schedule is not the recipe's"
+import json, math, sys
+lr = {r["step"]: r["lr"] for r in map(json.loads, open(sys.argv[1])) if "lr" in r}
+w, T = 3, 30
+want = {s: 1e-3 * 0.5 * (1 + math.cos(math.pi * (s - w) / (T - w))) for s in (10, 20, 30)}
+assert all(abs(lr[s] - want[s]) < 1e-8 for s in want), (lr, want)
+EOF
+# transformer-cls's recipe: d_model 128, ffn 512, lr 5e-4 (warm-up 2 of these 20 steps).
+expect 0 "trained 20 steps" -- "$attn" train --task sst2 --model transformer-cls --data "$data" --steps 20 \
+  --log-every 5 --train-limit 300 --dev-limit 50 --threads 1 --out "$work/tf"
+/usr/bin/python3 - "$work/tf" <<'EOF' || fail "transformer-cls defaults are not the recipe's"
+import json, math, struct, sys
+raw = open(sys.argv[1] + "/model.safetensors", "rb").read()
+header = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])
+config = json.loads(header["__metadata__"]["attn"])["config"]
+assert (config["d_model"], config["ffn"], config["encoder_layers"]) == (128, 512, 2), config
+lr = {r["step"]: r["lr"] for r in map(json.loads, open(sys.argv[1] + "/log.jsonl")) if "lr" in r}
+assert abs(lr[5] - 5e-4 * 0.5 * (1 + math.cos(math.pi * 3 / 18))) < 1e-8, lr
+EOF
 
 out="$("$attn" eval --model "$work/run/model.safetensors" --data "$data" --split dev --json)" || fail "eval --json failed"
 echo "$out" | /usr/bin/python3 -c '

@@ -16,7 +16,7 @@ struct ClassifierArgs {
   std::string model = "bilstm";
   std::string data;
   std::string model_config;  // JSON merged over the options below
-  int epochs = 3;
+  int epochs = 4;  // transformer-cls: 2 unless given
   int min_freq = 1;
   int64_t max_vocab = 0;
   float weight_decay = 0.0f;
@@ -25,23 +25,28 @@ struct ClassifierArgs {
 };
 
 // The classifier run the parsed options describe. Options shared with the seq2seq trainer
-// (--steps --batch --lr --clip --seed --emb --hidden --layers --dropout --eval-every
-// --bucket --heads) keep classifier defaults unless given.
+// (--steps --batch --lr --lr-schedule --warmup --clip --seed --emb --hidden --layers
+// --dropout --eval-every --bucket --heads) and --epochs, --d-model, --ffn keep the model's
+// recipe in docs/results.md unless given: bilstm 4 epochs, transformer-cls 2 epochs at
+// lr 5e-4 with d_model 128 and ffn 512; both cosine decay after a warm-up of 100 / 200 steps
+// (at most a tenth of the run, so that short runs still decay).
 train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Seq2SeqConfig& config,
                                                  const train::TrainOptions& t, const ClassifierArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  const bool transformer = a.model == "transformer-cls";
   train::ClassifierTrainOptions o;
   o.data_dir = a.data;
   o.model = a.model;
   o.min_freq = a.min_freq;
   o.max_size = a.max_vocab;
-  o.epochs = a.epochs;
+  o.epochs = given("--epochs") ? a.epochs : (transformer ? 2 : 4);
   o.steps = given("--steps") ? t.steps : 0;
   o.batch = t.batch;
-  o.lr = t.lr;
+  o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
   o.weight_decay = a.weight_decay;
-  o.lr_schedule = t.lr_schedule;
-  o.warmup = t.warmup;
+  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
+  o.warmup = given("--warmup") ? t.warmup : (transformer ? 200 : 100);
+  o.warmup_is_default = !given("--warmup");
   if (given("--clip")) o.clip = t.clip;
   o.seed = t.seed;
   o.log_every = t.log_every;
@@ -57,9 +62,9 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
     mc["layers"] = config.layers;
     mc["dropout"] = given("--dropout") ? config.dropout : 0.5f;
   } else if (a.model == "transformer-cls") {
-    mc["d_model"] = a.d_model;
+    mc["d_model"] = given("--d-model") ? a.d_model : 128;
     mc["heads"] = config.heads;
-    mc["ffn"] = a.ffn;
+    mc["ffn"] = given("--ffn") ? a.ffn : 512;
     mc["encoder_layers"] = given("--layers") ? config.layers : 2;
     mc["dropout"] = given("--dropout") ? config.dropout : 0.1f;
   }
@@ -123,15 +128,19 @@ void add_train_command(CLI::App& app) {
   const char* sst2 = "SST-2";
   cmd->add_option("--model", c.model, "--task sst2: bilstm | transformer-cls; translate: rnn | transformer; charlm: transformer")->capture_default_str()->group(sst2);
   cmd->add_option("--data", c.data, "--task sst2|translate|charlm: the data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)")->group(sst2);
-  cmd->add_option("--epochs", c.epochs, "--task sst2: epochs over the training split (unless --steps)")
-      ->capture_default_str()->group(sst2);
+  cmd->add_option("--epochs", c.epochs,
+                  "--task sst2: epochs over the training split (unless --steps; default 4, transformer-cls 2). "
+                  "Without --lr, --lr-schedule, --warmup, --d-model, --ffn the model's recipe in docs/results.md "
+                  "applies: bilstm lr 1e-3, transformer-cls lr 5e-4, d-model 128, ffn 512; cosine decay after 100 "
+                  "(transformer-cls 200) warm-up steps, at most a tenth of the run")
+      ->group(sst2);
   cmd->add_option("--min-freq", c.min_freq, "--task sst2: vocabulary keeps words seen this often")
       ->capture_default_str()->group(sst2);
   cmd->add_option("--max-vocab", c.max_vocab, "--task sst2: vocabulary size limit (0: all)")->capture_default_str()->group(sst2);
   cmd->add_option("--weight-decay", c.weight_decay, "--task sst2: AdamW decoupled weight decay (0: Adam)")
       ->capture_default_str()->group(sst2);
-  cmd->add_option("--d-model", c.d_model, "Transformer model size (sst2, translate, charlm)")->capture_default_str()->group(sst2);
-  cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (sst2, translate, charlm)")->capture_default_str()->group(sst2);
+  cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)")->group(sst2);
+  cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (default: translate 1024, sst2 and charlm 512)")->group(sst2);
   cmd->add_option("--model-config", c.model_config, "--task sst2: JSON object merged into the model configuration")
       ->group(sst2);
   cmd->add_option("--train-limit", c.train_limit, "--task sst2|translate|charlm: use the first N training examples (0: all)")->group(sst2);

@@ -42,6 +42,7 @@ struct ClassifierTrainOptions {
   float weight_decay = 0.0f;     // > 0: AdamW with this decoupled decay; 0: Adam
   std::string lr_schedule = "constant";  // attn/train/schedule.h kinds
   int64_t warmup = 0;
+  bool warmup_is_default = false;  // true: at most a tenth of the run (short runs keep a decay)
   float clip = 5.0f;             // global gradient norm; 0 = off
   uint64_t seed = 1;             // shuffling, initialisation, dropout
   int64_t log_every = 50;
