@@ -1,5 +1,6 @@
 #include "train_text_tasks.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -154,7 +155,7 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
   o.max_minutes = a.max_minutes;
   o.lr = given("--lr") ? t.lr : 1e-3f;
   o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
-  o.warmup = given("--warmup") ? t.warmup : 200;
+  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(200, o.steps / 10);  // short runs still decay
   o.clip = t.clip;
   o.seed = t.seed;
   o.log_every = given("--log-every") ? t.log_every : 100;
