@@ -50,7 +50,8 @@ def to_attn(array, requires_grad=False):
     return attn.tensor(np.array(array, order="C"), requires_grad=requires_grad)  # keeps 0-d shapes
 
 
-def to_torch(array, requires_grad=False, dtype=torch.float32):
+def to_torch(array, requires_grad=False, dtype=None):
+    """dtype None keeps the array's (float32 arrays give the float32 reference)."""
     return torch.tensor(np.array(array), dtype=dtype, requires_grad=requires_grad)
 
 
