@@ -47,6 +47,12 @@ expect 2 "--min-len 9 is larger than --max-len 3" -- "$attn" train --min-len 9 -
 expect 2 "--beam must be >= 1" -- "$attn" eval --model "$work/run/model.safetensors" --beam 0
 expect 2 "symbols outside the vocabulary (valid: 3..31): '40', 'x'" -- "$attn" align --model "$work/run/model.safetensors" --input "5 40 x"
 expect 2 "" -- "$attn" train --no-such-flag
+# Parse errors are one line each, with the command's --help named.
+expect 2 "attn: usage error: unknown command 'bogus' (commands: demo, train," -- "$attn" bogus
+expect 2 "--threads: must be a positive integer, got '0' (see attn train --help)" -- "$attn" train --threads 0 --out "$work/bad5"
+[[ "$("$attn" train --steps abc --out "$work/bad6" 2>&1 | wc -l)" == 1 ]] || fail "a parse error printed more than one line"
+# Output that cannot be written is a failure (here: a full device).
+expect 1 "cannot write the standard output: No space left on device" -- bash -c "'$attn' eval --model '$work/run/model.safetensors' --eval-lengths 5 --samples 2 > /dev/full"
 expect 1 "model.safetensors" -- "$attn" eval --model "$work/missing/model.safetensors"
 head -c 100 "$work/run/model.safetensors" > "$work/truncated.safetensors"
 expect 1 "truncated.safetensors" -- "$attn" eval --model "$work/truncated.safetensors"

@@ -42,7 +42,7 @@ void add_eval_command(CLI::App& app) {
                   "mscoco2017");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit, "Translation: the first N sentences of the split only (0: all)");
-  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(positive_integer());
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);

@@ -51,7 +51,21 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
 void add_threads_option(CLI::App* app) {
   app->add_option_function<int>(
          "--threads", [](int n) { set_num_threads(n); }, "Threads (default: ATTN_NUM_THREADS or all cores)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer());
+}
+
+CLI::Validator positive_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          size_t used = 0;
+          const long long n = std::stoll(text, &used);
+          if (used == text.size() && n >= 1) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be a positive integer, got '" + text + "'";
+      },
+      "INT >= 1");
 }
 
 std::vector<std::string> split_list(const std::string& text) {

@@ -19,6 +19,8 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& config);
 void add_training_options(CLI::App* app, train::TrainOptions& options);
 // --threads (sets the kernels' and OpenBLAS's thread count when parsed)
 void add_threads_option(CLI::App* app);
+// A CLI11 check: a whole-number option >= 1 ("--threads: must be a positive integer, got '0'").
+CLI::Validator positive_integer();
 
 // "5,10,20" -> {5, 10, 20}; UsageError on anything else.
 std::vector<int> parse_lengths(const std::string& text);

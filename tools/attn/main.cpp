@@ -1,30 +1,68 @@
 // The attn command-line tool. Exit codes: 0 success, 1 runtime failure, 2 usage error.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <new>
+#include <string>
 
 #include "attn/error.h"
 #include "commands.h"
+
+namespace {
+
+// "train, eval, ..." — the registered commands, for an unknown-command message.
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+bool is_command(CLI::App& app, const std::string& name) {
+  return !app.get_subcommands([&](const CLI::App* sub) { return sub->get_name() == name; }).empty();
+}
+
+// One line for a command-line parse error: CLI11's message, where to read more, no second line.
+int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  const bool unknown_command =
+      argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty() && !is_command(app, argv[1]);
+  if (unknown_command)
+    std::fprintf(stderr, "attn: usage error: unknown command '%s' (commands: %s; see attn --help)\n", argv[1],
+                 command_names(app).c_str());
+  else
+    std::fprintf(stderr, "attn: usage error: %s (see attn%s%s --help)\n", e.what(),
+                 app.get_subcommands().empty() ? "" : " ",
+                 app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name().c_str());
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
+  int status = 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    status = app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    status = app.exit(e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    status = app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+    return usage_error(app, e, argc, argv);
   } catch (const attn::cli::Interrupted&) {
     return 130;
   } catch (const attn::cli::UsageError& e) {
     std::fprintf(stderr, "attn: usage error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "attn: error: out of memory: a size in the options or in the model file is too large for "
+                         "this machine\n");
+    return 1;
   } catch (const attn::Error& e) {
     std::fprintf(stderr, "attn: error: %s\n", e.what());
     return 1;
@@ -32,5 +70,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attn: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "attn: error: cannot write the standard output: %s\n", std::strerror(errno ? errno : EIO));
+    return 1;
+  }
+  return status;
 }
