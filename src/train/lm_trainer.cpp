@@ -29,21 +29,10 @@ using nlohmann::json;
 
 std::vector<std::string> utf8_characters(const std::string& text) {
   std::vector<std::string> out;
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const size_t n = text.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool valid = len > 0 && i + len <= n;
-    for (size_t k = 1; valid && k < len; ++k) valid = (s[i + k] & 0xC0) == 0x80;
-    if (!valid) {
-      out.emplace_back("\xEF\xBF\xBD");  // U+FFFD
-      ++i;
-      continue;
-    }
-    out.emplace_back(text.substr(i, len));
-    i += len;
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = data::utf8_length_at(text, i);
+    out.emplace_back(len ? text.substr(i, len) : std::string("\xEF\xBF\xBD"));  // U+FFFD for a bad byte
+    i += len ? len : 1;
   }
   return out;
 }

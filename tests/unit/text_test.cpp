@@ -1,5 +1,5 @@
-// read_lines / write_lines: plain and gzip files, the last line without '\n', errors, and
-// atomic writes.
+// read_lines / write_lines: plain and gzip files, the last line without '\n', errors, atomic
+// writes, and the UTF-8 repair of what is read.
 #include "attn/data/text.h"
 
 #include <gtest/gtest.h>
@@ -115,6 +115,36 @@ TEST_F(TextTest, WriteLinesFailureLeavesNothing) {
   EXPECT_THROW_MSG(write_lines(path("target"), {"a"}), IoError, "target");
   EXPECT_TRUE(fs::is_directory(path("target")));
   EXPECT_FALSE(fs::exists(path("target.tmp")));
+}
+
+const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+TEST(Utf8, ValidTextIsUnchanged) {
+  const std::string text = "a \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xF4\x8F\xBF\xBF";  // a é € 😀 U+10FFFF
+  EXPECT_EQ(valid_utf8(text), text);
+  EXPECT_EQ(utf8_length_at(text, 2), 2u);
+  EXPECT_EQ(utf8_length_at(text, 5), 3u);
+  EXPECT_EQ(utf8_length_at(text, 9), 4u);
+}
+
+// What JSON (and Python's strict decoder) refuse, one U+FFFD per byte that starts no valid sequence.
+TEST(Utf8, InvalidBytesBecomeReplacementCharacters) {
+  const std::string R = kReplacement;
+  EXPECT_EQ(valid_utf8("good \xFF movie"), "good " + R + " movie");
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), R + R);                    // overlong '/'
+  EXPECT_EQ(valid_utf8("\xE0\x80\xAF"), R + R + R);           // overlong, 3 bytes
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), R + R + R);           // a surrogate
+  EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), R + R + R + R);  // past U+10FFFF
+  EXPECT_EQ(valid_utf8("a\xC3"), "a" + R);                     // truncated at the end
+  EXPECT_EQ(valid_utf8("\xC3x"), R + "x");                     // a lead byte without its continuation
+  EXPECT_EQ(valid_utf8("\x80"), R);                            // a lone continuation byte
+  EXPECT_EQ(utf8_length_at("\xC0\xAF", 0), 0u);
+}
+
+TEST_F(TextTest, ReadLinesRepairsInvalidUtf8) {
+  write_gzip(path("bad.gz"), "ok \xC3\xA9\nbad \xFF\xC0\xAF\n");
+  EXPECT_EQ(read_lines(path("bad.gz")),
+            (std::vector<std::string>{"ok \xC3\xA9", "bad " + kReplacement + kReplacement + kReplacement}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/text.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/classifier_trainer.h"
 #include "commands.h"
@@ -58,12 +59,15 @@ void add_classify_command(CLI::App& app) {
     if (format != "attn-classifier")
       throw UsageError(args->model + " is not a classifier checkpoint (format '" + format + "')");
     train::LoadedClassifier loaded = train::load_classifier(args->model);
+    // Bytes that are not UTF-8 become U+FFFD, as in the data files, so that --json can print them.
     if (cmd->count("--text")) {
-      as_usage([&] { print_classification(loaded, args->text, train::classify_text(*loaded.model, loaded.vocab, args->text), args->json); });
+      const std::string text = data::valid_utf8(args->text);
+      as_usage([&] { print_classification(loaded, text, train::classify_text(*loaded.model, loaded.vocab, text), args->json); });
       return;
     }
     std::string line;
     while (std::getline(std::cin, line)) {
+      line = data::valid_utf8(line);
       if (data::whitespace_tokens(line).empty()) continue;
       print_classification(loaded, line, train::classify_text(*loaded.model, loaded.vocab, line), args->json);
     }

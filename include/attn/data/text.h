@@ -3,15 +3,23 @@
 // sets under ../shared/data are) are read transparently: the same call reads "train.de.gz"
 // and "sentiment-dev".
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::data {
 
 // Every line of `path` without its '\n' (a trailing '\r' is kept: the data is LF-only).
 // A last line without '\n' is still a line; an empty file gives no lines. Reads plain and
-// gzip files alike. Throws IoError naming the path when it cannot be opened or a gzip
-// stream is corrupt or truncated.
+// gzip files alike; bytes that are not valid UTF-8 become U+FFFD (valid_utf8). Throws
+// IoError naming the path when it cannot be opened or a gzip stream is corrupt or truncated.
 std::vector<std::string> read_lines(const std::string& path);
+
+// The byte length of the UTF-8 sequence at s[i], or 0 when it is not valid UTF-8 (RFC 3629:
+// no overlong forms, no surrogates, nothing past U+10FFFF, as JSON requires).
+size_t utf8_length_at(std::string_view s, size_t i);
+// `text` with each byte that does not start a valid sequence replaced by U+FFFD, as
+// Python's errors="replace" does; valid text comes back unchanged.
+std::string valid_utf8(std::string_view text);
 
 // Writes `lines`, each followed by '\n', atomically: to path + ".tmp", then renamed over
 // `path`, so a failure never leaves a half-written file. Throws IoError naming the path.
