@@ -72,6 +72,7 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
     throw ValueError(fmt::format("load_parallel: '{}' has {} lines but '{}' has {}: the sides are not aligned",
                                  src_path, corpus.src.size(), tgt_path, corpus.tgt.size()));
   }
+  if (corpus.src.empty()) throw ValueError(fmt::format("load_parallel: '{}' has no lines", src_path));
   if (limit > 0 && static_cast<int64_t>(corpus.src.size()) > limit) {
     corpus.src.resize(static_cast<size_t>(limit));
     corpus.tgt.resize(static_cast<size_t>(limit));

@@ -42,6 +42,7 @@ std::vector<LabeledText> read_sst2(const std::string& path) {
     }
     out.push_back(std::move(example));
   }
+  if (out.empty()) throw ValueError(path + ": no examples (expected '<sentence><TAB><label>' lines)");
   return out;
 }
 

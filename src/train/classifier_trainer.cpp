@@ -239,7 +239,6 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
   if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
     train_examples.resize(static_cast<size_t>(o.train_limit));
   if (o.dev_limit > 0 && static_cast<size_t>(o.dev_limit) < dev.size()) dev.resize(static_cast<size_t>(o.dev_limit));
-  if (train_examples.empty()) throw ValueError("no training examples in " + o.data_dir);
 
   std::vector<std::string> texts;
   texts.reserve(train_examples.size());

@@ -84,6 +84,10 @@ TEST(Parallel, MismatchedSidesAreAnError) {
   write_lines(dir.str() + "/raw/x.en.gz", {"a", "b"});
   EXPECT_THROW_MSG(load_parallel(dir.str(), "x", "de", "en"), ValueError, "has 3 lines but");
   EXPECT_THROW_MSG(load_parallel(dir.str(), "x", "de", "fr"), IoError, "x.fr.gz");
+  // Empty files would train or validate on nothing (BLEU of no sentences after training).
+  write_lines(dir.str() + "/raw/e.de.gz", {});
+  write_lines(dir.str() + "/raw/e.en.gz", {});
+  EXPECT_THROW_MSG(load_parallel(dir.str(), "e", "de", "en"), ValueError, "e.de.gz' has no lines");
 }
 
 TEST(Parallel, EncodeTruncatesAndFillsEmptySides) {

@@ -47,6 +47,8 @@ TEST(Sst2, MalformedLinesNameFileAndLine) {
   const std::string empty_text = write_temp("empty_text", "  \t1\n");
   EXPECT_THROW_MSG(read_sst2(empty_text), ValueError, ":1: empty sentence before the tab");
   EXPECT_THROW(read_sst2("/nonexistent/sentiment-dev"), IoError);
+  const std::string blank = write_temp("blank", "\n  \n");
+  EXPECT_THROW_MSG(read_sst2(blank), ValueError, blank + ": no examples (expected '<sentence><TAB><label>' lines)");
 }
 
 TEST(Sst2, SplitPaths) {

@@ -26,7 +26,7 @@ std::string parallel_split_file(const std::string& split);
 // Reads <data_dir>/raw/<file>.<src_lang>.gz and <file>.<tgt_lang>.gz (file from
 // parallel_split_file(split)), at most `limit` pairs (0 = all). Throws IoError naming the
 // missing file and listing the valid splits, ValueError when the two sides' line counts
-// differ or limit < 0.
+// differ, the files are empty or limit < 0.
 ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
                              const std::string& tgt_lang, int64_t limit = 0);
 

@@ -16,7 +16,8 @@ struct LabeledText {
 // Reads every line of `path` (plain or gzip): the text is everything before the LAST tab,
 // stripped; the label (stripped) after it must be exactly "0" or "1". Empty lines are
 // skipped. IoError when the file cannot be read; ValueError naming "<path>:<line>" for a
-// line without a tab, with empty text, or with another label.
+// line without a tab, with empty text, or with another label, and naming the path when it
+// holds no example at all (an empty split would train or evaluate on nothing).
 std::vector<LabeledText> read_sst2(const std::string& path);
 
 // The file of a split under a data directory (the folder holding sst2/, or sst2/ itself):
