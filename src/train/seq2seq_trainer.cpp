@@ -287,13 +287,19 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
   return result;
 }
 
+void EvalOptions::validate() const {
+  if (samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(samples));
+  if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
+  if (batch < 1) throw ValueError("evaluation batch must be >= 1, got " + std::to_string(batch));
+  for (int length : lengths)
+    if (length < 1) throw ValueError("evaluation length must be >= 1, got " + std::to_string(length));
+}
+
 std::vector<LengthAccuracy> evaluate(models::Seq2Seq& model, data::TaskKind task, const EvalOptions& options) {
-  if (options.samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(options.samples));
-  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
+  options.validate();
   model.eval();
   std::vector<LengthAccuracy> rows;
   for (int length : options.lengths) {
-    if (length < 1) throw ValueError("evaluation length must be >= 1, got " + std::to_string(length));
     data::TaskGenerator generator(task, length, length, splitmix64(options.seed + length));
     data::AccuracyCounts counts;
     for (int done = 0; done < options.samples; done += options.batch) {

@@ -47,6 +47,10 @@ expect 2 "--min-len 9 is larger than --max-len 3" -- "$attn" train --min-len 9 -
 expect 2 "--beam must be >= 1" -- "$attn" eval --model "$work/run/model.safetensors" --beam 0
 expect 2 "symbols outside the vocabulary (valid: 3..31): '40', 'x'" -- "$attn" align --model "$work/run/model.safetensors" --input "5 40 x"
 expect 2 "" -- "$attn" train --no-such-flag
+# demo and sweep check their evaluation options before training anything.
+expect 2 "--samples must be >= 1, got 0" -- "$attn" demo --steps 2 --hidden 8 --samples 0 --out "$work/bad7"
+expect 2 "--attention lists 'luong' twice" -- "$attn" sweep --attention luong,luong --steps 2 --out "$work/bad8"
+[[ ! -e "$work/bad7" && ! -e "$work/bad8" ]] || fail "a refused demo/sweep created its output directory"
 # Parse errors are one line each, with the command's --help named.
 expect 2 "attn: usage error: unknown command 'bogus' (commands: demo, train," -- "$attn" bogus
 expect 2 "--threads: must be a positive integer, got '0' (see attn train --help)" -- "$attn" train --threads 0 --out "$work/bad5"

@@ -49,6 +49,10 @@ void add_demo_command(CLI::App& app) {
     train::TrainOptions o = args->options;
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();
+    as_usage([&] {  // before the banner: a usage error is one line
+      o.validate();
+      args->eval.validate();
+    });
     std::fprintf(stderr,
                  "attn demo: copy task, GRU encoder-decoder (hidden %d, emb %d), lengths %d-%d, %lld steps per model, "
                  "%d threads\n",

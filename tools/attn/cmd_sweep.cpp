@@ -18,6 +18,11 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
   std::vector<models::Seq2SeqConfig> configs;
   as_usage([&] {
     options.validate();
+    eval.validate();
+    for (size_t i = 0; i < attentions.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (attentions[i] == attentions[j])
+          throw ValueError("--attention lists '" + attentions[i] + "' twice (each decoder trains into its own folder)");
     // A --score applies to the decoders it belongs to (e.g. general to luong); it must
     // belong to at least one of them.
     bool score_used = base.score.empty();
@@ -103,7 +108,6 @@ void add_sweep_command(CLI::App& app) {
     const std::vector<std::string> attentions = split_list(args->config.attention);
     if (attentions.empty()) throw UsageError("--attention needs at least one decoder");
     args->eval.lengths = parse_lengths(args->lengths);
-    if (args->eval.beam < 1) throw UsageError("--beam must be >= 1");
     train::TrainOptions o = args->options;
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();

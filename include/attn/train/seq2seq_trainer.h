@@ -97,6 +97,8 @@ struct EvalOptions {
   int beam = 1;       // 1: greedy; > 1: beam width
   uint64_t seed = 12345;
   int batch = 100;
+
+  void validate() const;  // ValueError naming the bad option (--samples, --beam, a length)
 };
 
 // Decodes `samples` fresh examples of every length and scores them (token accuracy per
