@@ -24,6 +24,18 @@ w, T = 3, 30
 want = {s: 1e-3 * 0.5 * (1 + math.cos(math.pi * (s - w) / (T - w))) for s in (10, 20, 30)}
 assert all(abs(lr[s] - want[s]) < 1e-8 for s in want), (lr, want)
 EOF
+# transformer-cls takes the Transformer options; a bad one is refused before training.
+expect 2 "--norm must be pre or post, got 'bogus'" -- "$attn" train --task sst2 --model transformer-cls --data "$data" \
+  --norm bogus --out "$work/bad6"
+expect 0 "trained 2 steps" -- "$attn" train --task sst2 --model transformer-cls --data "$data" --enc-layers 1 --norm post \
+  --positions learned --activation gelu --steps 2 --train-limit 100 --dev-limit 20 --threads 1 --out "$work/tf-options"
+/usr/bin/python3 - "$work/tf-options" <<'EOF' || fail "transformer-cls ignored --enc-layers/--norm/--positions/--activation"
+import json, struct, sys
+raw = open(sys.argv[1] + "/model.safetensors", "rb").read()
+config = json.loads(json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]["attn"])["config"]
+assert (config["encoder_layers"], config["norm_first"], config["positions"], config["activation"]) == \
+    (1, False, "learned", "gelu"), config
+EOF
 # transformer-cls's recipe: d_model 128, ffn 512, lr 5e-4 (warm-up 2 of these 20 steps).
 expect 0 "trained 20 steps" -- "$attn" train --task sst2 --model transformer-cls --data "$data" --steps 20 \
   --log-every 5 --train-limit 300 --dev-limit 50 --threads 1 --out "$work/tf"

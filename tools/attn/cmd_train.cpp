@@ -31,7 +31,8 @@ struct ClassifierArgs {
 // lr 5e-4 with d_model 128 and ffn 512; both cosine decay after a warm-up of 100 / 200 steps
 // (at most a tenth of the run, so that short runs still decay).
 train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Seq2SeqConfig& config,
-                                                 const train::TrainOptions& t, const ClassifierArgs& a) {
+                                                 const train::TrainOptions& t, const ClassifierArgs& a,
+                                                 const TextTaskArgs& text) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const bool transformer = a.model == "transformer-cls";
   train::ClassifierTrainOptions o;
@@ -65,8 +66,14 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
     mc["d_model"] = given("--d-model") ? a.d_model : 128;
     mc["heads"] = config.heads;
     mc["ffn"] = given("--ffn") ? a.ffn : 512;
-    mc["encoder_layers"] = given("--layers") ? config.layers : 2;
+    if (given("--layers") && given("--enc-layers") && config.layers != text.encoder_layers)
+      throw UsageError("--layers and --enc-layers both set transformer-cls's encoder layers; give one");
+    mc["encoder_layers"] = given("--enc-layers") ? text.encoder_layers : given("--layers") ? config.layers : 2;
     mc["dropout"] = given("--dropout") ? config.dropout : 0.1f;
+    if (text.norm != "pre" && text.norm != "post") throw UsageError("--norm must be pre or post, got '" + text.norm + "'");
+    mc["norm_first"] = text.norm == "pre";
+    mc["positions"] = text.positions;
+    mc["activation"] = text.activation;
   }
   if (!a.model_config.empty()) {
     nlohmann::json extra;
@@ -83,10 +90,10 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
 }
 
 void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
-                    const ClassifierArgs& a) {
+                    const ClassifierArgs& a, const TextTaskArgs& text) {
   if (cmd->count("--resume")) throw UsageError("--resume is not supported for --task sst2");
   if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
-  train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a);
+  train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a, text);
   as_usage([&] {
     o.validate();
     // A bad model configuration is a usage error too: build it once with a stand-in vocabulary.
@@ -148,7 +155,7 @@ void add_train_command(CLI::App& app) {
   add_text_task_options(cmd, args->text);
   cmd->callback([args, cmd] {
     if (args->options.task == "sst2") {
-      run_classifier(cmd, args->config, args->options, args->classifier);
+      run_classifier(cmd, args->config, args->options, args->classifier, args->text);
       return;
     }
     if (args->options.task == "translate" || args->options.task == "charlm") {

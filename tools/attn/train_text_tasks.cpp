@@ -48,7 +48,9 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a) {
       ->capture_default_str()->group(group);
   cmd->add_option("--eval-sentences", a.eval_sentences, "--task translate|charlm: validation sentences (0: all)")
       ->capture_default_str()->group(group);
-  cmd->add_option("--enc-layers", a.encoder_layers, "--model transformer: encoder layers")->capture_default_str()->group(group);
+  cmd->add_option("--enc-layers", a.encoder_layers,
+                  "--model transformer: encoder layers (--model transformer-cls: default 2, or --layers)")
+      ->capture_default_str()->group(group);
   cmd->add_option("--dec-layers", a.decoder_layers, "--model transformer, --task charlm: decoder layers")
       ->capture_default_str()->group(group);
   cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str()->group(group);
