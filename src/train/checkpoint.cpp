@@ -1,5 +1,7 @@
 #include "attn/train/checkpoint.h"
 
+#include <cmath>
+
 #include "attn/error.h"
 
 namespace attn::train {
@@ -58,6 +60,15 @@ void load_model_parameters(const io::SafetensorsFile& file, const NamedTensors& 
   for (const auto& [name, t] : file.tensors)
     if (!is_optimizer_entry(name)) model.tensors.emplace_back(name, t);
   io::load_into(model, parameters, path);
+  // A model with a NaN or an infinity only ever predicts garbage: refuse it by name.
+  for (const auto& [name, t] : parameters) {
+    if (t.dtype() != DType::f32) continue;
+    const float* x = t.f32();
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(x[i]))
+        throw ValueError(path + ": parameter '" + name + "' holds " + (std::isnan(x[i]) ? "NaN" : "an infinity") +
+                         " (a diverged or damaged checkpoint)");
+  }
 }
 
 void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer, const std::string& path) {

@@ -60,6 +60,17 @@ expect 1 "cannot write the standard output: No space left on device" -- bash -c 
 expect 1 "model.safetensors" -- "$attn" eval --model "$work/missing/model.safetensors"
 head -c 100 "$work/run/model.safetensors" > "$work/truncated.safetensors"
 expect 1 "truncated.safetensors" -- "$attn" eval --model "$work/truncated.safetensors"
+# A checkpoint whose parameters hold NaN (one value of the first float tensor) is refused by name.
+/usr/bin/python3 - "$work/run/model.safetensors" "$work/nan.safetensors" <<'EOF'
+import json, struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v["dtype"] == "F32")
+raw[8 + n + info["data_offsets"][0]:8 + n + info["data_offsets"][0] + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(raw)
+EOF
+expect 1 "holds NaN (a diverged or damaged checkpoint)" -- "$attn" eval --model "$work/nan.safetensors"
 
 # bench: tiny runs print one JSON line that parses; bad --kind / --attention are usage errors.
 "$attn" bench seq2seq --batch 2 --emb 4 --hidden 8 --len 3 --steps 1 --warmup 0 --greedy-reps 1 --threads 1 --json \
