@@ -4,6 +4,7 @@
 #include <sentencepiece_trainer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <thread>
 #include <unordered_map>
@@ -33,6 +34,22 @@ class LinesIterator : public spm::SentenceIterator {
   std::vector<size_t> order_;
   size_t pos_ = 0;
 };
+
+// SentencePiece's message without the source location and check expression it starts with
+// ("./src/x.cc(580) [expr] Vocabulary size is too small ..." → "Vocabulary size is too small ..."),
+// its option names spelt as attn's, and `fallback` when nothing else is left.
+std::string spm_message(const spm::util::Status& status, const std::string& fallback) {
+  std::string m = status.message();
+  const size_t at = m.find(") [");
+  if (m.rfind("./src/", 0) == 0 && at != std::string::npos) {
+    const size_t end = m.find("] ", at);
+    m = end == std::string::npos ? "" : m.substr(end + 2);
+  }
+  while (!m.empty() && std::isspace(static_cast<unsigned char>(m.back()))) m.pop_back();
+  for (size_t p; (p = m.find("--character_coverage option")) != std::string::npos;)
+    m.replace(p, 27, "--character-coverage");
+  return m.empty() ? fallback : m;
+}
 
 bool is_io_code(spm::util::StatusCode code) {
   return code == spm::util::StatusCode::kNotFound || code == spm::util::StatusCode::kPermissionDenied ||
@@ -69,6 +86,9 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
         fmt::format("train_subword_model: max_sentences must be >= 0 (0 = all), got {}", options.max_sentences));
   }
   if (model_prefix.empty()) throw ValueError("train_subword_model: empty model_prefix");
+  if (std::filesystem::path(model_prefix).filename().empty())
+    throw ValueError(fmt::format("'{}' names a directory: give a file prefix such as '{}spm' (writes spm.model and "
+                                 "spm.vocab)", model_prefix, model_prefix));
   const std::filesystem::path parent = std::filesystem::path(model_prefix).parent_path();
   std::error_code error;
   if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
@@ -91,8 +111,21 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   }
 
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+  // SentencePiece writes <prefix>.model and .vocab itself, and a full disk can leave them cut
+  // short without an error: it writes under a temporary prefix, the model is loaded back, and
+  // only then are both renamed into place. A failure leaves neither file.
+  const std::string tmp_prefix = model_prefix + ".tmp";
+  struct RemoveOnFailure {
+    const std::string& prefix;
+    bool done = false;
+    ~RemoveOnFailure() {
+      std::error_code ignored;
+      if (!done)
+        for (const char* ext : {".model", ".vocab"}) std::filesystem::remove(prefix + ext, ignored);
+    }
+  } cleanup{tmp_prefix};
   const std::unordered_map<std::string, std::string> kwargs = {
-      {"model_prefix", model_prefix},
+      {"model_prefix", tmp_prefix},
       {"vocab_size", std::to_string(options.vocab_size)},
       {"model_type", options.model_type},
       {"character_coverage", fmt::format("{}", options.character_coverage)},
@@ -109,15 +142,26 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   const auto status = spm::SentencePieceTrainer::Train(kwargs, &iterator);
   if (!status.ok()) {
     const std::string message =
-        fmt::format("train_subword_model: SentencePiece training for '{}' failed: {}", model_prefix, status.message());
+        fmt::format("SentencePiece training for '{}' failed: {}", model_prefix, spm_message(status, "no reason given"));
     if (is_io_code(status.code())) throw IoError(message);
     throw ValueError(message);
   }
   for (const char* ext : {".model", ".vocab"}) {
-    if (!std::filesystem::is_regular_file(model_prefix + ext, error)) {
+    if (!std::filesystem::is_regular_file(tmp_prefix + ext, error)) {
       throw IoError(fmt::format("train_subword_model: SentencePiece did not write '{}{}'", model_prefix, ext));
     }
   }
+  try {
+    SubwordModel::load(tmp_prefix + ".model");
+  } catch (const Error&) {
+    throw IoError(fmt::format("train_subword_model: '{}.model' came out unreadable (is the disk full?)", model_prefix));
+  }
+  for (const char* ext : {".model", ".vocab"}) {
+    std::filesystem::rename(tmp_prefix + ext, model_prefix + ext, error);
+    if (error)
+      throw IoError(fmt::format("train_subword_model: cannot write '{}{}': {}", model_prefix, ext, error.message()));
+  }
+  cleanup.done = true;
 }
 
 SubwordModel SubwordModel::load(const std::string& path) {
@@ -128,7 +172,8 @@ SubwordModel SubwordModel::load(const std::string& path) {
   auto sp = std::make_shared<spm::SentencePieceProcessor>();
   const auto status = sp->Load(path);
   if (!status.ok()) {
-    throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, status.message()));
+    throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path,
+                              spm_message(status, "not a SentencePiece model file (it does not parse)")));
   }
   check_special_ids(*sp, path);
   SubwordModel model;
@@ -141,7 +186,8 @@ SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::
   auto sp = std::make_shared<spm::SentencePieceProcessor>();
   const auto status = sp->LoadFromSerializedProto(bytes);
   if (!status.ok()) {
-    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: {}", name, status.message()));
+    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: {}", name,
+                              spm_message(status, "not a SentencePiece model (it does not parse)")));
   }
   check_special_ids(*sp, name);
   SubwordModel model;

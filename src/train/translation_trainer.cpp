@@ -194,12 +194,15 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
 
 TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
   o.validate();
-  fs::create_directories(o.out_dir);
   const fs::path dir(o.out_dir);
   const std::string model_path = (dir / "model.safetensors").string();
   const std::string last_path = (dir / "last.safetensors").string();
   const std::string spm_prefix = (dir / "spm").string();
   const std::string spm_path = spm_prefix + ".model";
+  // What can be checked before anything is written or learned.
+  if (o.resume && !fs::exists(last_path)) throw IoError(last_path + ": nothing to resume (no such file)");
+  if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
+  fs::create_directories(o.out_dir);
 
   std::FILE* say = o.progress;
   data::ParallelCorpus train_text = data::load_parallel(o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
@@ -208,8 +211,10 @@ TranslationResult train_translation(const std::string& kind, json config, const 
 
   // The tokenizer: given, kept from the run being resumed, or learned on the training text.
   if (!o.tokenizer.empty()) {
-    if (fs::absolute(o.tokenizer) != fs::absolute(spm_path))
-      fs::copy_file(o.tokenizer, spm_path, fs::copy_options::overwrite_existing);
+    if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
+      fs::copy_file(o.tokenizer, spm_path + ".tmp", fs::copy_options::overwrite_existing);
+      fs::rename(spm_path + ".tmp", spm_path);
+    }
   } else if (!(o.resume && data::file_exists(spm_path))) {
     if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
                           train_text.src.size(), train_text.tgt.size());
@@ -239,7 +244,6 @@ TranslationResult train_translation(const std::string& kind, json config, const 
   std::unique_ptr<Adam> adam;
   int64_t start_step = 0;
   if (o.resume) {
-    if (!fs::exists(last_path)) throw IoError(last_path + ": nothing to resume (no such file)");
     io::SafetensorsFile file = io::load_safetensors(last_path);
     run = load_from(file, last_path);
     if (run.info.kind != kind || run.info.config != config)

@@ -26,6 +26,13 @@ expect 2 "--norm must be pre or post" -- "$attn" train --task translate --model 
 if [[ ! -f "$data/multi30k/raw/train.de.gz" ]]; then
   echo "SKIP: no Multi30k data under $data"
 else
+  # A --tokenizer that is not a SentencePiece model, or --resume with no run: refused before
+  # anything is written.
+  echo "not a model" > "$work/fake.model"
+  expect 1 "fake.model': not a SentencePiece model file" -- "$attn" train --task translate --data "$data" \
+    --tokenizer "$work/fake.model" --out "$work/fake-run"
+  expect 1 "nothing to resume" -- "$attn" train --task translate --data "$data" --resume --out "$work/no-run"
+  [[ ! -e "$work/fake-run" && ! -e "$work/no-run" ]] || fail "a refused translate run created its output directory"
   common=(--task translate --data "$data" --train-limit 300 --vocab-size 300 --max-tokens 1200 --steps 60
           --lr 3e-3 --warmup 5 --eval-every 60 --eval-sentences 20 --log-every 5 --threads 2)
   expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model rnn --emb 32 --hidden 48 --out "$work/rnn"

@@ -169,7 +169,7 @@ TEST_F(SubwordTest, LoadErrors) {
   EXPECT_THROW_MSG(SubwordModel::load((dir_ / "missing.model").string()), IoError, "missing.model");
   const std::string junk = (dir_ / "junk.model").string();
   write_lines(junk, {"this is not a protobuf"});
-  EXPECT_THROW_MSG(SubwordModel::load(junk), IoError, "junk.model");
+  EXPECT_THROW_MSG(SubwordModel::load(junk), IoError, "junk.model': not a SentencePiece model file (it does not parse)");
   // A SentencePiece model with the library's default ids (unk 0, bos 1, eos 2, no pad).
   const std::string other = (dir_ / "default_ids").string();
   write_lines((dir_ / "train.txt").string(), lines_);
@@ -201,6 +201,9 @@ TEST_F(SubwordTest, TrainingOptionsAndErrors) {
   options.vocab_size = 50000;
   EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "Vocabulary size");
   EXPECT_FALSE(fs::exists(prefix + ".model"));
+  EXPECT_FALSE(fs::exists(prefix + ".tmp.model"));  // nor the temporary it trains into
+  // A directory is not a prefix (it would write the hidden files dir/.model and dir/.vocab).
+  EXPECT_THROW_MSG(train_subword_model(lines_, (dir_ / "").string(), options), ValueError, "names a directory");
 }
 
 TEST_F(SubwordTest, BpeAndSampledTraining) {
