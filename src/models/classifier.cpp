@@ -184,6 +184,7 @@ class TransformerTextClassifier : public TextClassifier {
   std::string attention_description() const override {
     return "[CLS] attention of the last layer, averaged over heads, renormalised over the tokens";
   }
+  int64_t max_tokens() const override { return model_.config().max_len - 1; }  // [CLS] takes a position
 
  private:
   TransformerClassifier model_;

@@ -54,12 +54,15 @@ struct Encoded {
   int32_t label = 0;
 };
 
-std::vector<Encoded> encode_all(const data::Vocab& vocab, const std::vector<data::LabeledText>& examples) {
+// Each text's ids, cut to the model's max_tokens (0: no limit).
+std::vector<Encoded> encode_all(const data::Vocab& vocab, const std::vector<data::LabeledText>& examples,
+                                int64_t max_tokens) {
   std::vector<Encoded> out;
   out.reserve(examples.size());
   for (const auto& e : examples) {
     Encoded x{vocab.encode(e.text), e.label};
     if (x.ids.empty()) x.ids.push_back(data::Vocab::kUnk);
+    if (max_tokens > 0 && static_cast<int64_t>(x.ids.size()) > max_tokens) x.ids.resize(static_cast<size_t>(max_tokens));
     out.push_back(std::move(x));
   }
   return out;
@@ -200,7 +203,7 @@ ClassifierEval evaluate_classifier(models::TextClassifier& model, const data::Vo
     if (e.label < 0 || e.label >= model.classes())
       throw ValueError("label " + std::to_string(e.label) + " is outside the model's " +
                        std::to_string(model.classes()) + " classes");
-  return evaluate_encoded(model, encode_all(vocab, examples), batch);
+  return evaluate_encoded(model, encode_all(vocab, examples, model.max_tokens()), batch);
 }
 
 std::string classifier_eval_json(const ClassifierEval& eval) {
@@ -211,6 +214,8 @@ Classification classify_text(models::TextClassifier& model, const data::Vocab& v
   Classification c;
   c.tokens = data::whitespace_tokens(text);
   if (c.tokens.empty()) throw ValueError("classify: the text has no tokens");
+  if (model.max_tokens() > 0 && static_cast<int64_t>(c.tokens.size()) > model.max_tokens())
+    c.tokens.resize(static_cast<size_t>(model.max_tokens()));  // the model reads this many
   for (const auto& t : c.tokens) c.ids.push_back(vocab.id(t));
   const int64_t n = static_cast<int64_t>(c.ids.size());
   nn::Module& module = model.module();
@@ -244,13 +249,13 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
   texts.reserve(train_examples.size());
   for (const auto& e : train_examples) texts.push_back(e.text);
   const data::Vocab vocab = data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
-  const std::vector<Encoded> train_data = encode_all(vocab, train_examples);
-  const std::vector<Encoded> dev_data = encode_all(vocab, dev);
 
   json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab.size(),
                                                      static_cast<int64_t>(sst2_labels().size()));
   if (!config.contains("seed")) config["seed"] = o.seed;
   std::unique_ptr<models::TextClassifier> model = models::make_classifier(o.model, config);
+  const std::vector<Encoded> train_data = encode_all(vocab, train_examples, model->max_tokens());
+  const std::vector<Encoded> dev_data = encode_all(vocab, dev, model->max_tokens());
   nn::Module& module = model->module();
   std::unique_ptr<Optimizer> optimizer;
   if (o.weight_decay > 0.0f)

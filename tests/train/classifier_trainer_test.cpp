@@ -14,6 +14,18 @@ namespace attn::train {
 namespace {
 namespace fs = std::filesystem;
 
+// A text longer than a transformer-cls model's positions is cut to what it reads, not refused.
+TEST(ClassifyText, KeepsTheTokensATransformerReads) {
+  const nlohmann::json cfg = models::classifier_config_with_vocab(
+      "transformer-cls", {{"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"encoder_layers", 1}, {"max_len", 6}}, 10, 2);
+  std::unique_ptr<models::TextClassifier> model = models::make_classifier("transformer-cls", cfg);
+  EXPECT_EQ(model->max_tokens(), 5);  // [CLS] takes the sixth position
+  const data::Vocab vocab = data::Vocab::build({"a b c"});
+  const Classification c = classify_text(*model, vocab, "a b c a b c a b");
+  EXPECT_EQ(c.tokens, (std::vector<std::string>{"a", "b", "c", "a", "b"}));
+  EXPECT_EQ(c.attention.size(), 5u);
+}
+
 class ClassifierTrainer : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -43,6 +43,9 @@ class TextClassifier {
   virtual int64_t classes() const = 0;
   // What `attention` means for this kind, one line for users ("[CLS] attention", ...).
   virtual std::string attention_description() const = 0;
+  // The longest token sequence logits() takes (0: any); the trainer and classify keep the
+  // first max_tokens() tokens of a longer text.
+  virtual int64_t max_tokens() const { return 0; }
 };
 
 struct BiLstmConfig {
