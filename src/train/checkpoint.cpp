@@ -81,4 +81,10 @@ void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer,
   optimizer.load_state(state);
 }
 
+void check_steps_left(int64_t done, int64_t steps, const std::string& out_dir) {
+  if (done >= steps)
+    throw ValueError("--resume: the run in " + out_dir + " has done " + std::to_string(done) + " steps already; --steps " +
+                     std::to_string(steps) + " asks for none more");
+}
+
 }  // namespace attn::train

@@ -232,6 +232,7 @@ LmResult train_char_lm(models::TransformerConfig config, const LmOptions& o) {
       throw ValueError("--resume: the options describe a different model than " + last_path);
     model = std::move(loaded.model);
     start_step = loaded.step;
+    check_steps_left(start_step, o.steps, o.out_dir);
     best = loaded.best_val_loss;
     adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
     load_optimizer_state(file, *adam, last_path);

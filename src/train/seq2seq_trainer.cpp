@@ -193,6 +193,7 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
     model = std::move(loaded.model);
     info = loaded.info;
     start_step = info.step;
+    check_steps_left(start_step, o.steps, o.out_dir);
     adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
     load_optimizer_state(file, *adam, last_path);
   } else {

@@ -251,6 +251,7 @@ TranslationResult train_translation(const std::string& kind, json config, const 
                        run.info.config.dump() + ")");
     info = run.info;
     start_step = info.step;
+    check_steps_left(start_step, o.steps, o.out_dir);
     adam = std::make_unique<Adam>(run.model->module().parameters(), AdamOptions{.lr = o.lr});
     load_optimizer_state(file, *adam, last_path);
   } else {

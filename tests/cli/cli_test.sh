@@ -38,6 +38,8 @@ expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 
 expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 10 --out "$work/half"
 expect 0 "" -- "$attn" train --task copy --attention luong "${tiny[@]}" --steps 20 --out "$work/half" --resume
 cmp -s "$work/full/last.safetensors" "$work/half/last.safetensors" || fail "resumed run differs from the uninterrupted one"
+expect 1 "has done 20 steps already; --steps 20 asks for none more" -- "$attn" train --task copy --attention luong "${tiny[@]}" \
+  --steps 20 --out "$work/half" --resume
 
 # Bad input: exit code 2, one clear line, no output files.
 expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" train --attention foo --out "$work/bad1"
@@ -51,6 +53,8 @@ expect 2 "" -- "$attn" train --no-such-flag
 expect 2 "--samples must be >= 1, got 0" -- "$attn" demo --steps 2 --hidden 8 --samples 0 --out "$work/bad7"
 expect 2 "--attention lists 'luong' twice" -- "$attn" sweep --attention luong,luong --steps 2 --out "$work/bad8"
 [[ ! -e "$work/bad7" && ! -e "$work/bad8" ]] || fail "a refused demo/sweep created its output directory"
+expect 2 "bad length ''" -- "$attn" eval --model "$work/run/model.safetensors" --eval-lengths 5,,10
+expect 2 "ATTN_NUM_THREADS must be a positive integer, got 'abc'" -- env ATTN_NUM_THREADS=abc "$attn" eval --model "$work/run/model.safetensors"
 # Parse errors are one line each, with the command's --help named.
 expect 2 "attn: usage error: unknown command 'bogus' (commands: demo, train," -- "$attn" bogus
 expect 2 "--threads: must be a positive integer, got '0' (see attn train --help)" -- "$attn" train --threads 0 --out "$work/bad5"

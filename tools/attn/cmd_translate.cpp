@@ -1,5 +1,6 @@
 // attn translate: translates stdin to stdout, one sentence a line, with a trained
 // translation model (`attn train --task translate`).
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -29,6 +30,11 @@ void add_translate_command(CLI::App& app) {
   cmd->callback([args] {
     if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
     if (args->options.batch < 1) throw UsageError("--batch must be >= 1");
+    const float alpha = args->options.length_penalty;
+    if (!(alpha >= 0.0f) || !std::isfinite(alpha))
+      throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(alpha));
+    if (args->options.max_len < 0)
+      throw UsageError("--max-len must be >= 0 (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
     train::LoadedTranslator model = train::load_translator(args->model);
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));

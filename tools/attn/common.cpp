@@ -79,7 +79,8 @@ std::vector<std::string> split_list(const std::string& text) {
 
 std::vector<int> parse_lengths(const std::string& text) {
   std::vector<int> lengths;
-  for (const std::string& item : split_list(text)) {
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
     size_t used = 0;
     int value = 0;
     try {

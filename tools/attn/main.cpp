@@ -1,6 +1,7 @@
 // The attn command-line tool. Exit codes: 0 success, 1 runtime failure, 2 usage error.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
@@ -39,6 +40,15 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A thread count that would be ignored is a usage error, not a silent "all cores".
+  if (const char* env = std::getenv("ATTN_NUM_THREADS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (*env == '\0' || *end != '\0' || n < 1) {
+      std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS must be a positive integer, got '%s'\n", env);
+      return 2;
+    }
+  }
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);

@@ -43,5 +43,8 @@ void load_model_parameters(const io::SafetensorsFile& file, const NamedTensors& 
 
 // Restores the optimizer state that save_run_checkpoint wrote. IoError when `file` has none.
 void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer, const std::string& path);
+// --resume of a run that has done `done` steps toward --steps `steps`: ValueError when it
+// would train nothing (done >= steps), naming the run directory.
+void check_steps_left(int64_t done, int64_t steps, const std::string& out_dir);
 
 }  // namespace attn::train
