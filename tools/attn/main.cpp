@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <string>
 
@@ -72,6 +73,12 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "attn: error: out of memory: a size in the options or in the model file is too large for "
                          "this machine\n");
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // libstdc++ says "filesystem error: cannot create directories: Not a directory [a/b]".
+    std::string message = e.what();
+    if (message.rfind("filesystem error: ", 0) == 0) message.erase(0, 18);
+    std::fprintf(stderr, "attn: error: %s\n", message.c_str());
     return 1;
   } catch (const attn::Error& e) {
     std::fprintf(stderr, "attn: error: %s\n", e.what());
