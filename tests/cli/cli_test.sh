@@ -75,6 +75,20 @@ raw[8 + n + info["data_offsets"][0]:8 + n + info["data_offsets"][0] + 4] = struc
 open(sys.argv[2], "wb").write(raw)
 EOF
 expect 1 "holds NaN (a diverged or damaged checkpoint)" -- "$attn" eval --model "$work/nan.safetensors"
+# Damaged attn metadata is named as such by every command that reads checkpoints.
+/usr/bin/python3 - "$work/run/model.safetensors" "$work/badmeta.safetensors" <<'EOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+header["__metadata__"]["attn"] = "{broken"
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+EOF
+for cmd in "eval" "align --text x" "classify --text x"; do
+  expect 1 "badmeta.safetensors: no readable attn metadata" -- "$attn" $cmd --model "$work/badmeta.safetensors"
+done
 
 # bench: tiny runs print one JSON line that parses; bad --kind / --attention are usage errors.
 "$attn" bench seq2seq --batch 2 --emb 4 --hidden 8 --len 3 --steps 1 --warmup 0 --greedy-reps 1 --threads 1 --json \

@@ -78,7 +78,7 @@ void add_align_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
-    if (train::checkpoint_format(args->model) == "attn-translation") {
+    if (attn_checkpoint_format(args->model) == "attn-translation") {
       if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
       align_translation(*args);
       return;

@@ -55,7 +55,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
-    const std::string format = train::checkpoint_format(args->model);
+    const std::string format = attn_checkpoint_format(args->model);
     if (format != "attn-classifier")
       throw UsageError(args->model + " is not a classifier checkpoint (format '" + format + "')");
     train::LoadedClassifier loaded = train::load_classifier(args->model);

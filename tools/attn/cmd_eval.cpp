@@ -48,7 +48,7 @@ void add_eval_command(CLI::App& app) {
     args->options.lengths = parse_lengths(args->lengths);
     if (args->options.samples < 1) throw UsageError("--samples must be >= 1");
     if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
-    const std::string format = train::checkpoint_format(args->model);
+    const std::string format = attn_checkpoint_format(args->model);
     if (format == "attn-translation") {
       if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
       if (args->limit < 0) throw UsageError("--limit must be >= 0");

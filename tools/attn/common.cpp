@@ -7,6 +7,7 @@
 
 #include "attn/data/tasks.h"
 #include "attn/parallel.h"
+#include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 
@@ -52,6 +53,13 @@ void add_threads_option(CLI::App* app) {
   app->add_option_function<int>(
          "--threads", [](int n) { set_num_threads(n); }, "Threads (default: ATTN_NUM_THREADS or all cores)")
       ->check(positive_integer());
+}
+
+std::string attn_checkpoint_format(const std::string& path) {
+  const std::string format = train::checkpoint_format(path);
+  if (format.empty())
+    throw IoError(path + ": no readable attn metadata (a file attn did not write, or damaged metadata)");
+  return format;
 }
 
 CLI::Validator positive_integer() {

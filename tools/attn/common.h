@@ -19,6 +19,9 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& config);
 void add_training_options(CLI::App* app, train::TrainOptions& options);
 // --threads (sets the kernels' and OpenBLAS's thread count when parsed)
 void add_threads_option(CLI::App* app);
+// train::checkpoint_format, but an IoError naming the file when it holds no readable attn
+// metadata (a safetensors file attn did not write, or damaged metadata).
+std::string attn_checkpoint_format(const std::string& path);
 // A CLI11 check: a whole-number option >= 1 ("--threads: must be a positive integer, got '0'").
 CLI::Validator positive_integer();
 
