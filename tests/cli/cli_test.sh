@@ -49,6 +49,9 @@ expect 2 "--min-len 9 is larger than --max-len 3" -- "$attn" train --min-len 9 -
 expect 2 "--beam must be >= 1" -- "$attn" eval --model "$work/run/model.safetensors" --beam 0
 expect 2 "symbols outside the vocabulary (valid: 3..31): '40', 'x'" -- "$attn" align --model "$work/run/model.safetensors" --input "5 40 x"
 expect 2 "" -- "$attn" train --no-such-flag
+# A training log that cannot be written (here: a full device) stops the run with an error.
+mkdir -p "$work/fulllog" && ln -s /dev/full "$work/fulllog/log.jsonl"
+expect 1 "log.jsonl: cannot write (is the disk full?)" -- "$attn" train "${tiny[@]}" --steps 2 --out "$work/fulllog"
 # demo and sweep check their evaluation options before training anything.
 expect 2 "--samples must be >= 1, got 0" -- "$attn" demo --steps 2 --hidden 8 --samples 0 --out "$work/bad7"
 expect 2 "--attention lists 'luong' twice" -- "$attn" sweep --attention luong,luong --steps 2 --out "$work/bad8"
