@@ -39,6 +39,12 @@ json read_run_metadata(const io::SafetensorsFile& file, const std::string& path,
   if (!j.is_object()) throw IoError(path + ": bad 'attn' metadata: not a JSON object");
   const std::string found = j.value("format", "");
   if (found != format) throw IoError(path + ": not " + what + " (metadata format '" + found + "')");
+  const json version = j.value("version", json(kCheckpointVersion));
+  if (!version.is_number_integer() || version.get<int64_t>() < 1)
+    throw IoError(path + ": bad 'attn' metadata: version " + version.dump());
+  if (version.get<int64_t>() > kCheckpointVersion)
+    throw IoError(path + ": written by a newer attn (checkpoint version " + version.dump() + "; this one reads up to " +
+                  std::to_string(kCheckpointVersion) + ")");
   return j;
 }
 

@@ -155,7 +155,7 @@ ClassifierEval evaluate_encoded(models::TextClassifier& model, const std::vector
 }
 
 json metadata_json(models::TextClassifier& model, const data::Vocab& vocab, int64_t step, double dev_accuracy) {
-  return {{"format", "attn-classifier"}, {"version", 1},          {"kind", model.kind()},
+  return {{"format", "attn-classifier"}, {"version", kCheckpointVersion},          {"kind", model.kind()},
           {"config", model.config_json()}, {"vocabulary", vocab.to_json()}, {"labels", sst2_labels()},
           {"step", step},                  {"dev_accuracy", dev_accuracy}};
 }

@@ -140,7 +140,7 @@ int64_t target_count(const Tensor& ids) {
 
 json info_json(const models::TransformerConfig& config, const CharVocab& vocab, int max_chars, int64_t step,
                double best) {
-  return {{"format", kFormat},       {"version", 1},   {"config", config.to_json()}, {"characters", vocab.characters()},
+  return {{"format", kFormat},       {"version", kCheckpointVersion},   {"config", config.to_json()}, {"characters", vocab.characters()},
           {"max_chars", max_chars},  {"step", step},   {"best_val_loss", best}};
 }
 

@@ -57,7 +57,7 @@ json info_json(const CheckpointInfo& info) {
   json vocabulary = json::array();
   for (int32_t id = 0; id < info.config.vocab; ++id) vocabulary.push_back(data::symbol_name(id));
   return {{"format", "attn-seq2seq"},
-          {"version", 1},
+          {"version", kCheckpointVersion},
           {"config", info.config.to_json()},
           {"task", info.task},
           {"min_len", info.min_len},

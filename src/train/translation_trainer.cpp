@@ -56,7 +56,7 @@ constexpr const char* kFormat = "attn-translation";
 
 json info_json(const TranslationInfo& info, int64_t vocab) {
   return {{"format", kFormat},
-          {"version", 1},
+          {"version", kCheckpointVersion},
           {"kind", info.kind},
           {"config", info.config},
           {"src_lang", info.src_lang},

@@ -71,6 +71,10 @@ expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" tra
 expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
 expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
 expect 2 "--resume is not supported for --task sst2" -- "$attn" train "${tiny[@]}" --resume --out "$work/bad4"
+# Options that would be ignored are refused.
+expect 2 "--attention does not apply to --task sst2" -- "$attn" train "${tiny[@]}" --attention luong --out "$work/bad7"
+expect 2 "--d-model does not apply to --model bilstm" -- "$attn" train "${tiny[@]}" --d-model 64 --out "$work/bad8"
+expect 2 "--seed: must be a non-negative integer, got '-1'" -- "$attn" train "${tiny[@]}" --seed -1 --out "$work/bad9"
 expect 1 "sentiment-train.gz" -- "$attn" train --task sst2 --data "$work/nowhere" --out "$work/bad5"
 expect 2 "unknown --split 'valid' (valid: train, dev, test)" -- "$attn" eval --model "$work/run/model.safetensors" --data "$data" --split valid
 expect 2 "needs --data DIR" -- "$attn" eval --model "$work/run/model.safetensors"

@@ -93,6 +93,13 @@ TEST(Checkpoint, Errors) {
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "not a JSON object");
   io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, "{broken"}});
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "bad 'attn' metadata");
+  // A version from a newer attn, or one that is not a version at all.
+  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": 99})"}});
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
+                   "written by a newer attn (checkpoint version 99; this one reads up to 1)");
+  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": "1"})"}});
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
+                   "bad 'attn' metadata: version \"1\"");
   EXPECT_THROW(checkpoint_format("/nonexistent/model.safetensors"), IoError);
   fs::remove(path);
 }

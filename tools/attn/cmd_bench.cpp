@@ -388,7 +388,7 @@ void add_bench_command(CLI::App& app) {
   seq->add_option("--steps", s->steps, "Timed training steps")->capture_default_str();
   seq->add_option("--warmup", s->warmup, "Untimed training steps first")->capture_default_str();
   seq->add_option("--greedy-reps", s->greedy_reps, "Timed greedy decodes (after one untimed)")->capture_default_str();
-  seq->add_option("--seed", s->seed, "Seed")->capture_default_str();
+  seq->add_option("--seed", s->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   seq->add_flag("--json", s->as_json, "One line of JSON");
   add_threads_option(seq);
   seq->callback([s] { run_seq2seq_bench(*s); });
@@ -402,7 +402,7 @@ void add_bench_command(CLI::App& app) {
   att->add_option("--dim", t->dim, "Model size (sdpa: Dh = dim / heads)")->capture_default_str();
   att->add_option("--reps", t->reps, "Timed repetitions (median reported)")->capture_default_str();
   att->add_option("--warmup", t->warmup, "Untimed repetitions first")->capture_default_str();
-  att->add_option("--seed", t->seed, "Seed")->capture_default_str();
+  att->add_option("--seed", t->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   att->add_flag("--json", t->as_json, "One line of JSON");
   add_threads_option(att);
   att->callback([t] { run_attention_bench(*t); });

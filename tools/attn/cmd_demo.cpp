@@ -43,7 +43,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--steps", args->options.steps, "Training steps per model")->capture_default_str();
   cmd->add_option("--hidden", args->config.hidden, "RNN hidden size")->capture_default_str();
   cmd->add_option("--samples", args->eval.samples, "Evaluation examples per length")->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "Seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   add_threads_option(cmd);
   cmd->callback([args] {
     train::TrainOptions o = args->options;

@@ -34,7 +34,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--eval-lengths", args->lengths, "Comma-separated source lengths")->capture_default_str();
   cmd->add_option("--samples", args->options.samples, "Examples per length")->capture_default_str();
   cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
   cmd->add_option("--data", args->data, "Classifier / translation: the data folder (or its sst2/ or multi30k/)");
   cmd->add_option("--split", args->split,
@@ -42,7 +42,7 @@ void add_eval_command(CLI::App& app) {
                   "mscoco2017");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit, "Translation: the first N sentences of the split only (0: all)");
-  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(positive_integer());
+  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);

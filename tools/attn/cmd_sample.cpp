@@ -25,7 +25,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--temperature", args->options.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
   cmd->add_option("--top-k", args->options.top_k, "Sample among the k likeliest characters (0: all)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Random seed")->capture_default_str()->check(integer_at_least(0));
   add_threads_option(cmd);
   cmd->callback([args] {
     if (args->count < 1) throw UsageError("--count must be >= 1");

@@ -89,9 +89,25 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   return o;
 }
 
+// A UsageError for the first of `flags` given on the command line: it would be ignored.
+void refuse_unused(CLI::App* cmd, std::initializer_list<const char*> flags, const std::string& context) {
+  for (const char* flag : flags)
+    if (cmd->count(flag)) throw UsageError(std::string(flag) + " does not apply to " + context);
+}
+
 void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
                     const ClassifierArgs& a, const TextTaskArgs& text) {
   if (cmd->count("--resume")) throw UsageError("--resume is not supported for --task sst2");
+  refuse_unused(cmd,
+                {"--encoder", "--bidirectional", "--attention", "--score", "--window", "--no-input-feeding",
+                 "--min-len", "--max-len", "--eval-samples", "--src", "--tgt", "--tokenizer", "--vocab-size",
+                 "--max-tokens", "--max-sentences", "--label-smoothing", "--max-minutes", "--eval-sentences",
+                 "--dec-layers"},
+                "--task sst2");
+  if (a.model == "bilstm")
+    refuse_unused(cmd, {"--d-model", "--ffn", "--enc-layers", "--norm", "--positions", "--activation", "--heads"},
+                  "--model bilstm");
+  if (a.model == "transformer-cls") refuse_unused(cmd, {"--emb", "--hidden"}, "--model transformer-cls (--d-model)");
   if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
   train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a, text);
   as_usage([&] {

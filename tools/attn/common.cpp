@@ -40,7 +40,9 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
       ->capture_default_str();
   app->add_option("--warmup", o.warmup, "Linear learning-rate warm-up steps")->capture_default_str();
   app->add_option("--clip", o.clip, "Clip the global gradient norm (0: off)")->capture_default_str();
-  app->add_option("--seed", o.seed, "Seed for data, initialisation and validation")->capture_default_str();
+  app->add_option("--seed", o.seed, "Seed for data, initialisation and validation")
+      ->capture_default_str()
+      ->check(integer_at_least(0));
   app->add_option("--log-every", o.log_every, "Steps between log lines")->capture_default_str();
   app->add_option("--eval-every", o.eval_every, "Steps between validations")->capture_default_str();
   app->add_option("--eval-samples", o.eval_samples, "Validation set size")->capture_default_str();
@@ -52,7 +54,7 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
 void add_threads_option(CLI::App* app) {
   app->add_option_function<int>(
          "--threads", [](int n) { set_num_threads(n); }, "Threads (default: ATTN_NUM_THREADS or all cores)")
-      ->check(positive_integer());
+      ->check(integer_at_least(1));
 }
 
 std::string attn_checkpoint_format(const std::string& path) {
@@ -62,18 +64,21 @@ std::string attn_checkpoint_format(const std::string& path) {
   return format;
 }
 
-CLI::Validator positive_integer() {
+CLI::Validator integer_at_least(unsigned long long min) {
+  const std::string what = min == 0 ? "a non-negative integer" : min == 1 ? "a positive integer"
+                                                                          : "an integer >= " + std::to_string(min);
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [min, what](std::string& text) -> std::string {
         try {
           size_t used = 0;
-          const long long n = std::stoll(text, &used);
-          if (used == text.size() && n >= 1) return "";
+          // stoull would take "-1" as 2^64 - 1: a sign is refused first.
+          const unsigned long long n = text.empty() || text[0] == '-' ? 0 : std::stoull(text, &used);
+          if (used > 0 && used == text.size() && n >= min) return "";
         } catch (const std::exception&) {
         }
-        return "must be a positive integer, got '" + text + "'";
+        return "must be " + what + ", got '" + text + "'";
       },
-      "INT >= 1");
+      "INT >= " + std::to_string(min));
 }
 
 std::vector<std::string> split_list(const std::string& text) {

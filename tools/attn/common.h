@@ -22,8 +22,9 @@ void add_threads_option(CLI::App* app);
 // train::checkpoint_format, but an IoError naming the file when it holds no readable attn
 // metadata (a safetensors file attn did not write, or damaged metadata).
 std::string attn_checkpoint_format(const std::string& path);
-// A CLI11 check: a whole-number option >= 1 ("--threads: must be a positive integer, got '0'").
-CLI::Validator positive_integer();
+// A CLI11 check: a whole number >= min ("--threads: must be a positive integer, got '0'";
+// "--seed: must be a non-negative integer, got '-1'", which CLI11 would wrap to 2^64 - 1).
+CLI::Validator integer_at_least(unsigned long long min);
 
 // "5,10,20" -> {5, 10, 20}; UsageError on anything else.
 std::vector<int> parse_lengths(const std::string& text);

@@ -27,9 +27,13 @@ using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 void save_run_checkpoint(const std::string& path, NamedTensors parameters, const nlohmann::json& metadata,
                          const Optimizer* optimizer = nullptr);
 
+// The "version" every checkpoint's metadata carries; readers refuse a newer one.
+constexpr int kCheckpointVersion = 1;
+
 // The "attn" metadata of `file`, checked to have "format" == `format`. IoError
-// "<path>: ..." when it is missing, is not a JSON object, or is another format (`what`
-// names the expected kind in that message, e.g. "a translation checkpoint").
+// "<path>: ..." when it is missing, is not a JSON object, is another format (`what`
+// names the expected kind in that message, e.g. "a translation checkpoint"), or has a
+// "version" that is not an integer in [1, kCheckpointVersion].
 nlohmann::json read_run_metadata(const io::SafetensorsFile& file, const std::string& path, const std::string& format,
                                  const std::string& what);
 
