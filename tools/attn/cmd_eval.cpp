@@ -46,8 +46,7 @@ void add_eval_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);
-    if (args->options.samples < 1) throw UsageError("--samples must be >= 1");
-    if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
+    as_usage([&] { args->options.validate(); });  // --samples, --beam
     const std::string format = attn_checkpoint_format(args->model);
     if (format == "attn-translation") {
       if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
