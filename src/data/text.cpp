@@ -4,10 +4,10 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 
 namespace attn::data {
 namespace {
@@ -98,24 +98,12 @@ std::string valid_utf8(std::string_view text) {
 }
 
 void write_lines(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("cannot open '" + tmp + "' for writing");
-    for (const auto& line : lines) out << line << '\n';
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw IoError("cannot write '" + tmp + "'");
-    }
+  io::AtomicFile file(path);
+  for (const auto& line : lines) {
+    file.write(line);
+    file.write("\n");
   }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) {
-    std::remove(tmp.c_str());
-    throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + error.message());
-  }
+  file.commit();
 }
 
 bool file_exists(const std::string& path) {

@@ -1,5 +1,7 @@
 #include "attn/io/safetensors.h"
 
+#include "attn/io/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,26 +89,6 @@ bool read_exact(int fd, void* data, size_t n, uint64_t offset, int& error) {
     p += got;
     n -= static_cast<size_t>(got);
     offset += static_cast<uint64_t>(got);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* data, size_t n, int& error) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const size_t chunk = std::min<size_t>(n, size_t{1} << 30);
-    const ssize_t put = ::write(fd, p, chunk);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      error = errno;
-      return false;
-    }
-    if (put == 0) {
-      error = EIO;
-      return false;
-    }
-    p += put;
-    n -= static_cast<size_t>(put);
   }
   return true;
 }
@@ -393,26 +375,6 @@ void load_into(const SafetensorsFile& file, const std::vector<std::pair<std::str
 
 // ---------------------------------------------------------------------------- saving
 
-namespace {
-
-// Removes the temporary file unless the write was committed.
-struct TempFile {
-  std::string path;
-  bool committed = false;
-  ~TempFile() {
-    if (!committed) ::unlink(path.c_str());
-  }
-};
-
-std::string directory_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-}  // namespace
-
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   // Arguments first: nothing touches the disk unless they are good.
@@ -446,38 +408,15 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
 
-  TempFile tmp{path + ".tmp." + std::to_string(::getpid())};
-  const int raw = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (raw < 0) {
-    tmp.committed = true;  // nothing was created
-    fail(path, "cannot create temporary file " + qname(tmp.path) + ": " + errno_text(errno));
-  }
-  Fd fd(raw);
-  int error = 0;
-  auto check = [&](bool ok, const std::string& what) {
-    if (!ok) fail(path, "cannot write " + what + ": " + errno_text(error));
-  };
-  check(write_all(fd.fd, len_bytes, 8, error), "the header length");
-  check(write_all(fd.fd, text.data(), text.size(), error), "the header");
+  AtomicFile file(path);
+  file.write(len_bytes, 8);
+  file.write(text);
   for (const auto& [n, t] : tensors) {
     if (t.numel() == 0) continue;
     const void* data = t.dtype() == DType::f32 ? static_cast<const void*>(t.f32()) : static_cast<const void*>(t.i32());
-    check(write_all(fd.fd, data, static_cast<size_t>(t.numel()) * 4, error), "tensor " + qname(n));
+    file.write(data, static_cast<size_t>(t.numel()) * 4);
   }
-  if (::fsync(fd.fd) != 0) fail(path, "cannot fsync " + qname(tmp.path) + ": " + errno_text(errno));
-  const int closed = ::close(fd.fd);
-  fd.fd = -1;
-  if (closed != 0) fail(path, "cannot close " + qname(tmp.path) + ": " + errno_text(errno));
-  if (::rename(tmp.path.c_str(), path.c_str()) != 0)
-    fail(path, "cannot rename " + qname(tmp.path) + " into place: " + errno_text(errno));
-  tmp.committed = true;
-  // Make the rename durable. The file is complete and in place already, so a failure
-  // here is not reported.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  file.commit();
 }
 
 }  // namespace attn::io

@@ -10,6 +10,7 @@
 #include "attn/data/parallel.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/optimizer.h"
@@ -212,8 +213,7 @@ TranslationResult train_translation(const std::string& kind, json config, const 
   // The tokenizer: given, kept from the run being resumed, or learned on the training text.
   if (!o.tokenizer.empty()) {
     if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
-      fs::copy_file(o.tokenizer, spm_path + ".tmp", fs::copy_options::overwrite_existing);
-      fs::rename(spm_path + ".tmp", spm_path);
+      io::copy_file_atomically(o.tokenizer, spm_path);
     }
   } else if (!(o.resume && data::file_exists(spm_path))) {
     if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,

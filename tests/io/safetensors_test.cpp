@@ -338,14 +338,14 @@ TEST_F(Safetensors, UnwritableDestinationLeavesNoFile) {
   const std::vector<std::pair<std::string, Tensor>> ts = {{"a", Tensor::zeros({4})}};
   // A directory that does not exist.
   const std::string nowhere = file("no/such/dir/m.safetensors");
-  EXPECT_THROW_MSG(save_safetensors(nowhere, ts), IoError, nowhere + ": cannot create temporary file");
+  EXPECT_THROW_MSG(save_safetensors(nowhere, ts), IoError, nowhere + ": cannot create a temporary file");
   // A "directory" that is a regular file.
   write_bytes(file("plain"), "x");
   EXPECT_THROW_MSG(save_safetensors(file("plain/m.safetensors"), ts), IoError, "Not a directory");
-  // The target is a directory: the rename fails and the temporary file is removed.
+  // The target is a directory: refused before anything is written.
   fs::create_directory(file("target"));
   write_bytes(file("target/keep"), "x");
-  EXPECT_THROW_MSG(save_safetensors(file("target"), ts), IoError, "into place");
+  EXPECT_THROW_MSG(save_safetensors(file("target"), ts), IoError, file("target") + ": is a directory, not a file");
   // A read-only directory (only meaningful when not running as root).
   fs::create_directory(file("ro"));
   fs::permissions(file("ro"), fs::perms::owner_read | fs::perms::owner_exec);
@@ -374,7 +374,7 @@ TEST_F(Safetensors, WriteFailureMidFileKeepsTheOldFile) {
   }
   ::setrlimit(RLIMIT_FSIZE, &saved);
   ::signal(SIGXFSZ, previous);
-  EXPECT_NE(message.find(path + ": cannot write tensor 'new'"), std::string::npos) << message;
+  EXPECT_NE(message.find(path + ": cannot write: File too large"), std::string::npos) << message;
   EXPECT_EQ(read_bytes(path), before);
   EXPECT_EQ(listing(), std::vector<std::string>{"ckpt.safetensors"});
 }

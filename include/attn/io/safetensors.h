@@ -37,10 +37,9 @@ inline constexpr const char* kAttnMetadataKey = "attn";
 // otherwise ask for gigabytes).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100u * 1000u * 1000u;
 
-// Writes atomically: the file goes to "<path>.tmp.<pid>" in the same directory, is
-// fsync'ed, renamed over `path`, and the directory is fsync'ed. On any failure the
-// temporary file is removed and IoError is thrown; `path` is then either untouched or
-// the complete old file, never half written. ValueError (before touching the disk) for
+// Writes atomically through io::AtomicFile (attn/io/atomic_file.h: a symlink is written
+// through, a device in place). On any failure IoError is thrown; `path` is then either
+// untouched or the complete old file, never half written. ValueError (before touching the disk) for
 // an empty or duplicate tensor name, the name "__metadata__", an undefined tensor, or
 // metadata that is not valid UTF-8.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
