@@ -1,5 +1,6 @@
 #include "attn/data/text.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
+#include "attn/io/input_file.h"
 
 namespace attn::data {
 namespace {
@@ -25,8 +27,12 @@ bool is_valid_utf8(std::string_view s) {
 
 std::vector<std::string> read_lines(const std::string& path) {
   // gzopen reads uncompressed files unchanged, so one path serves both kinds.
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  if (!file) throw IoError("cannot open '" + path + "' for reading");
+  const int fd = io::open_regular_file(path);  // a FIFO is refused, never waited on
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzdopen(fd, "rb"), gzclose);
+  if (!file) {
+    ::close(fd);
+    throw IoError("cannot open '" + path + "' for reading");
+  }
   gzbuffer(file.get(), 1 << 17);
   std::vector<std::string> lines;
   std::string current;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "attn/error.h"
+#include "attn/io/input_file.h"
 
 namespace attn::io {
 namespace {
@@ -143,14 +144,11 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 }
 
 void copy_file_atomically(const std::string& from, const std::string& to) {
-  const int in = ::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: a FIFO must not hang us
-  if (in < 0) throw IoError(from + ": cannot open: " + std::strerror(errno));
+  const int in = open_regular_file(from);
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } closer{in};
-  struct stat st;
-  if (::fstat(in, &st) != 0 || !S_ISREG(st.st_mode)) throw IoError(from + ": not a regular file");
   AtomicFile file(to);
   std::vector<char> buffer(size_t{1} << 20);
   for (;;) {
