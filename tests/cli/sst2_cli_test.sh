@@ -74,6 +74,9 @@ assert json.loads(sys.stdin.read())["tokens"] == ["a", "gorgeous", ",", "witty",
   || fail "classify did not normalise raw text: $out"
 expect 0 "warning: 3 of 3 tokens are not in the model's vocabulary" -- "$attn" classify --model "$work/run/model.safetensors" \
   --text "qqqzx vvvbn xxcvq"
+# align names the kind of model it got (it used to ask a classifier for --input).
+expect 2 "is not a seq2seq or translation checkpoint (format 'attn-classifier')" -- \
+  "$attn" align --model "$work/run/model.safetensors" --text "a film"
 
 # Bad input: a clear message and a non-zero exit code.
 expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
