@@ -475,6 +475,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     config.validate();
     if (a.steps < 1 || a.warmup < 0 || a.beam < 1 || a.beam_sentences < 1 || a.beam_reps < 1)
       throw ValueError("--steps, --beam, --beam-sentences, --beam-reps must be >= 1 and --warmup >= 0");
+    if (a.vocab < 4) throw ValueError("--vocab must be >= 4 (PAD, BOS, EOS and a token), got " + std::to_string(a.vocab));
     if (a.max_tokens < 2 * 25 + 1)
       throw ValueError("--max-tokens must hold one pair of the longest synthetic lengths (>= 51), got " +
                        std::to_string(a.max_tokens));
