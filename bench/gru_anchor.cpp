@@ -78,8 +78,15 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string f = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("missing value after " + f);
-    const long v = std::stol(argv[++i]);
-    if (v < 1) throw std::invalid_argument(f + " must be >= 1");
+    const std::string text = argv[++i];
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || v < 1) throw std::invalid_argument(f + " must be an integer >= 1, got '" + text + "'");
     if (f == "--reps") a.reps = static_cast<int>(v);
     else if (f == "--threads") a.threads = static_cast<int>(v);
     else if (flags.count(f)) *flags[f] = v;
