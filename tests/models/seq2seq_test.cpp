@@ -137,6 +137,35 @@ TEST(Seq2SeqConfig, JsonRoundTrip) {
   EXPECT_EQ(Seq2SeqConfig{}.effective_score(), "additive");
 }
 
+TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
+  Seq2SeqConfig c;
+  Seq2SeqChoices k = c.choices();
+  EXPECT_EQ(k.encoder, RnnCell::gru);
+  EXPECT_EQ(k.attention, AttentionKind::bahdanau);
+  EXPECT_EQ(k.score, nn::StepScore::additive);  // the default score of bahdanau
+  c.encoder = "lstm";
+  c.attention = "luong";
+  k = c.choices();
+  EXPECT_EQ(k.encoder, RnnCell::lstm);
+  EXPECT_EQ(k.attention, AttentionKind::luong);
+  EXPECT_EQ(k.score, nn::StepScore::general);  // the default score of luong
+  for (const std::string score :
+       {"dot", "general", "concat", "location", "scaled_dot", "multihead", "local_m", "local_p", "hard"}) {
+    c.score = score;
+    EXPECT_EQ(nn::step_score_name(c.choices().score), score);
+  }
+  c.attention = "none";
+  c.score = "none";
+  EXPECT_EQ(c.choices().attention, AttentionKind::none);
+  c.attention = "Luong";
+  EXPECT_THROW_MSG(c.choices(), ValueError, "unknown attention 'Luong' (valid: none, bahdanau, luong)");
+  // The model parses once; its modules follow the choice.
+  Seq2Seq model(tiny("luong", "multihead"));
+  EXPECT_EQ(model.decoder.kind(), AttentionKind::luong);
+  EXPECT_NE(dynamic_cast<nn::MultiheadStepAttention*>(model.decoder.attention.get()), nullptr);
+  EXPECT_EQ(Seq2Seq(tiny("none")).decoder.attention, nullptr);
+}
+
 TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   Seq2SeqConfig c;
   c.attention = "foo";
