@@ -134,7 +134,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
       dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
   const int64_t D = options_.embed_dim;
   // Registration order is PyTorch's state_dict order.
-  if (options_.kdim == D && options_.vdim == D) {
+  if (!options_.separate_projections && options_.kdim == D && options_.vdim == D) {
     Tensor w = Tensor::empty({3 * D, D});
     xavier_uniform_(w, rng_);
     in_proj_weight = register_parameter("in_proj_weight", w);
