@@ -5,6 +5,7 @@
 #include <set>
 
 #include "attn/autodiff/tape.h"
+#include "attn/models/attention_classifier.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/pool.h"
 #include "attn/ops/select.h"
@@ -99,12 +100,7 @@ Tensor BiLstmClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor
   ShapeContract contract("BiLstmClassifier");
   contract.check("ids", ids, {"B", "S"}, DType::i32).check("lengths", lengths, {"B"}, DType::i32);
   const int64_t B = ids.dim(0), S = ids.dim(1), H = rnn.hidden;
-  for (int64_t b = 0; b < B; ++b) {
-    const int32_t len = lengths.i32()[b];
-    if (len < 1 || len > S)
-      throw ValueError("BiLstmClassifier: 'lengths' value " + std::to_string(len) + " at batch index " +
-                       std::to_string(b) + " is out of range [1, S=" + std::to_string(S) + "]");
-  }
+  check_lengths_in_range("BiLstmClassifier", "lengths", lengths, S);
   Tensor keep;
   std::vector<char> all_kept;
   packed_keep_masks(lengths, S, keep, all_kept);
@@ -190,10 +186,11 @@ class TransformerTextClassifier : public TextClassifier {
   TransformerClassifier model_;
 };
 
-std::string classifier_kinds() { return "bilstm, transformer-cls"; }
+std::string classifier_kinds() { return "bilstm, bilstm-attn, transformer-cls"; }
 
 std::unique_ptr<TextClassifier> make_classifier(const std::string& kind, const json& config) {
   if (kind == "bilstm") return std::make_unique<BiLstmClassifier>(BiLstmConfig::from_json(config));
+  if (kind == "bilstm-attn") return std::make_unique<AttnClassifier>(AttnClassifierConfig::from_json(config));
   if (kind == "transformer-cls") {
     json c = config;
     if (c.is_object()) c.erase("kind");

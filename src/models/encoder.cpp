@@ -109,6 +109,15 @@ DirectionResult run_direction(const RnnStack::Weights& w, bool lstm, const Tenso
 
 }  // namespace
 
+void check_lengths_in_range(const std::string& op, const std::string& arg, const Tensor& lengths, int64_t S) {
+  for (int64_t b = 0; b < lengths.numel(); ++b) {
+    const int32_t len = lengths.i32()[b];
+    if (len < 1 || len > S)
+      throw ValueError(op + ": '" + arg + "' value " + std::to_string(len) + " at batch index " + std::to_string(b) +
+                       " is out of range [1, S=" + std::to_string(S) + "]");
+  }
+}
+
 void packed_keep_masks(const Tensor& lengths, int64_t S, Tensor& keep, std::vector<char>& all_kept) {
   const int64_t B = lengths.dim(0);
   // keep[t][b] = t < lengths[b]; all_kept[t] when every row is real at step t.
@@ -148,12 +157,7 @@ EncoderOutput Encoder::forward(const Tensor& src, const Tensor& src_lengths) {
   ShapeContract contract("Encoder");
   contract.check("src", src, {"B", "S"}, DType::i32).check("src_lengths", src_lengths, {"B"}, DType::i32);
   const int64_t B = src.dim(0), S = src.dim(1);
-  for (int64_t b = 0; b < B; ++b) {
-    const int32_t len = src_lengths.i32()[b];
-    if (len < 1 || len > S)
-      throw ValueError("Encoder: 'src_lengths' value " + std::to_string(len) + " at batch index " +
-                       std::to_string(b) + " is out of range [1, S=" + std::to_string(S) + "]");
-  }
+  check_lengths_in_range("Encoder", "src_lengths", src_lengths, S);
   Tensor keep;
   std::vector<char> all_kept;
   packed_keep_masks(src_lengths, S, keep, all_kept);

@@ -22,8 +22,8 @@ using nlohmann::json;
 void ClassifierTrainOptions::validate() const {
   if (data_dir.empty()) throw ValueError("a data directory (--data) is required");
   if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
-  if (model != "bilstm" && model != "transformer-cls")
-    throw ValueError("unknown --model '" + model + "' (valid: bilstm, transformer-cls)");
+  if (model != "bilstm" && model != "bilstm-attn" && model != "transformer-cls")
+    throw ValueError("unknown --model '" + model + "' (valid: " + models::classifier_kinds() + ")");
   if (!model_config.is_object()) throw ValueError("the model configuration must be a JSON object");
   if (min_freq < 1) throw ValueError("--min-freq must be >= 1, got " + std::to_string(min_freq));
   if (max_size < 0 || max_size == 1) throw ValueError("--max-vocab must be 0 (all) or >= 2, got " + std::to_string(max_size));

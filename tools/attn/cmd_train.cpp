@@ -1,5 +1,5 @@
 // attn train: trains one seq2seq model on a synthetic task (copy / reverse / sort), or a
-// sentence classifier on SST-2 (--task sst2 --model bilstm|transformer-cls --data DIR).
+// sentence classifier on SST-2 (--task sst2 --model bilstm|bilstm-attn|transformer-cls --data DIR).
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +22,7 @@ struct ClassifierArgs {
   float weight_decay = 0.0f;
   int64_t d_model = 256, ffn = 1024;
   int64_t train_limit = 0, dev_limit = 0;
+  std::string pooling = "additive";  // bilstm-attn: additive | dot
 };
 
 // The classifier run the parsed options describe. Options shared with the seq2seq trainer
@@ -57,11 +58,15 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   o.dev_limit = a.dev_limit;
   o.out_dir = t.out_dir;
   nlohmann::json mc = nlohmann::json::object();
-  if (a.model == "bilstm") {
+  if (a.model == "bilstm" || a.model == "bilstm-attn") {
     mc["emb"] = given("--emb") ? config.emb : 300;
     mc["hidden"] = given("--hidden") ? config.hidden : 150;
     mc["layers"] = config.layers;
     mc["dropout"] = given("--dropout") ? config.dropout : 0.5f;
+  }
+  if (a.model == "bilstm-attn") {
+    mc["encoder"] = given("--encoder") ? config.encoder : "lstm";
+    mc["pooling"] = a.pooling;
   } else if (a.model == "transformer-cls") {
     mc["d_model"] = given("--d-model") ? a.d_model : 128;
     mc["heads"] = config.heads;
@@ -98,15 +103,16 @@ void refuse_unused(CLI::App* cmd, std::initializer_list<const char*> flags, cons
 void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
                     const ClassifierArgs& a, const TextTaskArgs& text) {
   if (cmd->count("--resume")) throw UsageError("--resume is not supported for --task sst2");
+  if (a.model != "bilstm-attn") refuse_unused(cmd, {"--encoder", "--pooling"}, "--task sst2 without --model bilstm-attn");
   refuse_unused(cmd,
-                {"--encoder", "--bidirectional", "--attention", "--score", "--window", "--no-input-feeding",
+                {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding",
                  "--min-len", "--max-len", "--eval-samples", "--src", "--tgt", "--tokenizer", "--vocab-size",
                  "--max-tokens", "--max-sentences", "--label-smoothing", "--max-minutes", "--eval-sentences",
                  "--dec-layers"},
                 "--task sst2");
-  if (a.model == "bilstm")
+  if (a.model == "bilstm" || a.model == "bilstm-attn")
     refuse_unused(cmd, {"--d-model", "--ffn", "--enc-layers", "--norm", "--positions", "--activation", "--heads"},
-                  "--model bilstm");
+                  "--model " + a.model);
   if (a.model == "transformer-cls") refuse_unused(cmd, {"--emb", "--hidden"}, "--model transformer-cls (--d-model)");
   if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
   train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a, text);
@@ -149,7 +155,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--resume", args->options.resume, "Continue the run in --out from last.safetensors");
   ClassifierArgs& c = args->classifier;
   const char* sst2 = "SST-2";
-  cmd->add_option("--model", c.model, "--task sst2: bilstm | transformer-cls; translate: rnn | transformer; charlm: transformer")->capture_default_str()->group(sst2);
+  cmd->add_option("--model", c.model, "--task sst2: bilstm | bilstm-attn | transformer-cls; translate: rnn | transformer; charlm: transformer")->capture_default_str()->group(sst2);
   cmd->add_option("--data", c.data, "--task sst2|translate|charlm: the data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)")->group(sst2);
   cmd->add_option("--epochs", c.epochs,
                   "--task sst2: epochs over the training split (unless --steps; default 4, transformer-cls 2). "
@@ -157,6 +163,10 @@ void add_train_command(CLI::App& app) {
                   "applies: bilstm lr 1e-3, transformer-cls lr 5e-4, d-model 128, ffn 512; cosine decay after 100 "
                   "(transformer-cls 200) warm-up steps, at most a tenth of the run")
       ->group(sst2);
+  cmd->add_option("--pooling", c.pooling,
+                  "--model bilstm-attn: attention pooling additive (v^T tanh(W h + b)) | dot (a learned query); "
+                  "--encoder lstm | average picks its encoder")
+      ->capture_default_str()->group(sst2);
   cmd->add_option("--min-freq", c.min_freq, "--task sst2: vocabulary keeps words seen this often")
       ->capture_default_str()->group(sst2);
   cmd->add_option("--max-vocab", c.max_vocab, "--task sst2: vocabulary size limit (0: all)")->capture_default_str()->group(sst2);

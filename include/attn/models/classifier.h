@@ -3,6 +3,7 @@
 // `attn classify` use for every kind:
 //
 //   kind "bilstm"           BiLstmClassifier (this file)
+//   kind "bilstm-attn"      AttnClassifier (attn/models/attention_classifier.h)
 //   kind "transformer-cls"  TransformerClassifier (attn/models/transformer.h), to be plugged
 //                           into make_classifier (see the marked place in classifier.cpp)
 //
@@ -96,7 +97,7 @@ class BiLstmClassifier : public nn::Module, public TextClassifier {
   nn::Dropout embedding_dropout_, layer_dropout_, output_dropout_;
 };
 
-// The kinds make_classifier knows: "bilstm" (and "transformer-cls" once plugged in).
+// The kinds make_classifier knows: "bilstm, bilstm-attn, transformer-cls".
 std::string classifier_kinds();
 // Builds a classifier of `kind` from its configuration document (as config_json() gives,
 // with or without "kind"). ValueError for an unknown kind (listing the known ones) or a

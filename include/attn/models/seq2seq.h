@@ -131,6 +131,9 @@ struct RnnStackOutput {
 };
 RnnStackOutput run_rnn_stack(const RnnStack& rnn, const Tensor& input, const Tensor& keep,
                              const std::vector<char>& all_kept, nn::Dropout* between = nullptr);
+// ValueError "<op>: '<arg>' value L at batch index b is out of range [1, S=..]" unless every
+// length (B) int32 is in [1, S].
+void check_lengths_in_range(const std::string& op, const std::string& arg, const Tensor& lengths, int64_t S);
 // keep (S, B) and all_kept for lengths (B) int32 (see run_rnn_stack); lengths are trusted.
 void packed_keep_masks(const Tensor& lengths, int64_t S, Tensor& keep, std::vector<char>& all_kept);
 

@@ -1,0 +1,180 @@
+// The attention-pooling sentence classifier ("bilstm-attn") of Jain & Wallace (2019).
+#include "attn/models/attention_classifier.h"
+
+#include <cmath>
+#include <set>
+
+#include "attn/nn/attention_init.h"
+#include "attn/ops/attention.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/linear.h"
+#include "attn/ops/select.h"
+#include "attn/shape.h"
+
+namespace attn::models {
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------
+// AttnClassifierConfig
+
+void AttnClassifierConfig::validate() const {
+  auto fail = [](const std::string& what) { throw ValueError("bilstm-attn config: " + what); };
+  if (vocab < 3) fail("'vocab' must be >= 3 (<pad>, <unk> and a word), got " + std::to_string(vocab));
+  if (emb < 1) fail("'emb' must be >= 1, got " + std::to_string(emb));
+  if (hidden < 1) fail("'hidden' must be >= 1, got " + std::to_string(hidden));
+  if (layers < 1) fail("'layers' must be >= 1, got " + std::to_string(layers));
+  if (attention < 0) fail("'attention' must be >= 0 (0: the state size), got " + std::to_string(attention));
+  if (classes < 2) fail("'classes' must be >= 2, got " + std::to_string(classes));
+  if (!(dropout >= 0.0f && dropout < 1.0f)) fail("'dropout' must be in [0, 1), got " + std::to_string(dropout));
+  if (encoder != "lstm" && encoder != "average") fail("'encoder' must be lstm or average, got '" + encoder + "'");
+  if (pooling != "additive" && pooling != "dot") fail("'pooling' must be additive or dot, got '" + pooling + "'");
+}
+
+json AttnClassifierConfig::to_json() const {
+  return {{"kind", "bilstm-attn"}, {"vocab", vocab},         {"emb", emb},         {"hidden", hidden},
+          {"layers", layers},      {"attention", attention}, {"dropout", dropout}, {"classes", classes},
+          {"encoder", encoder},    {"pooling", pooling},     {"seed", seed}};
+}
+
+AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
+  const std::string where = "bilstm-attn config: ";
+  if (!j.is_object()) throw ValueError(where + "expected a JSON object, got " + j.dump());
+  static const std::set<std::string> known = {"kind",    "vocab",   "emb",     "hidden",  "layers", "attention",
+                                              "dropout", "classes", "encoder", "pooling", "seed"};
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key))
+      throw ValueError(where + "unknown key '" + key +
+                       "' (valid: kind, vocab, emb, hidden, layers, attention, dropout, classes, encoder, pooling, seed)");
+  AttnClassifierConfig c;
+  auto need = [&](const char* key, bool ok, const char* type) {
+    if (!ok) throw ValueError(where + "'" + key + "' must be " + type + ", got " + j.at(key).dump());
+  };
+  auto integer = [&](const char* key, auto& field) {
+    if (!j.contains(key)) return;
+    need(key, j.at(key).is_number_integer(), "an integer");
+    field = j.at(key).get<std::decay_t<decltype(field)>>();
+  };
+  auto text = [&](const char* key, std::string& field) {
+    if (!j.contains(key)) return;
+    need(key, j.at(key).is_string(), "a string");
+    field = j.at(key).get<std::string>();
+  };
+  if (j.contains("kind")) {
+    std::string kind;
+    text("kind", kind);
+    if (kind != "bilstm-attn") throw ValueError(where + "'kind' is '" + kind + "', expected 'bilstm-attn'");
+  }
+  integer("vocab", c.vocab);
+  integer("emb", c.emb);
+  integer("hidden", c.hidden);
+  integer("layers", c.layers);
+  integer("attention", c.attention);
+  integer("classes", c.classes);
+  integer("seed", c.seed);
+  text("encoder", c.encoder);
+  text("pooling", c.pooling);
+  if (j.contains("dropout")) {
+    need("dropout", j.at("dropout").is_number(), "a number");
+    c.dropout = j.at("dropout").get<float>();
+  }
+  c.validate();
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------
+// AttnClassifier
+
+namespace {
+const AttnClassifierConfig& validated(const AttnClassifierConfig& c) {
+  c.validate();
+  return c;
+}
+}  // namespace
+
+AttnClassifier::AttnClassifier(const AttnClassifierConfig& config)
+    : config_(validated(config)),
+      rng_(config.seed),
+      embedding(config.vocab, config.emb, rng_, /*padding_idx=*/0),
+      out(config.state_size(), config.classes, rng_),
+      embedding_dropout_(config.dropout, splitmix64(config.seed ^ 0xE1B0ull)),
+      output_dropout_(config.dropout, splitmix64(config.seed ^ 0x0C7ull)) {
+  const int64_t E = config.state_size();
+  register_module("embedding", embedding);
+  if (config.encoder == "lstm") {
+    rnn = std::make_unique<RnnStack>(/*lstm=*/true, config.emb, config.hidden, config.layers, /*bidirectional=*/true, rng_);
+    register_module("rnn", *rnn);
+  } else {
+    projection = std::make_unique<nn::Linear>(config.emb, E, rng_);
+    register_module("projection", *projection);
+  }
+  if (config.pooling == "additive") {
+    // w_q (A, 1) multiplies a zero query: drawn (to keep the order fixed) and dropped.
+    nn::AdditiveParams p = nn::additive_attention_init(1, E, config.attention ? config.attention : E, rng_);
+    pool_w = pooling_params_.register_parameter("w", p.w_k);
+    pool_bias = pooling_params_.register_parameter("bias", p.bias);
+    pool_v = pooling_params_.register_parameter("v", p.v);
+  } else {
+    Tensor q = Tensor::empty({E});
+    const float bound = 1.0f / std::sqrt(static_cast<float>(E));
+    for (int64_t e = 0; e < E; ++e) q.f32()[e] = bound * (2.0f * rng_.uniform() - 1.0f);
+    q.set_requires_grad(true);
+    pool_query = pooling_params_.register_parameter("query", q);
+  }
+  register_module("pooling", pooling_params_);
+  register_module("out", out);
+  register_module("embedding_dropout", embedding_dropout_);
+  register_module("output_dropout", output_dropout_);
+}
+
+Tensor AttnClassifier::embed(const Tensor& ids) {
+  ShapeContract("AttnClassifier").check("ids", ids, {"B", "S"}, DType::i32);
+  return embedding_dropout_.forward(embedding.forward(ids));  // (B, S, emb)
+}
+
+Tensor AttnClassifier::encode(const Tensor& embeddings, const Tensor& lengths) {
+  ShapeContract contract("AttnClassifier");
+  contract.bind("emb", config_.emb)
+      .check("embeddings", embeddings, {"B", "S", "emb"})
+      .check("lengths", lengths, {"B"}, DType::i32);
+  const int64_t S = embeddings.dim(1);
+  check_lengths_in_range("AttnClassifier", "lengths", lengths, S);
+  if (projection) return tanh(projection->forward(embeddings));  // (B, S, E)
+  Tensor keep;
+  std::vector<char> all_kept;
+  packed_keep_masks(lengths, S, keep, all_kept);
+  return transpose_01(run_rnn_stack(*rnn, transpose_01(embeddings), keep, all_kept).outputs);  // (B, S, 2H)
+}
+
+AttentionPooling AttnClassifier::pool(const Tensor& states, const Tensor& lengths) {
+  const int64_t B = states.dim(0), E = states.dim(2);
+  AttentionResult r;
+  if (pool_v.defined()) {
+    // vᵀ tanh(W h_s + b) is the additive op's score with W_q q = 0: a zero query (B, 1).
+    const Tensor zero_query = Tensor::zeros({B, 1});
+    const Tensor zero_w_q = Tensor::zeros({pool_w.dim(0), 1});
+    r = additive_attention(zero_query, additive_project_keys(states, pool_w), states, zero_w_q, pool_bias, pool_v,
+                           lengths);
+  } else {
+    // qᵀ h_s: the learned query repeated over the batch, as ones (B, 1) · q (1, E).
+    const Tensor query = linear(Tensor::full({B, 1}, 1.0f), pool_query.reshape({E, 1}));  // (B, E)
+    r = luong_attention(query, states, states, lengths);
+  }
+  return {r.context, r.weights};
+}
+
+Tensor AttnClassifier::pool_with(const Tensor& weights, const Tensor& states) const {
+  const int64_t B = states.dim(0), S = states.dim(1), E = states.dim(2);
+  ShapeContract("AttnClassifier::pool_with").bind("B", B).bind("S", S).check("weights", weights, {"B", "S"});
+  return bmm(weights.detach().reshape({B, 1, S}), states).reshape({B, E});  // (B, E)
+}
+
+Tensor AttnClassifier::output(const Tensor& context) { return out.forward(output_dropout_.forward(context)); }
+
+Tensor AttnClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* attention) {
+  const Tensor states = encode(embed(ids), lengths);
+  AttentionPooling pooled = pool(states, lengths);
+  if (attention) *attention = pooled.weights.detach().clone();
+  return output(pooled.context);
+}
+
+}  // namespace attn::models
