@@ -1,0 +1,66 @@
+#pragma once
+// Jain & Wallace's (2019) summary over many sentences: Kendall τ-b per sentence between the
+// attention and each importance measure and between the measures (mean ± sd over the
+// sentences where τ is defined, and the share significant at p < 0.05), the permutation
+// medians beside the maximum attention weight, the integrated-gradients completeness, and
+// accuracy; as JSON (every figure and the per-sentence vectors) and as a Markdown table in
+// the paper's layout, beside its SST BiLSTM+tanh row.
+//
+// The τ tests rank tokens by attention, |gradient × input|, leave-one-out and |IG|.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/explain/importance.h"
+#include "attn/explain/kendall.h"
+
+namespace attn::explain {
+
+struct ExplainedSentence {
+  std::string text;
+  std::vector<std::string> tokens;
+  int32_t gold = -1;  // -1: unknown (a --text sentence)
+  SentenceImportance importance;
+};
+
+// The measures a τ is computed between, as the report names them.
+struct TauPair {
+  std::string first, second;  // "attention", "gradient", "loo", "ig"
+};
+const std::vector<TauPair>& tau_pairs();
+// The ranking a measure gives one sentence (empty when it has none: LOO of one token).
+std::vector<float> ranking(const SentenceImportance& s, const std::string& measure);
+
+struct TauSummary {
+  TauPair pair;
+  std::vector<KendallTau> per_sentence;  // one per sentence, in order
+  int64_t defined = 0;
+  double mean = 0.0, sd = 0.0;  // over the defined ones; sd is the population sd (numpy's std)
+  double share_significant = 0.0;  // p < 0.05, over the defined ones
+};
+
+struct ExplainReport {
+  std::vector<ExplainedSentence> sentences;
+  std::vector<TauSummary> taus;  // in tau_pairs() order
+  int64_t one_token_sentences = 0;
+  int64_t skipped_empty = 0;     // lines with no tokens, never explained
+  double accuracy = 0.0;         // over sentences with a gold label (0 when none)
+  int64_t labelled = 0;
+  double permutation_median_of_medians = 0.0;
+  double share_permutation_median_below_001 = 0.0;  // sentences whose median |Δŷ| < 0.01
+  double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
+};
+
+// skipped_empty is the caller's count of texts it could not explain (no tokens).
+ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skipped_empty = 0);
+KendallTau sentence_tau(const SentenceImportance& s, const TauPair& pair);
+
+// Everything, per-sentence vectors included. `context` (model, data, split, options) is
+// copied in under "run".
+nlohmann::json report_json(const ExplainReport& report, const nlohmann::json& context);
+// The table beside Jain & Wallace's SST BiLSTM+tanh row, the permutation and completeness
+// figures, and a plain-language verdict.
+std::string report_markdown(const ExplainReport& report, const nlohmann::json& context);
+
+}  // namespace attn::explain

@@ -1,0 +1,235 @@
+// Per-token importance measures and the permutation test (see attn/explain/importance.h).
+#include "attn/explain/importance.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "attn/autodiff/tape.h"
+#include "attn/ops/softmax.h"
+#include "attn/random.h"
+
+namespace attn::explain {
+using models::AttnClassifier;
+
+namespace {
+
+// Eval mode for the guard's lifetime; on leaving, the training flag is restored and the
+// parameter gradients the measures' backward passes left are released.
+class InspectionGuard {
+ public:
+  explicit InspectionGuard(AttnClassifier& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
+  ~InspectionGuard() {
+    model_.zero_grad();
+    model_.train(was_training_);
+  }
+  InspectionGuard(const InspectionGuard&) = delete;
+  InspectionGuard& operator=(const InspectionGuard&) = delete;
+
+ private:
+  AttnClassifier& model_;
+  bool was_training_;
+};
+
+void check_sentence(const std::vector<int32_t>& ids, const char* what) {
+  if (ids.empty()) throw ValueError(std::string(what) + ": the sentence has no tokens");
+}
+
+// `rows` copies of the sentence: ids (rows, n), lengths (rows) = n.
+void repeated(const std::vector<int32_t>& ids, int64_t rows, Tensor* ids_out, Tensor* lengths_out) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<int32_t> all;
+  for (int64_t r = 0; r < rows; ++r) all.insert(all.end(), ids.begin(), ids.end());
+  *ids_out = Tensor::from_vector(all, {rows, n});
+  *lengths_out = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(rows), static_cast<int32_t>(n)), {rows});
+}
+
+// softmax(logits)[:, label] for each row.
+std::vector<float> column(const Tensor& probabilities, int32_t label) {
+  const int64_t B = probabilities.dim(0), C = probabilities.dim(1);
+  std::vector<float> out(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) out[static_cast<size_t>(b)] = probabilities.f32()[b * C + label];
+  return out;
+}
+
+// The seed that makes backward(probabilities) give ∂p_label/∂· for every row at once.
+Tensor one_hot_seed(const Tensor& probabilities, int32_t label) {
+  Tensor seed = Tensor::zeros(probabilities.shape());
+  for (int64_t b = 0; b < probabilities.dim(0); ++b) seed.f32()[b * probabilities.dim(1) + label] = 1.0f;
+  return seed;
+}
+
+void check_label(const AttnClassifier& model, int32_t label) {
+  if (label < 0 || label >= model.config().classes)
+    throw ValueError("explain: label " + std::to_string(label) + " is out of range [0, " +
+                     std::to_string(model.config().classes) + ")");
+}
+
+// Embeddings of `rows` copies of the sentence, as a leaf (rows, n, emb) without the tape.
+Tensor embedding_leaf(AttnClassifier& model, const Tensor& ids) {
+  Tensor e;
+  {
+    autodiff::NoGradGuard no_grad;
+    e = model.embed(ids).clone();
+  }
+  e.set_requires_grad(true);
+  return e;
+}
+
+}  // namespace
+
+std::vector<float> class_probability(AttnClassifier& model, const Tensor& ids, const Tensor& lengths, int32_t label) {
+  check_label(model, label);
+  InspectionGuard guard(model);
+  autodiff::NoGradGuard no_grad;
+  return column(softmax(model.logits(ids, lengths)), label);
+}
+
+std::vector<float> gradient_times_input(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label) {
+  check_sentence(ids, "gradient_times_input");
+  check_label(model, label);
+  InspectionGuard guard(model);
+  Tensor ids_t, lengths;
+  repeated(ids, 1, &ids_t, &lengths);
+  const Tensor e = embedding_leaf(model, ids_t);  // (1, n, emb)
+  const Tensor states = model.encode(e, lengths);  // (1, n, E)
+  Tensor weights;                                  // (1, n), a constant
+  {
+    autodiff::NoGradGuard no_grad;
+    weights = model.pool(states.detach(), lengths).weights;
+  }
+  const Tensor probabilities = softmax(model.output(model.pool_with(weights, states)));
+  backward(probabilities, one_hot_seed(probabilities, label));
+  const int64_t n = e.dim(1), D = e.dim(2);
+  std::vector<float> g(static_cast<size_t>(n), 0.0f);
+  const float* grad = e.grad().f32();
+  for (int64_t s = 0; s < n; ++s) {
+    double total = 0.0;
+    for (int64_t d = 0; d < D; ++d) total += static_cast<double>(grad[s * D + d]) * e.f32()[s * D + d];
+    g[static_cast<size_t>(s)] = static_cast<float>(total);
+  }
+  return g;
+}
+
+std::vector<float> leave_one_out(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label) {
+  check_sentence(ids, "leave_one_out");
+  if (ids.size() < 2) throw ValueError("leave_one_out: a one-token sentence has nothing left to classify");
+  const int64_t n = static_cast<int64_t>(ids.size());
+  Tensor full_ids, full_lengths;
+  repeated(ids, 1, &full_ids, &full_lengths);
+  const float full = class_probability(model, full_ids, full_lengths, label)[0];
+  std::vector<int32_t> shortened;  // row s: the sentence without token s, (n, n − 1)
+  for (int64_t s = 0; s < n; ++s)
+    for (int64_t t = 0; t < n; ++t)
+      if (t != s) shortened.push_back(ids[static_cast<size_t>(t)]);
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(n), static_cast<int32_t>(n - 1)), {n});
+  std::vector<float> p = class_probability(model, Tensor::from_vector(shortened, {n, n - 1}), lengths, label);
+  for (float& v : p) v = std::fabs(full - v);
+  return p;
+}
+
+IntegratedGradients integrated_gradients(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label,
+                                         int steps) {
+  check_sentence(ids, "integrated_gradients");
+  check_label(model, label);
+  if (steps < 1) throw ValueError("integrated_gradients: steps must be >= 1, got " + std::to_string(steps));
+  InspectionGuard guard(model);
+  Tensor ids_t, lengths;
+  repeated(ids, steps, &ids_t, &lengths);
+  Tensor e = embedding_leaf(model, ids_t);  // (m, n, emb), row k − 1 scaled by k / m below
+  const int64_t n = e.dim(1), D = e.dim(2);
+  for (int64_t k = 0; k < steps; ++k) {
+    const float alpha = static_cast<float>(k + 1) / static_cast<float>(steps);
+    for (int64_t i = 0; i < n * D; ++i) e.f32()[k * n * D + i] *= alpha;
+  }
+  const Tensor states = model.encode(e, lengths);
+  const Tensor probabilities = softmax(model.output(model.pool(states, lengths).context));  // (m, C)
+  backward(probabilities, one_hot_seed(probabilities, label));
+  IntegratedGradients r;
+  r.attributions.assign(static_cast<size_t>(n), 0.0f);
+  const float* grad = e.grad().f32();
+  const float* full = e.f32() + (steps - 1) * n * D;  // α = 1: the embeddings themselves
+  double total = 0.0;
+  for (int64_t s = 0; s < n; ++s) {
+    double a = 0.0;
+    for (int64_t d = 0; d < D; ++d) {
+      double mean_grad = 0.0;
+      for (int64_t k = 0; k < steps; ++k) mean_grad += grad[k * n * D + s * D + d];
+      a += full[s * D + d] * mean_grad / steps;
+    }
+    r.attributions[static_cast<size_t>(s)] = static_cast<float>(a);
+    total += a;
+  }
+  const float at_input = probabilities.f32()[(steps - 1) * probabilities.dim(1) + label];
+  {
+    autodiff::NoGradGuard no_grad;
+    Tensor one_ids, one_length;
+    repeated(ids, 1, &one_ids, &one_length);
+    const Tensor zero = Tensor::zeros({1, n, D});
+    r.baseline_probability =
+        column(softmax(model.output(model.pool(model.encode(zero, one_length), one_length).context)), label)[0];
+  }
+  r.completeness_error = static_cast<float>(std::fabs(total - (at_input - r.baseline_probability)));
+  return r;
+}
+
+std::vector<float> permutation_deltas(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label,
+                                      int permutations, uint64_t seed) {
+  check_sentence(ids, "permutation_deltas");
+  check_label(model, label);
+  if (permutations < 1) throw ValueError("permutation_deltas: permutations must be >= 1, got " + std::to_string(permutations));
+  InspectionGuard guard(model);
+  autodiff::NoGradGuard no_grad;
+  Tensor ids_t, lengths;
+  repeated(ids, 1, &ids_t, &lengths);
+  const Tensor states = model.encode(model.embed(ids_t), lengths);  // (1, n, E), fixed
+  models::AttentionPooling own = model.pool(states, lengths);
+  const float full = column(softmax(model.output(own.context)), label)[0];
+  const int64_t n = states.dim(1), E = states.dim(2), P = permutations;
+  Tensor weights = Tensor::empty({P, n});
+  Tensor states_p = Tensor::empty({P, n, E});
+  Rng rng(seed);
+  std::vector<float> a = own.weights.to_vector();
+  for (int64_t p = 0; p < P; ++p) {
+    std::vector<float> shuffled = a;  // Fisher–Yates
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(shuffled[static_cast<size_t>(i)], shuffled[rng.below(static_cast<uint64_t>(i + 1))]);
+    std::copy(shuffled.begin(), shuffled.end(), weights.f32() + p * n);
+    std::copy(states.f32(), states.f32() + n * E, states_p.f32() + p * n * E);
+  }
+  std::vector<float> deltas = column(softmax(model.output(model.pool_with(weights, states_p))), label);
+  for (float& v : deltas) v = std::fabs(v - full);
+  return deltas;
+}
+
+SentenceImportance explain_sentence(AttnClassifier& model, const std::vector<int32_t>& ids,
+                                    const ImportanceOptions& options) {
+  check_sentence(ids, "explain_sentence");
+  SentenceImportance r;
+  Tensor ids_t, lengths;
+  repeated(ids, 1, &ids_t, &lengths);
+  {
+    InspectionGuard guard(model);
+    autodiff::NoGradGuard no_grad;
+    Tensor attention;
+    const Tensor probabilities = softmax(model.logits(ids_t, lengths, &attention));
+    const std::vector<float> p = probabilities.to_vector();
+    r.label = static_cast<int32_t>(std::max_element(p.begin(), p.end()) - p.begin());
+    r.probability = p[static_cast<size_t>(r.label)];
+    r.attention = attention.to_vector();
+  }
+  r.gradient = gradient_times_input(model, ids, r.label);
+  r.has_leave_one_out = ids.size() >= 2;
+  if (r.has_leave_one_out) r.leave_one_out = leave_one_out(model, ids, r.label);
+  IntegratedGradients ig = integrated_gradients(model, ids, r.label, options.ig_steps);
+  r.integrated_gradients = ig.attributions;
+  r.ig_completeness_error = ig.completeness_error;
+  r.baseline_probability = ig.baseline_probability;
+  r.permutation_deltas = permutation_deltas(model, ids, r.label, options.permutations, options.seed);
+  std::vector<float> sorted = r.permutation_deltas;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t m = sorted.size();
+  r.permutation_median = m % 2 ? sorted[m / 2] : 0.5f * (sorted[m / 2 - 1] + sorted[m / 2]);
+  return r;
+}
+
+}  // namespace attn::explain

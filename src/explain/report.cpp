@@ -1,0 +1,219 @@
+// Jain & Wallace's summary over sentences, as JSON and Markdown (see attn/explain/report.h).
+#include "attn/explain/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "attn/error.h"
+
+namespace attn::explain {
+using nlohmann::json;
+
+const std::vector<TauPair>& tau_pairs() {
+  static const std::vector<TauPair> pairs = {{"attention", "gradient"}, {"attention", "loo"}, {"gradient", "loo"},
+                                             {"attention", "ig"},       {"ig", "loo"},        {"gradient", "ig"}};
+  return pairs;
+}
+
+std::vector<float> ranking(const SentenceImportance& s, const std::string& measure) {
+  auto magnitudes = [](std::vector<float> v) {
+    for (float& x : v) x = std::fabs(x);
+    return v;
+  };
+  if (measure == "attention") return s.attention;
+  if (measure == "gradient") return magnitudes(s.gradient);
+  if (measure == "loo") return s.leave_one_out;
+  if (measure == "ig") return magnitudes(s.integrated_gradients);
+  throw ValueError("explain: unknown measure '" + measure + "' (valid: attention, gradient, loo, ig)");
+}
+
+KendallTau sentence_tau(const SentenceImportance& s, const TauPair& pair) {
+  if (s.attention.size() < 2) return kendall_tau_b({}, {});  // "fewer than 2 tokens"
+  return kendall_tau_b(ranking(s, pair.first), ranking(s, pair.second));
+}
+
+namespace {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size();
+  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
+}
+
+float max_attention(const SentenceImportance& s) {
+  return s.attention.empty() ? 0.0f : *std::max_element(s.attention.begin(), s.attention.end());
+}
+
+std::string pair_name(const TauPair& p) { return p.first + "-" + p.second; }
+
+}  // namespace
+
+ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skipped_empty) {
+  ExplainReport r;
+  r.sentences = std::move(sentences);
+  r.skipped_empty = skipped_empty;
+  for (const TauPair& pair : tau_pairs()) {
+    TauSummary t;
+    t.pair = pair;
+    double total = 0.0, significant = 0.0;
+    for (const auto& s : r.sentences) {
+      t.per_sentence.push_back(sentence_tau(s.importance, pair));
+      if (!t.per_sentence.back().defined) continue;
+      ++t.defined;
+      total += t.per_sentence.back().tau;
+      significant += t.per_sentence.back().p_value < 0.05;
+    }
+    if (t.defined > 0) {
+      t.mean = total / static_cast<double>(t.defined);
+      double squares = 0.0;
+      for (const auto& k : t.per_sentence)
+        if (k.defined) squares += (k.tau - t.mean) * (k.tau - t.mean);
+      t.sd = std::sqrt(squares / static_cast<double>(t.defined));
+      t.share_significant = significant / static_cast<double>(t.defined);
+    }
+    r.taus.push_back(std::move(t));
+  }
+  std::vector<double> medians;
+  double right = 0.0;
+  for (const auto& s : r.sentences) {
+    r.one_token_sentences += s.importance.attention.size() == 1;
+    medians.push_back(s.importance.permutation_median);
+    r.share_permutation_median_below_001 += s.importance.permutation_median < 0.01f;
+    r.ig_completeness_mean += s.importance.ig_completeness_error;
+    r.ig_completeness_max = std::max(r.ig_completeness_max, static_cast<double>(s.importance.ig_completeness_error));
+    if (s.gold >= 0) {
+      ++r.labelled;
+      right += s.gold == s.importance.label;
+    }
+  }
+  if (!r.sentences.empty()) {
+    const double n = static_cast<double>(r.sentences.size());
+    r.share_permutation_median_below_001 /= n;
+    r.ig_completeness_mean /= n;
+  }
+  r.permutation_median_of_medians = median(medians);
+  if (r.labelled > 0) r.accuracy = right / static_cast<double>(r.labelled);
+  return r;
+}
+
+json report_json(const ExplainReport& r, const json& context) {
+  json taus = json::object();
+  for (const auto& t : r.taus)
+    taus[pair_name(t.pair)] = {{"mean", t.mean}, {"sd", t.sd}, {"share_significant", t.share_significant},
+                               {"defined", t.defined}};
+  json sentences = json::array();
+  for (size_t i = 0; i < r.sentences.size(); ++i) {
+    const auto& s = r.sentences[i];
+    const auto& m = s.importance;
+    json tau = json::object();
+    for (const auto& t : r.taus) {
+      const KendallTau& k = t.per_sentence[i];
+      tau[pair_name(t.pair)] = k.defined ? json{{"tau", k.tau}, {"p", k.p_value}}
+                                         : json{{"tau", nullptr}, {"p", nullptr}, {"undefined", k.undefined_reason}};
+    }
+    sentences.push_back({{"text", s.text},
+                         {"tokens", s.tokens},
+                         {"gold", s.gold >= 0 ? json(s.gold) : json(nullptr)},
+                         {"label", m.label},
+                         {"probability", m.probability},
+                         {"attention", m.attention},
+                         {"gradient", m.gradient},
+                         {"leave_one_out", m.has_leave_one_out ? json(m.leave_one_out) : json(nullptr)},
+                         {"integrated_gradients", m.integrated_gradients},
+                         {"ig_completeness_error", m.ig_completeness_error},
+                         {"ig_baseline_probability", m.baseline_probability},
+                         {"max_attention", max_attention(m)},
+                         {"permutation_median", m.permutation_median},
+                         {"permutation_deltas", m.permutation_deltas},
+                         {"tau", tau}});
+  }
+  return {{"run", context},
+          {"sentences_explained", r.sentences.size()},
+          {"one_token_sentences", r.one_token_sentences},
+          {"skipped_empty", r.skipped_empty},
+          {"accuracy", r.labelled > 0 ? json(r.accuracy) : json(nullptr)},
+          {"labelled", r.labelled},
+          {"tau", taus},
+          {"permutation", {{"median_of_medians", r.permutation_median_of_medians},
+                           {"share_median_below_0.01", r.share_permutation_median_below_001}}},
+          {"ig_completeness_error", {{"mean", r.ig_completeness_mean}, {"max", r.ig_completeness_max}}},
+          {"jain_wallace_sst_bilstm_tanh",
+           {{"attention-gradient", {{"mean", 0.35}, {"sd", 0.21}, {"share_significant", 0.49}}},
+            {"attention-loo", {{"mean", 0.29}, {"sd", 0.19}, {"share_significant", 0.36}}},
+            {"gradient-loo", {{"mean", 0.66}, {"sd", 0.16}, {"share_significant", 0.91}}},
+            {"accuracy", 0.808}}},
+          {"sentences", sentences}};
+}
+
+namespace {
+
+std::string format(const char* fmt, double a, double b = 0.0, double c = 0.0) {
+  char buffer[1024];
+  std::snprintf(buffer, sizeof buffer, fmt, a, b, c);
+  return buffer;
+}
+
+const TauSummary& find(const ExplainReport& r, const std::string& first, const std::string& second) {
+  for (const auto& t : r.taus)
+    if (t.pair.first == first && t.pair.second == second) return t;
+  throw ValueError("explain: no τ between " + first + " and " + second);
+}
+
+std::string cell(const TauSummary& t) {
+  if (t.defined == 0) return "n/a (no sentence of 2+ tokens)";
+  return format("%.2f ± %.2f, %.0f %% sig.", t.mean, t.sd, 100.0 * t.share_significant);
+}
+
+}  // namespace
+
+std::string report_markdown(const ExplainReport& r, const json& context) {
+  const TauSummary &ag = find(r, "attention", "gradient"), &al = find(r, "attention", "loo"),
+                   &gl = find(r, "gradient", "loo");
+  std::string md = "# Is the attention an explanation?\n\n";
+  md += "Model `" + context.value("model", std::string("?")) + "`";
+  if (context.contains("split")) md += ", " + context.at("split").get<std::string>() + " split";
+  md += ": " + std::to_string(r.sentences.size()) + " sentences explained (" + std::to_string(r.one_token_sentences) +
+        " of one token, where τ is undefined and they are left out of the τ figures; " +
+        std::to_string(r.skipped_empty) + " empty lines skipped).\n\n";
+  md += "Kendall τ-b per sentence (mean ± sd over sentences, share with p < 0.05), as in Jain & Wallace (2019), "
+        "Table 2; tokens ranked by attention, |gradient × input| (attention held constant), leave-one-out |Δŷ|.\n\n";
+  md += "| | attention–gradient τ | attention–LOO τ | gradient–LOO τ | accuracy |\n";
+  md += "|---|---|---|---|---|\n";
+  md += "| attn (this model) | " + cell(ag) + " | " + cell(al) + " | " + cell(gl) + " | " +
+        (r.labelled > 0 ? format("%.3f", r.accuracy) : std::string("n/a")) + " |\n";
+  md += "| Jain & Wallace, SST BiLSTM+tanh | 0.35 ± 0.21, 49 % sig. | 0.29 ± 0.19, 36 % sig. | 0.66 ± 0.16, 91 % sig. "
+        "| 0.808 |\n\n";
+  md += "Integrated gradients (zero baseline): attention–IG " + cell(find(r, "attention", "ig")) + "; IG–LOO " +
+        cell(find(r, "ig", "loo")) + "; gradient–IG " + cell(find(r, "gradient", "ig")) +
+        format("; completeness error mean %.2g, max %.2g.\n\n", r.ig_completeness_mean, r.ig_completeness_max);
+  md += format("Random permutation of the attention weights (encoder states fixed): the median over sentences of "
+               "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "
+               "report.json holds each sentence's median beside its maximum attention weight.\n\n",
+               r.permutation_median_of_medians, 100.0 * r.share_permutation_median_below_001);
+  md += "## Verdict\n\n";
+  if (gl.defined == 0) {
+    md += "No sentence had two or more tokens: nothing to rank.\n";
+    return md;
+  }
+  const double best_attention = std::max(ag.mean, al.mean);
+  if (gl.mean - best_attention > 0.1)
+    md += format("The two importance measures agree with each other (gradient–LOO τ %.2f) much more than "
+                 "attention agrees with either (%.2f with the gradient, %.2f with LOO): read this model's attention "
+                 "as a weak hint about which tokens matter, not as an explanation.\n",
+                 gl.mean, ag.mean, al.mean);
+  else if (best_attention >= 0.5)
+    md += format("Attention tracks the importance measures about as well as they track each other "
+                 "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f): on this evidence its "
+                 "ranking of tokens is a fair guide to what the model uses.\n",
+                 ag.mean, al.mean, gl.mean);
+  else
+    md += format("Attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
+                 "attention–LOO τ %.2f, gradient–LOO τ %.2f): treat the attention map as suggestive, and check "
+                 "it with erasure before relying on it.\n",
+                 ag.mean, al.mean, gl.mean);
+  return md;
+}
+
+}  // namespace attn::explain
