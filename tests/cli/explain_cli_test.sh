@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# attn explain: train a tiny bilstm-attn classifier on a slice of SST-2, explain a few test
+# sentences (report.json / report.md), one sentence in the terminal and as JSON, and the bad
+# inputs. Usage: explain_cli_test.sh path/to/attn
+set -uo pipefail
+attn="$1"
+data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
+if [[ ! -f "$data/sst2/sentiment-test" ]]; then echo "no SST-2 data under $data: skipped"; exit 0; fi
+source "$(dirname "$0")/lib.sh"
+
+tiny=(--task sst2 --data "$data" --emb 16 --hidden 12 --batch 32 --steps 20 --log-every 10 --train-limit 800
+      --dev-limit 50 --threads 1)
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --out "$work/attn"
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --encoder average --pooling dot \
+  --out "$work/average"
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm --out "$work/bilstm"
+expect 2 "--pooling does not apply" -- "$attn" train "${tiny[@]}" --model bilstm --pooling dot --out "$work/bad"
+expect 2 "'pooling' must be additive or dot" -- "$attn" train "${tiny[@]}" --model bilstm-attn --pooling max --out "$work/bad"
+m="$work/attn/model.safetensors"
+
+# classify returns the pooling weights.
+out="$("$attn" classify --model "$m" --text "a gorgeous , witty film" --json)" || fail "classify --json"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert len(d["attention"]) == 5 and abs(sum(d["attention"]) - 1) < 1e-5, d' || fail "classify attention: $out"
+
+# A split: report.json holds every figure and vector, and they recompute.
+for model in attn average; do
+  expect 0 "Jain & Wallace, SST BiLSTM+tanh" -- "$attn" explain --model "$work/$model/model.safetensors" --data "$data" \
+    --split test --limit 12 --permutations 20 --ig-steps 10 --out "$work/report-$model" --threads 1
+  /usr/bin/python3 - "$work/report-$model" <<'PY' || fail "report of $model"
+import json, math, sys
+r = json.load(open(sys.argv[1] + "/report.json"))
+md = open(sys.argv[1] + "/report.md").read()
+assert r["sentences_explained"] == 12 and len(r["sentences"]) == 12, r["sentences_explained"]
+assert "0.35 ± 0.21" in md and "| attn (this model) |" in md and "## Verdict" in md, md
+right = 0
+for s in r["sentences"]:
+    n = len(s["tokens"])
+    assert len(s["attention"]) == n and len(s["gradient"]) == n and len(s["integrated_gradients"]) == n
+    assert len(s["permutation_deltas"]) == 20
+    # nlohmann writes NaN as null: every value is a finite number.
+    for key in ("attention", "gradient", "integrated_gradients", "permutation_deltas"):
+        assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in s[key]), (key, s)
+    assert abs(sum(s["attention"]) - 1) < 1e-4
+    right += s["gold"] == s["label"]
+    if n >= 2:
+        # τ-b of attention against leave-one-out, recomputed from the vectors (no ties here).
+        a, l = s["attention"], s["leave_one_out"]
+        sign = lambda v: (v > 0) - (v < 0)
+        c = sum(sign(a[j] - a[i]) * sign(l[j] - l[i]) for i in range(n) for j in range(i + 1, n))
+        tx = sum(1 for i in range(n) for j in range(i + 1, n) if a[i] == a[j])
+        ty = sum(1 for i in range(n) for j in range(i + 1, n) if l[i] == l[j])
+        n0 = n * (n - 1) / 2
+        if tx < n0 and ty < n0:
+            assert abs(s["tau"]["attention-loo"]["tau"] - c / math.sqrt((n0 - tx) * (n0 - ty))) < 1e-6, s
+assert abs(r["accuracy"] - right / 12) < 1e-12
+taus = [s["tau"]["gradient-loo"]["tau"] for s in r["sentences"] if s["tau"]["gradient-loo"]["tau"] is not None]
+assert abs(r["tau"]["gradient-loo"]["mean"] - sum(taus) / len(taus)) < 1e-9
+PY
+done
+out="$("$attn" explain --model "$m" --data "$data" --split dev --limit 3 --permutations 5 --ig-steps 5 --out "$work/r3" --json)" \
+  || fail "explain --json"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["sentences_explained"] == 3 and "sentences" not in d and d["run"]["split"] == "dev", d' || fail "summary json: $out"
+
+# One sentence in the terminal, and as JSON; a one-token sentence says why τ is undefined.
+expect 0 "grad x in" -- "$attn" explain --model "$m" --text "a gorgeous , witty film"
+expect 0 "undefined (fewer than 2 tokens)" -- "$attn" explain --model "$m" --text "brilliant"
+out="$("$attn" explain --model "$m" --text "a dull mess" --json)" || fail "explain --text --json"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["tokens"] == ["a", "dull", "mess"] and len(d["leave_one_out"]) == 3 and d["gold"] is None, d' || fail "$out"
+out="$("$attn" explain --model "$m" --text "brilliant" --json)" || fail "one token --json"
+echo "$out" | /usr/bin/python3 -c '
+import json, math, sys
+d = json.loads(sys.stdin.read())
+assert d["leave_one_out"] is None and d["tau"]["attention-gradient"]["undefined"] == "fewer than 2 tokens", d
+assert all(math.isfinite(x) for x in d["attention"] + d["gradient"] + d["integrated_gradients"]), d' \
+  || fail "one-token json: $out"
+
+# Bad input.
+expect 2 "--limit must be >= 1, got 0" -- "$attn" explain --model "$m" --data "$data" --limit 0 --out "$work/x"
+expect 2 "--limit must be >= 1, got -3" -- "$attn" explain --model "$m" --data "$data" --limit -3 --out "$work/x"
+expect 2 "give exactly one of --text or --data" -- "$attn" explain --model "$m"
+expect 2 "--data needs --out" -- "$attn" explain --model "$m" --data "$data"
+expect 2 "--split must be dev or test" -- "$attn" explain --model "$m" --data "$data" --split train --out "$work/x"
+expect 2 "--text has no tokens" -- "$attn" explain --model "$m" --text "   "
+expect 1 "attn explain supports 'bilstm-attn'" -- "$attn" explain --model "$work/bilstm/model.safetensors" --text "good"
+expect 1 "" -- "$attn" explain --model "$work/missing.safetensors" --text "good"
+finish explain

@@ -1,0 +1,186 @@
+// attn explain: how far a classifier's attention tracks token importance (Jain & Wallace
+// 2019). Over a data split: report.json and report.md in --out; for one --text: attention,
+// gradient × input, leave-one-out and integrated gradients side by side.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/data/sst2.h"
+#include "attn/data/text.h"
+#include "attn/explain/report.h"
+#include "attn/io/atomic_file.h"
+#include "attn/train/checkpoint.h"
+#include "attn/train/classifier_trainer.h"
+#include "attn/train/progress.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace {
+using models::AttnClassifier;
+
+struct Args {
+  std::string model, data, split = "test", text, out;
+  int64_t limit = 0;
+  bool json = false;
+  explain::ImportanceOptions options;
+};
+
+// The checkpoint's model, when it is one explain supports.
+AttnClassifier& explainable(train::LoadedClassifier& loaded, const std::string& path) {
+  auto* model = dynamic_cast<AttnClassifier*>(loaded.model.get());
+  if (model == nullptr)
+    throw ValueError(path + " is a '" + loaded.model->kind() +
+                     "' classifier; attn explain supports 'bilstm-attn' checkpoints (attention pooling: train one "
+                     "with attn train --task sst2 --model bilstm-attn)");
+  return *model;
+}
+
+explain::ExplainedSentence explain_text(AttnClassifier& model, const data::Vocab& vocab, const std::string& text,
+                                        int32_t gold, const explain::ImportanceOptions& options) {
+  explain::ExplainedSentence s;
+  s.text = text;
+  s.tokens = data::sst2_tokens(text);
+  s.gold = gold;
+  std::vector<int32_t> ids;
+  for (const auto& t : s.tokens) ids.push_back(vocab.id(t));
+  s.importance = explain::explain_sentence(model, ids, options);
+  return s;
+}
+
+std::string tau_text(const explain::SentenceImportance& m, const explain::TauPair& pair) {
+  const explain::KendallTau k = explain::sentence_tau(m, pair);
+  if (!k.defined) return "undefined (" + k.undefined_reason + ")";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.3f (p = %.3g)", k.tau, k.p_value);
+  return buffer;
+}
+
+void print_sentence(const train::LoadedClassifier& loaded, const explain::ExplainedSentence& s, bool json) {
+  const explain::SentenceImportance& m = s.importance;
+  if (json) {
+    explain::ExplainReport one = explain::summarise({s});
+    std::printf("%s\n", explain::report_json(one, {{"model", loaded.model->kind()}}).at("sentences").at(0).dump().c_str());
+    return;
+  }
+  std::printf("%s %.4f  %s\n", loaded.labels.at(static_cast<size_t>(m.label)).c_str(), m.probability, s.text.c_str());
+  std::printf("  attention: %s; gradient x input with the attention held constant; leave-one-out |dy|; "
+              "integrated gradients (zero baseline, %zu tokens)\n",
+              loaded.model->attention_description().c_str(), s.tokens.size());
+  std::printf("  %-18s %9s %11s %9s %11s\n", "token", "attention", "grad x in", "LOO", "IG");
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    const std::string loo = m.has_leave_one_out ? std::to_string(m.leave_one_out[i]).substr(0, 8) : "n/a";
+    std::printf("  %-18s %9.4f %11.5f %9s %11.5f\n", s.tokens[i].c_str(), m.attention[i], m.gradient[i], loo.c_str(),
+                m.integrated_gradients[i]);
+  }
+  if (!m.has_leave_one_out) std::printf("  (one token: leave-one-out would leave nothing to classify; tau is undefined)\n");
+  std::printf("  IG completeness error %.3g (sum of IG vs y(x) - y(0) = %.4f - %.4f)\n", m.ig_completeness_error,
+              m.probability, m.baseline_probability);
+  std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
+              m.permutation_deltas.size(), m.permutation_median,
+              *std::max_element(m.attention.begin(), m.attention.end()));
+  for (const auto& pair : explain::tau_pairs())
+    std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
+}
+
+void run_split(const train::LoadedClassifier& loaded, AttnClassifier& model, const Args& a) {
+  std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
+  if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<explain::ExplainedSentence> sentences;
+  int64_t skipped = 0;
+  {
+    train::Progress progress("explain", static_cast<int64_t>(examples.size()));
+    for (size_t i = 0; i < examples.size(); ++i) {
+      if (data::sst2_tokens(examples[i].text).empty()) {
+        ++skipped;
+      } else {
+        sentences.push_back(explain_text(model, loaded.vocab, examples[i].text, examples[i].label, a.options));
+      }
+      progress.update(static_cast<int64_t>(i + 1), {});
+    }
+    progress.finish();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const nlohmann::json context = {{"model", a.model},
+                                  {"kind", model.kind()},
+                                  {"config", model.config_json()},
+                                  {"data", a.data},
+                                  {"split", a.split},
+                                  {"limit", a.limit},
+                                  {"ig_steps", a.options.ig_steps},
+                                  {"permutations", a.options.permutations},
+                                  {"seed", a.options.seed},
+                                  {"seconds", seconds}};
+  const explain::ExplainReport report = explain::summarise(std::move(sentences), skipped);
+  const nlohmann::json j = explain::report_json(report, context);
+  std::filesystem::create_directories(a.out);
+  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), j.dump(1) + "\n");
+  io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(),
+                            explain::report_markdown(report, context));
+  if (a.json) {
+    nlohmann::json summary = j;
+    summary.erase("sentences");
+    std::printf("%s\n", summary.dump().c_str());
+  } else {
+    std::printf("%s", explain::report_markdown(report, context).c_str());
+  }
+  std::fprintf(stderr, "explained %zu sentences in %.0f s: %s/report.json, %s/report.md\n", report.sentences.size(),
+               seconds, a.out.c_str(), a.out.c_str());
+}
+
+}  // namespace
+
+void add_explain_command(CLI::App& app) {
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "Is the attention an explanation? Attention against gradient, leave-one-out and integrated gradients "
+                 "(Jain & Wallace 2019) for a bilstm-attn checkpoint");
+  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors) of kind bilstm-attn")->required();
+  cmd->add_option("--text", args->text, "One sentence: the measures side by side in the terminal");
+  cmd->add_option("--data", args->data, "The data folder (holding sst2/): explain a whole split");
+  cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
+  cmd->add_option("--limit", args->limit, "Explain the first N sentences of the split (N >= 1; default all)");
+  cmd->add_option("--out", args->out, "--data: the folder for report.json and report.md");
+  cmd->add_flag("--json", args->json, "--text: the sentence as JSON; --data: the summary as JSON on stdout");
+  cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
+  cmd->add_option("--permutations", args->options.permutations, "Random permutations of the attention per sentence")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "The permutations' seed")->capture_default_str();
+  add_threads_option(cmd);
+  cmd->callback([args, cmd] {
+    Args& a = *args;
+    const bool one = cmd->count("--text") > 0;
+    if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
+    if (cmd->count("--limit") && a.limit < 1)
+      throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
+    if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
+    if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
+    if (a.options.permutations < 1)
+      throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));
+    if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
+    if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))
+      throw UsageError("--out, --limit and --split apply to --data, not --text");
+    const std::string format = attn_checkpoint_format(a.model);
+    if (format != "attn-classifier")
+      throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
+                       "'); attn explain supports 'bilstm-attn' classifier checkpoints");
+    train::LoadedClassifier loaded = train::load_classifier(a.model);
+    AttnClassifier& model = explainable(loaded, a.model);
+    if (one) {
+      const std::string text = data::valid_utf8(a.text);
+      if (data::sst2_tokens(text).empty()) throw UsageError("--text has no tokens: there is nothing to explain");
+      print_sentence(loaded, explain_text(model, loaded.vocab, text, -1, a.options), a.json);
+      return;
+    }
+    run_split(loaded, model, a);
+  });
+}
+
+ATTN_REGISTER_COMMAND(61, add_explain_command);
+
+}  // namespace attn::cli
