@@ -79,7 +79,7 @@ expect 2 "is not a seq2seq or translation checkpoint (format 'attn-classifier')"
   "$attn" align --model "$work/run/model.safetensors" --text "a film"
 
 # Bad input: a clear message and a non-zero exit code.
-expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
+expect 2 "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
 expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
 expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
 expect 2 "--resume is not supported for --task sst2" -- "$attn" train "${tiny[@]}" --resume --out "$work/bad4"

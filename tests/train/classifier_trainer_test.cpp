@@ -115,7 +115,7 @@ TEST_F(ClassifierTrainer, StopFlagSavesAndReturns) {
 TEST_F(ClassifierTrainer, OptionAndFileErrors) {
   ClassifierTrainOptions o = small_run();
   o.model = "cnn";
-  EXPECT_THROW_MSG(train_classifier(o), ValueError, "unknown --model 'cnn' (valid: bilstm, transformer-cls)");
+  EXPECT_THROW_MSG(train_classifier(o), ValueError, "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)");
   o = small_run();
   o.batch = 0;
   EXPECT_THROW_MSG(train_classifier(o), ValueError, "--batch must be >= 1, got 0");
