@@ -42,6 +42,7 @@ int64_t output_features(const Seq2SeqConfig& c, int64_t encoder_size) {
 Attention::Attention(const std::string& kind_, const std::string& score_, int64_t D, int64_t E,
                      const Seq2SeqConfig& config, Rng& rng)
     : kind(kind_), score(score_), context_size_(E), sample_rng_(splitmix64(config.seed ^ 0x4A2DA77ULL)) {
+  register_random_stream("sample_rng", sample_rng_);
   const int64_t A = D;  // attention size
   if (kind == "bahdanau") {
     w_q = register_parameter("w_q", xavier({A, D}, rng));

@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
     status = app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(app, e, argc, argv);
-  } catch (const attn::cli::Interrupted&) {
-    return 130;
+  } catch (const attn::cli::Interrupted& e) {
+    return e.exit_code;
   } catch (const attn::cli::UsageError& e) {
     std::fprintf(stderr, "attn: usage error: %s\n", e.what());
     return 2;
