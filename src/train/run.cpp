@@ -184,7 +184,16 @@ std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
     ::close(fd);
     throw IoError(o.out_dir + ": another attn run is using this folder (wait for it, or choose another --out)");
   }
-  std::shared_ptr<void> lock(nullptr, [fd](void*) { ::close(fd); });  // closing releases the flock
+  // Closing the descriptor releases the flock. (A non-null pointer: an empty one would read
+  // as "no lock" through weak_ptr::lock.)
+  struct Lock {
+    explicit Lock(int descriptor) : fd(descriptor) {}
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    ~Lock() { ::close(fd); }
+    int fd;
+  };
+  std::shared_ptr<void> lock = std::make_shared<Lock>(fd);
   for (const char* name : {"last.safetensors", "model.safetensors"}) {
     if (o.resume || !fs::exists(fs::path(o.out_dir) / name)) continue;
     if (!o.overwrite)

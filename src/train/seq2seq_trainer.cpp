@@ -185,7 +185,11 @@ class Seq2SeqTask final : public Task {
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    return info_json({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
+    json j = info_json({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
+    // Hard attention's REINFORCE baseline is run state too: a moving average, not a parameter.
+    const ReinforceBaseline& b = model_.decoder.hard_baseline;
+    j["hard_baseline"] = {{"value", b.value}, {"updates", b.updates}};
+    return j;
   }
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
     const CheckpointInfo info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
@@ -194,6 +198,11 @@ class Seq2SeqTask final : public Task {
                        info.config.to_json_string() + ")");
     if (info.task != o_.task) throw ValueError("--resume: the run in " + o_.out_dir + " trains task '" + info.task + "'");
     load_model_parameters(file, model_.named_parameters(), path);
+    const json j = read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint");
+    if (j.contains("hard_baseline")) {
+      model_.decoder.hard_baseline.value = j["hard_baseline"].value("value", 0.0f);
+      model_.decoder.hard_baseline.updates = j["hard_baseline"].value("updates", int64_t{0});
+    }
     return {.step = info.step, .has_best = true, .best_score = info.best_token_accuracy, .best_step = info.step};
   }
   json resume_checked_options() const override {

@@ -56,13 +56,15 @@ expect 0 "trained" -- "$attn" train "${tiny[@]}" --steps 1000000 --max-minutes 0
 expect 0 "trained" -- "$attn" train "${tiny[@]}" --steps 1000000 --max-minutes 0.002 --out "$work/timed" --resume
 [[ $(grep -c '"run"' "$work/timed/log.jsonl") == 2 ]] || fail "the resumed --max-minutes run did not append to log.jsonl"
 
-# --resume refuses changed options, naming the option and both values; more --steps is fine.
-expect 0 "trained 10 steps" -- "$attn" train "${tiny[@]}" --steps 10 --out "$work/opts"
+# --resume refuses changed options, naming the option and both values; more --steps and
+# another --log-every are fine.
+base=(--task copy --hidden 16 --emb 8 --min-len 3 --max-len 6 --eval-every 50 --eval-samples 16 --threads 1)
+expect 0 "trained 10 steps" -- "$attn" train "${base[@]}" --batch 8 --steps 10 --out "$work/opts"
 expect 1 "--resume: --lr 0.002 differs from the run in $work/opts (--lr 0.001)" -- \
-  "$attn" train "${tiny[@]}" --steps 20 --lr 0.002 --out "$work/opts" --resume
+  "$attn" train "${base[@]}" --batch 8 --steps 20 --lr 0.002 --out "$work/opts" --resume
 expect 1 "--resume: --batch 4 differs from the run in $work/opts (--batch 8)" -- \
-  "$attn" train "${tiny[@]}" --steps 20 --batch 4 --out "$work/opts" --resume
-expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --steps 20 --log-every 2 --out "$work/opts" --resume
+  "$attn" train "${base[@]}" --batch 4 --steps 20 --out "$work/opts" --resume
+expect 0 "trained 20 steps" -- "$attn" train "${base[@]}" --batch 8 --steps 20 --log-every 2 --out "$work/opts" --resume
 
 # A folder that holds another run is refused unless --resume or --overwrite.
 expect 1 "holds another run (last.safetensors); give --resume to continue it, --overwrite to replace it" -- \
