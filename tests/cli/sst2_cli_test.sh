@@ -72,9 +72,10 @@ expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" tra
 expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
 expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
 # --resume: 15 + 15 steps give the very checkpoint of 30 uninterrupted steps (dropout 0.5
-# included); a constant rate, since a cosine schedule's length is the run's --steps.
+# included); a constant rate without warm-up, since a schedule's length (and the default
+# warm-up, capped at a tenth of the run) follow the run's --steps.
 part=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --eval-every 15 --log-every 10
-      --train-limit 1500 --dev-limit 100 --threads 1 --lr-schedule constant)
+      --train-limit 1500 --dev-limit 100 --threads 1 --lr-schedule constant --warmup 0)
 expect 0 "trained 30 steps" -- "$attn" train "${part[@]}" --steps 30 --out "$work/whole"
 expect 0 "trained 15 steps" -- "$attn" train "${part[@]}" --steps 15 --out "$work/parts"
 expect 0 "trained 30 steps" -- "$attn" train "${part[@]}" --steps 30 --out "$work/parts" --resume
