@@ -157,10 +157,15 @@ std::vector<std::pair<std::string, Tensor>> random_stream_tensors(const nn::Modu
 
 void load_random_streams(const io::SafetensorsFile& file, const nn::Module& module, const std::string& path) {
   const auto streams = module.named_random_streams();
+  // A checkpoint of an older attn has no streams at all: the run continues with fresh
+  // ones (bit-identical only without dropout and hard attention).
+  bool any = false;
+  for (const auto& [name, t] : file.tensors) any = any || name.rfind(kRandomPrefix, 0) == 0;
+  if (!any) return;
   std::vector<Rng::State> states;
   for (const auto& [name, rng] : streams) {
     const Tensor* t = file.find(kRandomPrefix + name);
-    if (!t) throw IoError(path + ": no state for the random stream '" + name + "' (written by an older attn?)");
+    if (!t) throw IoError(path + ": no state for the random stream '" + name + "' (a checkpoint of another model?)");
     if (t->dtype() != DType::i32 || t->numel() != 8)
       throw IoError(path + ": random stream '" + name + "' must be 8 int32 values");
     Rng::State s;

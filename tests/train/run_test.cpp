@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "attn/io/safetensors.h"
+#include "attn/nn/layers.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/reduce.h"
 #include "attn/parallel.h"
@@ -285,6 +286,39 @@ TEST(Run, CallsTheCommunicatorBetweenBackwardAndStep) {
   run(task, o);
   EXPECT_EQ(communicator.calls, 6);
   fs::remove_all(out);
+}
+
+// The streams a module registered survive a save and a load; a file that lacks one of
+// them is refused by name, one with none (an older attn) leaves them alone.
+TEST(RandomStreams, RoundTripAndMissingStream) {
+  nn::Module parent;
+  nn::Dropout dropout(0.5f, 7);
+  parent.register_module("drop", dropout);
+  ASSERT_EQ(parent.named_random_streams().size(), 1u);
+  EXPECT_EQ(parent.named_random_streams()[0].first, "drop.rng");
+  Rng* rng = parent.named_random_streams()[0].second;
+  rng->next();
+  const Rng::State saved = rng->state();
+  const std::string path = fresh_dir("streams") + ".safetensors";
+  io::save_safetensors(path, random_stream_tensors(parent), {});
+  const uint64_t expected = rng->next();  // the draw after the saved state
+  load_random_streams(io::load_safetensors(path), parent, path);
+  EXPECT_EQ(rng->state(), saved);
+  EXPECT_EQ(rng->next(), expected);
+
+  nn::Dropout other(0.5f, 8);
+  parent.register_module("other", other);
+  try {
+    load_random_streams(io::load_safetensors(path), parent, path);
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("random stream 'other.rng'"), std::string::npos) << e.what();
+  }
+  io::save_safetensors(path, {{"w", Tensor::zeros({1})}}, {});
+  const Rng::State before = other.named_random_streams()[0].second->state();
+  load_random_streams(io::load_safetensors(path), parent, path);
+  EXPECT_EQ(other.named_random_streams()[0].second->state(), before);
+  fs::remove(path);
 }
 
 TEST(RunOptions, ValidateNamesTheOption) {

@@ -199,7 +199,8 @@ RunResult run(Task& task, const RunOptions& options);
 std::shared_ptr<void> lock_run_folder(const RunOptions& options);
 
 // The random streams of `module`, as int32 tensors "rng.<stream>" (8 values: 4 uint64),
-// and their restore (ValueError naming a stream that is missing or malformed).
+// and their restore: IoError naming a stream that is missing or malformed; a file with no
+// "rng." entries at all (written by an older attn) leaves the streams as they are.
 std::vector<std::pair<std::string, Tensor>> random_stream_tensors(const nn::Module& module);
 void load_random_streams(const io::SafetensorsFile& file, const nn::Module& module, const std::string& path);
 
