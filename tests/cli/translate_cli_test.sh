@@ -52,6 +52,13 @@ else
     expect 0 '"bleu":' -- "$attn" eval --model "$work/$run/model.safetensors" --data "$data" --split test2016 --limit 10 \
       --beam 2 --json --hypotheses "$work/$run.hyp"
     [[ "$(wc -l < "$work/$run.hyp")" == 10 ]] || fail "$run: eval --hypotheses wrote the wrong number of lines"
+    # eval --json names the model, its score and the beam; without --beam a translation model
+    # is decoded with beam 5, as --help says.
+    "$attn" eval --model "$work/$run/model.safetensors" --data "$data" --limit 3 --json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["model"].endswith("model.safetensors") and d["beam"] == 5 and d["score"] == d["bleu"] and d["metric"] == "bleu", d' \
+      || fail "$run: eval --json lacks model, score or beam 5"
     # the printed BLEU equals `attn bleu` on the written hypotheses.
     zcat "$data/multi30k/raw/test_2016_flickr.en.gz" | head -n 10 > "$work/ref.en"
     want=$("$attn" bleu --ref "$work/ref.en" < "$work/$run.hyp" | cut -d' ' -f3)

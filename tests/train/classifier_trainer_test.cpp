@@ -97,6 +97,7 @@ TEST_F(ClassifierTrainer, RunsAreReproducible) {
   o.steps = 20;
   o.eval_every = 20;
   const ClassifierTrainResult a = train_classifier(o);
+  o.overwrite = true;  // the second run replaces the first in the same folder
   const ClassifierTrainResult b = train_classifier(o);
   EXPECT_EQ(a.final_loss, b.final_loss);
   EXPECT_EQ(a.best_dev_accuracy, b.best_dev_accuracy);

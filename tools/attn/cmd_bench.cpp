@@ -37,6 +37,7 @@
 #include "attn/ops/sdpa.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"
+#include "attn/train/run.h"
 #include "commands.h"
 #include "common.h"
 
@@ -179,9 +180,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
     const auto t1 = Clock::now();
     backward(loss);
     const auto t2 = Clock::now();
-    train::clip_grad_norm(model.parameters(), 1.0f);
-    adam.step();
-    adam.zero_grad();
+    train::apply_gradients(adam, /*clip=*/1.0f);  // the run loop's update (train/run.h)
     const auto t3 = Clock::now();
     if (timed) {
       t_forward += std::chrono::duration<double>(t1 - t0).count();

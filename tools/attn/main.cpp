@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
     status = app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(app, e, argc, argv);
-  } catch (const attn::cli::Interrupted&) {
-    return 130;
+  } catch (const attn::cli::Interrupted& e) {
+    return e.exit_code;
   } catch (const attn::cli::UsageError& e) {
     std::fprintf(stderr, "attn: usage error: %s\n", without_json_prefix(e.what()).c_str());
     return 2;
