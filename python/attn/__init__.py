@@ -31,3 +31,13 @@ _default_wait_policy()
 # (src/kernels/blas.cpp); a user's OPENBLAS_CORETYPE wins.
 from ._attn import *  # noqa: F401,F403,E402
 from ._attn import ShapeError, ValueError_ as ValueError, IoError, Error  # noqa: F401,E402
+
+
+def machine_report(sgemm_seconds=1.0):
+    """CPU, vector ISA, GEMM kernels, a measured sgemm rate, threads, OpenMP wait policy and
+    versions, as a dict: what `attn doctor --json` prints. sgemm_seconds=0 skips the timing."""
+    import json
+
+    from ._attn import _machine_report_json
+
+    return json.loads(_machine_report_json(sgemm_seconds))
