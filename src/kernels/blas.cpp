@@ -79,9 +79,19 @@ const char* blas_core_for(const CpuFeatures& cpu) {
     return zen ? "Zen" : "Haswell";
   }
   if (cpu.avx && cpu.os_ymm) return "Sandybridge";
-  if (cpu.ssse3 && cpu.sse4_1 && cpu.sse4_2) return "Nehalem";
+  // Not Nehalem or Penryn for SSE4: their kernels ran at 7.4 and 8.6 GFLOP/s against Core2's
+  // 10.4 (2048^3, docs/performance.md), and OpenBLAS's table knows the real SSE4 CPUs anyway.
   if (cpu.ssse3) return "Core2";
   return "Prescott";  // SSE3, which every x86-64 OpenBLAS supports
+}
+
+int blas_cpu_level(const CpuFeatures& cpu) {
+  if (!cpu.x86) return -1;
+  if (has_avx512(cpu)) return cpu.amx_tile && cpu.amx_bf16 && cpu.os_amx && cpu.avx512_bf16 ? 8 : cpu.avx512_bf16 ? 7 : 6;
+  if (has_avx2(cpu)) return 5;
+  if (cpu.avx && cpu.os_ymm) return 4;
+  if (cpu.ssse3 && cpu.sse4_1) return 3;
+  return cpu.ssse3 ? 2 : cpu.sse3 ? 1 : 0;
 }
 
 int blas_core_level(const std::string& core) {
@@ -126,7 +136,9 @@ bool openblas_has_core(const std::string& core) {
 BlasCoreState apply_blas_core_choice() {
   BlasCoreState s;
   s.detected = openblas_get_corename();
-  s.best = blas_core_for(read_cpu_features());
+  const CpuFeatures cpu = read_cpu_features();
+  s.best = blas_core_for(cpu);
+  s.cpu_level = blas_cpu_level(cpu);
   const char* user = std::getenv("OPENBLAS_CORETYPE");
   s.user_set = user != nullptr;
   if (user) {

@@ -46,10 +46,10 @@ std::string kernel_warning(const kernels::BlasCoreState& s) {
   const int active = kernels::blas_core_level(s.active);
   const std::string user = s.user_set ? " (OPENBLAS_CORETYPE=" + s.user_value + " is set)" : "";
   // OpenBLAS 0.3.21 maps a core name it does not know to its last core, Cooperlake.
-  if (active > best)
+  if (active > s.cpu_level)
     return "warning: GEMM kernels " + s.active + " need instructions this CPU lacks (its best is " + s.best + ")" +
            user + "; GEMM may fault";
-  if (active < 0 || active == best) return "";
+  if (active < 0 || active >= best) return "";
   return "warning: GEMM kernels " + s.active + " are below what this CPU supports (" + s.best + "): " +
          (s.user_set ? "unset OPENBLAS_CORETYPE or set it to " + s.best : s.switch_error);
 }

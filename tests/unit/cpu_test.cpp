@@ -69,7 +69,7 @@ TEST(BlasCoreFor, AvX512TheOsDoesNotSaveFallsToAvX2) {
   f.os_zmm = false;
   EXPECT_STREQ(kernels::blas_core_for(f), "Haswell");
   f.os_ymm = false;  // no AVX state saved at all: SSE kernels
-  EXPECT_STREQ(kernels::blas_core_for(f), "Nehalem");
+  EXPECT_STREQ(kernels::blas_core_for(f), "Core2");
 }
 
 TEST(BlasCoreFor, PartialAvX512IsNotEnough) {
@@ -100,8 +100,9 @@ TEST(BlasCoreFor, Avx2OnlyIntelIsHaswell) {
 }
 
 TEST(BlasCoreFor, OlderVectorSets) {
+  // SSE4.2 without AVX: Core2's SSSE3 kernels, which measured faster than Nehalem's.
   CpuFeatures sse42 = x86("GenuineIntel", 6, 26);
-  EXPECT_STREQ(kernels::blas_core_for(sse42), "Nehalem");
+  EXPECT_STREQ(kernels::blas_core_for(sse42), "Core2");
   CpuFeatures ssse3 = sse42;
   ssse3.sse4_1 = ssse3.sse4_2 = false;
   EXPECT_STREQ(kernels::blas_core_for(ssse3), "Core2");
@@ -122,6 +123,20 @@ TEST(BlasCoreLevel, RanksByVectorIsaCaseInsensitively) {
   EXPECT_LT(kernels::blas_core_level("SKYLAKEX"), kernels::blas_core_level("Cooperlake"));
   EXPECT_EQ(kernels::blas_core_level("bogus"), -1);
   EXPECT_EQ(kernels::blas_core_level(""), -1);
+}
+
+TEST(BlasCpuLevel, WhatTheCpuCanRun) {
+  EXPECT_EQ(kernels::blas_cpu_level(issue_22_xeon()), kernels::blas_core_level("SapphireRapids"));
+  CpuFeatures skx = x86("GenuineIntel", 6, 85);
+  EXPECT_EQ(kernels::blas_cpu_level(with_avx512(skx)), kernels::blas_core_level("SkylakeX"));
+  CpuFeatures zen = x86("AuthenticAMD", 23, 1);
+  EXPECT_EQ(kernels::blas_cpu_level(with_avx2(zen)), kernels::blas_core_level("Zen"));
+  // An SSE4.2 CPU can run Nehalem's kernels (OpenBLAS's own pick is kept) though attn picks Core2.
+  const CpuFeatures sse42 = x86("GenuineIntel", 6, 26);
+  EXPECT_EQ(kernels::blas_cpu_level(sse42), kernels::blas_core_level("Nehalem"));
+  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Nehalem", kernels::blas_core_for(sse42)));
+  EXPECT_TRUE(kernels::blas_core_should_switch(nullptr, "Prescott", kernels::blas_core_for(sse42)));
+  EXPECT_EQ(kernels::blas_cpu_level(CpuFeatures{}), -1);
 }
 
 TEST(BlasCoreShouldSwitch, OnlyUpwardsAndNeverOverTheUser) {

@@ -31,6 +31,9 @@ const char* blas_core_for(const CpuFeatures& cpu);
 // The vector ISA an OpenBLAS core name's kernels use, as a rank (case-insensitive):
 // 0 SSE2, 1 SSE3, 2 SSSE3, 3 SSE4, 4 AVX, 5 AVX2, 6 AVX-512, 7 AVX-512 BF16, 8 AMX; -1 unknown.
 int blas_core_level(const std::string& core);
+// The highest of those ranks whose instructions this CPU (and its OS) can run; -1 not x86.
+// blas_core_for may pick a lower-ranked core that measured faster (Core2 for SSE4).
+int blas_cpu_level(const CpuFeatures& cpu);
 // Whether attn should replace OpenBLAS's pick `detected` by `best`: never when the user set
 // OPENBLAS_CORETYPE (user_coretype non-null), nor for a pick attn does not know (a newer
 // OpenBLAS may know better), else when `detected` ranks below `best`.
@@ -40,6 +43,7 @@ struct BlasCoreState {
   std::string library;      // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." (openblas_get_config)
   std::string detected;     // OpenBLAS's pick when it loaded (from its model table or OPENBLAS_CORETYPE)
   std::string best;         // blas_core_for(this CPU)
+  int cpu_level = -1;       // blas_cpu_level(this CPU)
   std::string active;       // the kernels in use now (openblas_get_corename)
   bool user_set = false;    // OPENBLAS_CORETYPE was set when attn loaded
   std::string user_value;   // its value
