@@ -10,7 +10,8 @@ unset OPENBLAS_CORETYPE
 # field JSON PATH: one field of a JSON object ("gemm.kernel").
 field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); [v:=v[k] for k in sys.argv[2].split(".")]; print(v)' "$1" "$2"; }
 
-expect 0 "attn 0.1.0 (commit " -- "$attn" --version
+expect 0 "(commit " -- "$attn" --version
+[[ "$("$attn" --version)" =~ ^attn\ [0-9]+\.[0-9]+\.[0-9]+\ \(commit\ [^\)]+\)$ ]] || fail "--version: $("$attn" --version)"
 commit="$("$attn" --version | sed -n 's/.*(commit \(.*\))/\1/p')"
 [[ "$commit" =~ ^([0-9a-f]{7,40}(-modified)?|unknown)$ ]] || fail "--version commit '$commit' is neither a hash nor 'unknown'"
 
@@ -33,6 +34,10 @@ kernel="$(field "$json" gemm.kernel)"; best="$(field "$json" gemm.kernel_best)"
 python3 -c "import sys; e=float(sys.argv[1]); sys.exit(0 if 0 <= e < 1e-5 else 1)" \
   "$(field "$json" sgemm.max_relative_error)" || fail "sgemm disagrees with float64: $json"
 [[ "$(field "$json" attn.commit)" == "$commit" ]] || fail "doctor's commit differs from --version's"
+
+expect 0 " | OpenBLAS " -- "$attn" doctor --summary --seconds 0.1
+[[ "$("$attn" doctor --summary --seconds 0 | wc -l)" == 1 ]] || fail "--summary is not one line"
+expect 2 "excludes" -- "$attn" doctor --summary --json
 
 # A user's OPENBLAS_CORETYPE wins; doctor says so, and warns when it is below the CPU's best.
 json="$(OPENBLAS_CORETYPE=Prescott "$attn" doctor --json --seconds 0)"
