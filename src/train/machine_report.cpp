@@ -45,7 +45,7 @@ std::string kernel_warning(const kernels::BlasCoreState& s) {
   const int best = kernels::blas_core_level(s.best);
   const int active = kernels::blas_core_level(s.active);
   const std::string user = s.user_set ? " (OPENBLAS_CORETYPE=" + s.user_value + " is set)" : "";
-  // OpenBLAS 0.3.21 maps a core name it does not know to its last core, Cooperlake.
+  // A core name OpenBLAS 0.3.21 does not know ran Cooperlake on the development machine.
   if (active > s.cpu_level)
     return "warning: GEMM kernels " + s.active + " need instructions this CPU lacks (its best is " + s.best + ")" +
            user + "; GEMM may fault";
