@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/error.h"
+#include "attn/version.h"
 #include "commands.h"
 
 namespace {
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     }
   }
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
-  app.set_version_flag("--version", "attn 0.1.0");
+  app.set_version_flag("--version", std::string("attn ") + attn::version() + " (commit " + attn::build_commit() + ")");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
   refuse_out_of_range_integers(app);
