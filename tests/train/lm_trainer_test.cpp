@@ -12,8 +12,6 @@ namespace attn::train {
 namespace {
 namespace fs = std::filesystem;
 
-bool have_tatoeba() { return attn::testing::data_file_exists("tatoeba-fra-eng/fra.txt.gz"); }
-
 TEST(CharVocab, Utf8Characters) {
   EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
   EXPECT_EQ(utf8_characters(std::string("a\xC3")), (std::vector<std::string>{"a", "\xEF\xBF\xBD"}));  // truncated é
@@ -31,7 +29,7 @@ TEST(CharVocab, BuildEncodeDecode) {
 }
 
 TEST(LmTrainer, LearnsCharactersAndSamples) {
-  if (!have_tatoeba()) GTEST_SKIP() << "no Tatoeba data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
   const fs::path out = fs::temp_directory_path() / "attn_lm_trainer_test";
   fs::remove_all(out);
   models::TransformerConfig config;
