@@ -20,10 +20,6 @@ TOLERANCES = {
     "shape_ops": (0.0, 0.0),
     "embedding": (0.0, 0.0),
     "optim": (1e-6, 1e-5),
-    # Luong attention with queries of magnitude 30: for "concat" tanh saturates and its
-    # derivative 1 − tanh² keeps only a few significant bits in float32 (either side), so
-    # the gradient of w differs by up to ~5e-5 absolute; dot/general pass the default.
-    "attention_sharp": (1e-4, 1e-3),
     # Whole Seq2Seq models vs tests/parity/seq2seq_reference.py (test_seq2seq.py): logits and
     # loss at the default. Gradients pass scale = max(max|grad|, 1e-3), stricter than the usual
     # floor of 1 because these gradients are small by nature: attention gradients can be ~1e-5 (near-uniform
