@@ -42,7 +42,7 @@ expect() {
 finish() {
   if ((failures)); then echo "$failures $1 check(s) failed" >&2; exit 1; fi
   if ((${#skipped[@]})); then
-    echo "$1 checks passed, but the parts that need ${skipped[*]} were skipped"
+    echo "$1: skipped what needs ${skipped[*]} (missing); any other checks passed"
     exit "$skip_exit_code"
   fi
   echo "all $1 checks passed"

@@ -1,5 +1,7 @@
 #include "attn/train/lm_trainer.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -30,7 +32,7 @@ TEST(CharVocab, BuildEncodeDecode) {
 
 TEST(LmTrainer, LearnsCharactersAndSamples) {
   ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
-  const fs::path out = fs::temp_directory_path() / "attn_lm_trainer_test";
+  const fs::path out = fs::temp_directory_path() / ("attn_lm_trainer_test_" + std::to_string(::getpid()));
   fs::remove_all(out);
   models::TransformerConfig config;
   config.d_model = 32;

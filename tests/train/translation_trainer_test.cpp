@@ -1,5 +1,7 @@
 #include "attn/train/translation_trainer.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -19,7 +21,7 @@ std::string multi30k() { return attn::testing::data_dir() + "/multi30k"; }
 constexpr const char* kMulti30kTrain = "multi30k/raw/train.de.gz";
 
 std::string temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("attn_translation_test_" + name);
+  const fs::path dir = fs::temp_directory_path() / ("attn_translation_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
