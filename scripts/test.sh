@@ -27,10 +27,10 @@ step() {
   echo "== $name: $((SECONDS - start)) s"
 }
 
-configure() {  # configure DIR CMAKE-ARGS...: once per build folder
+configure() {  # configure DIR CMAKE-ARGS...: every time, so an older folder gets these options
   local dir="$1"
   shift
-  [[ -f "$dir/build.ninja" ]] || cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
 }
 
 step "build (native)" bash scripts/build.sh

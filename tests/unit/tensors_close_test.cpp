@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "test_support.h"
 
@@ -12,12 +13,12 @@ namespace {
 
 TEST(TensorsClose, RoundingNearZeroInsideALargeTensorPasses) {
   // Issue 22's parity case: elements up to 22, the worst one -0.0369 off by 2.26e-5.
-  const Tensor expected = Tensor::from_vector({22.0f, -3.5f, 0.7f, -0.036856480f}, Shape{4});
-  const Tensor actual = Tensor::from_vector({22.0f, -3.5f, 0.7f, -0.036879063f}, Shape{4});
+  const Tensor expected = Tensor::from_vector(std::vector<float>{22.0f, -3.5f, 0.7f, -0.036856480f}, Shape{4});
+  const Tensor actual = Tensor::from_vector(std::vector<float>{22.0f, -3.5f, 0.7f, -0.036879063f}, Shape{4});
   EXPECT_TRUE(tensors_close(actual, expected));
   // The same error on a unit-scale tensor is more than 1e-5 + 1e-4 |e| allows.
-  const Tensor small = Tensor::from_vector({1.0f, -0.036856480f}, Shape{2});
-  const Tensor small_off = Tensor::from_vector({1.0f, -0.036879063f}, Shape{2});
+  const Tensor small = Tensor::from_vector(std::vector<float>{1.0f, -0.036856480f}, Shape{2});
+  const Tensor small_off = Tensor::from_vector(std::vector<float>{1.0f, -0.036879063f}, Shape{2});
   EXPECT_FALSE(tensors_close(small_off, small));
 }
 
