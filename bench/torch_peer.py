@@ -5,6 +5,7 @@
         --hidden 256 --vocab 32 --len 40 --steps 20 --threads 2 --json
     /usr/bin/python3 bench/torch_peer.py attention --kind mha --batch 1 --heads 8 --len 4096 \
         --dim 256 --threads 2 --json
+    /usr/bin/python3 bench/torch_peer.py transformer --threads 2 --json
 
 Written against Debian's python3-torch (1.13, CPU). Each model is written the way a PyTorch
 user would write it (nn.GRU over whole sequences where the inputs are known ahead, GRUCell
@@ -370,6 +371,300 @@ def bench_attention(a):
     return res
 
 
+# ---- transformer -----------------------------------------------------------------------------
+
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    """attn::splitmix64 (include/attn/random.h)."""
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def multi30k_like_pairs(n, vocab, seed):
+    """The same pairs as multi30k_like_pairs in tools/attn/cmd_bench.cpp: draw i is
+    splitmix64(seed ^ splitmix64(i)); source length 5 + four draws in [0, 5], target length
+    source + a draw in [-3, 2], tokens uniform over the ids after EOS."""
+    index = 0
+
+    def below(m):
+        nonlocal index
+        v = splitmix64(seed ^ splitmix64(index)) % m
+        index += 1
+        return v
+
+    pairs = []
+    for _ in range(n):
+        src_len = 5 + below(6) + below(6) + below(6) + below(6)
+        tgt_len = src_len - 3 + below(6)
+        src = [EOS + 1 + below(vocab - 3) for _ in range(src_len)]
+        tgt = [EOS + 1 + below(vocab - 3) for _ in range(tgt_len)]
+        pairs.append((src, tgt))
+    return pairs
+
+
+def budget_batches(pairs, max_tokens):
+    """budget_batches of cmd_bench.cpp: sorted by (source, target length), cut so that
+    rows * (longest source + longest target + 1) <= max_tokens."""
+    order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), len(pairs[i][1])))
+    batches, s, t = [[]], 0, 0
+    for i in order:
+        ns, nt = max(s, len(pairs[i][0])), max(t, len(pairs[i][1]))
+        if batches[-1] and (len(batches[-1]) + 1) * (ns + nt + 1) > max_tokens:
+            batches.append([])
+            ns, nt = len(pairs[i][0]), len(pairs[i][1])
+        batches[-1].append(i)
+        s, t = ns, nt
+    return batches
+
+
+def pair_batch(pairs, indices):
+    """data::make_pair_batch, batch-first: src (B, S), src_lengths, tgt_in = BOS + tgt,
+    tgt_out = tgt + EOS (B, T), tgt_lengths = |tgt| + 1."""
+    B = len(indices)
+    S = max(len(pairs[i][0]) for i in indices)
+    T = max(len(pairs[i][1]) for i in indices) + 1
+    src = torch.zeros(B, S, dtype=torch.long)
+    tgt_in = torch.zeros(B, T, dtype=torch.long)
+    tgt_out = torch.zeros(B, T, dtype=torch.long)
+    for r, i in enumerate(indices):
+        s, t = pairs[i]
+        src[r, :len(s)] = torch.tensor(s)
+        tgt_in[r, :len(t) + 1] = torch.tensor([BOS] + t)
+        tgt_out[r, :len(t) + 1] = torch.tensor(t + [EOS])
+    src_lengths = torch.tensor([len(pairs[i][0]) for i in indices])
+    tgt_lengths = torch.tensor([len(pairs[i][1]) + 1 for i in indices])
+    return src, src_lengths, tgt_in, tgt_out, tgt_lengths
+
+
+def transformer_forward_flops(B, S, T, D, F_, V, L):
+    """Same count as transformer_forward_flops in tools/attn/cmd_bench.cpp."""
+    def self_block(n):
+        return 2 * B * n * D * 3 * D + 4 * B * n * n * D + 2 * B * n * D * D
+
+    def ffn_block(n):
+        return 4 * B * n * D * F_
+
+    cross = 2 * B * T * D * D + 2 * B * S * D * 2 * D + 4 * B * T * S * D + 2 * B * T * D * D
+    return L * (self_block(S) + ffn_block(S)) + L * (self_block(T) + cross + ffn_block(T)) + 2 * B * T * D * V
+
+
+class TransformerSeq2Seq(nn.Module):
+    """attn's models::TransformerSeq2Seq with the recipe's settings: nn.Transformer
+    (norm_first=True, so final encoder and decoder norms), one embedding shared by source,
+    target and output (tied, no output bias), √D scaling, sinusoidal positions, dropout."""
+
+    def __init__(self, V, D, H, F_, L, dropout, max_len=256):
+        super().__init__()
+        self.D, self.H = D, H
+        self.embedding = nn.Embedding(V, D, padding_idx=PAD)
+        nn.init.normal_(self.embedding.weight, 0.0, D ** -0.5)
+        with torch.no_grad():
+            self.embedding.weight[PAD].zero_()
+        self.transformer = nn.Transformer(D, H, L, L, F_, dropout, batch_first=True, norm_first=True)
+        pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+        div = torch.exp(torch.arange(0, D, 2, dtype=torch.float32) * (-math.log(10000.0) / D))
+        pe = torch.zeros(max_len, D)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        self.register_buffer("pe", pe)
+        self.dropout = nn.Dropout(dropout)
+
+    def embed(self, ids, offset=0):
+        return self.dropout(self.embedding(ids) * math.sqrt(self.D) + self.pe[offset:offset + ids.shape[1]])
+
+    def logits(self, src, src_lengths, tgt_in):
+        src_pad = torch.arange(src.shape[1])[None, :] >= src_lengths[:, None]  # (B, S) True = padding
+        causal = self.transformer.generate_square_subsequent_mask(tgt_in.shape[1])
+        h = self.transformer(self.embed(src), self.embed(tgt_in), tgt_mask=causal,
+                             src_key_padding_mask=src_pad, memory_key_padding_mask=src_pad)
+        return F.linear(h, self.embedding.weight)  # (B, T, V)
+
+    # Incremental decoding, as fairseq and OpenNMT-py do it (nn.TransformerDecoder itself has
+    # no key/value cache): each layer's self-attention keys and values grow by one position per
+    # step, the memory's keys and values are projected once.
+    def start(self, src, src_lengths):
+        src_pad = torch.arange(src.shape[1])[None, :] >= src_lengths[:, None]
+        memory = self.transformer.encoder(self.embed(src), src_key_padding_mask=src_pad)
+        D = self.D
+        cache = []
+        for layer in self.transformer.decoder.layers:
+            w, b = layer.multihead_attn.in_proj_weight, layer.multihead_attn.in_proj_bias
+            k, v = F.linear(memory, w[D:], b[D:]).chunk(2, dim=-1)
+            cache.append({"mk": self.heads(k), "mv": self.heads(v), "k": None, "v": None})
+        mem_bias = torch.zeros(src_pad.shape).masked_fill(src_pad, float("-inf"))[:, None, None, :]
+        return cache, mem_bias
+
+    def heads(self, x):  # (N, t, D) -> (N, H, t, Dh)
+        N, t, _ = x.shape
+        return x.view(N, t, self.H, self.D // self.H).transpose(1, 2)
+
+    def attend(self, q, k, v, bias, out_proj):
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.D // self.H)
+        if bias is not None:
+            scores = scores + bias
+        o = torch.softmax(scores, dim=-1) @ v  # (N, H, 1, Dh)
+        return out_proj(o.transpose(1, 2).reshape(o.shape[0], 1, self.D))
+
+    def step(self, ids, t, cache, mem_bias):
+        """ids (N, 1) at position t -> log-probs (N, V)."""
+        D = self.D
+        x = self.embed(ids, t)
+        for layer, c in zip(self.transformer.decoder.layers, cache):
+            sa = layer.self_attn
+            q, k, v = F.linear(layer.norm1(x), sa.in_proj_weight, sa.in_proj_bias).chunk(3, dim=-1)
+            k, v = self.heads(k), self.heads(v)
+            c["k"] = k if c["k"] is None else torch.cat([c["k"], k], dim=2)
+            c["v"] = v if c["v"] is None else torch.cat([c["v"], v], dim=2)
+            x = x + self.attend(self.heads(q), c["k"], c["v"], None, sa.out_proj)
+            ca = layer.multihead_attn
+            q = F.linear(layer.norm2(x), ca.in_proj_weight[:D], ca.in_proj_bias[:D])
+            x = x + self.attend(self.heads(q), c["mk"], c["mv"], mem_bias, ca.out_proj)
+            x = x + layer.linear2(layer.activation(layer.linear1(layer.norm3(x))))
+        h = self.transformer.decoder.norm(x)
+        return torch.log_softmax(F.linear(h[:, 0], self.embedding.weight), dim=-1)
+
+    @torch.no_grad()
+    def beam(self, src, src_lengths, K, alpha, max_len):
+        """attn's batched beam search (src/models/beam_search.h), vectorised over rows: per
+        row the best 2K of the K·V continuations; EOS candidates ranked before the K-th other
+        one finish with score / lp(len), lp = ((5 + len) / 6)^alpha; a row stops when its
+        best finished score >= what an alive hypothesis could still reach. Returns the best
+        hypothesis of each row (EOS included when it finished)."""
+        B = src.shape[0]
+        rows = torch.arange(B).repeat_interleave(K)
+        cache, mem_bias = self.start(src, src_lengths)
+        for c in cache:
+            c["mk"], c["mv"] = c["mk"][rows], c["mv"][rows]
+        mem_bias = mem_bias[rows]
+        lp = (lambda n: 1.0) if alpha == 0 else (lambda n: ((5.0 + n) / 6.0) ** alpha)
+        score = torch.full((B, K), float("-inf"))
+        score[:, 0] = 0
+        hyps = torch.full((B * K, 0), BOS, dtype=torch.long)
+        prev = torch.full((B * K, 1), BOS, dtype=torch.long)
+        done = torch.zeros(B, dtype=torch.bool)
+        best_score = torch.full((B,), float("-inf"))
+        best = [None] * B
+        for t in range(max_len):
+            logp = self.step(prev, t, cache, mem_bias)  # (BK, V)
+            V = logp.shape[1]
+            cand = (score.view(B * K, 1) + logp).view(B, K * V)
+            top, idx = cand.topk(2 * K, dim=1)  # (B, 2K), score desc
+            beam, token = idx // V, idx % V
+            is_eos = token == EOS
+            others_before = torch.cumsum(~is_eos, dim=1) - (~is_eos).long()
+            live = torch.isfinite(top) & ~done[:, None]
+            finish = is_eos & (others_before < K) & live
+            norm = torch.where(finish, top / lp(t + 1), torch.full_like(top, float("-inf")))
+            step_best, at = norm.max(dim=1)
+            better = step_best > best_score
+            for b in torch.nonzero(better).flatten().tolist():
+                parent = b * K + int(beam[b, at[b]])
+                best[b] = hyps[parent].tolist() + [EOS]
+            best_score = torch.where(better, step_best, best_score)
+            # The first K non-EOS candidates of each row, in rank order, are the new beams.
+            order = torch.argsort(is_eos.long() * 4 * K + torch.arange(2 * K), dim=1)[:, :K]
+            new_score = top.gather(1, order)
+            new_beam = beam.gather(1, order)
+            new_token = token.gather(1, order)
+            new_score = torch.where(done[:, None], torch.full_like(new_score, float("-inf")), new_score)
+            best_alive = new_score.max(dim=1).values
+            reachable = best_alive if alpha == 0 else torch.maximum(best_alive / lp(max_len), best_alive / lp(t + 2))
+            done = done | ~torch.isfinite(best_alive) | (best_score >= reachable)
+            score = torch.where(done[:, None], torch.full_like(new_score, float("-inf")), new_score)
+            if bool(done.all()):
+                break
+            reorder = (torch.arange(B)[:, None] * K + new_beam).flatten()
+            hyps = torch.cat([hyps[reorder], new_token.view(B * K, 1)], dim=1)
+            prev = new_token.view(B * K, 1)
+            for c in cache:
+                c["k"], c["v"] = c["k"][reorder], c["v"][reorder]
+        for b in range(B):
+            if best[b] is None:  # no EOS within max_len: the best alive hypothesis
+                best[b] = hyps[b * K + int(score[b].argmax())].tolist() if torch.isfinite(score[b]).any() else []
+        return best
+
+
+def bench_transformer(a):
+    torch.manual_seed(a.seed)
+    model = TransformerSeq2Seq(a.vocab, a.d_model, a.heads, a.ffn, a.layers, 0.1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    n_batches = a.warmup + a.steps
+    pairs = multi30k_like_pairs(4000, a.vocab, a.seed)
+    all_batches = budget_batches(pairs, a.max_tokens)
+    batches = [pair_batch(pairs, all_batches[i * len(all_batches) // n_batches]) for i in range(n_batches)]
+    # Beam decoding first, on the untrained model, for exactly longest target + 1 steps: EOS's
+    # tied embedding row is zeroed so no hypothesis finishes early (as attn bench transformer).
+    with torch.no_grad():
+        model.embedding.weight[EOS].zero_()
+    model.eval()
+    src, src_lengths, tgt_in, _, _ = pair_batch(pairs, list(range(a.beam_sentences)))
+    max_len = tgt_in.shape[1]
+    beam_seconds = beam_tokens = 0.0
+    for r in range(1 + a.beam_reps):
+        t0 = time.perf_counter()
+        out = model.beam(src, src_lengths, a.beam, a.length_penalty, max_len)
+        s = time.perf_counter() - t0
+        if r == 0:
+            continue
+        beam_seconds += s
+        beam_tokens += sum(len(x) for x in out)
+
+    train_seconds = train_flops = target_tokens = padded = sentences = 0.0
+    loss_value = 0.0
+    model.train()
+    for i, (src, src_lengths, tgt_in, tgt_out, tgt_lengths) in enumerate(batches):
+        t0 = time.perf_counter()
+        logits = model.logits(src, src_lengths, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD,
+                               label_smoothing=a.label_smoothing)
+        loss_value = loss.item()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if i < a.warmup:
+            continue
+        train_seconds += time.perf_counter() - t0
+        B, S, T = src.shape[0], src.shape[1], tgt_in.shape[1]
+        train_flops += 3 * transformer_forward_flops(B, S, T, a.d_model, a.ffn, a.vocab, a.layers)
+        target_tokens += int(tgt_lengths.sum())
+        padded += B * (S + T)
+        sentences += B
+
+    return {
+        "impl": "torch",
+        "bench": "transformer",
+        "train_tokens_per_s": target_tokens / train_seconds,
+        "train_padded_tokens_per_s": padded / train_seconds,
+        "train_sentences_per_s": sentences / train_seconds,
+        "gflops_per_s": train_flops / train_seconds / 1e9,
+        "beam_sentences_per_s": a.beam_sentences * a.beam_reps / beam_seconds,
+        "beam_tokens_per_s": beam_tokens / beam_seconds,
+        "beam_tokens_per_sentence": beam_tokens / (a.beam_sentences * a.beam_reps),
+        "train_flops": train_flops,
+        "target_tokens": target_tokens,
+        "steps": a.steps,
+        "warmup": a.warmup,
+        "seconds": train_seconds,
+        "step_ms": 1e3 * train_seconds / a.steps,
+        "beam_seconds": beam_seconds,
+        "final_loss": loss_value,
+        "threads": torch.get_num_threads(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "config": {"d_model": a.d_model, "heads": a.heads, "ffn": a.ffn, "layers": a.layers, "vocab": a.vocab,
+                   "max_tokens": a.max_tokens, "label_smoothing": a.label_smoothing, "beam": a.beam,
+                   "length_penalty": a.length_penalty, "beam_sentences": a.beam_sentences,
+                   "beam_max_len": max_len, "norm_first": True, "tied_embeddings": True, "dropout": 0.1,
+                   "seed": a.seed},
+        "torch": torch.__version__,
+    }
+
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="bench", required=True)
@@ -398,11 +693,28 @@ def main():
     t.add_argument("--threads", type=int, default=0)
     t.add_argument("--max-saved-gib", type=float, default=8.0, help="additive: skip backward above this")
     t.add_argument("--json", action="store_true")
+    m = sub.add_parser("transformer")
+    m.add_argument("--d-model", type=int, default=256)
+    m.add_argument("--heads", type=int, default=4)
+    m.add_argument("--ffn", type=int, default=1024)
+    m.add_argument("--layers", type=int, default=3)
+    m.add_argument("--vocab", type=int, default=6000)
+    m.add_argument("--max-tokens", type=int, default=2500)
+    m.add_argument("--label-smoothing", type=float, default=0.1)
+    m.add_argument("--steps", type=int, default=10)
+    m.add_argument("--warmup", type=int, default=2)
+    m.add_argument("--beam", type=int, default=5)
+    m.add_argument("--length-penalty", type=float, default=1.0)
+    m.add_argument("--beam-sentences", type=int, default=64)
+    m.add_argument("--beam-reps", type=int, default=1)
+    m.add_argument("--seed", type=int, default=1)
+    m.add_argument("--threads", type=int, default=0)
+    m.add_argument("--json", action="store_true")
     a = p.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
-    res = bench_seq2seq(a) if a.bench == "seq2seq" else bench_attention(a)
+    res = {"seq2seq": bench_seq2seq, "attention": bench_attention, "transformer": bench_transformer}[a.bench](a)
     print(json.dumps(res) if a.json else json.dumps(res, indent=2), flush=True)
 
 

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev       # CBLAS GEMM, OpenMP threading (no pthread oversubscription)
   libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev                  # bench only (-DATTN_BUILD_BENCH=ON): oneDNN's GRU, the anchor of attn_gru_anchor
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   zlib1g-dev                   # reading the gzip-compressed data sets

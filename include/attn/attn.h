@@ -2,6 +2,7 @@
 // Everything public in one include.
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 #include "attn/io/safetensors.h"
 #include "attn/nn/init.h"
 #include "attn/nn/layers.h"

@@ -37,6 +37,7 @@ void register_io(py::module_& m) {
       .def_readonly("path", &SafetensorsFile::path)
       .def_readonly("tensors", &SafetensorsFile::tensors)
       .def_readonly("metadata", &SafetensorsFile::metadata)
+      .def_readonly("verified", &SafetensorsFile::verified, "Whether every tensor matched a stored CRC-32")
       .def("at", &SafetensorsFile::at, py::arg("name"))
       .def("find", [](const SafetensorsFile& f, const std::string& name) -> py::object {
         const Tensor* t = f.find(name);

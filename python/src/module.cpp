@@ -2,6 +2,11 @@
 #include "bindings.h"
 #include "nn_module.h"
 
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
 #include "attn/autodiff/tape.h"
 #include "attn/parallel.h"
 
@@ -9,20 +14,69 @@ namespace py = pybind11;
 
 namespace attn::python {
 
+namespace {
+
+// Values of an integer array as int32, each checked: an id of 2^40 must not become 0.
+template <typename T>
+void copy_checked_ints(const py::array& array, Tensor& t) {
+  auto a = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(array);
+  const T* p = a.data();
+  int32_t* out = t.i32();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    if (p[i] > static_cast<T>(std::numeric_limits<int32_t>::max()) ||
+        (std::is_signed_v<T> && p[i] < static_cast<T>(std::numeric_limits<int32_t>::min())))
+      throw ValueError("tensor: integer " + std::to_string(p[i]) + " at flat index " + std::to_string(i) +
+                       " does not fit in int32 (attn's integer dtype)");
+    out[i] = static_cast<int32_t>(p[i]);
+  }
+}
+
+}  // namespace
+
+// Conversion rules (documented in python/attn/__init__.py):
+//   bool, int8/16/32, uint8/16  -> int32, exact;
+//   int64, uint32/64            -> int32, every value checked to fit (ValueError naming it);
+//   float16/32                  -> float32, exact;
+//   float64, longdouble         -> float32 rounded to nearest; a finite value beyond
+//                                  float32's range (it would become inf) is a ValueError;
+//   complex, object, str, ...   -> ValueError.
 Tensor from_numpy(const py::array& array) {
-  if (py::isinstance<py::array_t<int32_t>>(array) || array.dtype().kind() == 'i' || array.dtype().kind() == 'u' ||
-      array.dtype().kind() == 'b') {
-    auto a = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(array);
-    std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
+  const char kind = array.dtype().kind();
+  const auto itemsize = array.dtype().itemsize();
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  if (kind == 'b' || kind == 'i' || kind == 'u') {
     Tensor t = Tensor::empty(Shape(dims), DType::i32);
-    std::memcpy(t.i32(), a.data(), static_cast<size_t>(t.numel()) * sizeof(int32_t));
+    if (kind == 'b' || (kind == 'i' && itemsize <= 4) || (kind == 'u' && itemsize <= 2)) {
+      auto a = py::array_t<int32_t, py::array::c_style | py::array::forcecast>::ensure(array);
+      std::memcpy(t.i32(), a.data(), static_cast<size_t>(t.numel()) * sizeof(int32_t));
+    } else if (kind == 'i') {
+      copy_checked_ints<int64_t>(array, t);
+    } else {
+      copy_checked_ints<uint64_t>(array, t);
+    }
     return t;
   }
-  auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
-  if (!a) throw ValueError("tensor: cannot convert the array to float32");
-  std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
+  if (kind != 'f')
+    throw ValueError("tensor: cannot convert a numpy array of dtype " + py::str(array.dtype()).cast<std::string>() +
+                     " (attn takes float32 and int32; give float or integer data)");
   Tensor t = Tensor::empty(Shape(dims), DType::f32);
-  std::memcpy(t.f32(), a.data(), static_cast<size_t>(t.numel()) * sizeof(float));
+  float* out = t.f32();
+  if (itemsize <= 4) {  // float16, float32: exact
+    auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+    if (!a) throw ValueError("tensor: cannot convert the array to float32");
+    std::memcpy(out, a.data(), static_cast<size_t>(t.numel()) * sizeof(float));
+    return t;
+  }
+  // float64 and wider, rounded here rather than by numpy's cast, which only warns on overflow.
+  auto wide = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
+  if (!wide) throw ValueError("tensor: cannot convert the array to float32");
+  const double* p = wide.data();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) {
+    out[i] = static_cast<float>(p[i]);
+    if (std::isinf(out[i]) && std::isfinite(p[i]))
+      throw ValueError("tensor: value " + py::repr(py::float_(p[i])).cast<std::string>() + " at flat index " +
+                       std::to_string(i) + " is outside float32's range (about 3.4e38)");
+  }
   return t;
 }
 
@@ -99,7 +153,13 @@ PYBIND11_MODULE(_attn, m) {
     if (seed.is_none()) return backward(t);
     backward(t, py::isinstance<Tensor>(seed) ? seed.cast<Tensor>() : from_numpy(seed.cast<py::array>()));
   }, py::arg("root"), py::arg("seed") = py::none());
-  m.def("set_num_threads", &set_num_threads);
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        if (n < 1) throw ValueError("set_num_threads: n must be >= 1, got " + std::to_string(n));
+        set_num_threads(n);
+      },
+      py::arg("n"), "Threads for attn's kernels and OpenBLAS (>= 1)");
   m.def("num_threads", &num_threads);
 
   struct NoGrad {

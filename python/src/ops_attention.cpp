@@ -7,6 +7,7 @@
 // training and dropout_seed (each call draws its seed from a fresh generator seeded with
 // dropout_seed: pass a new one per step). *_attention_init return the Xavier-initialised
 // parameters as a dict of tensors (requires_grad set).
+#include "attn/nn/attention_init.h"
 #include "attn/ops/attention.h"
 
 #include <string>
@@ -126,7 +127,7 @@ void register_attention(py::module_& m) {
   m.def("additive_attention_init",
         [](int64_t D, int64_t E, int64_t A, uint64_t seed, bool normalize) {
           Rng rng(seed);
-          const AdditiveParams p = additive_attention_init(D, E, A, rng, normalize);
+          const attn::nn::AdditiveParams p = attn::nn::additive_attention_init(D, E, A, rng, normalize);
           return params_dict({{"w_q", p.w_q}, {"w_k", p.w_k}, {"bias", p.bias}, {"v", p.v}, {"g", p.g}});
         },
         py::arg("D"), py::arg("E"), py::arg("A"), py::kw_only(), py::arg("seed") = 0, py::arg("normalize") = false,
@@ -134,7 +135,7 @@ void register_attention(py::module_& m) {
   m.def("luong_attention_init",
         [](const py::object& score, int64_t D, int64_t E, int64_t A, uint64_t seed) {
           Rng rng(seed);
-          const LuongParams p = luong_attention_init(to_luong_score(score), D, E, A, rng);
+          const attn::nn::LuongParams p = attn::nn::luong_attention_init(to_luong_score(score), D, E, A, rng);
           return params_dict({{"w", p.w}, {"v", p.v}});
         },
         py::arg("score"), py::arg("D"), py::arg("E"), py::arg("A") = 0, py::kw_only(), py::arg("seed") = 0,
@@ -142,7 +143,7 @@ void register_attention(py::module_& m) {
   m.def("location_attention_init",
         [](int64_t D, int64_t S_max, uint64_t seed) {
           Rng rng(seed);
-          const LocationParams p = location_attention_init(D, S_max, rng);
+          const attn::nn::LocationParams p = attn::nn::location_attention_init(D, S_max, rng);
           return params_dict({{"w_a", p.w_a}, {"b_a", p.b_a}});
         },
         py::arg("D"), py::arg("S_max"), py::kw_only(), py::arg("seed") = 0,

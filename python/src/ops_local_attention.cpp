@@ -7,6 +7,7 @@
 #include <string>
 
 #include "attn/ops/hard_attention.h"
+#include "attn/nn/attention_init.h"
 #include "attn/ops/local_attention.h"
 #include "optional.h"
 
@@ -66,7 +67,7 @@ void register_local_attention(py::module_& m) {
   m.def("local_attention_init",
         [](const std::string& mode, const py::object& score, int64_t D, int64_t E, int64_t A, uint64_t seed) {
           Rng rng(seed);
-          const LocalParams p = local_attention_init(to_local_mode(mode), to_local_score(score), D, E, A, rng);
+          const attn::nn::LocalParams p = attn::nn::local_attention_init(to_local_mode(mode), to_local_score(score), D, E, A, rng);
           py::dict d;
           if (p.w.defined()) d["w"] = p.w;
           if (p.w_p.defined()) d["w_p"] = p.w_p;

@@ -45,24 +45,26 @@ constexpr int64_t kMaxCachedBytes = int64_t{4} << 30;
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(round_up(bytes == 0 ? 1 : bytes)) {
   Pool& p = pool();
+  bool reused = false;
   {
     std::lock_guard lock(p.mutex);
     auto it = p.free_lists.find(bytes_);
     if (it != p.free_lists.end() && !it->second.empty()) {
       data_ = it->second.back();
       it->second.pop_back();
+      reused = true;
       p.stats.reused++;
       p.stats.cached_bytes -= static_cast<int64_t>(bytes_);
-    } else {
-      p.stats.fresh_allocations++;
     }
-    p.stats.live_bytes += static_cast<int64_t>(bytes_);
-    if (p.stats.live_bytes > p.stats.peak_live_bytes) p.stats.peak_live_bytes = p.stats.live_bytes;
   }
   if (!data_) {
     data_ = std::aligned_alloc(kAlignment, bytes_);
-    if (!data_) throw std::bad_alloc();
+    if (!data_) throw std::bad_alloc();  // before counting it: the destructor will not run
   }
+  std::lock_guard lock(p.mutex);
+  if (!reused) p.stats.fresh_allocations++;
+  p.stats.live_bytes += static_cast<int64_t>(bytes_);
+  if (p.stats.live_bytes > p.stats.peak_live_bytes) p.stats.peak_live_bytes = p.stats.live_bytes;
 }
 
 Buffer::~Buffer() {

@@ -2,23 +2,41 @@
 
 #include <charconv>
 
+#include "attn/checked_size.h"
+
 #include "attn/tensor.h"
 
 namespace attn {
 
 const char* dtype_name(DType dtype) { return dtype == DType::f32 ? "float32" : "int32"; }
 
-int64_t Shape::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+int64_t checked_size_product(int64_t a, int64_t b, std::string_view what) {
+  if (a < 0 || b < 0) throw ValueError(std::string(what) + ": negative size");
+  if (a != 0 && b > kMaxElements / a)
+    throw ValueError(std::string(what) + ": " + std::to_string(a) + " x " + std::to_string(b) +
+                     " elements is more than attn can address (2^60)");
+  return a * b;
 }
 
-int64_t Shape::rows() const {
-  int64_t n = 1;
-  for (int i = 0; i + 1 < rank(); ++i) n *= dims_[i];
-  return n;
+namespace {
+// The product of dims[0, end), checked as checked_size.h promises for the whole shape.
+int64_t checked_product(const Shape& shape, int end) {
+  int64_t product = 1, bound = 1;  // bound: zeros counted as ones
+  for (int i = 0; i < shape.rank(); ++i) {
+    const int64_t d = shape.dims()[static_cast<size_t>(i)];
+    if (d < 0) throw ValueError("shape " + shape.str() + ": negative dimension " + std::to_string(d));
+    if (d > 1 && bound > kMaxElements / d)
+      throw ValueError("shape " + shape.str() + ": too many elements (the product of its sizes exceeds 2^60)");
+    if (d > 1) bound *= d;
+    if (i < end) product *= d;
+  }
+  return product;
 }
+}  // namespace
+
+int64_t Shape::numel() const { return checked_product(*this, rank()); }
+
+int64_t Shape::rows() const { return checked_product(*this, rank() - 1); }
 
 std::string Shape::str() const {
   std::string s = "(";

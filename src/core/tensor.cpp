@@ -6,8 +6,8 @@ namespace attn {
 
 namespace {
 std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
-  for (int64_t d : shape.dims())
-    if (d < 0) throw ValueError("tensor: negative dimension in shape " + shape.str());
+  // numel() checks the shape (no negative size, at most kMaxElements: attn/checked_size.h),
+  // so the byte count below cannot overflow.
   auto impl = std::make_shared<TensorImpl>();
   impl->buffer = std::make_shared<Buffer>(static_cast<size_t>(shape.numel() * dtype_size(dtype)));
   impl->shape = shape;

@@ -1,6 +1,10 @@
 #include "attn/data/sst2.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
+#include <string_view>
+#include <utility>
 
 #include "attn/data/text.h"
 #include "attn/error.h"
@@ -18,12 +22,91 @@ std::string strip(const std::string& s) {
 
 }  // namespace
 
+namespace {
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// "doesn't" -> "does" "n't", "film's" -> "film" "'s": the PTB split of English clitics.
+void push_word(std::string word, std::vector<std::string>& out) {
+  for (std::string_view clitic : {"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"}) {
+    if (word.size() > clitic.size() && word.ends_with(clitic)) {
+      out.push_back(word.substr(0, word.size() - clitic.size()));
+      out.emplace_back(clitic);
+      return;
+    }
+  }
+  out.push_back(std::move(word));
+}
+
+// "mr.", "vs.", "r.": the treebank keeps the period of an abbreviation or an initial.
+bool is_abbreviation(std::string_view word) {
+  static constexpr std::string_view kKnown[] = {"mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "vs.",
+                                                "etc.", "bros.", "inc.", "co.", "ltd.", "no."};
+  if (word.size() == 2) return true;  // an initial
+  return std::find(std::begin(kKnown), std::end(kKnown), word) != std::end(kKnown);
+}
+
+// One whitespace token of raw text as PTB tokens: leading ( [ and quotes, trailing
+// , ; : ! ? ) ] quotes, a final "." or "...", then clitics.
+void push_ptb_tokens(std::string word, std::vector<std::string>& out) {
+  std::vector<std::string> tail;
+  while (!word.empty()) {
+    if (word == "``" || word == "''" || word == "..." || word == "--") break;
+    const char first = word.front();
+    if (first == '(' || first == '[' || first == '"') {
+      out.emplace_back(first == '"' ? "``" : std::string(1, first));
+      word.erase(0, 1);
+      continue;
+    }
+    if (word.starts_with("``")) {
+      out.emplace_back("``");
+      word.erase(0, 2);
+      continue;
+    }
+    const char last = word.back();
+    if (word.size() > 3 && word.ends_with("...")) {
+      tail.emplace_back("...");
+      word.resize(word.size() - 3);
+    } else if (word.size() > 2 && word.ends_with("''")) {
+      tail.emplace_back("''");
+      word.resize(word.size() - 2);
+    } else if (std::string_view(",;:!?)]\"").find(last) != std::string_view::npos && word.size() > 1) {
+      tail.emplace_back(last == '"' ? "''" : std::string(1, last));
+      word.pop_back();
+    } else if (last == '.' && word.size() > 1 && word.find('.') == word.size() - 1 && !is_abbreviation(word)) {
+      tail.emplace_back(".");  // "movie." but not "u.s.", "mr." or "r."
+      word.pop_back();
+    } else {
+      break;
+    }
+  }
+  if (!word.empty()) push_word(std::move(word), out);
+  out.insert(out.end(), tail.rbegin(), tail.rend());
+}
+}  // namespace
+
+std::vector<std::string> sst2_tokens(std::string_view raw) {
+  if (raw.starts_with(kUtf8Bom)) raw.remove_prefix(kUtf8Bom.size());
+  std::string text(raw);
+  // Typographic quotes and apostrophes as the treebank writes them.
+  static constexpr std::pair<std::string_view, std::string_view> kQuotes[] = {
+      {"\xE2\x80\x9C", "\""}, {"\xE2\x80\x9D", "\""}, {"\xE2\x80\x99", "'"}, {"\xE2\x80\x98", "`"}};
+  for (const auto& [from, to] : kQuotes)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  for (char& c : text)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  std::vector<std::string> out;
+  for (std::string& word : whitespace_tokens(text)) push_ptb_tokens(std::move(word), out);
+  return out;
+}
+
 std::vector<LabeledText> read_sst2(const std::string& path) {
   const std::vector<std::string> lines = read_lines(path);
   std::vector<LabeledText> out;
   out.reserve(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
+    // A byte-order mark (an editor's) would otherwise become part of the first word.
+    const std::string& line = i == 0 && lines[i].starts_with(kUtf8Bom) ? lines[i].substr(kUtf8Bom.size()) : lines[i];
     const std::string where = path + ":" + std::to_string(i + 1);
     if (strip(line).empty()) continue;
     const size_t tab = line.rfind('\t');

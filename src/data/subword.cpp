@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 #include <unordered_map>
@@ -13,6 +16,7 @@
 
 #include "attn/data/tasks.h"
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 
 namespace attn::data {
 namespace {
@@ -112,18 +116,21 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
 
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   // SentencePiece writes <prefix>.model and .vocab itself, and a full disk can leave them cut
-  // short without an error: it writes under a temporary prefix, the model is loaded back, and
-  // only then are both renamed into place. A failure leaves neither file.
-  const std::string tmp_prefix = model_prefix + ".tmp";
-  struct RemoveOnFailure {
-    const std::string& prefix;
-    bool done = false;
-    ~RemoveOnFailure() {
+  // short without an error: it writes into a fresh folder beside the target (mkdtemp, so no
+  // file of the user's is touched), the model is loaded back, and only then are both files
+  // written into place atomically. A failure leaves neither file.
+  std::string scratch_pattern = (parent.empty() ? std::string(".") : parent.string()) + "/.attn-spm-XXXXXX";
+  if (::mkdtemp(scratch_pattern.data()) == nullptr)
+    throw IoError(fmt::format("train_subword_model: cannot write '{}.model': cannot create a temporary folder: {}",
+                              model_prefix, std::strerror(errno)));
+  struct RemoveScratch {
+    std::string folder;
+    ~RemoveScratch() {
       std::error_code ignored;
-      if (!done)
-        for (const char* ext : {".model", ".vocab"}) std::filesystem::remove(prefix + ext, ignored);
+      std::filesystem::remove_all(folder, ignored);
     }
-  } cleanup{tmp_prefix};
+  } scratch{scratch_pattern};
+  const std::string tmp_prefix = scratch.folder + "/spm";
   const std::unordered_map<std::string, std::string> kwargs = {
       {"model_prefix", tmp_prefix},
       {"vocab_size", std::to_string(options.vocab_size)},
@@ -157,11 +164,12 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
     throw IoError(fmt::format("train_subword_model: '{}.model' came out unreadable (is the disk full?)", model_prefix));
   }
   for (const char* ext : {".model", ".vocab"}) {
-    std::filesystem::rename(tmp_prefix + ext, model_prefix + ext, error);
-    if (error)
-      throw IoError(fmt::format("train_subword_model: cannot write '{}{}': {}", model_prefix, ext, error.message()));
+    try {
+      io::copy_file_atomically(tmp_prefix + ext, model_prefix + ext);
+    } catch (const IoError& e) {
+      throw IoError(fmt::format("train_subword_model: {}", e.what()));
+    }
   }
-  cleanup.done = true;
 }
 
 SubwordModel SubwordModel::load(const std::string& path) {

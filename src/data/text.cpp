@@ -1,13 +1,15 @@
 #include "attn/data/text.h"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
+#include "attn/io/input_file.h"
 
 namespace attn::data {
 namespace {
@@ -25,8 +27,12 @@ bool is_valid_utf8(std::string_view s) {
 
 std::vector<std::string> read_lines(const std::string& path) {
   // gzopen reads uncompressed files unchanged, so one path serves both kinds.
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-  if (!file) throw IoError("cannot open '" + path + "' for reading");
+  const int fd = io::open_regular_file(path);  // a FIFO is refused, never waited on
+  std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzdopen(fd, "rb"), gzclose);
+  if (!file) {
+    ::close(fd);
+    throw IoError("cannot open '" + path + "' for reading");
+  }
   gzbuffer(file.get(), 1 << 17);
   std::vector<std::string> lines;
   std::string current;
@@ -98,24 +104,12 @@ std::string valid_utf8(std::string_view text) {
 }
 
 void write_lines(const std::string& path, const std::vector<std::string>& lines) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("cannot open '" + tmp + "' for writing");
-    for (const auto& line : lines) out << line << '\n';
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw IoError("cannot write '" + tmp + "'");
-    }
+  io::AtomicFile file(path);
+  for (const auto& line : lines) {
+    file.write(line);
+    file.write("\n");
   }
-  std::error_code error;
-  std::filesystem::rename(tmp, path, error);
-  if (error) {
-    std::remove(tmp.c_str());
-    throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + error.message());
-  }
+  file.commit();
 }
 
 bool file_exists(const std::string& path) {

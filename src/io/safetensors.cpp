@@ -1,5 +1,9 @@
 #include "attn/io/safetensors.h"
 
+#include "attn/io/atomic_file.h"
+#include "attn/io/checksum.h"
+#include "attn/io/input_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -91,24 +95,8 @@ bool read_exact(int fd, void* data, size_t n, uint64_t offset, int& error) {
   return true;
 }
 
-bool write_all(int fd, const void* data, size_t n, int& error) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const size_t chunk = std::min<size_t>(n, size_t{1} << 30);
-    const ssize_t put = ::write(fd, p, chunk);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      error = errno;
-      return false;
-    }
-    if (put == 0) {
-      error = EIO;
-      return false;
-    }
-    p += put;
-    n -= static_cast<size_t>(put);
-  }
-  return true;
+const void* tensor_bytes(const Tensor& t) {
+  return t.dtype() == DType::f32 ? static_cast<const void*>(t.f32()) : static_cast<const void*>(t.i32());
 }
 
 // Deepest nesting of objects/arrays in a JSON text (strings skipped); cheap guard so a
@@ -212,12 +200,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const ordere
 }
 
 SafetensorsFile load_impl(const std::string& path) {
-  const int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (raw < 0) fail(path, "cannot open: " + errno_text(errno));
-  Fd fd(raw);
+  Fd fd(open_regular_file(path));  // a FIFO is refused, never waited on
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
   const auto file_size = static_cast<uint64_t>(st.st_size);
   if (file_size < 8)
     fail(path, "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (needs at least 8)");
@@ -284,19 +269,54 @@ SafetensorsFile load_impl(const std::string& path) {
     entries.push_back(parse_entry(path, it.key(), it.value(), buffer_bytes));
   }
 
-  // No two tensors may share bytes (empty tensors occupy none).
+  // The tensors' bytes tile the data buffer: no two share bytes, no gap between them or
+  // before the first, nothing after the last (empty tensors occupy none).
   std::vector<const Entry*> by_offset;
   for (const Entry& e : entries)
     if (e.end > e.begin) by_offset.push_back(&e);
   std::sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
     return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
   });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    const Entry& a = *by_offset[i - 1];
+  uint64_t covered = 0;
+  for (size_t i = 0; i < by_offset.size(); ++i) {
     const Entry& b = *by_offset[i];
-    if (b.begin < a.end)
+    if (i > 0 && b.begin < covered) {
+      const Entry& a = *by_offset[i - 1];
       fail(path, "tensors " + qname(a.name) + " [" + std::to_string(a.begin) + ", " + std::to_string(a.end) + "] and " +
                      qname(b.name) + " [" + std::to_string(b.begin) + ", " + std::to_string(b.end) + "] overlap");
+    }
+    if (b.begin > covered)
+      fail(path, "a gap of " + std::to_string(b.begin - covered) + " bytes before tensor " + qname(b.name) +
+                     " (the safetensors format forbids unused bytes; damaged file?)");
+    covered = b.end;
+  }
+  if (covered < buffer_bytes)
+    fail(path, std::to_string(buffer_bytes - covered) + " bytes after the last tensor (the safetensors format "
+                   "forbids trailing data; damaged or appended-to file?)");
+
+  // Checksums, when the file has them: one per tensor, 8 hex digits.
+  std::unordered_map<std::string, std::string> checksums;
+  const auto sums = out.metadata.find(kChecksumMetadataKey);
+  const bool has_checksums = sums != out.metadata.end();
+  if (has_checksums) {
+    ordered_json parsed;
+    try {
+      parsed = ordered_json::parse(sums->second);
+    } catch (const ordered_json::parse_error&) {
+      fail(path, std::string("metadata '") + kChecksumMetadataKey + "' is not valid JSON (damaged file?)");
+    }
+    if (!parsed.is_object()) fail(path, std::string("metadata '") + kChecksumMetadataKey + "' is not a JSON object");
+    for (auto it = parsed.begin(); it != parsed.end(); ++it) {
+      if (!it.value().is_string()) fail(path, "checksum of tensor " + qname(it.key()) + " is not a string");
+      checksums[it.key()] = it.value().get<std::string>();
+    }
+    for (const Entry& e : entries)
+      if (!checksums.count(e.name)) fail(path, "tensor " + qname(e.name) + " has no checksum (damaged header?)");
+    if (checksums.size() != entries.size())
+      for (const auto& [name, sum] : checksums)
+        if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; }))
+          fail(path, "a checksum names tensor " + qname(name) + ", which the file does not hold (damaged header?)");
+    out.metadata.erase(kChecksumMetadataKey);
   }
 
   // Read each tensor straight into its (pooled) storage.
@@ -307,8 +327,15 @@ SafetensorsFile load_impl(const std::string& path) {
     if (e.end > e.begin && !read_exact(fd.fd, dst, static_cast<size_t>(e.end - e.begin), data_start + e.begin, error))
       fail(path, "cannot read tensor " + qname(e.name) + ": " +
                      (error ? errno_text(error) : std::string("unexpected end of file (file changed while reading?)")));
+    if (has_checksums) {
+      const std::string sum = crc32_hex(dst, static_cast<size_t>(e.end - e.begin));
+      if (sum != checksums[e.name])
+        fail(path, "tensor " + qname(e.name) + " is damaged: its bytes have CRC-32 " + sum + ", the file recorded " +
+                       printable(checksums[e.name], true, 20));
+    }
     out.tensors.emplace_back(e.name, std::move(t));
   }
+  out.verified = has_checksums;
   return out;
 }
 
@@ -349,6 +376,7 @@ SafetensorsFile SafetensorsFile::subset(const std::string& prefix) const {
   SafetensorsFile out;
   out.path = path;
   out.metadata = metadata;
+  out.verified = verified;
   for (const auto& [n, t] : tensors)
     if (n.size() >= prefix.size() && n.compare(0, prefix.size(), prefix) == 0) out.tensors.emplace_back(n.substr(prefix.size()), t);
   return out;
@@ -393,26 +421,6 @@ void load_into(const SafetensorsFile& file, const std::vector<std::pair<std::str
 
 // ---------------------------------------------------------------------------- saving
 
-namespace {
-
-// Removes the temporary file unless the write was committed.
-struct TempFile {
-  std::string path;
-  bool committed = false;
-  ~TempFile() {
-    if (!committed) ::unlink(path.c_str());
-  }
-};
-
-std::string directory_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-}  // namespace
-
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   // Arguments first: nothing touches the disk unless they are good.
@@ -423,12 +431,15 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     if (!names.insert(n).second) throw ValueError("save_safetensors: tensor name " + qname(n) + " appears twice");
     if (!t.defined()) throw ValueError("save_safetensors: tensor " + qname(n) + " is undefined");
   }
+  if (metadata.count(kChecksumMetadataKey))
+    throw ValueError(std::string("save_safetensors: metadata key '") + kChecksumMetadataKey + "' is attn's own");
+  ordered_json checksums = ordered_json::object();
+  for (const auto& [n, t] : tensors) checksums[n] = crc32_hex(tensor_bytes(t), static_cast<size_t>(t.numel()) * 4);
   ordered_json header = ordered_json::object();
-  if (!metadata.empty()) {
-    ordered_json meta = ordered_json::object();
-    for (const auto& [k, v] : metadata) meta[k] = v;
-    header["__metadata__"] = std::move(meta);
-  }
+  ordered_json meta = ordered_json::object();
+  for (const auto& [k, v] : metadata) meta[k] = v;
+  meta[kChecksumMetadataKey] = checksums.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  header["__metadata__"] = std::move(meta);
   uint64_t offset = 0;
   for (const auto& [n, t] : tensors) {
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * 4;
@@ -446,38 +457,14 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   unsigned char len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
 
-  TempFile tmp{path + ".tmp." + std::to_string(::getpid())};
-  const int raw = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (raw < 0) {
-    tmp.committed = true;  // nothing was created
-    fail(path, "cannot create temporary file " + qname(tmp.path) + ": " + errno_text(errno));
-  }
-  Fd fd(raw);
-  int error = 0;
-  auto check = [&](bool ok, const std::string& what) {
-    if (!ok) fail(path, "cannot write " + what + ": " + errno_text(error));
-  };
-  check(write_all(fd.fd, len_bytes, 8, error), "the header length");
-  check(write_all(fd.fd, text.data(), text.size(), error), "the header");
+  AtomicFile file(path);
+  file.write(len_bytes, 8);
+  file.write(text);
   for (const auto& [n, t] : tensors) {
     if (t.numel() == 0) continue;
-    const void* data = t.dtype() == DType::f32 ? static_cast<const void*>(t.f32()) : static_cast<const void*>(t.i32());
-    check(write_all(fd.fd, data, static_cast<size_t>(t.numel()) * 4, error), "tensor " + qname(n));
+    file.write(tensor_bytes(t), static_cast<size_t>(t.numel()) * 4);
   }
-  if (::fsync(fd.fd) != 0) fail(path, "cannot fsync " + qname(tmp.path) + ": " + errno_text(errno));
-  const int closed = ::close(fd.fd);
-  fd.fd = -1;
-  if (closed != 0) fail(path, "cannot close " + qname(tmp.path) + ": " + errno_text(errno));
-  if (::rename(tmp.path.c_str(), path.c_str()) != 0)
-    fail(path, "cannot rename " + qname(tmp.path) + " into place: " + errno_text(errno));
-  tmp.committed = true;
-  // Make the rename durable. The file is complete and in place already, so a failure
-  // here is not reported.
-  const int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  file.commit();
 }
 
 }  // namespace attn::io

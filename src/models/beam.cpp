@@ -10,7 +10,7 @@ namespace attn::models {
 DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options) {
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
-  const bool with_weights = config_.attention != "none";
+  const bool with_weights = decoder.attention != nullptr;
   detail::BeamSearch search("beam", B, options, with_weights ? W : 0);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;
@@ -29,7 +29,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   for (const Tensor& h : enc_b.h) enc.h.push_back(gather_rows(h, expand));
   for (const Tensor& c : enc_b.c) enc.c.push_back(gather_rows(c, expand));
   // The per-batch attention memory of the expanded rows (projections run on B·K rows once).
-  const AttentionMemory memory = decoder.prepare(enc, lengths);
+  const nn::StepMemory memory = decoder.prepare(enc, lengths);
   DecoderState state = decoder.initial_state(enc, BK);
 
   for (int t = 0; t < options.max_len; ++t) {

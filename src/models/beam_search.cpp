@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "attn/checked_size.h"
 #include "attn/data/tasks.h"
 #include "attn/error.h"
 
@@ -20,7 +21,7 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
   if (options.max_len < 1) throw ValueError(op + ": max_len must be >= 1, got " + std::to_string(options.max_len));
   if (!(options.length_penalty >= 0.0f) || !std::isfinite(options.length_penalty))
     throw ValueError(op + ": length_penalty must be finite and >= 0, got " + std::to_string(options.length_penalty));
-  const size_t BK = static_cast<size_t>(batch * K_);
+  const size_t BK = static_cast<size_t>(checked_size_product(batch, K_, op + ": batch x beam width"));
   score_.assign(BK, kNegInf);
   for (int64_t b = 0; b < batch; ++b) score_[static_cast<size_t>(b * K_)] = 0.0f;
   finished_.resize(static_cast<size_t>(batch));

@@ -205,6 +205,11 @@ std::unique_ptr<TextClassifier> make_classifier(const std::string& kind, const j
 json classifier_config_with_vocab(const std::string& kind, json config, int64_t vocab, int64_t classes) {
   if (config.is_null()) config = json::object();
   if (!config.is_object()) throw ValueError("classifier config: expected a JSON object, got " + config.dump());
+  // These come from the data and the chosen model: a value given here would be overwritten.
+  for (const char* fixed : {"kind", "vocab", "src_vocab", "classes"})
+    if (config.contains(fixed))
+      throw ValueError(std::string("classifier config: '") + fixed +
+                       "' is set by the data and the model kind, not by the configuration (remove it)");
   config["kind"] = kind;
   config[kind == "transformer-cls" ? "src_vocab" : "vocab"] = vocab;
   config["classes"] = classes;

@@ -24,22 +24,25 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
   register_module("decoder", decoder);
 }
 
-Tensor Seq2Seq::logits(const data::Batch& batch) {
+DecoderOutput Seq2Seq::forward(const data::Batch& batch) {
   const EncoderOutput enc = encoder.forward(batch.src, batch.src_lengths);
-  return decoder.forward(batch.tgt_in, enc, batch.src_lengths);  // (T, B, V)
+  return decoder.forward(batch.tgt_in, enc, batch.src_lengths);
 }
+
+Tensor Seq2Seq::logits(const data::Batch& batch) { return forward(batch).logits; }
 
 Tensor Seq2Seq::loss(const data::Batch& batch) {
-  const Tensor l = logits(batch);  // (T, B, V)
-  return with_reinforce(cross_entropy(l, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}), l, batch);
+  const DecoderOutput out = forward(batch);
+  return with_reinforce(cross_entropy(out.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}), out,
+                        batch);
 }
 
-Tensor Seq2Seq::with_reinforce(const Tensor& ce, const Tensor& l, const data::Batch& batch) {
-  if (decoder.hard_log_probs.empty() || !autodiff::grad_enabled()) return ce;
+Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const data::Batch& batch) {
+  if (!out.hard_log_probs.defined() || !autodiff::grad_enabled()) return ce;
   // REINFORCE for hard attention: reward r(t, b) = log p(target | step t), no gradient.
-  const Tensor targets = time_major_ids(batch.tgt_out);        // (T, B)
-  const Tensor log_probs = stack_rows(decoder.hard_log_probs);  // (T, B)
-  decoder.hard_log_probs.clear();
+  const Tensor& l = out.logits;                           // (T, B, V)
+  const Tensor targets = time_major_ids(batch.tgt_out);  // (T, B)
+  const Tensor& log_probs = out.hard_log_probs;          // (T, B)
   const int64_t T = targets.dim(0), B = targets.dim(1), V = l.dim(2);
   Tensor log_likelihood;  // (T, B, V)
   {
@@ -71,9 +74,9 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   const EncoderOutput enc = encoder.forward(src, src_lengths);
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
-  const AttentionMemory memory = decoder.prepare(enc, src_lengths);
+  const nn::StepMemory memory = decoder.prepare(enc, src_lengths);
   DecoderState state = decoder.initial_state(enc, B);
-  const bool with_weights = config_.attention != "none";
+  const bool with_weights = decoder.attention != nullptr;
   DecodeResult result;
   result.tokens.resize(static_cast<size_t>(B));
   result.attention.resize(static_cast<size_t>(B));

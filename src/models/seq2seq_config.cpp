@@ -15,17 +15,22 @@ std::string join(const std::vector<std::string>& names) {
   return s;
 }
 
-void check_name(const char* what, const std::string& value, const std::vector<std::string>& valid) {
-  for (const std::string& v : valid)
-    if (v == value) return;
+// The position of `value` in `valid`; ValueError listing them otherwise.
+size_t parse_name(const char* what, const std::string& value, const std::vector<std::string>& valid) {
+  for (size_t i = 0; i < valid.size(); ++i)
+    if (valid[i] == value) return i;
   throw ValueError(fmt::format("unknown {} '{}' (valid: {})", what, value, join(valid)));
 }
 
+// In the order of the enums RnnCell and AttentionKind.
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
+
+// A name from kBahdanauScores or kLuongScores, already checked.
+nn::StepScore step_score(const std::string& name) { return *nn::find_step_score(name); }
 
 }  // namespace
 
@@ -36,14 +41,31 @@ std::string Seq2SeqConfig::effective_score() const {
   return "none";
 }
 
-void Seq2SeqConfig::validate() const {
-  check_name("encoder", encoder, kEncoders);
-  check_name("attention", attention, kAttentions);
+Seq2SeqChoices Seq2SeqConfig::choices() const {
+  Seq2SeqChoices c;
+  c.encoder = static_cast<RnnCell>(parse_name("encoder", encoder, kEncoders));
+  c.attention = static_cast<AttentionKind>(parse_name("attention", attention, kAttentions));
   const std::string s = effective_score();
-  if (attention == "bahdanau") check_name("score for bahdanau attention", s, kBahdanauScores);
-  if (attention == "luong") check_name("score for luong attention", s, kLuongScores);
-  if (attention == "none" && s != "none")
-    throw ValueError(fmt::format("score '{}' given for attention 'none' (valid: none, or leave it empty)", s));
+  switch (c.attention) {
+    case AttentionKind::bahdanau:
+      parse_name("score for bahdanau attention", s, kBahdanauScores);
+      c.score = step_score(s);
+      break;
+    case AttentionKind::luong:
+      parse_name("score for luong attention", s, kLuongScores);
+      c.score = step_score(s);
+      break;
+    case AttentionKind::none:
+      if (s != "none")
+        throw ValueError(fmt::format("score '{}' given for attention 'none' (valid: none, or leave it empty)", s));
+      break;
+  }
+  return c;
+}
+
+void Seq2SeqConfig::validate() const {
+  const Seq2SeqChoices c = choices();
+  const std::string s = effective_score();
   auto positive = [](const char* name, int value, int lo) {
     if (value < lo) throw ValueError(fmt::format("{} must be >= {}, got {}", name, lo, value));
   };
@@ -53,11 +75,13 @@ void Seq2SeqConfig::validate() const {
   positive("vocab", vocab, data::kFirstSymbol + 1);
   positive("max_src_len", max_src_len, 1);
   positive("heads", heads, 1);
-  positive("window", window, s == "local_p" ? 1 : 0);
-  if (s == "multihead" && hidden % heads != 0)
+  const bool attends = c.attention != AttentionKind::none;
+  positive("window", window, attends && c.score == nn::StepScore::local_p ? 1 : 0);
+  if (attends && c.score == nn::StepScore::multihead && hidden % heads != 0)
     throw ValueError(fmt::format("multihead: hidden={} is not divisible by heads={}", hidden, heads));
   if (!(dropout >= 0.0f && dropout < 1.0f)) throw ValueError(fmt::format("dropout must be in [0, 1), got {}", dropout));
-  if (attention == "luong" && bidirectional && (s == "dot" || s == "scaled_dot"))
+  if (c.attention == AttentionKind::luong && bidirectional &&
+      (c.score == nn::StepScore::dot || c.score == nn::StepScore::scaled_dot))
     throw ValueError(fmt::format(
         "luong {}: decoder state D={} differs from encoder state E={} (bidirectional): use 'general' or 'concat'", s,
         hidden, 2 * hidden));

@@ -15,10 +15,10 @@ class RnnTranslator : public Translator {
   int64_t vocab() const override { return model_.config().vocab; }
 
   Tensor loss(const data::Batch& batch, float label_smoothing) override {
-    const Tensor logits = model_.logits(batch);  // (T, B, V)
-    const Tensor ce = cross_entropy(logits, time_major_ids(batch.tgt_out),
+    const DecoderOutput out = model_.forward(batch);  // logits (T, B, V)
+    const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
                                     {.ignore_index = data::kPad, .label_smoothing = label_smoothing});
-    return model_.with_reinforce(ce, logits, batch);
+    return model_.with_reinforce(ce, out, batch);
   }
 
   DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len, float length_penalty,
@@ -27,7 +27,7 @@ class RnnTranslator : public Translator {
     return model_.beam(src, src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len});
   }
 
-  int attention_layers() const override { return model_.config().attention == "none" ? 0 : 1; }
+  int attention_layers() const override { return model_.decoder.attention ? 1 : 0; }
   int attention_heads() const override {
     return model_.decoder.attention ? static_cast<int>(model_.decoder.attention->weight_heads()) : 0;
   }

@@ -6,6 +6,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/nn/init.h"
+#include "attn/number_format.h"
 #include "attn/ops/dropout.h"
 #include "attn/ops/heads.h"
 #include "attn/ops/linear.h"
@@ -15,15 +16,6 @@ namespace attn::nn {
 namespace {
 
 std::string str(int64_t x) { return std::to_string(x); }
-
-std::string number(float x) {
-  std::string s = std::to_string(x);
-  if (s.find('.') != std::string::npos) {
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-  }
-  return s;
-}
 
 void check_positive(const std::string& who, const char* what, int64_t value) {
   if (value <= 0) throw ValueError(who + ": " + what + " must be positive, got " + str(value));
@@ -36,7 +28,7 @@ void check_divisible(const std::string& who, const char* what, int64_t value, in
 }
 
 void check_dropout(const std::string& who, float p) {
-  if (!(p >= 0.0f && p < 1.0f)) throw ValueError(who + ": dropout must be in [0, 1), got " + number(p));
+  if (!(p >= 0.0f && p < 1.0f)) throw ValueError(who + ": dropout must be in [0, 1), got " + format_number(p));
 }
 
 // Checks the masks and weight options of a call against B, T, S bound in `c`.
@@ -59,7 +51,7 @@ void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
       throw ValueError(op + ": attn_bias gradients are not supported ('attn_bias' requires grad); pass attn_bias.detach()");
   }
   if (!(call.temperature > 0.0f) || !std::isfinite(call.temperature))
-    throw ValueError(op + ": temperature must be a finite value > 0, got " + number(call.temperature));
+    throw ValueError(op + ": temperature must be a finite value > 0, got " + format_number(call.temperature));
   if (!call.need_weights && (!call.heads.empty() || call.average_weights))
     throw ValueError(op + ": 'heads' and 'average_weights' shape the returned weights; set need_weights = true");
   for (int head : call.heads)
@@ -142,7 +134,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
       dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
   const int64_t D = options_.embed_dim;
   // Registration order is PyTorch's state_dict order.
-  if (options_.kdim == D && options_.vdim == D) {
+  if (!options_.separate_projections && options_.kdim == D && options_.vdim == D) {
     Tensor w = Tensor::empty({3 * D, D});
     xavier_uniform_(w, rng_);
     in_proj_weight = register_parameter("in_proj_weight", w);
@@ -270,7 +262,7 @@ MultiheadGeneralAttentionOptions resolved(MultiheadGeneralAttentionOptions o) {
     check_divisible(who, "vdim", o.vdim, o.num_heads);
   }
   if (!std::isfinite(o.scale) || o.scale < 0.0f)
-    throw ValueError(who + ": scale must be finite and >= 0 (0 means 1/sqrt(Dk_h)), got " + number(o.scale));
+    throw ValueError(who + ": scale must be finite and >= 0 (0 means 1/sqrt(Dk_h)), got " + format_number(o.scale));
   check_dropout(who, o.dropout);
   return o;
 }

@@ -8,6 +8,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/nn/init.h"
+#include "attn/number_format.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/select.h"
 #include "attn/parallel.h"
@@ -17,15 +18,6 @@ namespace attn::nn {
 namespace {
 
 std::string str(int64_t x) { return std::to_string(x); }
-
-std::string number(float x) {
-  std::string s = std::to_string(x);
-  if (s.find('.') != std::string::npos) {
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-  }
-  return s;
-}
 
 // Independent streams from one seed: stream k of `seed`.
 uint64_t sub_seed(uint64_t seed, uint64_t k) { return splitmix64(seed ^ splitmix64(k + 0x7472616e73666f72ull)); }
@@ -134,11 +126,11 @@ void TransformerLayerOptions::validate() const {
     throw ValueError(who + ": d_model=" + str(d_model) + " is not divisible by heads=" + str(heads));
   if (ffn <= 0) throw ValueError(who + ": ffn must be positive, got " + str(ffn));
   if (!(dropout >= 0.0f && dropout < 1.0f))
-    throw ValueError(who + ": dropout must be in [0, 1), got " + number(dropout));
+    throw ValueError(who + ": dropout must be in [0, 1), got " + format_number(dropout));
   if (activation != "relu" && activation != "gelu")
     throw ValueError(who + ": activation must be relu or gelu, got '" + activation + "'");
   if (!(eps > 0.0f) || !std::isfinite(eps))
-    throw ValueError(who + ": eps must be a finite value > 0, got " + number(eps));
+    throw ValueError(who + ": eps must be a finite value > 0, got " + format_number(eps));
 }
 
 // ---- KvCache ----------------------------------------------------------------------------------------

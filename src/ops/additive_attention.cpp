@@ -134,18 +134,4 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   return result;
 }
 
-AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng, bool normalize) {
-  if (D < 1 || E < 1 || A < 1)
-    throw ValueError("additive_attention_init: sizes must be >= 1, got D=" + std::to_string(D) +
-                     ", E=" + std::to_string(E) + ", A=" + std::to_string(A));
-  AdditiveParams p;
-  p.w_q = attention_detail::xavier_matrix(A, D, rng);
-  p.w_k = attention_detail::xavier_matrix(A, E, rng);
-  p.bias = Tensor::zeros({A}).set_requires_grad(true);
-  p.v = attention_detail::xavier_vector(A, rng);
-  // Normed Bahdanau (TF): g starts at sqrt(1 / A).
-  if (normalize) p.g = Tensor::full({}, std::sqrt(1.0f / static_cast<float>(A))).set_requires_grad(true);
-  return p;
-}
-
 }  // namespace attn

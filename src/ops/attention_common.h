@@ -123,21 +123,6 @@ inline WeightDropout check_dropout(const std::string& op, float p, bool training
   return d;
 }
 
-// Xavier-uniform (torch.nn.init.xavier_uniform_) for a (rows, cols) parameter: U(-a, a),
-// a = sqrt(6 / (rows + cols)), drawn in flat order; the same values as nn::xavier_uniform_
-// (the ops layer does not include nn). requires_grad is set.
-inline Tensor xavier_parameter(const Shape& shape, int64_t rows, int64_t cols, Rng& rng) {
-  Tensor t = Tensor::empty(shape);
-  const double a = std::sqrt(6.0 / static_cast<double>(rows + cols));
-  float* p = t.f32();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(-a + 2.0 * a * static_cast<double>(rng.uniform()));
-  t.set_requires_grad(true);
-  return t;
-}
-inline Tensor xavier_matrix(int64_t rows, int64_t cols, Rng& rng) { return xavier_parameter({rows, cols}, rows, cols, rng); }
-// A vector (n) drawn as a (1, n) matrix.
-inline Tensor xavier_vector(int64_t n, Rng& rng) { return xavier_parameter({n}, 1, n, rng); }
-
 // Sizes of one call.
 struct Dims {
   int64_t B, T, S, E;

@@ -212,18 +212,4 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   return result;
 }
 
-LocalParams local_attention_init(LocalMode mode, LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng) {
-  const bool predictive = mode == LocalMode::predictive;
-  if (D < 1 || E < 1 || (predictive && A < 1))
-    throw ValueError("local_attention_init: sizes must be >= 1, got D=" + std::to_string(D) + ", E=" +
-                     std::to_string(E) + ", A=" + std::to_string(A));
-  LocalParams params;
-  if (score == LuongScore::general) params.w = attention_detail::xavier_matrix(D, E, rng);
-  if (predictive) {
-    params.w_p = attention_detail::xavier_matrix(A, D, rng);
-    params.v_p = attention_detail::xavier_vector(A, rng);
-  }
-  return params;
-}
-
 }  // namespace attn

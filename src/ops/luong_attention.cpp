@@ -215,35 +215,4 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   return result;
 }
 
-LuongParams luong_attention_init(LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng) {
-  if (D < 1 || E < 1 || (score == LuongScore::concat && A < 1))
-    throw ValueError("luong_attention_init: sizes must be >= 1, got D=" + std::to_string(D) + ", E=" +
-                     std::to_string(E) + ", A=" + std::to_string(A));
-  LuongParams p;
-  switch (score) {
-    case LuongScore::dot:
-      break;
-    case LuongScore::general:
-      p.w = attention_detail::xavier_matrix(D, E, rng);
-      break;
-    case LuongScore::concat:
-      p.w = attention_detail::xavier_matrix(A, D + E, rng);
-      p.v = attention_detail::xavier_vector(A, rng);
-      break;
-    default:
-      throw ValueError("luong_attention_init: unknown score function " + std::to_string(static_cast<int>(score)));
-  }
-  return p;
-}
-
-LocationParams location_attention_init(int64_t D, int64_t S_max, Rng& rng) {
-  if (D < 1 || S_max < 1)
-    throw ValueError("location_attention_init: sizes must be >= 1, got D=" + std::to_string(D) +
-                     ", S_max=" + std::to_string(S_max));
-  LocationParams p;
-  p.w_a = attention_detail::xavier_matrix(S_max, D, rng);
-  p.b_a = Tensor::zeros({S_max}).set_requires_grad(true);
-  return p;
-}
-
 }  // namespace attn

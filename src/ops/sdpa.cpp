@@ -6,22 +6,9 @@
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/elementwise.h"
 #include "attn/kernels/sdpa.h"
+#include "attn/number_format.h"
 
 namespace attn {
-namespace {
-
-std::string number(float x) {
-  std::string s = std::to_string(x);
-  // to_string gives 6 decimals; trim trailing zeros for a readable message.
-  if (s.find('.') != std::string::npos) {
-    while (!s.empty() && s.back() == '0') s.pop_back();
-    if (!s.empty() && s.back() == '.') s.pop_back();
-  }
-  return s;
-}
-
-}  // namespace
-
 SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options) {
   ShapeContract c("sdpa");
   c.check("q", q, {"B", "H", "T", "Dh"});
@@ -46,9 +33,9 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
       throw ValueError("sdpa: bias gradients are not supported ('bias' requires grad); pass bias.detach()");
   }
   if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
-    throw ValueError("sdpa: temperature must be a finite value > 0, got " + number(options.temperature));
+    throw ValueError("sdpa: temperature must be a finite value > 0, got " + format_number(options.temperature));
   if (!std::isfinite(options.scale))
-    throw ValueError("sdpa: scale must be finite, got " + number(options.scale));
+    throw ValueError("sdpa: scale must be finite, got " + format_number(options.scale));
 
   const float base_scale =
       options.scale != 0.0f ? options.scale : (Dh > 0 ? 1.0f / std::sqrt(static_cast<float>(Dh)) : 1.0f);

@@ -1,6 +1,9 @@
 #include "attn/train/checkpoint.h"
 
 #include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <set>
 
 #include "attn/error.h"
 
@@ -13,6 +16,26 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kStepCount = "optimizer.step_count";
 
 bool is_optimizer_entry(const std::string& name) { return name.rfind(kOptimizerPrefix, 0) == 0; }
+
+// "NaN" or "an infinity" for the first non-finite value of a float32 tensor, "" if none.
+std::string non_finite(const Tensor& t) {
+  if (t.dtype() != DType::f32) return "";
+  const float* x = t.f32();
+  for (int64_t i = 0, n = t.numel(); i < n; ++i)
+    if (!std::isfinite(x[i])) return std::isnan(x[i]) ? "NaN" : "an infinity";
+  return "";
+}
+
+// A file without checksums loads (other tools, attn before checksums), once said so.
+void note_if_unverified(const io::SafetensorsFile& file, const std::string& path) {
+  if (file.verified) return;
+  static std::mutex mutex;
+  static std::set<std::string> noted;
+  std::lock_guard lock(mutex);
+  if (noted.insert(path).second)
+    std::fprintf(stderr, "note: %s has no checksums (written by another tool or an older attn): its tensors are unverified\n",
+                 path.c_str());
+}
 
 }  // namespace
 
@@ -30,6 +53,7 @@ json read_run_metadata(const io::SafetensorsFile& file, const std::string& path,
                        const std::string& what) {
   auto it = file.metadata.find(io::kAttnMetadataKey);
   if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
+  note_if_unverified(file, path);
   json j;
   try {
     j = json::parse(it->second);
@@ -67,14 +91,9 @@ void load_model_parameters(const io::SafetensorsFile& file, const NamedTensors& 
     if (!is_optimizer_entry(name)) model.tensors.emplace_back(name, t);
   io::load_into(model, parameters, path);
   // A model with a NaN or an infinity only ever predicts garbage: refuse it by name.
-  for (const auto& [name, t] : parameters) {
-    if (t.dtype() != DType::f32) continue;
-    const float* x = t.f32();
-    for (int64_t i = 0; i < t.numel(); ++i)
-      if (!std::isfinite(x[i]))
-        throw ValueError(path + ": parameter '" + name + "' holds " + (std::isnan(x[i]) ? "NaN" : "an infinity") +
-                         " (a diverged or damaged checkpoint)");
-  }
+  for (const auto& [name, t] : parameters)
+    if (const std::string bad = non_finite(t); !bad.empty())
+      throw ValueError(path + ": parameter '" + name + "' holds " + bad + " (a diverged or damaged checkpoint)");
 }
 
 void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer, const std::string& path) {
@@ -83,7 +102,13 @@ void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer,
   OptimizerState state;
   state.step = count->i32()[0];
   for (const auto& [name, t] : file.tensors)
-    if (is_optimizer_entry(name) && name != kStepCount) state.tensors.emplace_back(name, t);
+    if (is_optimizer_entry(name) && name != kStepCount) {
+      // NaN moments would only surface steps later, as a "diverged: try a smaller --lr".
+      if (const std::string bad = non_finite(t); !bad.empty())
+        throw ValueError(path + ": optimizer state '" + name + "' holds " + bad +
+                         " (a damaged checkpoint: cannot resume from it)");
+      state.tensors.emplace_back(name, t);
+    }
   optimizer.load_state(state);
 }
 

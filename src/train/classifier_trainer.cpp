@@ -212,7 +212,7 @@ std::string classifier_eval_json(const ClassifierEval& eval) {
 
 Classification classify_text(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text) {
   Classification c;
-  c.tokens = data::whitespace_tokens(text);
+  c.tokens = data::sst2_tokens(text);  // raw text normalised as the training data is
   if (c.tokens.empty()) throw ValueError("classify: the text has no tokens");
   if (model.max_tokens() > 0 && static_cast<int64_t>(c.tokens.size()) > model.max_tokens())
     c.tokens.resize(static_cast<size_t>(model.max_tokens()));  // the model reads this many

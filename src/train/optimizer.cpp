@@ -7,6 +7,7 @@
 #include <map>
 #include <unordered_set>
 
+#include "attn/number_format.h"
 #include "attn/parallel.h"
 
 namespace attn::train {
@@ -14,15 +15,9 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 14;  // elements per thread chunk, at least
 
-std::string fmt_float(float v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc() ? std::string(buf, end) : std::string("?");
-}
-
 void check_option(const char* opt, const char* what, float value, bool ok) {
   if (!std::isfinite(value) || !ok)
-    throw ValueError(std::string(opt) + ": invalid " + what + " " + fmt_float(value));
+    throw ValueError(std::string(opt) + ": invalid " + what + " " + format_number(value));
 }
 
 // torch.lerp: weight < 0.5 ? a + w (b − a) : b − (b − a)(1 − w)
@@ -54,7 +49,7 @@ std::string Optimizer::param_label(size_t index) const {
 
 void Optimizer::set_lr(float lr) {
   if (!std::isfinite(lr) || lr < 0.0f)
-    throw ValueError(std::string(name_) + ": invalid learning rate " + fmt_float(lr) + " (must be finite and >= 0)");
+    throw ValueError(std::string(name_) + ": invalid learning rate " + format_number(lr) + " (must be finite and >= 0)");
   lr_ = lr;
 }
 
@@ -263,7 +258,7 @@ void Adam::update(Tensor& param, const Tensor& grad, std::vector<Tensor>& slots,
 
 float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   if (std::isnan(max_norm) || max_norm < 0.0f)
-    throw ValueError("clip_grad_norm: max_norm must be >= 0, got " + fmt_float(max_norm));
+    throw ValueError("clip_grad_norm: max_norm must be >= 0, got " + format_number(max_norm));
   // Sums of squares over fixed blocks (independent of the thread count), added in order.
   constexpr int64_t kBlock = 1 << 12;
   std::vector<Tensor> grads;
@@ -300,7 +295,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   }
   const float total = static_cast<float>(std::sqrt(total_sq));
   if (!std::isfinite(total))
-    throw ValueError("clip_grad_norm: the total gradient norm is " + fmt_float(total) +
+    throw ValueError("clip_grad_norm: the total gradient norm is " + format_number(total) +
                      (first_bad.empty() ? std::string(" (overflow)") : " (first non-finite gradient: " + first_bad + ")") +
                      "; gradients left unchanged");
   const float coef = max_norm / (total + 1e-6f);

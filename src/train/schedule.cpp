@@ -6,16 +6,9 @@
 #include <numbers>
 
 #include "attn/error.h"
+#include "attn/number_format.h"
 
 namespace attn::train {
-namespace {
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-}  // namespace
-
 const char* lr_schedule_kind_name(LrScheduleKind kind) {
   switch (kind) {
     case LrScheduleKind::constant: return "constant";
@@ -37,11 +30,11 @@ LrScheduleKind parse_lr_schedule_kind(const std::string& name) {
 
 LrSchedule::LrSchedule(LrScheduleOptions o) : options_(o) {
   if (!std::isfinite(o.base_lr) || o.base_lr <= 0.0f)
-    throw ValueError("lr schedule: base_lr must be finite and > 0, got " + num(o.base_lr));
+    throw ValueError("lr schedule: base_lr must be finite and > 0, got " + format_number(o.base_lr));
   if (!std::isfinite(o.min_lr) || o.min_lr < 0.0f)
-    throw ValueError("lr schedule: min_lr must be finite and >= 0, got " + num(o.min_lr));
+    throw ValueError("lr schedule: min_lr must be finite and >= 0, got " + format_number(o.min_lr));
   if (o.min_lr > o.base_lr)
-    throw ValueError("lr schedule: min_lr " + num(o.min_lr) + " is larger than base_lr " + num(o.base_lr));
+    throw ValueError("lr schedule: min_lr " + format_number(o.min_lr) + " is larger than base_lr " + format_number(o.base_lr));
   if (o.warmup_steps < 0) throw ValueError("lr schedule: warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
   if (o.total_steps < 0) throw ValueError("lr schedule: total_steps must be >= 0, got " + std::to_string(o.total_steps));
   if ((o.kind == LrScheduleKind::linear_warmup_decay || o.kind == LrScheduleKind::cosine) && o.total_steps <= o.warmup_steps)

@@ -238,11 +238,12 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
       break;
     }
     data::Batch batch = batch_for_step(kind, o, step);
-    Tensor logits = model->logits(batch);  // (T, B, V)
+    const models::DecoderOutput out = model->forward(batch);
+    const Tensor& logits = out.logits;  // (T, B, V)
     Tensor targets = models::time_major_ids(batch.tgt_out);
     const Tensor cross_entropy_loss = cross_entropy(logits, targets, {.ignore_index = data::kPad});
     loss_value = cross_entropy_loss.item();
-    const Tensor loss = model->with_reinforce(cross_entropy_loss, logits, batch);  // hard attention's term
+    const Tensor loss = model->with_reinforce(cross_entropy_loss, out, batch);  // hard attention's term
     if (!std::isfinite(loss_value))
       throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
                        "); try a smaller --lr");

@@ -10,6 +10,8 @@
 #include "attn/data/parallel.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
+#include "attn/io/checksum.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/optimizer.h"
@@ -62,6 +64,7 @@ json info_json(const TranslationInfo& info, int64_t vocab) {
           {"src_lang", info.src_lang},
           {"tgt_lang", info.tgt_lang},
           {"tokenizer", fs::path(info.tokenizer).filename().string()},
+          {"tokenizer_crc32", io::file_crc32_hex(info.tokenizer)},
           {"vocab_size", vocab},
           {"step", info.step},
           {"best_val_bleu", info.best_val_bleu}};
@@ -79,7 +82,10 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
     loaded.info.config = j.at("config");
     loaded.info.src_lang = j.at("src_lang").get<std::string>();
     loaded.info.tgt_lang = j.at("tgt_lang").get<std::string>();
-    loaded.info.tokenizer = (fs::path(path).parent_path() / j.at("tokenizer").get<std::string>()).string();
+    const std::string tokenizer = j.at("tokenizer").get<std::string>();
+    if (tokenizer.empty() || fs::path(tokenizer).filename() != tokenizer)
+      throw IoError(path + ": bad 'attn' metadata: tokenizer '" + tokenizer + "' is not a file name beside the checkpoint");
+    loaded.info.tokenizer = (fs::path(path).parent_path() / tokenizer).string();
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
   } catch (const json::exception& e) {
@@ -92,6 +98,10 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   }
   if (!data::file_exists(loaded.info.tokenizer))
     throw IoError(path + ": its tokenizer " + loaded.info.tokenizer + " is missing (keep it next to the checkpoint)");
+  // A swapped spm.model (another language's, say) would load and translate garbage.
+  if (j.contains("tokenizer_crc32") && j["tokenizer_crc32"] != io::file_crc32_hex(loaded.info.tokenizer))
+    throw IoError(path + ": its tokenizer " + loaded.info.tokenizer +
+                  " is not the one it was trained with (CRC-32 differs); restore the original spm.model");
   loaded.tokenizer = data::SubwordModel::load(loaded.info.tokenizer);
   if (loaded.tokenizer->vocab_size() != loaded.model->vocab())
     throw IoError(path + ": the tokenizer has " + std::to_string(loaded.tokenizer->vocab_size()) +
@@ -212,8 +222,7 @@ TranslationResult train_translation(const std::string& kind, json config, const 
   // The tokenizer: given, kept from the run being resumed, or learned on the training text.
   if (!o.tokenizer.empty()) {
     if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
-      fs::copy_file(o.tokenizer, spm_path + ".tmp", fs::copy_options::overwrite_existing);
-      fs::rename(spm_path + ".tmp", spm_path);
+      io::copy_file_atomically(o.tokenizer, spm_path);
     }
   } else if (!(o.resume && data::file_exists(spm_path))) {
     if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,

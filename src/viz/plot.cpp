@@ -4,18 +4,16 @@
 #include <cairo-svg.h>
 #include <cairo.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 
 namespace attn::viz {
 
@@ -107,24 +105,13 @@ std::string render(const char* op, Format format, double width, double height, D
   return bytes;
 }
 
-// Temporary file beside the target, then rename: readers never see a partial picture.
-void write_atomically(const char* op, const std::string& path, const std::string& bytes) {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp = fmt::format("{}.tmp-{}-{}", path, static_cast<long>(::getpid()), counter++);
-  const auto fail = [&](int err) {
-    std::remove(tmp.c_str());
-    throw IoError(fmt::format("{}: cannot write '{}': {}", op, path, std::strerror(err)));
-  };
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (file == nullptr) fail(errno);
-  errno = 0;
-  const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), file);
-  int err = written == bytes.size() ? 0 : (errno != 0 ? errno : EIO);
-  if (std::fflush(file) != 0 && err == 0) err = errno != 0 ? errno : EIO;
-  if (err == 0 && ::fsync(::fileno(file)) != 0) err = errno;
-  if (std::fclose(file) != 0 && err == 0) err = errno != 0 ? errno : EIO;
-  if (err != 0) fail(err);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail(errno);
+// The picture written through io::AtomicFile, its errors named after the op.
+void write_picture(const char* op, const std::string& path, const std::string& bytes) {
+  try {
+    io::write_file_atomically(path, bytes);
+  } catch (const IoError& e) {
+    throw IoError(fmt::format("{}: {}", op, e.what()));
+  }
 }
 
 std::string xml_escape(const std::string& text) {
@@ -724,7 +711,7 @@ void write_line_plot(const LinePlot& plot, const std::string& path) {
     for (size_t k = 0; k < plot.series.size(); ++k) desc += (k == 0 ? " " : ", ") + plot.series[k].name;
     add_svg_text(bytes, plot.title, desc);
   }
-  write_atomically(op, path, bytes);
+  write_picture(op, path, bytes);
 }
 
 void write_heatmap(const Heatmap& map, const std::string& path) {
@@ -751,7 +738,7 @@ void write_heatmap(const Heatmap& map, const std::string& path) {
     }
     add_svg_text(bytes, map.title, desc);
   }
-  write_atomically(op, path, bytes);
+  write_picture(op, path, bytes);
 }
 
 }  // namespace attn::viz

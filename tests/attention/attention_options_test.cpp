@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
+#include "attn/nn/attention_init.h"
 #include "attn/nn/init.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/dropout.h"
@@ -525,63 +526,63 @@ void expect_xavier(const Tensor& t, const Shape& shape, const Shape& as_matrix, 
 TEST(AttentionInit, XavierEverywhere) {
   {
     Rng rng(3), ref(3);
-    const AdditiveParams p = additive_attention_init(D, E, A, rng, true);
+    const nn::AdditiveParams p = nn::additive_attention_init(D, E, A, rng, true);
     expect_xavier(p.w_q, {A, D}, {A, D}, ref);
     expect_xavier(p.w_k, {A, E}, {A, E}, ref);
     expect_xavier(p.v, {A}, {1, A}, ref);
     EXPECT_TRUE(p.bias.requires_grad());
     for (float b : p.bias.to_vector()) EXPECT_EQ(b, 0.0f);
     EXPECT_FLOAT_EQ(p.g.item(), std::sqrt(1.0f / A));
-    EXPECT_FALSE(additive_attention_init(D, E, A, rng).g.defined());
+    EXPECT_FALSE(nn::additive_attention_init(D, E, A, rng).g.defined());
   }
   {
     Rng rng(4), ref(4);
-    const LuongParams c = luong_attention_init(LuongScore::concat, D, E + 1, A, rng);
+    const nn::LuongParams c = nn::luong_attention_init(LuongScore::concat, D, E + 1, A, rng);
     expect_xavier(c.w, {A, D + E + 1}, {A, D + E + 1}, ref);
     expect_xavier(c.v, {A}, {1, A}, ref);
-    const LuongParams g = luong_attention_init(LuongScore::general, D, E + 1, A, rng);
+    const nn::LuongParams g = nn::luong_attention_init(LuongScore::general, D, E + 1, A, rng);
     expect_xavier(g.w, {D, E + 1}, {D, E + 1}, ref);
     EXPECT_FALSE(g.v.defined());
-    const LuongParams d = luong_attention_init(LuongScore::dot, D, D, A, rng);
+    const nn::LuongParams d = nn::luong_attention_init(LuongScore::dot, D, D, A, rng);
     EXPECT_FALSE(d.w.defined());
     EXPECT_EQ(rng.next(), ref.next());  // dot draws nothing
   }
   {
     Rng rng(5), ref(5);
-    const LocationParams p = location_attention_init(D, 9, rng);
+    const nn::LocationParams p = nn::location_attention_init(D, 9, rng);
     expect_xavier(p.w_a, {9, D}, {9, D}, ref);
     EXPECT_EQ(p.b_a.shape(), Shape({9}));
     for (float b : p.b_a.to_vector()) EXPECT_EQ(b, 0.0f);
   }
   {
     Rng rng(6), ref(6);
-    const LocalParams p = local_attention_init(LocalMode::predictive, LuongScore::general, D, E, A, rng);
+    const nn::LocalParams p = nn::local_attention_init(LocalMode::predictive, LuongScore::general, D, E, A, rng);
     expect_xavier(p.w, {D, E}, {D, E}, ref);
     expect_xavier(p.w_p, {A, D}, {A, D}, ref);
     expect_xavier(p.v_p, {A}, {1, A}, ref);
-    const LocalParams m = local_attention_init(LocalMode::monotonic, LuongScore::dot, D, D, A, rng);
+    const nn::LocalParams m = nn::local_attention_init(LocalMode::monotonic, LuongScore::dot, D, D, A, rng);
     EXPECT_FALSE(m.w.defined());
     EXPECT_FALSE(m.w_p.defined());
     EXPECT_FALSE(m.v_p.defined());
   }
   // The helpers' parameters plug straight into the ops.
   Rng rng(8);
-  const AdditiveParams p = additive_attention_init(D, E, A, rng);
+  const nn::AdditiveParams p = nn::additive_attention_init(D, E, A, rng);
   const std::vector<Tensor> x = make_inputs(Kind::dot);
   const AttentionResult r =
       additive_attention(x[0], additive_project_keys(x[1], p.w_k), x[2], p.w_q, p.bias, p.v, suffix_lengths());
   EXPECT_EQ(r.context.shape(), Shape({B, T, E}));
   Rng rng2(8);
-  LocalParams lp = local_attention_init(LocalMode::predictive, LuongScore::general, D, E, A, rng2);
+  nn::LocalParams lp = nn::local_attention_init(LocalMode::predictive, LuongScore::general, D, E, A, rng2);
   LocalOptions lo;
   lo.mode = LocalMode::predictive;
   lo.w = lp.w;
   lo.w_p = lp.w_p;
   lo.v_p = lp.v_p;
   EXPECT_EQ(local_attention(x[0], x[1], x[2], suffix_lengths(), lo).weights.shape(), Shape({B, T, S}));
-  EXPECT_THROW_MSG(additive_attention_init(0, E, A, rng), ValueError,
+  EXPECT_THROW_MSG(nn::additive_attention_init(0, E, A, rng), ValueError,
                    "additive_attention_init: sizes must be >= 1, got D=0, E=4, A=5");
-  EXPECT_THROW_MSG(location_attention_init(D, 0, rng), ValueError,
+  EXPECT_THROW_MSG(nn::location_attention_init(D, 0, rng), ValueError,
                    "location_attention_init: sizes must be >= 1, got D=4, S_max=0");
 }
 

@@ -77,7 +77,7 @@ name, info = next((k, v) for k, v in header.items() if k != "__metadata__" and v
 raw[8 + n + info["data_offsets"][0]:8 + n + info["data_offsets"][0] + 4] = struct.pack("<f", float("nan"))
 open(sys.argv[2], "wb").write(raw)
 EOF
-expect 1 "holds NaN (a diverged or damaged checkpoint)" -- "$attn" eval --model "$work/nan.safetensors"
+expect 1 "is damaged: its bytes have CRC-32" -- "$attn" eval --model "$work/nan.safetensors"  # caught by its checksum
 # Damaged attn metadata is named as such by every command that reads checkpoints.
 /usr/bin/python3 - "$work/run/model.safetensors" "$work/badmeta.safetensors" <<'EOF'
 import json, struct, sys
@@ -105,5 +105,13 @@ done
 expect 2 "unknown --kind 'foo' (valid: sdpa, additive, mha)" -- "$attn" bench attention --kind foo
 expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" bench seq2seq --attention foo
 expect 2 "is not divisible by --heads" -- "$attn" bench attention --dim 10 --heads 3
+# bench transformer: every beam hypothesis runs longest target + 1 steps (EOS's row is zeroed).
+"$attn" bench transformer --d-model 16 --heads 2 --ffn 32 --layers 1 --vocab 50 --max-tokens 200 --steps 1 \
+  --warmup 0 --beam 2 --beam-sentences 3 --threads 1 --json \
+  | /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["train_tokens_per_s"] > 0 and d["gflops_per_s"] > 0 and d["beam_tokens_per_sentence"] == d["config"]["beam_max_len"]' \
+  || fail "bench transformer --json"
+expect 2 "--steps, --beam, --beam-sentences, --beam-reps must be >= 1" -- "$attn" bench transformer --beam 0
+expect 2 "--vocab must be >= 4" -- "$attn" bench transformer --vocab 3
+expect 2 "--max-tokens must hold one pair" -- "$attn" bench transformer --max-tokens 50
 
 finish "CLI"

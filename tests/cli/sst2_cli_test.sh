@@ -61,10 +61,22 @@ out="$(printf 'a dull mess\n\nbrilliant\n' | "$attn" classify --model "$work/run
 echo "$out" | /usr/bin/python3 -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin.read().splitlines()]
-assert len(rows) == 2, rows
+assert len(rows) == 3 and rows[1] is None, rows  # the blank line is answered, so outputs line up with inputs
+assert rows[2]["tokens"] == ["brilliant"], rows[2]
 assert rows[0]["tokens"] == ["a", "dull", "mess"] and len(rows[0]["attention"]) == 3, rows[0]
 assert abs(sum(rows[0]["probabilities"]) - 1) < 1e-5 and rows[0]["label_name"] in ("negative", "positive")' \
   || fail "classify --json output: $out"
+# Raw text is tokenised like the data (it used to be all <unk>); mostly unknown words warn.
+out="$("$attn" classify --model "$work/run/model.safetensors" --text "A gorgeous, witty, seductive movie." --json)"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+assert json.loads(sys.stdin.read())["tokens"] == ["a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."]' \
+  || fail "classify did not normalise raw text: $out"
+expect 0 "warning: 3 of 3 tokens are not in the model's vocabulary" -- "$attn" classify --model "$work/run/model.safetensors" \
+  --text "qqqzx vvvbn xxcvq"
+# align names the kind of model it got (it used to ask a classifier for --input).
+expect 2 "is not a seq2seq or translation checkpoint (format 'attn-classifier')" -- \
+  "$attn" align --model "$work/run/model.safetensors" --text "a film"
 
 # Bad input: a clear message and a non-zero exit code.
 expect 2 "unknown --model 'cnn' (valid: bilstm, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"

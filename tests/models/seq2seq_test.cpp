@@ -151,6 +151,35 @@ TEST(Seq2SeqConfig, JsonRoundTrip) {
   EXPECT_EQ(Seq2SeqConfig{}.effective_score(), "additive");
 }
 
+TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
+  Seq2SeqConfig c;
+  Seq2SeqChoices k = c.choices();
+  EXPECT_EQ(k.encoder, RnnCell::gru);
+  EXPECT_EQ(k.attention, AttentionKind::bahdanau);
+  EXPECT_EQ(k.score, nn::StepScore::additive);  // the default score of bahdanau
+  c.encoder = "lstm";
+  c.attention = "luong";
+  k = c.choices();
+  EXPECT_EQ(k.encoder, RnnCell::lstm);
+  EXPECT_EQ(k.attention, AttentionKind::luong);
+  EXPECT_EQ(k.score, nn::StepScore::general);  // the default score of luong
+  for (const std::string score :
+       {"dot", "general", "concat", "location", "scaled_dot", "multihead", "local_m", "local_p", "hard"}) {
+    c.score = score;
+    EXPECT_EQ(nn::step_score_name(c.choices().score), score);
+  }
+  c.attention = "none";
+  c.score = "none";
+  EXPECT_EQ(c.choices().attention, AttentionKind::none);
+  c.attention = "Luong";
+  EXPECT_THROW_MSG(c.choices(), ValueError, "unknown attention 'Luong' (valid: none, bahdanau, luong)");
+  // The model parses once; its modules follow the choice.
+  Seq2Seq model(tiny("luong", "multihead"));
+  EXPECT_EQ(model.decoder.kind(), AttentionKind::luong);
+  EXPECT_NE(dynamic_cast<nn::MultiheadStepAttention*>(model.decoder.attention.get()), nullptr);
+  EXPECT_EQ(Seq2Seq(tiny("none")).decoder.attention, nullptr);
+}
+
 TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   Seq2SeqConfig c;
   c.attention = "foo";
@@ -375,7 +404,7 @@ TEST(Seq2Seq, HardAttentionTrainsThroughReinforce) {
   EXPECT_EQ(model.decoder.hard_baseline.updates, 1);
   EXPECT_LT(model.decoder.hard_baseline.value, 0.0f);  // a mean log-likelihood
   backward(loss);
-  const Tensor w_grad = model.decoder.attention->w.grad();
+  const Tensor w_grad = dynamic_cast<nn::HardAttention&>(*model.decoder.attention).w.grad();
   ASSERT_TRUE(w_grad.defined());
   double norm = 0.0;
   for (int64_t i = 0; i < w_grad.numel(); ++i) norm += std::abs(w_grad.f32()[i]);
@@ -387,6 +416,26 @@ TEST(Seq2Seq, HardAttentionTrainsThroughReinforce) {
   EXPECT_NEAR(model.loss(batch).item(),
               cross_entropy(logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}).item(), 1e-6);
   EXPECT_EQ(model.decoder.hard_baseline.updates, 1);
+}
+
+TEST(Seq2Seq, HardAttentionLogProbsComeWithTheLogits) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5, 3}});
+  Seq2Seq model(tiny("luong", "hard"));
+  const DecoderOutput train = model.forward(batch);
+  const int64_t T = batch.tgt_in.dim(1), B = batch.tgt_in.dim(0);
+  ASSERT_TRUE(train.hard_log_probs.defined());
+  EXPECT_EQ(train.hard_log_probs.shape(), Shape({T, B}));
+  for (float lp : train.hard_log_probs.to_vector()) EXPECT_LE(lp, 0.0f);  // log π(k) of a sampled position
+  // with_reinforce uses the output it is given: without log-probabilities, plain CE.
+  const Tensor ce = cross_entropy(train.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad});
+  EXPECT_EQ(model.with_reinforce(ce, {train.logits, Tensor()}, batch).item(), ce.item());
+  EXPECT_NE(model.with_reinforce(ce, train, batch).item(), ce.item());
+  autodiff::tape().clear();  // nothing to backpropagate here
+  autodiff::NoGradGuard no_grad;
+  model.eval();
+  EXPECT_FALSE(model.forward(batch).hard_log_probs.defined());  // the argmax: nothing to reinforce
+  Seq2Seq soft(tiny("luong", "general"));
+  EXPECT_FALSE(soft.forward(batch).hard_log_probs.defined());
 }
 
 // ---- decoding -------------------------------------------------------------------------------

@@ -234,11 +234,32 @@ TEST(MultiheadAttention, ParameterNamesAndShapesAreTorchStateDictKeys) {
   // kdim == embed_dim given explicitly is still the packed layout (as PyTorch).
   MultiheadAttention explicit_dims({.embed_dim = 8, .num_heads = 2, .kdim = 8, .vdim = 8});
   EXPECT_TRUE(explicit_dims.in_proj_weight.defined());
+  // separate_projections keeps q/k/v_proj_weight then (the RNN decoder's names).
+  MultiheadAttention unpacked({.embed_dim = 8, .num_heads = 2, .separate_projections = true});
+  EXPECT_FALSE(unpacked.in_proj_weight.defined());
+  EXPECT_EQ(unpacked.named_parameters()[0].first, "q_proj_weight");
+  EXPECT_EQ(unpacked.k_proj_weight.shape(), (Shape{8, 8}));
 
   MultiheadAttention no_bias({.embed_dim = 8, .num_heads = 2, .bias = false});
   names.clear();
   for (auto& [n, t] : no_bias.named_parameters()) names.push_back(n);
   EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "out_proj.weight"}));
+}
+
+// The same weights, packed or separate, give the same attention (up to the rounding of one
+// GEMM to 3D against three to D).
+TEST(MultiheadAttention, SeparateProjectionsEqualPacked) {
+  const int64_t D = 8;
+  MultiheadAttention packed({.embed_dim = D, .num_heads = 2, .seed = 4});
+  MultiheadAttention separate({.embed_dim = D, .num_heads = 2, .seed = 5, .separate_projections = true});
+  const std::vector<float> w = packed.in_proj_weight.to_vector();
+  for (auto [dst, row] : {std::pair{separate.q_proj_weight, 0}, {separate.k_proj_weight, 1}, {separate.v_proj_weight, 2}})
+    std::copy(w.begin() + row * D * D, w.begin() + (row + 1) * D * D, dst.f32());
+  std::copy_n(packed.out_proj.weight.f32(), D * D, separate.out_proj.weight.f32());
+  const Tensor x = random_tensor({2, 3, D}, 6), kv = random_tensor({2, 4, D}, 7);
+  autodiff::NoGradGuard no_grad;
+  EXPECT_TRUE(tensors_close(separate.forward(x, kv, kv).out, packed.forward(x, kv, kv).out, 1e-6f, 1e-5f));
+  EXPECT_TRUE(tensors_close(separate.forward(x, x, x).out, packed.forward(x, x, x).out, 1e-6f, 1e-5f));
 }
 
 TEST(MultiheadAttention, InitialisationAsPyTorch) {

@@ -4,6 +4,7 @@ np.frombuffer), and files written by this test's own writer loaded by attn."""
 import json
 import os
 import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -62,15 +63,18 @@ def test_attn_writes_independent_reader_reads(tmp_path):
     tensors, metadata, n, order = read_safetensors(path)
     assert (8 + n) % 8 == 0, "header padded so the data buffer is 8-byte aligned"
     assert order == [n for n, _ in TENSORS], "tensors in the order given"
+    # Issue 18 item 8: a CRC-32 of each tensor's little-endian bytes, which zlib reproduces.
+    sums = json.loads(metadata.pop("attn.crc32"))
     assert metadata == meta
     for name, arr in TENSORS:
+        assert sums[name] == f"{zlib.crc32(arr.astype(arr.dtype.newbyteorder('<')).tobytes()):08x}", name
         got = tensors[name]
         assert got.dtype == arr.dtype and got.shape == arr.shape, f"{name}: {got.dtype}{got.shape} vs {arr.dtype}{arr.shape}"
         assert np.array_equal(got, arr), f"{name}: values differ"
     # Offsets are back to back and cover the whole buffer.
     size = os.path.getsize(path)
     assert size == 8 + n + sum(a.nbytes for _, a in TENSORS)
-    assert not [f for f in os.listdir(tmp_path) if ".tmp." in f], "no temporary file left behind"
+    assert os.listdir(tmp_path) == ["a.safetensors"], "no temporary file left behind"
 
 
 @pytest.mark.parametrize("pad", [True, False])
@@ -81,6 +85,7 @@ def test_independent_writer_attn_reads(tmp_path, pad):
     f = attn.load_safetensors(path)
     assert [n for n, _ in f.tensors] == [n for n, _ in order]
     assert f.metadata == {"attn": "{}", "k": "v"}
+    assert not f.verified, "a file without checksums loads, marked unverified"
     for name, arr in TENSORS:
         t = f.at(name)
         assert t.dtype == DTYPE_NAMES[arr.dtype], f"{name}: dtype {t.dtype}"

@@ -1,6 +1,8 @@
 #include "attn/train/checkpoint.h"
 
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <unistd.h>
 
 #include "test_support.h"
@@ -65,6 +67,45 @@ TEST(Checkpoint, ModelAndOptimizerRoundTrip) {
     else
       EXPECT_TRUE(testing::tensors_close(g, e, 0.0f, 0.0f)) << got.tensors[i].first;
   }
+  fs::remove(path);
+}
+
+// Issue 18 item 8: NaN Adam moments in last.safetensors loaded, and the resumed run then
+// failed steps later with "try a smaller --lr".
+TEST(Checkpoint, NonFiniteOptimizerStateIsRefused) {
+  Trained trained;
+  const std::string path = temp_path("nan_moments.safetensors");
+  save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}}, &trained.adam);
+  io::SafetensorsFile file = io::load_safetensors(path);
+  fs::remove(path);
+  std::string damaged;
+  for (auto& [name, t] : file.tensors)
+    if (damaged.empty() && name.rfind("optimizer.", 0) == 0 && t.dtype() == DType::f32 && t.numel() > 0) {
+      t.f32()[0] = std::numeric_limits<float>::quiet_NaN();
+      damaged = name;
+    }
+  ASSERT_FALSE(damaged.empty());
+  Tensor w = make_param("w", {0, 0, 0}), b = make_param("b", {0});
+  Adam resumed({w, b}, AdamOptions{.lr = 0.1f});
+  EXPECT_THROW_MSG(load_optimizer_state(file, resumed, path), ValueError,
+                   path + ": optimizer state '" + damaged + "' holds NaN (a damaged checkpoint: cannot resume from it)");
+}
+
+// A checkpoint without checksums (another tool, an older attn) loads, with a note.
+TEST(Checkpoint, UnverifiedFileLoadsWithANote) {
+  const std::string path = temp_path("unverified.safetensors");
+  const std::string header = R"({"__metadata__":{"attn":"{\"format\":\"attn-test\"}"}})";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(header.size() >> (8 * i));
+  { std::ofstream(path, std::ios::binary) << bytes << header; }
+  const io::SafetensorsFile file = io::load_safetensors(path);
+  EXPECT_FALSE(file.verified);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(read_run_metadata(file, path, "attn-test", "x").at("format"), "attn-test");
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find(path + " has no checksums (written by another tool or an older attn): its tensors are unverified"),
+            std::string::npos)
+      << said;
   fs::remove(path);
 }
 

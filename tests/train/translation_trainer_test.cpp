@@ -158,6 +158,10 @@ TEST(TranslationTrainer, LoadErrors) {
   const std::string out = temp_dir("missing_tokenizer");
   train_translation("rnn", {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));
   EXPECT_EQ(checkpoint_format(out + "/model.safetensors"), "attn-translation");
+  // Issue 18 item 9: a swapped or changed tokenizer loaded and translated garbage.
+  { std::ofstream(out + "/spm.model", std::ios::binary | std::ios::app) << 'x'; }
+  EXPECT_THROW_MSG(load_translator(out + "/model.safetensors"), IoError,
+                   "spm.model is not the one it was trained with (CRC-32 differs)");
   fs::remove(out + "/spm.model");
   EXPECT_THROW_MSG(load_translator(out + "/model.safetensors"), IoError, "spm.model is missing");
 }

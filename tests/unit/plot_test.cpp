@@ -166,15 +166,16 @@ TEST_F(PlotTest, LinePlotErrors) {
   EXPECT_THROW_MSG(write_line_plot(plot, path("dir.png/acc")), ValueError, "(valid: .png, .svg, .pdf)");
   const std::string missing = path("no/such/dir/acc.png");
   EXPECT_THROW_MSG(write_line_plot(plot, missing), IoError,
-                   "write_line_plot: cannot write '" + missing + "': No such file or directory");
-  // A parent that is a file, and a target that is a directory (the rename fails after the
-  // temporary was written: it must be cleaned up).
+                   "write_line_plot: " + missing + ": cannot create a temporary file in '" + path("no/such/dir") +
+                       "': No such file or directory");
+  // A parent that is a file, and a target that is a directory (refused before anything is
+  // written).
   { std::ofstream(path("file.txt")) << "x"; }
   EXPECT_THROW_MSG(write_line_plot(plot, path("file.txt/acc.png")), IoError,
-                   "cannot write '" + path("file.txt/acc.png") + "': Not a directory");
+                   path("file.txt/acc.png") + ": cannot write: Not a directory");
   fs::create_directory(path("taken.svg"));
   EXPECT_THROW_MSG(write_line_plot(plot, path("taken.svg")), IoError,
-                   "cannot write '" + path("taken.svg") + "': Is a directory");
+                   path("taken.svg") + ": is a directory, not a file");
   EXPECT_EQ(files(), (std::vector<std::string>{"file.txt", "taken.svg"}));
   EXPECT_TRUE(fs::is_empty(path("taken.svg")));
   fs::remove(path("file.txt"));
@@ -199,9 +200,11 @@ TEST_F(PlotTest, UnwritableDirectoryLeavesNoFile) {
     fs::permissions(locked, fs::perms::owner_all);
     GTEST_SKIP() << "running as root: permissions are not enforced";
   }
-  EXPECT_THROW_MSG(write_line_plot(accuracy_plot(), target), IoError, "cannot write '" + target + "'");
+  EXPECT_THROW_MSG(write_line_plot(accuracy_plot(), target), IoError,
+                   "write_line_plot: " + target + ": cannot create a temporary file in '" + locked.string() +
+                       "': Permission denied");
   EXPECT_THROW_MSG(write_heatmap(diagonal_heatmap(1), (locked / "h.svg").string()), IoError,
-                   "write_heatmap: cannot write");
+                   "write_heatmap: " + (locked / "h.svg").string() + ": cannot create a temporary file");
   fs::permissions(locked, fs::perms::owner_all);
   EXPECT_TRUE(fs::is_empty(locked));
 }

@@ -37,6 +37,27 @@ TEST(Sst2, ParsesLastTabAndStrips) {
   EXPECT_EQ(examples[2].label, 1);
 }
 
+// Issue 18 item 12: classify on raw text mapped every token to <unk> (the data is
+// lower-cased and PTB-tokenised), and a byte-order mark became part of a training word.
+TEST(Sst2, RawTextIsTokenisedLikeTheData) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(sst2_tokens("A gorgeous, witty, seductive movie."), (V{"a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."}));
+  EXPECT_EQ(sst2_tokens("It doesn't work; it's \"Crossroads\" (sadly)..."),
+            (V{"it", "does", "n't", "work", ";", "it", "'s", "``", "crossroads", "''", "(", "sadly", ")", "..."}));
+  EXPECT_EQ(sst2_tokens("\xEF\xBB\xBFGreat film\xE2\x80\x99s end!"), (V{"great", "film", "'s", "end", "!"}));
+  EXPECT_EQ(sst2_tokens("the u.s. version, by Mr. R. Smith."), (V{"the", "u.s.", "version", ",", "by", "mr.", "r.", "smith", "."}));
+  // Text already in the data's form is unchanged.
+  for (const auto& e : std::vector<std::string>{"it 's a charming and often affecting journey .",
+                                                "... a mix of smiles and tears , `` crossroads '' instead provokes -- yawns ."})
+    EXPECT_EQ(sst2_tokens(e), whitespace_tokens(e)) << e;
+  // Every sentence of the real dev split reads as the same tokens.
+  if (testing::data_file_exists("sst2/sentiment-dev"))
+    for (const auto& e : read_sst2(sst2_split_path(testing::data_dir(), "dev")))
+      EXPECT_EQ(sst2_tokens(e.text), whitespace_tokens(e.text)) << e.text;
+  const std::string path = write_temp("bom", "\xEF\xBB\xBFgood film \t1\n");
+  EXPECT_EQ(read_sst2(path).at(0).text, "good film");
+}
+
 TEST(Sst2, MalformedLinesNameFileAndLine) {
   const std::string no_tab = write_temp("no_tab", "good \t1\nno tab here 1\n");
   EXPECT_THROW_MSG(read_sst2(no_tab), ValueError, no_tab + ":2: expected '<sentence><TAB><label>', found no tab");

@@ -202,7 +202,8 @@ TEST_F(SubwordTest, TrainingOptionsAndErrors) {
   options.vocab_size = 50000;
   EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "Vocabulary size");
   EXPECT_FALSE(fs::exists(prefix + ".model"));
-  EXPECT_FALSE(fs::exists(prefix + ".tmp.model"));  // nor the temporary it trains into
+  for (const auto& entry : fs::directory_iterator(dir_))  // nor the temporary folder it trains in
+    EXPECT_EQ(entry.path().filename().string().rfind(".attn-spm-", 0), std::string::npos) << entry.path();
   // A directory is not a prefix (it would write the hidden files dir/.model and dir/.vocab).
   EXPECT_THROW_MSG(train_subword_model(lines_, (dir_ / "").string(), options), ValueError, "names a directory");
 }

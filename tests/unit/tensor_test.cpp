@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "attn/autodiff/tape.h"
+#include "attn/checked_size.h"
 #include "attn/ops/elementwise.h"
 #include "attn/parallel.h"
 #include "attn/random.h"
@@ -23,6 +24,26 @@ TEST(Tensor, ShapeAndData) {
   EXPECT_THROW_MSG(ids.f32(), ValueError, "expected float32 data, tensor is int32");
   EXPECT_THROW_MSG(Tensor::from_vector(std::vector<float>{1, 2}, {3}), ShapeError, "2 values cannot fill shape (3)");
   EXPECT_THROW_MSG(Tensor::zeros({2, -1}), ValueError, "negative dimension");
+}
+
+// Issue 18: numel multiplied without a check, so (2^31, 2^31) float32 needed 2^64 bytes,
+// wrapped to 0 and the first kernel wrote past a 64-byte buffer; (2^32)^3 wrapped to 0
+// elements and summed to 0.
+TEST(Shape, SizeProductsAreChecked) {
+  const int64_t two31 = int64_t{1} << 31, two32 = int64_t{1} << 32;
+  EXPECT_THROW_MSG(Tensor::zeros({two31, two31}), ValueError,
+                   "shape (2147483648, 2147483648): too many elements");
+  EXPECT_THROW_MSG(Tensor::zeros({two32, two32, two32}), ValueError, "shape (4294967296, 4294967296, 4294967296)");
+  EXPECT_THROW_MSG(Shape({two32, two32, two32}).numel(), ValueError, "too many elements");
+  // A zero size does not hide an overflowing product of the others (rows() would wrap).
+  EXPECT_THROW_MSG(Tensor::zeros({0, two32, two32}), ValueError, "too many elements");
+  EXPECT_THROW_MSG(Shape({two32, two32, 1}).rows(), ValueError, "too many elements");
+  EXPECT_THROW_MSG(Tensor::zeros({3, -2}), ValueError, "shape (3, -2): negative dimension -2");
+  EXPECT_EQ(Shape({kMaxElements / 2, 2}).numel(), kMaxElements);
+  EXPECT_EQ(Shape({two32, 0}).numel(), 0);
+  EXPECT_EQ(checked_size_product(two31, 4, "x"), two31 * 4);
+  EXPECT_THROW_MSG(checked_size_product(two32, two32, "beam: batch x width"), ValueError,
+                   "beam: batch x width: 4294967296 x 4294967296 elements");
 }
 
 TEST(Tensor, ViewsShareStorage) {

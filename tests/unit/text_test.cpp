@@ -110,11 +110,11 @@ TEST_F(TextTest, WriteLinesRoundTripAndAtomic) {
 TEST_F(TextTest, WriteLinesFailureLeavesNothing) {
   EXPECT_THROW_MSG(write_lines(path("no_dir/out.txt"), {"a"}), IoError, "no_dir/out.txt");
   EXPECT_FALSE(fs::exists(path("no_dir")));
-  // The target is a directory: the rename fails, the old content survives, no .tmp is left.
+  // The target is a directory: refused, nothing is written beside it.
   fs::create_directories(path("target"));
-  EXPECT_THROW_MSG(write_lines(path("target"), {"a"}), IoError, "target");
+  EXPECT_THROW_MSG(write_lines(path("target"), {"a"}), IoError, path("target") + ": is a directory, not a file");
   EXPECT_TRUE(fs::is_directory(path("target")));
-  EXPECT_FALSE(fs::exists(path("target.tmp")));
+  EXPECT_TRUE(fs::is_empty(path("target")));
 }
 
 const std::string kReplacement = "\xEF\xBF\xBD";  // U+FFFD

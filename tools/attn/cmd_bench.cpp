@@ -6,11 +6,15 @@
 //     throughput of models::Seq2Seq on fixed-length random copy batches.
 //   attn bench attention --kind sdpa|additive|mha ... --json
 //     forward and forward+backward time of one attention call, resident memory.
+//   attn bench transformer ... --json
+//     training throughput (label smoothing, Adam, clipping) and beam decoding throughput of
+//     models::TransformerSeq2Seq on token-budget batches of synthetic Multi30k-like pairs.
 //
 // The FLOP counts behind gflops_per_s are written out in docs/performance.md; the function
-// seq2seq_forward_flops below is the one place that computes them.
+// seq2seq_forward_flops and transformer_forward_flops below are the places that compute them.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -22,8 +26,10 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
+#include "attn/data/parallel.h"
 #include "attn/data/tasks.h"
 #include "attn/models/seq2seq.h"
+#include "attn/models/transformer.h"
 #include "attn/nn/init.h"
 #include "attn/nn/multihead_attention.h"
 #include "attn/ops/attention.h"
@@ -371,6 +377,201 @@ void run_attention_bench(const AttentionBenchArgs& a) {
   print_json_or_text(a.as_json, j);
 }
 
+
+// ---- transformer --------------------------------------------------------------------------------
+
+struct TransformerBenchArgs {
+  int d_model = 256;
+  int heads = 4;
+  int ffn = 1024;
+  int layers = 3;  // encoder and decoder each
+  int vocab = 6000;
+  int max_tokens = 2500;
+  float label_smoothing = 0.1f;
+  int steps = 10;
+  int warmup = 2;
+  int beam = 5;
+  float length_penalty = 1.0f;
+  int beam_sentences = 64;
+  int beam_reps = 1;
+  uint64_t seed = 1;
+  bool as_json = false;
+};
+
+// Synthetic Multi30k-like pairs, drawn the same way by bench/torch_peer.py
+// (multi30k_like_pairs): draw i is splitmix64(seed ^ splitmix64(i)), i = 0, 1, 2, ... in order.
+// Source length 5 + four draws in [0, 5] (mean 15, sd 3.4, 5..25 pieces), target length
+// source + a draw in [-3, 2] (mean 14.5); tokens uniform over the ids after EOS. Multi30k's
+// training text has 11.1 (German) and 11.9 (English) words per sentence (sd 3.8) before the
+// recipe's 6,000-piece subword model splits them.
+class CounterDraws {
+ public:
+  explicit CounterDraws(uint64_t seed) : seed_(seed) {}
+  int64_t below(int64_t n) { return static_cast<int64_t>(splitmix64(seed_ ^ splitmix64(index_++)) % uint64_t(n)); }
+
+ private:
+  uint64_t seed_, index_ = 0;
+};
+
+std::vector<data::EncodedPair> multi30k_like_pairs(int64_t n, int64_t vocab, uint64_t seed) {
+  CounterDraws draw(seed);
+  std::vector<data::EncodedPair> pairs(static_cast<size_t>(n));
+  for (data::EncodedPair& p : pairs) {
+    const int64_t src_len = 5 + draw.below(6) + draw.below(6) + draw.below(6) + draw.below(6);
+    const int64_t tgt_len = src_len - 3 + draw.below(6);
+    for (int64_t i = 0; i < src_len; ++i) p.src.push_back(static_cast<int32_t>(data::kEos + 1 + draw.below(vocab - 3)));
+    for (int64_t i = 0; i < tgt_len; ++i) p.tgt.push_back(static_cast<int32_t>(data::kEos + 1 + draw.below(vocab - 3)));
+  }
+  return pairs;
+}
+
+// Token-budget batches as the recipe's (data::token_batches, without its seeded shuffles, so
+// the PyTorch peer can cut the same ones): pairs sorted by (source, target length, index),
+// cut so that rows · (longest source + longest target + 1) <= max_tokens.
+std::vector<std::vector<size_t>> budget_batches(const std::vector<data::EncodedPair>& pairs, int64_t max_tokens) {
+  std::vector<size_t> order(pairs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (pairs[a].src.size() != pairs[b].src.size()) return pairs[a].src.size() < pairs[b].src.size();
+    return pairs[a].tgt.size() < pairs[b].tgt.size();
+  });
+  std::vector<std::vector<size_t>> batches(1);
+  size_t longest_src = 0, longest_tgt = 0;
+  for (size_t i : order) {
+    const size_t s = std::max(longest_src, pairs[i].src.size()), t = std::max(longest_tgt, pairs[i].tgt.size());
+    if (!batches.back().empty() && static_cast<int64_t>((batches.back().size() + 1) * (s + t + 1)) > max_tokens) {
+      batches.emplace_back();
+      longest_src = longest_tgt = 0;
+    }
+    batches.back().push_back(i);
+    longest_src = std::max(longest_src, pairs[i].src.size());
+    longest_tgt = std::max(longest_tgt, pairs[i].tgt.size());
+  }
+  return batches;
+}
+
+// Matrix-product FLOPs (2 per multiply-add) of one teacher-forced forward pass over B rows,
+// source length S, target length T (padded: what is computed), D model, F FFN, V vocabulary,
+// L layers each side. Training counts 3x (dX and dW for every product).
+double transformer_forward_flops(double B, double S, double T, double D, double F, double V, double L) {
+  auto self_block = [&](double n) { return 2 * B * n * D * 3 * D + 4 * B * n * n * D + 2 * B * n * D * D; };
+  auto ffn_block = [&](double n) { return 4 * B * n * D * F; };
+  const double cross = 2 * B * T * D * D + 2 * B * S * D * 2 * D + 4 * B * T * S * D + 2 * B * T * D * D;
+  return L * (self_block(S) + ffn_block(S)) + L * (self_block(T) + cross + ffn_block(T)) + 2 * B * T * D * V;
+}
+
+void run_transformer_bench(const TransformerBenchArgs& a) {
+  models::TransformerConfig config;
+  config.src_vocab = config.tgt_vocab = a.vocab;
+  config.d_model = a.d_model;
+  config.heads = a.heads;
+  config.ffn = a.ffn;
+  config.encoder_layers = config.decoder_layers = a.layers;
+  config.norm_first = true;
+  config.share_embeddings = true;
+  config.tie_output = true;
+  config.seed = a.seed;
+  as_usage([&] {
+    config.validate();
+    if (a.steps < 1 || a.warmup < 0 || a.beam < 1 || a.beam_sentences < 1 || a.beam_reps < 1)
+      throw ValueError("--steps, --beam, --beam-sentences, --beam-reps must be >= 1 and --warmup >= 0");
+    if (a.vocab < 4) throw ValueError("--vocab must be >= 4 (PAD, BOS, EOS and a token), got " + std::to_string(a.vocab));
+    if (a.max_tokens < 2 * 25 + 1)
+      throw ValueError("--max-tokens must hold one pair of the longest synthetic lengths (>= 51), got " +
+                       std::to_string(a.max_tokens));
+    if (!(a.label_smoothing >= 0.0f && a.label_smoothing < 1.0f))
+      throw ValueError("--label-smoothing must be in [0, 1), got " + std::to_string(a.label_smoothing));
+    if (!(a.length_penalty >= 0.0f) || !std::isfinite(a.length_penalty))
+      throw ValueError("--length-penalty must be finite and >= 0, got " + std::to_string(a.length_penalty));
+  });
+  models::TransformerSeq2Seq model(config);
+  train::Adam adam(model.parameters(), {.lr = 1e-3f});
+
+  // A pool of pairs cut into budget batches; the timed steps take batches spread evenly over
+  // the length-sorted list, so short and long batches both appear. Made before timing starts.
+  const int n_batches = a.warmup + a.steps;
+  const std::vector<data::EncodedPair> pairs = multi30k_like_pairs(4000, a.vocab, a.seed);
+  const std::vector<std::vector<size_t>> all = budget_batches(pairs, a.max_tokens);
+  std::vector<data::Batch> batches;
+  for (int i = 0; i < n_batches; ++i)
+    batches.push_back(data::make_pair_batch(pairs, all[static_cast<size_t>(i) * all.size() / n_batches]));
+
+  // Beam decoding first, on the untrained model, of the first beam_sentences pairs (mixed
+  // lengths) for exactly longest target + 1 steps (the EOS a trained model ends with): EOS's
+  // tied embedding row is zeroed, so its logit is 0 against N(0, 1) ones and no hypothesis
+  // finishes early, and both sides do the same work (PyTorch's peer zeroes the same row).
+  // Output tokens: sentences x steps. One untimed decode first.
+  {
+    Tensor& w = model.embedding->weight;
+    std::fill_n(w.f32() + data::kEos * w.dim(1), w.dim(1), 0.0f);
+  }
+  model.eval();
+  std::vector<size_t> first(static_cast<size_t>(a.beam_sentences));
+  for (size_t i = 0; i < first.size(); ++i) first[i] = i;
+  const data::Batch beam_batch = data::make_pair_batch(pairs, first);
+  const models::BeamOptions beam_options{.width = a.beam, .length_penalty = a.length_penalty,
+                                         .max_len = static_cast<int>(beam_batch.tgt_in.dim(1))};
+  double beam_seconds = 0, beam_tokens = 0;
+  for (int r = 0; r < 1 + a.beam_reps; ++r) {
+    const auto t0 = Clock::now();
+    const models::DecodeResult d = model.beam(beam_batch.src, beam_batch.src_lengths, beam_options);
+    const double s = seconds_since(t0);
+    if (r == 0) continue;
+    beam_seconds += s;
+    for (const auto& row : d.tokens) beam_tokens += static_cast<double>(row.size());
+  }
+
+  double train_seconds = 0, train_flops = 0, target_tokens = 0, padded_tokens = 0, sentences = 0, last_loss = 0;
+  model.train();
+  for (int i = 0; i < n_batches; ++i) {
+    const data::Batch& batch = batches[static_cast<size_t>(i)];
+    const auto t0 = Clock::now();
+    Tensor loss = model.loss(batch, a.label_smoothing);
+    last_loss = loss.item();
+    backward(loss);
+    train::clip_grad_norm(model.parameters(), 1.0f);
+    adam.step();
+    adam.zero_grad();
+    if (i < a.warmup) continue;
+    train_seconds += seconds_since(t0);
+    const double B = batch.src.dim(0), S = batch.src.dim(1), T = batch.tgt_in.dim(1);
+    train_flops += 3 * transformer_forward_flops(B, S, T, a.d_model, a.ffn, a.vocab, a.layers);
+    for (int64_t b = 0; b < batch.tgt_lengths.numel(); ++b) target_tokens += batch.tgt_lengths.i32()[b];
+    padded_tokens += B * (S + T);
+    sentences += B;
+  }
+
+  json j;
+  j["impl"] = "attn";
+  j["bench"] = "transformer";
+  j["train_tokens_per_s"] = target_tokens / train_seconds;
+  j["train_padded_tokens_per_s"] = padded_tokens / train_seconds;
+  j["train_sentences_per_s"] = sentences / train_seconds;
+  j["gflops_per_s"] = train_flops / train_seconds / 1e9;
+  j["beam_sentences_per_s"] = a.beam_sentences * a.beam_reps / beam_seconds;
+  j["beam_tokens_per_s"] = beam_tokens / beam_seconds;
+  j["beam_tokens_per_sentence"] = beam_tokens / (a.beam_sentences * a.beam_reps);
+  j["train_flops"] = train_flops;
+  j["target_tokens"] = target_tokens;
+  j["steps"] = a.steps;
+  j["warmup"] = a.warmup;
+  j["seconds"] = train_seconds;
+  j["step_ms"] = 1e3 * train_seconds / a.steps;
+  j["beam_seconds"] = beam_seconds;
+  j["final_loss"] = last_loss;
+  j["threads"] = num_threads();
+  j["parameters"] = model.num_parameters();
+  j["config"] = {{"d_model", a.d_model},       {"heads", a.heads},
+                 {"ffn", a.ffn},               {"layers", a.layers},
+                 {"vocab", a.vocab},           {"max_tokens", a.max_tokens},
+                 {"label_smoothing", a.label_smoothing}, {"beam", a.beam},
+                 {"length_penalty", a.length_penalty},   {"beam_sentences", a.beam_sentences},
+                 {"beam_max_len", beam_options.max_len}, {"norm_first", true},
+                 {"tied_embeddings", true},    {"dropout", config.dropout},
+                 {"seed", a.seed}};
+  print_json_or_text(a.as_json, j);
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -406,6 +607,27 @@ void add_bench_command(CLI::App& app) {
   att->add_flag("--json", t->as_json, "One line of JSON");
   add_threads_option(att);
   att->callback([t] { run_attention_bench(*t); });
+
+  auto m = std::make_shared<TransformerBenchArgs>();
+  CLI::App* tf = bench->add_subcommand(
+      "transformer", "Transformer (Multi30k recipe shapes) training and beam decoding throughput");
+  tf->add_option("--d-model", m->d_model, "Model size")->capture_default_str();
+  tf->add_option("--heads", m->heads, "Attention heads")->capture_default_str();
+  tf->add_option("--ffn", m->ffn, "Feed-forward width")->capture_default_str();
+  tf->add_option("--layers", m->layers, "Encoder and decoder layers (each)")->capture_default_str();
+  tf->add_option("--vocab", m->vocab, "Shared vocabulary (tied embeddings)")->capture_default_str();
+  tf->add_option("--max-tokens", m->max_tokens, "Padded source+target tokens per batch")->capture_default_str();
+  tf->add_option("--label-smoothing", m->label_smoothing, "Label smoothing")->capture_default_str();
+  tf->add_option("--steps", m->steps, "Timed training steps")->capture_default_str();
+  tf->add_option("--warmup", m->warmup, "Untimed training steps first")->capture_default_str();
+  tf->add_option("--beam", m->beam, "Beam width")->capture_default_str();
+  tf->add_option("--length-penalty", m->length_penalty, "GNMT length penalty alpha")->capture_default_str();
+  tf->add_option("--beam-sentences", m->beam_sentences, "Sentences per beam decode")->capture_default_str();
+  tf->add_option("--beam-reps", m->beam_reps, "Timed beam decodes (after one untimed)")->capture_default_str();
+  tf->add_option("--seed", m->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
+  tf->add_flag("--json", m->as_json, "One line of JSON");
+  add_threads_option(tf);
+  tf->callback([m] { run_transformer_bench(*m); });
 }
 
 ATTN_REGISTER_COMMAND(90, add_bench_command);

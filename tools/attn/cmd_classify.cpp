@@ -1,5 +1,7 @@
 // attn classify: the label, its probability and the per-token attention of a classifier
 // checkpoint for one text (--text) or for every line of stdin.
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -17,6 +19,11 @@ namespace {
 
 void print_classification(const train::LoadedClassifier& loaded, const std::string& text,
                           const train::Classification& c, bool json) {
+  // Mostly unknown words: the label says little (another language, or unusual spelling).
+  const auto unknown = std::count(c.ids.begin(), c.ids.end(), data::Vocab::kUnk);
+  if (2 * unknown > static_cast<std::ptrdiff_t>(c.ids.size()))
+    std::fprintf(stderr, "warning: %td of %zu tokens are not in the model's vocabulary; the label means little\n",
+                 unknown, c.ids.size());
   const std::string& name = loaded.labels.at(static_cast<size_t>(c.label));
   if (json) {
     nlohmann::json j = {{"text", text},           {"label", c.label},   {"label_name", name},
@@ -51,7 +58,7 @@ void add_classify_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("classify", "Classify text with a classifier checkpoint: label, probability, attention");
   cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors)")->required();
-  cmd->add_option("--text", args->text, "The text (lower-cased, tokenised like the training data); default: stdin lines");
+  cmd->add_option("--text", args->text, "The text (raw text is lower-cased and PTB-tokenised like the training data); default: stdin lines, a blank line answered by a blank line (--json: null)");
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
@@ -68,7 +75,10 @@ void add_classify_command(CLI::App& app) {
     std::string line;
     while (std::getline(std::cin, line)) {
       line = data::valid_utf8(line);
-      if (data::whitespace_tokens(line).empty()) continue;
+      if (data::whitespace_tokens(line).empty()) {  // kept, so that output line k answers input line k
+        std::printf("%s\n", args->json ? "null" : "");
+        continue;
+      }
       print_classification(loaded, line, train::classify_text(*loaded.model, loaded.vocab, line), args->json);
     }
   });

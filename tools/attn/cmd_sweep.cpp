@@ -1,10 +1,10 @@
 // attn sweep: train several attention types, evaluate each against length, compare.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/atomic_file.h"
 #include "commands.h"
 #include "common.h"
 
@@ -68,17 +68,8 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
       csv += comparison.names[i] + "," + std::to_string(r.length) + "," + std::to_string(r.token_accuracy) + "," +
              std::to_string(r.sequence_accuracy) + "\n";
     }
-  auto write_text = [](const fs::path& path, const std::string& text) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::trunc);
-      out << text;
-      if (!out) throw IoError(tmp.string() + ": cannot write");
-    }
-    fs::rename(tmp, path);
-  };
-  write_text(fs::path(out_dir) / "results.csv", csv);
-  write_text(fs::path(out_dir) / "results.json", records.dump(2) + "\n");
+  io::write_file_atomically((fs::path(out_dir) / "results.csv").string(), csv);
+  io::write_file_atomically((fs::path(out_dir) / "results.json").string(), records.dump(2) + "\n");
   write_accuracy_plot(out_dir, options.task, comparison.names, comparison.results);
   std::printf("%s", accuracy_table(comparison.names, comparison.results).c_str());
   return comparison;

@@ -1,5 +1,6 @@
 // The attn command-line tool. Exit codes: 0 success, 1 runtime failure, 2 usage error.
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +39,48 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   return 2;
 }
 
+// CLI11 reads a 64-bit integer option with strtoll and keeps the clamped value of one out
+// of range (--steps 99999999999999999999 ran 9223372036854775807 steps): every integer
+// option of every command refuses a decimal number outside its 64-bit range instead.
+CLI::Validator integer_in_range(bool is_unsigned) {
+  return CLI::Validator(
+      [is_unsigned](std::string& text) -> std::string {
+        const size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+        if (text.size() <= digits || text.find_first_not_of("0123456789", digits) != std::string::npos) return "";
+        errno = 0;
+        if (is_unsigned && text[0] != '-')
+          (void)std::strtoull(text.c_str(), nullptr, 10);
+        else
+          (void)std::strtoll(text.c_str(), nullptr, 10);
+        if (errno != ERANGE) return "";
+        return text + " is out of range (at most " +
+               (is_unsigned ? std::to_string(UINT64_MAX) : std::to_string(INT64_MAX)) + ")";
+      },
+      "");
+}
+
+// nlohmann::json's messages start "[json.exception.type_error.302] "; the user needs only
+// what follows (the message already names the file and the field).
+std::string without_json_prefix(std::string message) {
+  for (size_t at = message.find("[json.exception."); at != std::string::npos; at = message.find("[json.exception.", at)) {
+    const size_t end = message.find("] ", at);
+    if (end == std::string::npos) break;
+    message.erase(at, end + 2 - at);
+  }
+  return message;
+}
+
+void refuse_out_of_range_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("UINT", 0) == 0)
+      option->check(integer_in_range(true));
+    else if (type.rfind("INT", 0) == 0)
+      option->check(integer_in_range(false));
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_out_of_range_integers(*sub);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,6 +97,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "attn 0.1.0");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
+  refuse_out_of_range_integers(app);
   int status = 0;
   try {
     app.parse(argc, argv);
@@ -68,7 +112,7 @@ int main(int argc, char** argv) {
   } catch (const attn::cli::Interrupted&) {
     return 130;
   } catch (const attn::cli::UsageError& e) {
-    std::fprintf(stderr, "attn: usage error: %s\n", e.what());
+    std::fprintf(stderr, "attn: usage error: %s\n", without_json_prefix(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "attn: error: out of memory: a size in the options or in the model file is too large for "
@@ -81,10 +125,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attn: error: %s\n", message.c_str());
     return 1;
   } catch (const attn::Error& e) {
-    std::fprintf(stderr, "attn: error: %s\n", e.what());
+    std::fprintf(stderr, "attn: error: %s\n", without_json_prefix(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "attn: error: %s\n", e.what());
+    std::fprintf(stderr, "attn: error: %s\n", without_json_prefix(e.what()).c_str());
     return 1;
   }
   // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.

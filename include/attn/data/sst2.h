@@ -4,6 +4,7 @@
 // text, label 0 (negative) or 1 (positive). The training split is gzip-compressed.
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::data {
@@ -24,6 +25,12 @@ std::vector<LabeledText> read_sst2(const std::string& path);
 //   train -> <sst2>/sentiment-train.gz, dev -> <sst2>/sentiment-dev, test -> <sst2>/sentiment-test
 // IoError for an unknown split (listing train, dev, test). The file need not exist.
 std::string sst2_split_path(const std::string& data_dir, const std::string& split);
+
+// Raw text as the SST-2 files write it: a leading byte-order mark dropped, ASCII
+// lower-cased, typographic quotes made plain, and PTB-tokenised (punctuation and clitics
+// split off: "A gorgeous, witty movie. It doesn't" -> a gorgeous , witty movie . it does
+// n't). Text already in that form comes back as its whitespace tokens.
+std::vector<std::string> sst2_tokens(std::string_view raw);
 
 // Whitespace tokens of a text (runs of spaces/tabs separate; no empty tokens).
 std::vector<std::string> whitespace_tokens(const std::string& text);

@@ -21,8 +21,9 @@ size_t utf8_length_at(std::string_view s, size_t i);
 // Python's errors="replace" does; valid text comes back unchanged.
 std::string valid_utf8(std::string_view text);
 
-// Writes `lines`, each followed by '\n', atomically: to path + ".tmp", then renamed over
-// `path`, so a failure never leaves a half-written file. Throws IoError naming the path.
+// Writes `lines`, each followed by '\n', atomically through io::AtomicFile (a failure never
+// leaves a half-written file; a symlink is written through, a device in place). Throws
+// IoError naming the path.
 void write_lines(const std::string& path, const std::vector<std::string>& lines);
 
 // Whether `path` names an existing regular file.

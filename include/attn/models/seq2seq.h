@@ -5,7 +5,7 @@
 //
 //   Seq2SeqConfig cfg{.attention = "bahdanau"};
 //   Seq2Seq model(cfg);
-//   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE
+//   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE (+ REINFORCE for hard)
 //   DecodeResult r = model.greedy(src, src_lengths, 80);
 //
 // Encoder: embedding -> GRU/LSTM, 1..N layers, uni- or bidirectional (E = 2H when
@@ -31,11 +31,21 @@
 #include "attn/data/tasks.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
-#include "attn/ops/attention.h"
+#include "attn/nn/step_attention.h"
 #include "attn/ops/hard_attention.h"
 #include "attn/random.h"
 
 namespace attn::models {
+
+enum class RnnCell { gru, lstm };
+enum class AttentionKind { none, bahdanau, luong };  // the decoder (see the top of this file)
+
+// The choices of a Seq2SeqConfig, parsed from its names once (Seq2SeqConfig::choices()).
+struct Seq2SeqChoices {
+  RnnCell encoder = RnnCell::gru;
+  AttentionKind attention = AttentionKind::bahdanau;
+  nn::StepScore score = nn::StepScore::additive;  // the effective score; unused for none
+};
 
 struct Seq2SeqConfig {
   std::string encoder = "gru";  // gru | lstm
@@ -58,8 +68,11 @@ struct Seq2SeqConfig {
 
   // The score the decoder uses: `score`, or the attention type's default when empty.
   std::string effective_score() const;
-  // Throws ValueError naming the bad field and listing the valid values, e.g.
+  // encoder, attention and score parsed (the models parse them once, when built). Throws
+  // ValueError naming the bad field and listing the valid values, e.g.
   //   unknown attention 'foo' (valid: none, bahdanau, luong)
+  Seq2SeqChoices choices() const;
+  // choices() and the numeric fields; ValueError as choices().
   void validate() const;
   // As a JSON object (every field); from_json accepts a subset (missing fields keep their
   // defaults), rejects unknown keys and wrong types (ValueError), and validates.
@@ -144,58 +157,6 @@ class Encoder : public nn::Module {
   nn::Dropout dropout_;
 };
 
-// The attention memory of one batch: values, lengths, and what is computed once per batch
-// (Bahdanau's projected keys, multi-head keys and values).
-struct AttentionMemory {
-  Tensor values;          // (B, S, E)
-  Tensor lengths;         // (B) int32
-  Tensor projected_keys;  // bahdanau: (B, S, A)
-  Tensor values_heads;    // scaled_dot: values viewed as (B, 1, S, E); multihead: (B, H, S, Dh)
-  Tensor keys_heads;      // multihead: (B, H, S, Dh)
-};
-
-// What one attention step gives the decoder.
-struct AttendOutput {
-  Tensor context;   // (B, context_size())
-  Tensor weights;   // (B, S), multihead (B, H·S) (head-major), when asked for (hard: always)
-  Tensor log_prob;  // hard, training: log π(k) of the sampled position (B); else undefined
-};
-
-// The scoring module of the decoder ("decoder.attention.*"); Xavier-initialised weights.
-//   additive / additive_normalized   Bahdanau: w_q (A, D), w_k (A, E), bias (A), v (A) [, g]
-//   dot | general | concat | location | scaled_dot   Luong global scores (attn/ops/attention.h)
-//   multihead   H heads over projected q = s_t W_qᵀ, k = h W_kᵀ, v = h W_vᵀ (each D features,
-//               Dh = D / H; keys and values projected once per batch), fused scaled dot-product
-//               per head, out_proj (D, D): torch.nn.MultiheadAttention(D, H, kdim=E, vdim=E).
-//               Context size D; weights per head.
-//   local_m / local_p   Luong local attention (attn/ops/local_attention.h) with the general
-//               score; local_m aligns p_t = min(t, L_b − 1), local_p predicts p_t (w_p, v_p).
-//   hard        the general score's distribution; one source position sampled per step
-//               (argmax in eval mode), trained with REINFORCE (Seq2Seq::loss).
-class Attention : public nn::Module {
- public:
-  Attention(const std::string& kind, const std::string& score, int64_t query_size, int64_t value_size,
-            const Seq2SeqConfig& config, Rng& rng);
-  AttentionMemory prepare(const Tensor& values, const Tensor& lengths) const;
-  // query (B, D) at decoder step `step` (0-based) -> AttendOutput.
-  AttendOutput attend(const Tensor& query, const AttentionMemory& memory, int64_t step, bool need_weights);
-  int64_t context_size() const { return context_size_; }
-  int64_t weight_heads() const { return score == "multihead" ? heads : 1; }
-
-  std::string kind, score;
-  int64_t heads = 1, window = 0;
-  Tensor w_q, w_k, bias, v, g;  // bahdanau
-  Tensor w;                     // luong general / local / hard (D, E), concat (A, D + E)
-  Tensor w_a, b_a;              // location
-  Tensor w_p, v_p;              // local_p (A, D), (A)
-  Tensor q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;  // multihead
-  std::unique_ptr<nn::Linear> out_proj;                                // multihead (D, D)
-
- private:
-  int64_t context_size_ = 0;
-  Rng sample_rng_;  // hard attention's draws
-};
-
 // Decoder state between steps (all (B, ·)).
 struct DecoderState {
   std::vector<Tensor> h, c;  // per layer; c for LSTM
@@ -203,7 +164,19 @@ struct DecoderState {
   int64_t t = 0;             // the next step's index
 };
 
+// Teacher forcing's results.
+struct DecoderOutput {
+  Tensor logits;          // (T, B, V), time-major
+  Tensor hard_log_probs;  // hard attention in training: log π(k_t) of each step's sampled position (T, B); else undefined
+};
+
+// The decoder's attention is an nn::StepAttention (attn/nn/step_attention.h), built by
+// nn::make_step_attention from the configuration's score and registered as "attention".
 class Decoder : public nn::Module {
+  // Declared first: the members below are built from them.
+  Seq2SeqConfig config_;
+  Seq2SeqChoices choices_;
+
  public:
   Decoder(const Seq2SeqConfig& config, int64_t encoder_size, Rng& rng);
 
@@ -216,27 +189,26 @@ class Decoder : public nn::Module {
     Tensor weights;  // (B, S) or multihead (B, H·S)
     Tensor log_prob; // hard attention in training: (B)
   };
-  Step step(const Tensor& emb_prev, DecoderState& state, const AttentionMemory& memory, bool need_weights,
+  Step step(const Tensor& emb_prev, DecoderState& state, const nn::StepMemory& memory, bool need_weights,
             const Tensor* projected_input = nullptr);
   // Logits (B, V) for one step.
   Tensor step_logits(const Step& s, const Tensor& emb_prev) const;
-  // Teacher forcing: tgt_in (B, T) -> logits (T, B, V), time-major.
-  Tensor forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths);
+  // Teacher forcing: tgt_in (B, T) -> logits (T, B, V) and hard attention's log-probabilities.
+  DecoderOutput forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths);
   DecoderState initial_state(const EncoderOutput& enc, int64_t batch) const;
-  AttentionMemory prepare(const EncoderOutput& enc, const Tensor& src_lengths) const;
+  // The attention memory of one batch (keys projected once); without attention, just the
+  // encoder outputs and lengths.
+  nn::StepMemory prepare(const EncoderOutput& enc, const Tensor& src_lengths) const;
+  AttentionKind kind() const { return choices_.attention; }
 
   nn::Embedding embedding;
   RnnStack rnn;
-  std::unique_ptr<Attention> attention;        // undefined for none
-  std::unique_ptr<nn::Linear> linear_out;      // luong W_c
+  std::unique_ptr<nn::StepAttention> attention;  // undefined for none
+  std::unique_ptr<nn::Linear> linear_out;        // luong W_c
   nn::Linear out;
-  // Hard attention: forward() in training mode leaves here log π(k_t) of each step's sampled
-  // position, (B) per step, for the REINFORCE term of Seq2Seq::loss; and its baseline.
-  std::vector<Tensor> hard_log_probs;
-  ReinforceBaseline hard_baseline{0.9f};
+  ReinforceBaseline hard_baseline{0.9f};  // hard attention's REINFORCE baseline (Seq2Seq::loss)
 
  private:
-  Seq2SeqConfig config_;
   nn::Dropout dropout_;
 };
 
@@ -249,16 +221,20 @@ class Seq2Seq : public nn::Module {
   explicit Seq2Seq(const Seq2SeqConfig& config);
   const Seq2SeqConfig& config() const { return config_; }
 
-  // Teacher forcing: logits (T, B, V), time-major, for batch.tgt_in.
+  // Teacher forcing for batch.tgt_in: logits (T, B, V), time-major, and hard attention's
+  // log-probabilities (for with_reinforce).
+  DecoderOutput forward(const data::Batch& batch);
+  // forward(batch).logits.
   Tensor logits(const data::Batch& batch);
   // Mean cross-entropy over the non-PAD target tokens. Hard attention in training mode adds
   // the REINFORCE surrogate: per step and row the reward is the log-likelihood of the target
   // token, r = −CE(t, b), against the moving-average baseline (decoder.hard_baseline, updated
   // after the loss with the mean reward; padded positions get zero advantage).
   Tensor loss(const data::Batch& batch);
-  // ce (the mean cross-entropy of `logits` (T, B, V) for `batch`) plus, for hard attention in
-  // training, the REINFORCE term above; otherwise ce itself. Consumes decoder.hard_log_probs.
-  Tensor with_reinforce(const Tensor& ce, const Tensor& logits, const data::Batch& batch);
+  // ce (the mean cross-entropy of out.logits (T, B, V) for `batch`) plus, when
+  // out.hard_log_probs is defined (hard attention in training), the REINFORCE term above;
+  // otherwise ce itself.
+  Tensor with_reinforce(const Tensor& ce, const DecoderOutput& out, const data::Batch& batch);
 
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.

@@ -11,7 +11,8 @@
 //
 // Parameters (registration order = PyTorch's state_dict order):
 //   kdim == vdim == D: in_proj_weight (3D, D) = [W_q; W_k; W_v]
-//   otherwise:         q_proj_weight (D, D), k_proj_weight (D, kdim), v_proj_weight (D, vdim)
+//   otherwise (or separate_projections):
+//                      q_proj_weight (D, D), k_proj_weight (D, kdim), v_proj_weight (D, vdim)
 //   in_proj_bias (3D) = [b_q; b_k; b_v]          (only with bias)
 //   out_proj.weight (D, D), out_proj.bias (D)    (bias only with bias)
 // Initialisation as PyTorch: out_proj gets nn.Linear's default (drawn first), then
@@ -66,6 +67,9 @@ struct MultiheadAttentionOptions {
   bool bias = true;       // in_proj_bias and out_proj.bias
   float dropout = 0.0f;   // on the attention weights, in training mode; in [0, 1)
   uint64_t seed = 0;      // initial weights and the dropout stream
+  // q_proj_weight, k_proj_weight, v_proj_weight even when kdim == vdim == D (the names of
+  // the RNN decoder's multihead attention, whose kdim is E; PyTorch packs them then).
+  bool separate_projections = false;
 };
 
 struct MhaCallOptions {

@@ -33,9 +33,9 @@
 // weights computed with dropout = 0). Gradients flow through the kept entries, scaled by
 // 1 / (1 − p).
 //
-// Parameters: the *_attention_init helpers below create them Xavier-initialised
-// (torch.nn.init.xavier_uniform_, a vector v (A) drawn as a (1, A) matrix, biases zero),
-// with requires_grad set, drawn from the given Rng in a fixed order.
+// Parameters: nn::additive_attention_init, nn::luong_attention_init and
+// nn::location_attention_init (attn/nn/attention_init.h) create them Xavier-initialised; the
+// decoder's step-attention modules (attn/nn/step_attention.h) hold them.
 #include "attn/random.h"
 #include "attn/tensor.h"
 
@@ -115,27 +115,5 @@ struct LocationOptions {
 // get none).
 AttentionResult location_attention(const Tensor& query, const Tensor& values, const Tensor& w_a,
                                    const Tensor& b_a, const Tensor& lengths, const LocationOptions& options = {});
-
-// ---- Xavier-initialised parameters ------------------------------------------------------------
-
-// Bahdanau: w_q (A, D), w_k (A, E), v (A) Xavier, drawn in that order (the order of
-// models::Attention); bias (A) zeros; g () = sqrt(1 / A) when normalize, else undefined.
-struct AdditiveParams {
-  Tensor w_q, w_k, bias, v, g;
-};
-AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng, bool normalize = false);
-
-// Luong: dot -> nothing; general -> w (D, E); concat -> w (A, D+E) then v (A). `A` is used by
-// concat only. scale stays undefined (set it to Tensor::full({}, 1.0f) for scaled Luong).
-struct LuongParams {
-  Tensor w, v;
-};
-LuongParams luong_attention_init(LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng);
-
-// Luong location: w_a (S_max, D) Xavier, b_a (S_max) zeros.
-struct LocationParams {
-  Tensor w_a, b_a;
-};
-LocationParams location_attention_init(int64_t D, int64_t S_max, Rng& rng);
 
 }  // namespace attn

@@ -28,7 +28,7 @@
 // Options shared with the other attention ops: masks come with the weights (a masked position
 // has weight 0 and is never sampled; a fully masked row gives position −1). Parameters: hard
 // attention has none of its own — the distribution's come from the op that made the weights
-// (additive_attention_init, luong_attention_init, ...: Xavier). Dropout on the weights does not
+// (nn::additive_attention_init, nn::luong_attention_init, ...: Xavier). Dropout on the weights does not
 // apply here: the sampling is itself the noise, and post-dropout weights are not a
 // distribution (hard_attention_sample rejects them) — compute the weights with dropout = 0.
 #include "attn/random.h"

@@ -40,7 +40,8 @@
 // weights w_t(s) before the context, the mask attn::dropout would draw for the dense (B, T, S)
 // weights with seed rng->next(); the returned weights are the post-dropout ones.
 //
-// Parameters: local_attention_init creates w (general), w_p and v_p Xavier-initialised.
+// Parameters: nn::local_attention_init (attn/nn/attention_init.h) creates w (general), w_p and
+// v_p Xavier-initialised.
 //
 // Cost: O(B·T·K·E) time with K = min(2·D_w + 1, S) (plus the GEMMs of the general score and
 // of W_p); the node keeps O(B·T·K) window state, never a (B, T, S) array unless the dense
@@ -76,13 +77,5 @@ struct LocalOptions {
 // lengths int32 (B) or undefined (see Masks).
 AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
                                 const Tensor& lengths, const LocalOptions& options = {});
-
-// Xavier-initialised parameters (requires_grad set), drawn in this order: general -> w (D, E);
-// local-p -> w_p (A, D), then v_p (A) (as a (1, A) matrix). Unused ones stay undefined, so
-// they can be moved into LocalOptions as they are. `A` is used by local-p only.
-struct LocalParams {
-  Tensor w, w_p, v_p;
-};
-LocalParams local_attention_init(LocalMode mode, LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng);
 
 }  // namespace attn

@@ -1,0 +1,194 @@
+#pragma once
+// The attention of one RNN decoder step (models::Decoder, attn/models/seq2seq.h): one module
+// per score function behind the StepAttention interface, chosen once from the configuration
+// by make_step_attention; the decoder then calls prepare() once per batch and step() once per
+// output position, with no dispatch on names.
+//
+//   auto attention = nn::make_step_attention({.score = nn::StepScore::additive,
+//                                             .query_size = D, .memory_size = E}, rng);
+//   nn::StepMemory memory = attention->prepare(encoder_outputs, src_lengths);  // keys projected once
+//   nn::StepAttentionResult r = attention->step(s_t, memory, t, /*need_weights=*/true);
+//
+// Modules (parameters as named in checkpoints, "decoder.attention.<name>"; A = D; each draws
+// its parameters from the given Rng in the order listed, Xavier as attn/nn/attention_init.h):
+//   AdditiveAttention      additive | additive_normalized: Bahdanau, additive_attention
+//                          (attn/ops/attention.h); w_q (A, D), w_k (A, E), bias (A), v (A) [, g]
+//   LuongAttention         dot | general | concat: luong_attention (attn/ops/attention.h);
+//                          general w (D, E); concat w (A, D + E), v (A)
+//   LocationAttention      location: location_attention; w_a (S_max, D), b_a (S_max)
+//   ScaledDotAttention     scaled_dot: sdpa (attn/ops/sdpa.h) of one query, keys = values (D = E)
+//   MultiheadStepAttention multihead: nn::MultiheadAttention(D, H, kdim = vdim = E) with separate
+//                          projections; q_proj_weight (D, D), k_proj_weight (D, E),
+//                          v_proj_weight (D, E), in_proj_bias (3D), out_proj (D, D); keys and
+//                          values projected once per batch; context size D, weights per head
+//   LocalAttention         local_m | local_p: local_attention (attn/ops/local_attention.h) with
+//                          the general score; local_m aligns p_t = min(t, L_b − 1), local_p
+//                          predicts p_t; w (D, E) [, w_p (A, D), v_p (A)]
+//   HardAttention          hard: the general score's distribution, one source position sampled
+//                          per step in training (the argmax in eval mode) by
+//                          hard_attention_sample (attn/ops/hard_attention.h); w (D, E). Its
+//                          result carries log π(k) of the sample for REINFORCE.
+// Shapes: query (B, D), values (B, S, E), lengths int32 (B) in [1, S]; the context is
+// (B, context_size()), the weights (B, weight_heads() · S).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "attn/nn/module.h"
+#include "attn/nn/multihead_attention.h"
+#include "attn/ops/attention.h"
+#include "attn/random.h"
+#include "attn/tensor.h"
+
+namespace attn::nn {
+
+// The score functions of the decoder's attention (the configuration's `score`).
+enum class StepScore {
+  additive,             // Bahdanau
+  additive_normalized,  // Bahdanau, normed v (TF normalize=True)
+  dot,
+  general,
+  concat,
+  location,
+  scaled_dot,
+  multihead,
+  local_m,
+  local_p,
+  hard,
+};
+// The configuration name ("additive", "local_m", ...), as checkpoints store it.
+const char* step_score_name(StepScore score);
+// The score called `name`, or nullopt.
+std::optional<StepScore> find_step_score(const std::string& name);
+
+struct StepAttentionOptions {
+  StepScore score = StepScore::general;
+  int64_t query_size = 0;    // D, the decoder state
+  int64_t memory_size = 0;   // E, the encoder outputs
+  int64_t heads = 1;         // multihead: H, dividing D
+  int64_t window = 0;        // local_m / local_p: half-width of the window
+  int64_t max_src_len = 0;   // location: the longest source it scores
+  uint64_t sample_seed = 0;  // hard: the stream of its draws
+};
+
+// One batch's attention memory: the values and what prepare() computed once for every step.
+struct StepMemory {
+  Tensor values;            // (B, S, E)
+  Tensor lengths;           // (B) int32
+  Tensor keys;              // additive: values W_kᵀ (B, S, A); multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
+  Tensor projected_values;  // multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
+};
+
+struct StepAttentionResult {
+  Tensor context;   // (B, context_size())
+  Tensor weights;   // (B, weight_heads() · S), head-major; when asked for (hard: always)
+  Tensor log_prob;  // hard attention in training: log π(k) of the sampled position (B); else undefined
+};
+
+class StepAttention {
+ public:
+  virtual ~StepAttention() = default;
+  // The module that holds the parameters (the decoder registers it as "attention").
+  virtual Module& module() = 0;
+  // Once per batch: values (B, S, E), lengths (B) int32.
+  virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const { return {values, lengths, {}, {}}; }
+  // query (B, D) at decoder step t (0-based; local_m aligns with it).
+  virtual StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) = 0;
+  virtual int64_t context_size() const = 0;
+  virtual int64_t weight_heads() const { return 1; }
+};
+
+// The module of options.score (ValueError for sizes < 1 or heads not dividing D).
+std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& options, Rng& rng);
+
+// The base of every module but multihead: it holds its own parameters and its context is a
+// mix of the values (E features).
+class SingleHeadStepAttention : public Module, public StepAttention {
+ public:
+  Module& module() override { return *this; }
+  int64_t context_size() const override { return memory_size_; }
+
+ protected:
+  explicit SingleHeadStepAttention(int64_t memory_size) : memory_size_(memory_size) {}
+
+ private:
+  int64_t memory_size_;
+};
+
+class AdditiveAttention final : public SingleHeadStepAttention {
+ public:
+  AdditiveAttention(int64_t D, int64_t E, bool normalize, Rng& rng);
+  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+
+  Tensor w_q, w_k, bias, v, g;  // g: additive_normalized only
+
+ private:
+  bool normalize_;
+};
+
+class LuongAttention final : public SingleHeadStepAttention {
+ public:
+  // score: dot | general | concat.
+  LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng);
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+
+  Tensor w, v;  // general: w; concat: w, v; dot: none
+
+ private:
+  LuongScore score_;
+};
+
+class LocationAttention final : public SingleHeadStepAttention {
+ public:
+  LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng);
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+
+  Tensor w_a, b_a;
+};
+
+class ScaledDotAttention final : public SingleHeadStepAttention {
+ public:
+  explicit ScaledDotAttention(int64_t E) : SingleHeadStepAttention(E) {}
+  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+};
+
+class MultiheadStepAttention final : public StepAttention {
+ public:
+  MultiheadStepAttention(int64_t D, int64_t E, int64_t heads, Rng& rng);
+  Module& module() override { return mha; }
+  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  int64_t context_size() const override { return mha.options().embed_dim; }
+  int64_t weight_heads() const override { return mha.options().num_heads; }
+
+  MultiheadAttention mha;
+};
+
+class LocalAttention final : public SingleHeadStepAttention {
+ public:
+  // predictive: local_p, else local_m.
+  LocalAttention(bool predictive, int64_t D, int64_t E, int64_t window, Rng& rng);
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+
+  Tensor w, w_p, v_p;  // w_p, v_p: local_p only
+
+ private:
+  int64_t window_;
+  bool predictive_;
+};
+
+class HardAttention final : public SingleHeadStepAttention {
+ public:
+  HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng);
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+
+  Tensor w;
+
+ private:
+  Rng sample_rng_;
+};
+
+}  // namespace attn::nn

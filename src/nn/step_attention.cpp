@@ -1,0 +1,233 @@
+// The decoder's step-attention modules and their factory (attn/nn/step_attention.h).
+#include "attn/nn/step_attention.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+#include <utility>
+
+#include "attn/error.h"
+#include "attn/nn/attention_init.h"
+#include "attn/nn/init.h"
+#include "attn/ops/hard_attention.h"
+#include "attn/ops/local_attention.h"
+#include "attn/ops/sdpa.h"
+
+namespace attn::nn {
+namespace {
+
+constexpr std::array<std::pair<StepScore, const char*>, 11> kScoreNames = {{
+    {StepScore::additive, "additive"},
+    {StepScore::additive_normalized, "additive_normalized"},
+    {StepScore::dot, "dot"},
+    {StepScore::general, "general"},
+    {StepScore::concat, "concat"},
+    {StepScore::location, "location"},
+    {StepScore::scaled_dot, "scaled_dot"},
+    {StepScore::multihead, "multihead"},
+    {StepScore::local_m, "local_m"},
+    {StepScore::local_p, "local_p"},
+    {StepScore::hard, "hard"},
+}};
+
+LuongScore luong_score(StepScore score) {
+  switch (score) {
+    case StepScore::dot: return LuongScore::dot;
+    case StepScore::general: return LuongScore::general;
+    case StepScore::concat: return LuongScore::concat;
+    default: throw ValueError(std::string("LuongAttention: score must be dot, general or concat, got ") + step_score_name(score));
+  }
+}
+
+StepAttentionResult from(const AttentionResult& r) { return {r.context, r.weights, Tensor()}; }
+
+// One query run as a block of heads: out (B, [H,] 1, ·) -> context (B, C); weights, when
+// asked for, -> (B, W).
+StepAttentionResult one_query(const Tensor& out, const Tensor& weights, int64_t C, int64_t W) {
+  const int64_t B = out.dim(0);
+  return {out.reshape({B, C}), weights.defined() ? weights.reshape({B, W}) : Tensor(), Tensor()};
+}
+
+}  // namespace
+
+const char* step_score_name(StepScore score) {
+  for (const auto& [s, name] : kScoreNames)
+    if (s == score) return name;
+  return "?";
+}
+
+std::optional<StepScore> find_step_score(const std::string& name) {
+  for (const auto& [s, n] : kScoreNames)
+    if (name == n) return s;
+  return std::nullopt;
+}
+
+std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o, Rng& rng) {
+  const int64_t D = o.query_size, E = o.memory_size;
+  if (D < 1 || E < 1)
+    throw ValueError("make_step_attention: query_size and memory_size must be >= 1, got " + std::to_string(D) + ", " +
+                     std::to_string(E));
+  switch (o.score) {
+    case StepScore::additive:
+    case StepScore::additive_normalized:
+      return std::make_unique<AdditiveAttention>(D, E, o.score == StepScore::additive_normalized, rng);
+    case StepScore::dot:
+    case StepScore::general:
+    case StepScore::concat: return std::make_unique<LuongAttention>(o.score, D, E, rng);
+    case StepScore::location: return std::make_unique<LocationAttention>(D, E, o.max_src_len, rng);
+    case StepScore::scaled_dot: return std::make_unique<ScaledDotAttention>(E);
+    case StepScore::multihead: return std::make_unique<MultiheadStepAttention>(D, E, o.heads, rng);
+    case StepScore::local_m:
+    case StepScore::local_p:
+      return std::make_unique<LocalAttention>(o.score == StepScore::local_p, D, E, o.window, rng);
+    case StepScore::hard: return std::make_unique<HardAttention>(D, E, o.sample_seed, rng);
+  }
+  throw ValueError("make_step_attention: unknown score " + std::to_string(static_cast<int>(o.score)));
+}
+
+// ---- additive ---------------------------------------------------------------------------------
+
+AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, Rng& rng) : SingleHeadStepAttention(E), normalize_(normalize) {
+  AdditiveParams p = additive_attention_init(D, E, /*A=*/D, rng, normalize);
+  w_q = register_parameter("w_q", p.w_q);
+  w_k = register_parameter("w_k", p.w_k);
+  bias = register_parameter("bias", p.bias);
+  v = register_parameter("v", p.v);
+  if (normalize) g = register_parameter("g", p.g);
+}
+
+StepMemory AdditiveAttention::prepare(const Tensor& values, const Tensor& lengths) const {
+  return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+}
+
+StepAttentionResult AdditiveAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+  AdditiveOptions o;
+  o.normalize = normalize_;
+  o.g = g;
+  o.need_weights = need_weights;
+  return from(additive_attention(query, m.keys, m.values, w_q, bias, v, m.lengths, o));
+}
+
+// ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------
+
+LuongAttention::LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng) : SingleHeadStepAttention(E), score_(luong_score(score)) {
+  LuongParams p = luong_attention_init(score_, D, E, /*A=*/D, rng);
+  if (p.w.defined()) w = register_parameter("w", p.w);
+  if (p.v.defined()) v = register_parameter("v", p.v);
+}
+
+StepAttentionResult LuongAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+  LuongOptions o;
+  o.score = score_;
+  o.w = w;
+  o.v = v;
+  o.need_weights = need_weights;
+  return from(luong_attention(query, m.values, m.values, m.lengths, o));
+}
+
+LocationAttention::LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng)
+    : SingleHeadStepAttention(E) {
+  LocationParams p = location_attention_init(D, max_src_len, rng);
+  w_a = register_parameter("w_a", p.w_a);
+  b_a = register_parameter("b_a", p.b_a);
+}
+
+StepAttentionResult LocationAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+  LocationOptions o;
+  o.need_weights = need_weights;
+  return from(location_attention(query, m.values, w_a, b_a, m.lengths, o));
+}
+
+StepMemory ScaledDotAttention::prepare(const Tensor& values, const Tensor& lengths) const {
+  const Tensor heads = values.reshape({values.dim(0), 1, values.dim(1), values.dim(2)});  // (B, 1, S, E)
+  return {values, lengths, heads, heads};
+}
+
+StepAttentionResult ScaledDotAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+  SdpaOptions o;
+  o.key_lengths = m.lengths;
+  o.need_weights = need_weights;
+  const Tensor q = query.reshape({query.dim(0), 1, 1, query.dim(1)});             // (B, 1, 1, D)
+  const SdpaResult r = sdpa(q, m.keys, m.projected_values, o);                     // scale 1 / √E
+  return one_query(r.out, r.weights, context_size(), m.values.dim(1));
+}
+
+// ---- multihead ------------------------------------------------------------------------------------
+
+MultiheadStepAttention::MultiheadStepAttention(int64_t D, int64_t E, int64_t heads, Rng& rng)
+    : mha({.embed_dim = D, .num_heads = heads, .kdim = E, .vdim = E, .separate_projections = true}) {
+  // Drawn from the model's Rng, not mha's own seed, in the order of the decoder's multihead
+  // attention before it used nn::MultiheadAttention (so a seed gives the same model and old
+  // checkpoints the same names): q, k, v Xavier; out_proj drawn as nn.Linear's default, then
+  // overwritten by Xavier (those draws kept for the sake of the stream); biases zero.
+  xavier_uniform_(mha.q_proj_weight, rng);
+  xavier_uniform_(mha.k_proj_weight, rng);
+  xavier_uniform_(mha.v_proj_weight, rng);
+  linear_default_init_(mha.out_proj.weight, mha.out_proj.bias, rng);
+  xavier_uniform_(mha.out_proj.weight, rng);
+  mha.out_proj.bias.fill(0.0f);
+}
+
+StepMemory MultiheadStepAttention::prepare(const Tensor& values, const Tensor& lengths) const {
+  auto [k, v] = mha.project_kv(values, values);  // (B, H, S, Dh) each, once per batch
+  return {values, lengths, k, v};
+}
+
+StepAttentionResult MultiheadStepAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+  MhaCallOptions call;
+  call.key_lengths = m.lengths;
+  call.need_weights = need_weights;
+  const Tensor q = query.reshape({query.dim(0), 1, query.dim(1)});                 // (B, 1, D)
+  const MhaResult r = mha.attend_projected(q, m.keys, m.projected_values, call);  // (B, 1, D), (B, H, 1, S)
+  return one_query(r.out, r.weights, context_size(), weight_heads() * m.values.dim(1));
+}
+
+// ---- local_m / local_p -------------------------------------------------------------------------------
+
+LocalAttention::LocalAttention(bool predictive, int64_t D, int64_t E, int64_t window, Rng& rng)
+    : SingleHeadStepAttention(E), window_(window), predictive_(predictive) {
+  LocalParams p = local_attention_init(predictive ? LocalMode::predictive : LocalMode::monotonic, LuongScore::general,
+                                       D, E, /*A=*/D, rng);
+  w = register_parameter("w", p.w);
+  if (predictive) {
+    w_p = register_parameter("w_p", p.w_p);
+    v_p = register_parameter("v_p", p.v_p);
+  }
+}
+
+StepAttentionResult LocalAttention::step(const Tensor& query, const StepMemory& m, int64_t t, bool need_weights) {
+  const int64_t B = query.dim(0);
+  LocalOptions o;
+  o.mode = predictive_ ? LocalMode::predictive : LocalMode::monotonic;
+  o.window = static_cast<int>(window_);
+  o.w = w;
+  o.w_p = w_p;
+  o.v_p = v_p;
+  o.need_weights = need_weights;
+  if (!predictive_) {  // p_t = t, kept inside the row's source: min(t, L_b − 1)
+    o.positions = Tensor::empty({B}, DType::i32);
+    for (int64_t b = 0; b < B; ++b)
+      o.positions.i32()[b] = static_cast<int32_t>(std::min<int64_t>(t, std::max(m.lengths.i32()[b] - 1, 0)));
+  }
+  return from(local_attention(query, m.values, m.values, m.lengths, o));
+}
+
+// ---- hard ----------------------------------------------------------------------------------------------
+
+HardAttention::HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng) 
+    : SingleHeadStepAttention(E), sample_rng_(sample_seed) {
+  w = register_parameter("w", luong_attention_init(LuongScore::general, D, E, 0, rng).w);
+}
+
+StepAttentionResult HardAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool) {
+  LuongOptions o;
+  o.score = LuongScore::general;
+  o.w = w;
+  o.need_weights = true;  // the distribution it samples from
+  AttentionResult r = luong_attention(query, m.values, m.values, m.lengths, o);
+  // One position per row, sampled in training, the argmax otherwise.
+  HardAttentionSample h = hard_attention_sample(r.weights, m.values, is_training(), sample_rng_);
+  return {h.context, r.weights, is_training() ? h.log_prob : Tensor()};
+}
+
+}  // namespace attn::nn

@@ -1,0 +1,261 @@
+// The decoder's step-attention modules (attn/nn/step_attention.h): the factory builds the
+// module of each score with its checkpoint parameter names; each step equals the op it wraps
+// called directly on the same parameters (so the modules add dispatch, not arithmetic); the
+// multihead module equals nn::MultiheadAttention; hard attention returns its log-probability
+// in its result; gradients reach the parameters; errors.
+#include "attn/nn/step_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attn/autodiff/tape.h"
+#include "attn/ops/attention.h"
+#include "attn/ops/hard_attention.h"
+#include "attn/ops/local_attention.h"
+#include "attn/ops/reduce.h"
+#include "attn/ops/sdpa.h"
+#include "test_support.h"
+
+namespace attn::nn {
+namespace {
+
+using attn::testing::gradcheck;
+using attn::testing::random_tensor;
+using attn::testing::tensors_close;
+
+constexpr int64_t B = 3, S = 5, D = 4, E = 6;
+
+const std::vector<StepScore> kAll = {StepScore::additive, StepScore::additive_normalized, StepScore::dot,
+                                     StepScore::general,  StepScore::concat,              StepScore::location,
+                                     StepScore::scaled_dot, StepScore::multihead,         StepScore::local_m,
+                                     StepScore::local_p,  StepScore::hard};
+
+// dot and scaled_dot need D == E.
+int64_t memory_size(StepScore s) { return s == StepScore::dot || s == StepScore::scaled_dot ? D : E; }
+
+std::unique_ptr<StepAttention> make(StepScore score, Rng& rng) {
+  return make_step_attention({.score = score,
+                              .query_size = D,
+                              .memory_size = memory_size(score),
+                              .heads = 2,
+                              .window = 1,
+                              .max_src_len = 8,
+                              .sample_seed = 9},
+                             rng);
+}
+
+Tensor lengths() { return Tensor::from_vector(std::vector<int32_t>{5, 3, 1}, {B}); }
+
+std::vector<std::string> names(StepAttention& a) {
+  std::vector<std::string> n;
+  for (const auto& [name, t] : a.module().named_parameters()) n.push_back(name);
+  return n;
+}
+
+TEST(StepAttention, ScoreNamesRoundTrip) {
+  for (StepScore s : kAll) EXPECT_EQ(find_step_score(step_score_name(s)), s) << step_score_name(s);
+  EXPECT_FALSE(find_step_score("bahdanau").has_value());
+  EXPECT_FALSE(find_step_score("").has_value());
+}
+
+TEST(StepAttention, FactoryBuildsEachScoresParametersWithCheckpointNames) {
+  const std::map<StepScore, std::vector<std::string>> expected = {
+      {StepScore::additive, {"w_q", "w_k", "bias", "v"}},
+      {StepScore::additive_normalized, {"w_q", "w_k", "bias", "v", "g"}},
+      {StepScore::dot, {}},
+      {StepScore::general, {"w"}},
+      {StepScore::concat, {"w", "v"}},
+      {StepScore::location, {"w_a", "b_a"}},
+      {StepScore::scaled_dot, {}},
+      {StepScore::multihead,
+       {"q_proj_weight", "k_proj_weight", "v_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"}},
+      {StepScore::local_m, {"w"}},
+      {StepScore::local_p, {"w", "w_p", "v_p"}},
+      {StepScore::hard, {"w"}},
+  };
+  for (StepScore s : kAll) {
+    SCOPED_TRACE(step_score_name(s));
+    Rng rng(1);
+    auto a = make(s, rng);
+    EXPECT_EQ(names(*a), expected.at(s));
+    EXPECT_EQ(a->context_size(), s == StepScore::multihead ? D : memory_size(s));
+    EXPECT_EQ(a->weight_heads(), s == StepScore::multihead ? 2 : 1);
+  }
+}
+
+TEST(StepAttention, MultiheadKeepsSeparateProjectionsWhenSizesMatch) {
+  Rng rng(1);
+  auto a = make_step_attention({.score = StepScore::multihead, .query_size = D, .memory_size = D, .heads = 2}, rng);
+  EXPECT_EQ(names(*a)[0], "q_proj_weight");  // not PyTorch's packed in_proj_weight: old checkpoints load
+}
+
+// Every step gives context (B, C) and weights (B, H·S) that are zero past each row's length
+// and sum to 1 per head (local_p: at most 1); the weights only when asked (hard: always).
+TEST(StepAttention, StepShapesAndMaskedWeights) {
+  for (StepScore s : kAll) {
+    SCOPED_TRACE(step_score_name(s));
+    Rng rng(2);
+    auto a = make(s, rng);
+    const Tensor values = random_tensor({B, S, memory_size(s)}, 3);
+    const StepMemory m = a->prepare(values, lengths());
+    const Tensor q = random_tensor({B, D}, 4);
+    const StepAttentionResult r = a->step(q, m, 2, true);
+    EXPECT_EQ(r.context.shape(), Shape({B, a->context_size()}));
+    ASSERT_EQ(r.weights.shape(), Shape({B, a->weight_heads() * S}));
+    const std::vector<int32_t> len = lengths().to_vector_i32();
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < a->weight_heads(); ++h) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < S; ++j) {
+          const float w = r.weights.f32()[b * a->weight_heads() * S + h * S + j];
+          if (j >= len[static_cast<size_t>(b)]) EXPECT_EQ(w, 0.0f);
+          sum += w;
+        }
+        if (s == StepScore::local_p) EXPECT_LE(sum, 1.0 + 1e-5);  // scaled by the Gaussian around p_t
+        else EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+    const StepAttentionResult no_weights = a->step(q, m, 2, false);
+    EXPECT_EQ(no_weights.weights.defined(), s == StepScore::hard);
+    EXPECT_EQ(no_weights.log_prob.defined(), s == StepScore::hard);  // hard in training mode only
+    autodiff::tape().clear();
+  }
+}
+
+TEST(StepAttention, AdditiveStepIsTheOpWithKeysProjectedOnce) {
+  Rng rng(5);
+  AdditiveAttention a(D, E, /*normalize=*/true, rng);
+  const Tensor values = random_tensor({B, S, E}, 6), q = random_tensor({B, D}, 7);
+  const StepMemory m = a.prepare(values, lengths());
+  EXPECT_TRUE(tensors_close(m.keys, additive_project_keys(values, a.w_k), 0.0f, 0.0f));
+  AdditiveOptions o;
+  o.normalize = true;
+  o.g = a.g;
+  const AttentionResult expected = additive_attention(q, m.keys, values, a.w_q, a.bias, a.v, lengths(), o);
+  const StepAttentionResult r = a.step(q, m, 0, true);
+  EXPECT_TRUE(tensors_close(r.context, expected.context, 0.0f, 0.0f));
+  EXPECT_TRUE(tensors_close(r.weights, expected.weights, 0.0f, 0.0f));
+}
+
+TEST(StepAttention, LuongLocationAndScaledDotStepsAreTheirOps) {
+  const Tensor values = random_tensor({B, S, E}, 8), q = random_tensor({B, D}, 9);
+  {
+    Rng rng(1);
+    LuongAttention a(StepScore::concat, D, E, rng);
+    LuongOptions o;
+    o.score = LuongScore::concat;
+    o.w = a.w;
+    o.v = a.v;
+    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), 0, false).context,
+                              luong_attention(q, values, values, lengths(), o).context, 0.0f, 0.0f));
+  }
+  {
+    Rng rng(1);
+    LocationAttention a(D, E, 8, rng);
+    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), 0, true).weights,
+                              location_attention(q, values, a.w_a, a.b_a, lengths()).weights, 0.0f, 0.0f));
+  }
+  {
+    const Tensor v = random_tensor({B, S, D}, 10);
+    ScaledDotAttention a(D);
+    SdpaOptions o;
+    o.key_lengths = lengths();
+    const Tensor v4 = v.reshape({B, 1, S, D});
+    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(v, lengths()), 0, false).context,
+                              sdpa(q.reshape({B, 1, 1, D}), v4, v4, o).out.reshape({B, D}), 0.0f, 0.0f));
+  }
+}
+
+TEST(StepAttention, LocalMonotonicAlignsWithTheStepInsideEachRow) {
+  Rng rng(1);
+  LocalAttention a(/*predictive=*/false, D, E, /*window=*/1, rng);
+  const Tensor values = random_tensor({B, S, E}, 11), q = random_tensor({B, D}, 12);
+  const int64_t t = 3;
+  LocalOptions o;
+  o.mode = LocalMode::monotonic;
+  o.window = 1;
+  o.w = a.w;
+  o.positions = Tensor::from_vector(std::vector<int32_t>{3, 2, 0}, {B});  // min(t, L_b − 1)
+  const AttentionResult expected = local_attention(q, values, values, lengths(), o);
+  EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), t, true).weights, expected.weights, 0.0f, 0.0f));
+}
+
+TEST(StepAttention, MultiheadStepIsMultiheadAttention) {
+  Rng rng(13);
+  MultiheadStepAttention a(D, E, 2, rng);
+  const Tensor values = random_tensor({B, S, E}, 14), q = random_tensor({B, D}, 15);
+  MhaCallOptions call;
+  call.key_lengths = lengths();
+  call.need_weights = true;
+  const MhaResult expected = a.mha.forward(q.reshape({B, 1, D}), values, values, call);  // (B, 1, D), (B, H, 1, S)
+  const StepAttentionResult r = a.step(q, a.prepare(values, lengths()), 0, true);
+  EXPECT_TRUE(tensors_close(r.context, expected.out.reshape({B, D}), 0.0f, 0.0f));
+  EXPECT_TRUE(tensors_close(r.weights, expected.weights.reshape({B, 2 * S}), 0.0f, 0.0f));
+  // Drawn from the model's Rng (Xavier, biases zero), not from the module's own seed.
+  for (float b : a.mha.out_proj.bias.to_vector()) EXPECT_EQ(b, 0.0f);
+  Rng again(13);
+  MultiheadStepAttention b(D, E, 2, again);
+  EXPECT_TRUE(tensors_close(b.mha.out_proj.weight, a.mha.out_proj.weight, 0.0f, 0.0f));
+  // q (D, D), k, v (D, E) Xavier; out_proj's nn.Linear default (D, D) + (D), then Xavier (D, D).
+  Rng reference(13);
+  for (int64_t i = 0; i < D * D + 2 * D * E + D * D + D + D * D; ++i) reference.next();
+  EXPECT_EQ(rng.next(), reference.next());
+}
+
+TEST(StepAttention, HardReturnsTheLogProbabilityOfItsSample) {
+  Rng rng(16);
+  HardAttention a(D, E, /*sample_seed=*/21, rng);
+  const Tensor values = random_tensor({B, S, E}, 17), q = random_tensor({B, D}, 18);
+  const StepMemory m = a.prepare(values, lengths());
+  const StepAttentionResult r = a.step(q, m, 0, false);
+  // The sample the op draws with the same seed from the same distribution.
+  Rng same(21);
+  const HardAttentionSample h = hard_attention_sample(r.weights, values, true, same);
+  EXPECT_TRUE(tensors_close(r.context, h.context, 0.0f, 0.0f));
+  ASSERT_TRUE(r.log_prob.defined());
+  EXPECT_TRUE(tensors_close(r.log_prob, h.log_prob, 0.0f, 0.0f));
+  a.eval();
+  const StepAttentionResult e = a.step(q, m, 0, false);
+  EXPECT_FALSE(e.log_prob.defined());
+  Rng unused(0);
+  EXPECT_TRUE(tensors_close(e.context, hard_attention_sample(e.weights, values, false, unused).context, 0.0f, 0.0f));
+  autodiff::tape().clear();
+}
+
+// Gradients of a step reach the query, the values and every parameter (finite differences).
+TEST(StepAttention, GradcheckThroughEachModule) {
+  for (StepScore s : {StepScore::additive_normalized, StepScore::concat, StepScore::multihead, StepScore::local_p}) {
+    SCOPED_TRACE(step_score_name(s));
+    Rng rng(19);
+    auto a = make(s, rng);
+    std::vector<Tensor> inputs = {random_tensor({B, D}, 20), random_tensor({B, S, memory_size(s)}, 21)};
+    for (Tensor p : a->module().parameters()) inputs.push_back(p);
+    for (Tensor& t : inputs) t.set_requires_grad(true);
+    const size_t n = inputs.size();
+    EXPECT_TRUE(gradcheck(
+        [&](const std::vector<Tensor>& x) {
+          EXPECT_EQ(x.size(), n);
+          return a->step(x[0], a->prepare(x[1], lengths()), 1, false).context;
+        },
+        inputs));
+  }
+}
+
+TEST(StepAttention, Errors) {
+  Rng rng(1);
+  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = 0, .memory_size = E}, rng),
+                   ValueError, "make_step_attention: query_size and memory_size must be >= 1, got 0, 6");
+  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::multihead, .query_size = 5, .memory_size = E, .heads = 2},
+                                       rng),
+                   ValueError, "embed_dim=5 is not divisible by num_heads=2");
+  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::location, .query_size = D, .memory_size = E}, rng),
+                   ValueError, "location_attention_init: sizes must be >= 1, got D=4, S_max=0");
+  EXPECT_THROW_MSG(LuongAttention(StepScore::hard, D, E, rng), ValueError,
+                   "LuongAttention: score must be dot, general or concat, got hard");
+}
+
+}  // namespace
+}  // namespace attn::nn
