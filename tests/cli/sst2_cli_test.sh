@@ -5,8 +5,8 @@
 set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
-if [[ ! -f "$data/sst2/sentiment-dev" ]]; then echo "no SST-2 data under $data: skipped"; exit 0; fi
 source "$(dirname "$0")/lib.sh"
+have_data sst2/sentiment-dev || finish "SST-2 CLI"
 
 tiny=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --steps 30 --eval-every 15
       --log-every 10 --train-limit 1500 --dev-limit 100 --threads 1)

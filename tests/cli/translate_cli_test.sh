@@ -23,9 +23,7 @@ expect 2 "--model must be rnn or transformer" -- "$attn" train --task translate 
 expect 2 "--label-smoothing" -- "$attn" train --task translate --data "$data" --label-smoothing 1.5 --out "$work/x"
 expect 2 "--norm must be pre or post" -- "$attn" train --task translate --model transformer --norm mid --data "$data" --out "$work/x"
 
-if [[ ! -f "$data/multi30k/raw/train.de.gz" ]]; then
-  echo "SKIP: no Multi30k data under $data"
-else
+if have_data multi30k/raw/train.de.gz; then
   # A --tokenizer that is not a SentencePiece model, or --resume with no run: refused before
   # anything is written.
   echo "not a model" > "$work/fake.model"
@@ -77,9 +75,7 @@ assert d["model"].endswith("model.safetensors") and d["beam"] == 5 and d["score"
     '$attn' translate --model '$work/lonely.safetensors' < /dev/null"
 fi
 
-if [[ ! -f "$data/tatoeba-fra-eng/fra.txt.gz" ]]; then
-  echo "SKIP: no Tatoeba data under $data"
-else
+if have_data tatoeba-fra-eng/fra.txt.gz; then
   expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 500 --d-model 32 --heads 2 --ffn 64 \
     --dec-layers 1 --batch 32 --steps 60 --lr 3e-3 --warmup 5 --eval-every 60 --log-every 5 --threads 2 --out "$work/lm"
   loss_falls "$work/lm/log.jsonl"

@@ -29,7 +29,7 @@ TEST(ClassifyText, KeepsTheTokensATransformerReads) {
 class ClassifierTrainer : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no SST-2 data under " << testing::data_dir();
+    ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-dev");
     out_ = (fs::temp_directory_path() / ("attn_classifier_trainer_" + std::to_string(::getpid()))).string();
     fs::remove_all(out_);
   }
