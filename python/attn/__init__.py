@@ -15,3 +15,4 @@ changing a value silently:
 """
 from ._attn import *  # noqa: F401,F403
 from ._attn import ShapeError, ValueError_ as ValueError, IoError, Error  # noqa: F401
+from ._attn import __version__  # noqa: F401  (CMakeLists.txt's project version)
