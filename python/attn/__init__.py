@@ -16,3 +16,9 @@ changing a value silently:
 from ._attn import *  # noqa: F401,F403
 from ._attn import ShapeError, ValueError_ as ValueError, IoError, Error  # noqa: F401
 from ._attn import __version__  # noqa: F401  (CMakeLists.txt's project version)
+from ._tensor import ones, randn  # noqa: F401,E402  (and attn.Tensor's + - * / @, .sum(), .T, len)
+import importlib as _importlib  # noqa: E402
+
+# attn.nn: PyTorch's constructors, names and masks over the native modules (attn._attn.nn).
+# import_module, since `from . import nn` would return the native submodule already bound.
+nn = _importlib.import_module(".nn", __name__)
