@@ -14,12 +14,14 @@ cd "$work"  # never import the source tree's python/attn by accident
 check_package() {  # check_package PYTHON PYTHONPATH
   local out
   out="$(cd "$work" && PYTHONPATH="$2" "$1" -c '
-import importlib.metadata, pathlib, attn, numpy as np
+import importlib.metadata, pathlib, attn, attn.nn, attn.torch, numpy as np, torch
 assert attn.__version__ == importlib.metadata.version("attn"), (attn.__version__, importlib.metadata.version("attn"))
 folder = pathlib.Path(attn.__file__).parent
 assert (folder / "_attn.pyi").stat().st_size > 1000 and (folder / "py.typed").exists()
 x = attn.tensor(np.array([[1.0, -2.0]], np.float32), requires_grad=True)
 attn.backward(attn.sum(attn.tanh(x)))
+out, weights = attn.torch.sdpa(*(torch.ones(1, 1, 2, 3) for _ in range(3)))
+assert weights.shape == (1, 1, 2, 2) and attn.nn.MultiheadAttention(4, 2).state_dict()
 print(attn.__version__, folder, [round(float(g), 4) for g in x.grad.numpy().ravel()])' 2>&1)" || { fail "import from $2: $out"; return; }
   [[ "$out" == *"$work"* && "$out" == *"[0.42, 0.0707]"* ]] || fail "unexpected import result: $out"
 }
