@@ -22,3 +22,4 @@ import importlib as _importlib  # noqa: E402
 # attn.nn: PyTorch's constructors, names and masks over the native modules (attn._attn.nn).
 # import_module, since `from . import nn` would return the native submodule already bound.
 nn = _importlib.import_module(".nn", __name__)
+from . import safetensors  # noqa: F401,E402  (attn.safetensors.load / save: plain tensor dicts)
