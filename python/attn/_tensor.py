@@ -58,6 +58,14 @@ def _len(x):
     return x.shape[0]
 
 
+def _bool(x):
+    """As torch: the value of a one-element tensor; any other is ambiguous."""
+    n = int(np.prod(x.shape))
+    if n != 1:
+        raise ValueError(f"the truth value of an attn.Tensor of shape {x.shape} is ambiguous (it has {n} elements)")
+    return bool(x.numpy().reshape(()))
+
+
 def _to_torch(value):
     import torch
     if isinstance(value, Tensor):
@@ -81,6 +89,7 @@ Tensor.__truediv__ = _truediv
 Tensor.__neg__ = lambda x: _attn.scale(x, -1.0)
 Tensor.__matmul__ = lambda a, b: _attn.matmul(a, b)
 Tensor.__len__ = _len
+Tensor.__bool__ = _bool
 Tensor.sum = lambda x: _attn.sum(x)
 Tensor.mean = lambda x: _attn.mean(x)
 Tensor.T = property(_transpose)

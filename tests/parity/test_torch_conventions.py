@@ -190,6 +190,9 @@ def test_tensor_arithmetic_and_creation():
     total_t.backward()
     assert_close("default", "arith", "grad x", xa.grad, xt.grad)
     assert len(xa) == 2 and xa.T.shape == (3, 2) and (2 - xa).numpy()[0, 0] == np.float32(2) - x[0, 0]
+    assert bool(attn.ones(1)) and not bool(attn.zeros([])) and bool(attn.ones(()))
+    with pytest.raises(ValueError, match=r"truth value of an attn.Tensor of shape \(2, 3\) is ambiguous"):
+        bool(xa)
     assert attn.ones(2, 3).numpy().sum() == 6 and attn.ones((4,)).shape == (4,)
     assert np.array_equal(attn.randn(3, 4, seed=7).numpy(), attn.randn((3, 4), seed=7).numpy())
     with pytest.raises(TypeError, match="only division by a number"):
