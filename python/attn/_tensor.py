@@ -58,6 +58,23 @@ def _len(x):
     return x.shape[0]
 
 
+def _getitem(x, index):
+    """x[i] (N, ...) -> (...) and x[a:b:c] -> (M, ...) on the first dimension, differentiable
+    (gather_rows; a copy). Other index kinds are a TypeError."""
+    if not x.shape:
+        raise IndexError("attn.Tensor: a 0-d tensor cannot be indexed")
+    n = x.shape[0]
+    if isinstance(index, slice):
+        return _attn.gather_rows(x, _attn.tensor(np.array(range(n)[index], np.int32)))
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"attn.Tensor indexing takes an int or a slice of the first dimension, got "
+                        f"{type(index).__name__}")
+    i = int(index) + n if index < 0 else int(index)
+    if not 0 <= i < n:
+        raise IndexError(f"attn.Tensor: index {index} is out of range for dimension 0 of size {n}")
+    return _attn.reshape(_attn.gather_rows(x, _attn.tensor(np.array([i], np.int32))), list(x.shape[1:]))
+
+
 def _bool(x):
     """As torch: the value of a one-element tensor; any other is ambiguous."""
     n = int(np.prod(x.shape))
@@ -89,6 +106,7 @@ Tensor.__truediv__ = _truediv
 Tensor.__neg__ = lambda x: _attn.scale(x, -1.0)
 Tensor.__matmul__ = lambda a, b: _attn.matmul(a, b)
 Tensor.__len__ = _len
+Tensor.__getitem__ = _getitem
 Tensor.__bool__ = _bool
 Tensor.sum = lambda x: _attn.sum(x)
 Tensor.mean = lambda x: _attn.mean(x)

@@ -299,3 +299,87 @@ class MultiheadAttention(Wrapper):
         if not self.batch_first:
             out = _attn.transpose_01(out)
         return out, weights
+
+
+class RNNBase(Module):
+    """torch.nn.GRU / LSTM: (num_layers, bidirectional, batch_first), torch's parameter names
+    (weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse) and initialisation
+    U(-1/√H, 1/√H); each step is attn's fused cell op. Input (T, B, I), or (B, T, I) with
+    batch_first; every sequence has length T (no packing)."""
+    gates = 0
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, *, seed=0):
+        super().__init__()
+        if not bias or dropout:
+            raise ValueError(f"{type(self).__name__}: bias=False and dropout between layers are not supported")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.batch_first, self.directions = batch_first, 2 if bidirectional else 1
+        rng = np.random.default_rng(seed)
+        bound = 1.0 / np.sqrt(hidden_size)
+        for layer in range(num_layers):
+            in_size = input_size if layer == 0 else hidden_size * self.directions
+            for suffix in ("", "_reverse")[:self.directions]:
+                for kind, shape in (("weight_ih", (self.gates * hidden_size, in_size)),
+                                    ("weight_hh", (self.gates * hidden_size, hidden_size)),
+                                    ("bias_ih", (self.gates * hidden_size,)), ("bias_hh", (self.gates * hidden_size,))):
+                    values = rng.uniform(-bound, bound, shape).astype(np.float32)
+                    self.register_parameter(f"{kind}_l{layer}{suffix}", _attn.tensor(values))
+
+    def step(self, x, state, p):
+        raise NotImplementedError
+
+    def initial_states(self, hx, B):
+        """[per layer·direction: (h,) or (h, c), each (B, H)] from hx (L·dirs, B, H) (LSTM: a
+        pair) or zeros."""
+        n, count = self.num_layers * self.directions, 1 if self.gates == 3 else 2
+        if hx is None:
+            return [tuple(_attn.zeros([B, self.hidden_size]) for _ in range(count)) for _ in range(n)]
+        parts = (hx,) if count == 1 else tuple(hx)
+        if len(parts) != count:
+            raise ValueError(f"{type(self).__name__}: 'hx' must be (h_0, c_0)")
+        for t in parts:
+            if tuple(t.shape) != (n, B, self.hidden_size):
+                raise ShapeError(f"{type(self).__name__}: 'hx' expected (L·dirs={n}, B={B}, H={self.hidden_size}), "
+                                 f"got {tuple(t.shape)}")
+        return [tuple(t[i] for t in parts) for i in range(n)]
+
+    def forward(self, input, hx=None):
+        if not isinstance(input, Tensor) or len(input.shape) != 3:
+            raise ShapeError(f"{type(self).__name__}: 'input' expected a 3-d attn.Tensor, got "
+                             f"{getattr(input, 'shape', type(input).__name__)}")
+        x = _attn.transpose_01(input) if self.batch_first else input  # (T, B, I)
+        T, B = x.shape[0], x.shape[1]
+        steps = [x[t] for t in range(T)]  # (B, I) each
+        states = self.initial_states(hx, B)
+        finals = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for d, suffix in enumerate(("", "_reverse")[:self.directions]):
+                p = [self._parameters[f"{k}_l{layer}{suffix}"] for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+                state, out = states[layer * self.directions + d], [None] * T
+                for t in (reversed(range(T)) if suffix else range(T)):
+                    state = self.step(steps[t], state, p)
+                    out[t] = state[0]
+                outputs.append(out)
+                finals.append(state)
+            steps = outputs[0] if self.directions == 1 else [_attn.concat([f, b]) for f, b in zip(*outputs)]
+        output = _attn.stack_rows(steps)  # (T, B, dirs·H)
+        if self.batch_first:
+            output = _attn.transpose_01(output)
+        final = tuple(_attn.stack_rows([s[i] for s in finals]) for i in range(len(finals[0])))
+        return output, final[0] if self.gates == 3 else final
+
+
+class GRU(RNNBase):
+    gates = 3
+
+    def step(self, x, state, p):
+        return (_attn.gru_cell(x, state[0], *p),)
+
+
+class LSTM(RNNBase):
+    gates = 4
+
+    def step(self, x, state, p):
+        return tuple(_attn.lstm_cell(x, state[0], state[1], *p))

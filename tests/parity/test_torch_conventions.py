@@ -190,6 +190,18 @@ def test_tensor_arithmetic_and_creation():
     total_t.backward()
     assert_close("default", "arith", "grad x", xa.grad, xt.grad)
     assert len(xa) == 2 and xa.T.shape == (3, 2) and (2 - xa).numpy()[0, 0] == np.float32(2) - x[0, 0]
+    ia, it = to_attn(randn(3, 4, 3), True), to_torch(randn(3, 4, 3), True)
+    picked_a = [ia[1], ia[-1], ia[1:4:2], ia[::-1], ia[5:]]
+    picked_t = [it[1], it[-1], it[1:4:2], it.flip(0), it[5:]]
+    for i, (pa, pt) in enumerate(zip(picked_a, picked_t)):
+        assert_close("shape_ops", "index", f"pick {i}", pa, pt)
+    attn.backward(sum((p.sum() for p in picked_a[1:]), picked_a[0].sum()))
+    sum(p.sum() for p in picked_t).backward()
+    assert_close("shape_ops", "index", "grad", ia.grad, it.grad)
+    with pytest.raises(IndexError, match="index 4 is out of range for dimension 0 of size 4"):
+        ia[4]
+    with pytest.raises(TypeError, match="an int or a slice of the first dimension, got tuple"):
+        ia[0, 1]
     assert bool(attn.ones(1)) and not bool(attn.zeros([])) and bool(attn.ones(()))
     with pytest.raises(ValueError, match=r"truth value of an attn.Tensor of shape \(2, 3\) is ambiguous"):
         bool(xa)
@@ -201,3 +213,39 @@ def test_tensor_arithmetic_and_creation():
         xa + "1"
     with pytest.raises(attn.ShapeError, match=r"\.T: expected a 2-d tensor"):
         attn.ones(2, 3, 4).T
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+@pytest.mark.parametrize("layers,bidirectional,batch_first", [(1, False, False), (2, True, True), (2, False, False)])
+def test_rnn_layers_match_torch(kind, layers, bidirectional, batch_first):
+    I, H, B, T = 3, 4, 2, 5
+    make_a, make_t = (attn.nn.GRU, torch.nn.GRU) if kind == "gru" else (attn.nn.LSTM, torch.nn.LSTM)
+    a = make_a(I, H, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, seed=2)
+    t = make_t(I, H, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first)
+    assert [n for n, _ in a.named_parameters()] == list(t.state_dict().keys())
+    t.load_state_dict(a.state_dict())  # attn's initial weights into torch
+    x = randn(1, *((B, T) if batch_first else (T, B)), I)
+    n = layers * (2 if bidirectional else 1)
+    h0, c0 = randn(2, n, B, H), randn(3, n, B, H)
+    xa, xt = to_attn(x, True), to_torch(x, True)
+    hx_a = to_attn(h0) if kind == "gru" else (to_attn(h0), to_attn(c0))
+    hx_t = torch.tensor(h0) if kind == "gru" else (torch.tensor(h0), torch.tensor(c0))
+    out_a, final_a = a(xa, hx_a)
+    out_t, final_t = t(xt, hx_t)
+    case = f"{kind} layers={layers} bi={bidirectional} batch_first={batch_first}"
+    assert_close("default", case, "output", out_a, out_t)
+    for i, (fa, ft) in enumerate(zip(final_a if kind == "lstm" else [final_a], final_t if kind == "lstm" else [final_t])):
+        assert_close("default", case, f"final state {i}", fa, ft)
+    dy = randn(4, *out_t.shape)
+    attn.backward(attn.sum(attn.mul(out_a, to_attn(dy))))
+    (out_t * torch.tensor(dy)).sum().backward()
+    assert_close("default", case, "grad x", xa.grad, xt.grad)
+    for name, p in a.named_parameters():
+        assert_close("default", case, f"grad {name}", p.grad, dict(t.named_parameters())[name].grad)
+    torch.nn.init.normal_(t.weight_hh_l0)
+    a.load_state_dict(t.state_dict())  # and back
+    assert np.array_equal(a.weight_hh_l0.numpy(), t.weight_hh_l0.detach().numpy())
+    out_none, _ = a(xa)  # hx None: zeros, as torch
+    assert_close("default", case, "hx=None", out_none, t(xt)[0])
+    with pytest.raises(attn.ShapeError, match=r"'hx' expected \(L·dirs="):
+        a(xa, to_attn(randn(5, n + 1, B, H)) if kind == "gru" else (to_attn(randn(5, n + 1, B, H)),) * 2)
