@@ -383,3 +383,85 @@ class LSTM(RNNBase):
 
     def step(self, x, state, p):
         return tuple(_attn.lstm_cell(x, state[0], state[1], *p))
+
+
+def padding_lengths(mask, B, S, what):
+    """A bool (B, S) key_padding_mask (True = padding) -> int32 lengths (B); attn's Transformer
+    layers take padding at the end of each row only, anything else is an error."""
+    m = mask_array(mask, what)
+    if m.dtype != np.bool_:
+        raise TypeError(f"{what} must be boolean (True = padding), got {m.dtype}")
+    if m.shape != (B, S):
+        raise ShapeError(f"{what} expected (B={B}, S={S}), got {m.shape}")
+    lengths = S - m.sum(1)
+    if not np.array_equal(m, np.arange(S)[None, :] >= lengths[:, None]):
+        raise ValueError(f"{what}: attn's Transformer layers take padding at the end of each row only")
+    return _attn.tensor(lengths.astype(np.int32))
+
+
+def is_causal(mask, T, what):
+    """True for PyTorch's causal mask (T, T): bool True above the diagonal, or float -inf above
+    and 0 on and below it; None is False; any other mask is an error."""
+    if mask is None:
+        return False
+    m = mask_array(mask, what)
+    above = np.triu(np.ones((T, T), bool), k=1)
+    if m.shape == (T, T) and ((m.dtype == np.bool_ and np.array_equal(m, above)) or
+                              (m.dtype.kind == "f" and np.all(m[above] == -np.inf) and np.all(m[~above] == 0))):
+        return True
+    raise ValueError(f"{what}: attn's Transformer layers take only the causal (T={T}, T) mask "
+                     f"(e.g. torch.nn.Transformer.generate_square_subsequent_mask), got {m.dtype} {m.shape}")
+
+
+class TransformerLayerBase(Wrapper):
+    native_class = None
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, *, seed=1):
+        if not isinstance(activation, str):
+            raise TypeError(f"{type(self).__name__}: activation must be 'relu' or 'gelu' (a name), got "
+                            f"{type(activation).__name__}")
+        super().__init__(self.native_class(d_model, nhead, ffn=dim_feedforward, dropout=dropout,
+                                           norm_first=norm_first, activation=activation, eps=layer_norm_eps,
+                                           seed=seed))
+        self.batch_first = batch_first
+
+    def batch_major(self, x, name):
+        if not isinstance(x, Tensor) or len(x.shape) != 3:
+            raise ShapeError(f"{type(self).__name__}: '{name}' expected a 3-d attn.Tensor, got "
+                             f"{getattr(x, 'shape', type(x).__name__)}")
+        return x if self.batch_first else _attn.transpose_01(x)
+
+
+class TransformerEncoderLayer(TransformerLayerBase):
+    """torch.nn.TransformerEncoderLayer's arguments and names. forward(src, src_mask=None,
+    src_key_padding_mask=None): src_mask None or the causal mask; padding at row ends."""
+    native_class = _native.TransformerEncoderLayer
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None):
+        x = self.batch_major(src, "src")
+        B, S = x.shape[0], x.shape[1]
+        lengths = None if src_key_padding_mask is None else \
+            padding_lengths(src_key_padding_mask, B, S, "TransformerEncoderLayer: 'src_key_padding_mask'")
+        out = self.native.forward(x, lengths, causal=is_causal(src_mask, S, "TransformerEncoderLayer: 'src_mask'"))
+        return out if self.batch_first else _attn.transpose_01(out)
+
+
+class TransformerDecoderLayer(TransformerLayerBase):
+    """torch.nn.TransformerDecoderLayer's arguments and names. attn's decoder layer is always
+    causal: tgt_mask must be the causal mask; memory_key_padding_mask pads at row ends;
+    memory_mask and tgt_key_padding_mask are not supported (an error)."""
+    native_class = _native.TransformerDecoderLayer
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None):
+        x, mem = self.batch_major(tgt, "tgt"), self.batch_major(memory, "memory")
+        if not is_causal(tgt_mask, x.shape[1], "TransformerDecoderLayer: 'tgt_mask'"):
+            raise ValueError("TransformerDecoderLayer: attn's decoder self-attention is causal; pass the causal "
+                             "tgt_mask (torch.nn.Transformer.generate_square_subsequent_mask(T))")
+        if memory_mask is not None or tgt_key_padding_mask is not None:
+            raise ValueError("TransformerDecoderLayer: memory_mask and tgt_key_padding_mask are not supported")
+        lengths = None if memory_key_padding_mask is None else padding_lengths(
+            memory_key_padding_mask, mem.shape[0], mem.shape[1], "TransformerDecoderLayer: 'memory_key_padding_mask'")
+        out = self.native.forward(x, mem, lengths)
+        return out if self.batch_first else _attn.transpose_01(out)

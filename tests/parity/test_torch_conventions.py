@@ -249,3 +249,45 @@ def test_rnn_layers_match_torch(kind, layers, bidirectional, batch_first):
     assert_close("default", case, "hx=None", out_none, t(xt)[0])
     with pytest.raises(attn.ShapeError, match=r"'hx' expected \(L·dirs="):
         a(xa, to_attn(randn(5, n + 1, B, H)) if kind == "gru" else (to_attn(randn(5, n + 1, B, H)),) * 2)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_transformer_layers_match_torch(batch_first, norm_first):
+    D, H, FFN, B, S, T = 8, 2, 16, 3, 5, 4
+    kw = dict(dim_feedforward=FFN, dropout=0.0, batch_first=batch_first, norm_first=norm_first)
+    causal = torch.nn.Transformer.generate_square_subsequent_mask
+    pad = np.arange(S)[None, :] >= np.array([5, 2, 4])[:, None]  # True = padding, at row ends
+    layout = (lambda L: (B, L)) if batch_first else (lambda L: (L, B))
+    src, tgt = randn(1, *layout(S), D), randn(2, *layout(T), D)
+    for kind in ("encoder", "decoder"):
+        make_a, make_t = ((attn.nn.TransformerEncoderLayer, torch.nn.TransformerEncoderLayer) if kind == "encoder"
+                          else (attn.nn.TransformerDecoderLayer, torch.nn.TransformerDecoderLayer))
+        a, t = make_a(D, H, **kw), make_t(D, H, **kw)
+        assert [n for n, _ in a.named_parameters()] == list(t.state_dict().keys())
+        for p in t.parameters():
+            torch.nn.init.normal_(p, std=0.3)
+        a.load_state_dict(t.state_dict())
+        if kind == "encoder":
+            calls = [(lambda m, x, mask: m(x, src_key_padding_mask=mask), torch.tensor(pad), pad),
+                     (lambda m, x, mask: m(x, src_mask=mask), causal(S), causal(S).numpy())]
+            x_a, x_t = to_attn(src), torch.tensor(src)
+        else:
+            calls = [(lambda m, x, mask: m(x, to_attn(src) if isinstance(m, attn.nn.Module) else torch.tensor(src),
+                                           tgt_mask=causal(T), memory_key_padding_mask=mask), torch.tensor(pad), pad)]
+            x_a, x_t = to_attn(tgt), torch.tensor(tgt)
+        for i, (call, mask_t, mask_a) in enumerate(calls):
+            assert_close("default", f"{kind} {i} bf={batch_first} nf={norm_first}", "output",
+                         call(a, x_a, mask_a), call(t, x_t, mask_t))
+        t2 = make_t(D, H, **kw)
+        t2.load_state_dict(a.state_dict())
+        assert all(torch.equal(p, q) for p, q in zip(t2.state_dict().values(), t.state_dict().values()))
+    enc = attn.nn.TransformerEncoderLayer(D, H, batch_first=True)
+    x = to_attn(randn(3, B, S, D))
+    with pytest.raises(ValueError, match="padding at the end of each row only"):
+        enc(x, src_key_padding_mask=np.array([[True, False, False, False, False]] * B))
+    with pytest.raises(ValueError, match=r"take only the causal \(T=5, T\) mask"):
+        enc(x, src_mask=np.zeros((S, S), np.float32))
+    dec = attn.nn.TransformerDecoderLayer(D, H, batch_first=True)
+    with pytest.raises(ValueError, match="decoder self-attention is causal"):
+        dec(x, x)
