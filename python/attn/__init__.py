@@ -40,6 +40,14 @@ _default_wait_policy()
 # (src/kernels/blas.cpp); a user's OPENBLAS_CORETYPE wins.
 from ._attn import *  # noqa: F401,F403,E402
 from ._attn import ShapeError, ValueError_ as ValueError, IoError, Error  # noqa: F401,E402
+from ._attn import __version__  # noqa: F401,E402  (CMakeLists.txt's project version)
+from ._tensor import ones, randn  # noqa: F401,E402  (and attn.Tensor's + - * / @, .sum(), .T, len)
+import importlib as _importlib  # noqa: E402
+
+# attn.nn: PyTorch's constructors, names and masks over the native modules (attn._attn.nn).
+# import_module, since `from . import nn` would return the native submodule already bound.
+nn = _importlib.import_module(".nn", __name__)
+from . import safetensors  # noqa: F401,E402  (attn.safetensors.load / save: plain tensor dicts)
 
 
 def machine_report(sgemm_seconds=1.0):

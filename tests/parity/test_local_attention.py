@@ -147,7 +147,7 @@ def test_local_attention_mask_and_dropout_match_torch(mode, score, block, dropou
     at = {k: to_attn(v, requires_grad=True) for k, v in arrays.items()}
     context, weights = attn.local_attention(
         at["query"], at["keys"], at["values"], None, mode=mode, window=window, score=score, w=at.get("w"),
-        w_p=at.get("w_p"), v_p=at.get("v_p"), key_padding_mask=to_attn(HOLEY), dropout=dropout, dropout_seed=11)
+        w_p=at.get("w_p"), v_p=at.get("v_p"), key_keep_mask=to_attn(HOLEY), dropout=dropout, dropout_seed=11)
     attn.backward(attn.add(attn.sum(attn.mul(context, to_attn(seeds["context"]))),
                            attn.sum(attn.mul(weights, to_attn(seeds["weights"])))))
     drop = None
@@ -182,7 +182,7 @@ def test_local_mask_equal_to_lengths_is_identical():
     for mode in ["monotonic", "predictive"]:
         extra = dict(w_p=to_attn(randn(64, 3, 4)), v_p=to_attn(randn(65, 3))) if mode == "predictive" else {}
         a = attn.local_attention(q, k, v, to_attn(lengths), mode=mode, window=2, score="dot", **extra)
-        b = attn.local_attention(q, k, v, key_padding_mask=to_attn(mask), mode=mode, window=2, score="dot", **extra)
+        b = attn.local_attention(q, k, v, key_keep_mask=to_attn(mask), mode=mode, window=2, score="dot", **extra)
         assert np.array_equal(a.context.numpy(), b.context.numpy())
         assert np.array_equal(a.weights.numpy(), b.weights.numpy())
 

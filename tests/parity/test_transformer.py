@@ -1,4 +1,5 @@
-"""attn.nn Transformer blocks vs torch.nn.TransformerEncoderLayer / TransformerDecoderLayer
+"""attn._attn.nn Transformer blocks (attn's native ones; attn.nn's torch-convention layers are in
+test_torch_conventions.py) vs torch.nn.TransformerEncoderLayer / TransformerDecoderLayer
 (batch_first=True, dropout 0) with one state_dict copied from torch into attn: outputs and
 the gradients of the inputs (x, memory) and of every parameter. norm_first True/False, relu
 and gelu; padding as key_lengths / memory_lengths (attn) = key_padding_mask (torch, True =
@@ -64,7 +65,7 @@ def test_encoder_layer(norm_first, activation, causal):
     torch.manual_seed(0)
     t = torch.nn.TransformerEncoderLayer(D, H, dim_feedforward=FFN, dropout=0.0, activation=activation,
                                          batch_first=True, norm_first=norm_first)
-    a = attn.nn.TransformerEncoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
+    a = attn._attn.nn.TransformerEncoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
     copy_torch_into_attn(t, a, 10)
     B, S = 3, 5
     lengths = [5, 2, 4]
@@ -84,7 +85,7 @@ def test_decoder_layer(norm_first, activation):
     torch.manual_seed(0)
     t = torch.nn.TransformerDecoderLayer(D, H, dim_feedforward=FFN, dropout=0.0, activation=activation,
                                          batch_first=True, norm_first=norm_first)
-    a = attn.nn.TransformerDecoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
+    a = attn._attn.nn.TransformerDecoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
     copy_torch_into_attn(t, a, 20)
     B, T, S = 2, 4, 6
     mem_lengths = [6, 3]
