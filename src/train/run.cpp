@@ -17,14 +17,12 @@
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
 #include "attn/parallel.h"
+#include "attn/version.h"
 #include "attn/train/checkpoint.h"
+#include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/progress.h"
 #include "attn/train/run_log.h"
-
-#ifndef ATTN_VERSION_STRING
-#define ATTN_VERSION_STRING "unknown"
-#endif
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -34,10 +32,11 @@ json Provenance::to_json() const {
   return {{"command_line", command_line}, {"attn_version", attn_version}, {"threads", threads}, {"machine", machine}};
 }
 
-std::string machine_summary() { return ""; }
+// The `attn doctor --summary` line without its one-second sgemm measurement.
+std::string machine_summary() { return machine_report({.sgemm_seconds = 0}).summary(); }
 
 Provenance current_provenance(const std::string& command_line) {
-  return {command_line, ATTN_VERSION_STRING, num_threads(), machine_summary()};
+  return {command_line, std::string(version()) + " (" + build_commit() + ")", num_threads(), machine_summary()};
 }
 
 void RunOptions::validate() const {

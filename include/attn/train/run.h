@@ -55,7 +55,7 @@ class Optimizer;
 // record): {"command_line", "attn_version", "threads", "machine"}.
 struct Provenance {
   std::string command_line;
-  std::string attn_version;
+  std::string attn_version;  // "0.1.0 (commit)"
   int threads = 0;
   std::string machine;  // one line describing the machine (machine_summary())
   nlohmann::json to_json() const;
@@ -63,8 +63,8 @@ struct Provenance {
 // This process's provenance for `command_line`: attn's version, the thread count, and
 // machine_summary().
 Provenance current_provenance(const std::string& command_line);
-// One line describing the machine for a run's provenance. "" until it is wired to the
-// `attn doctor` summary (the hook for that line lives here, in one place).
+// One line describing the machine for a run's provenance: `attn doctor --summary` without
+// the sgemm measurement (CPU, ISA, GEMM kernels, threads, wait policy, versions).
 std::string machine_summary();
 
 // The options every task shares. A task's options struct derives from this one, sets its
