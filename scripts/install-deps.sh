@@ -13,6 +13,8 @@ packages=(
   zlib1g-dev                   # reading the gzip-compressed data sets
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
+  # `pip install .` / `python3 -m build --wheel` of the Python package (setup.py, pyproject.toml)
+  python3-pip python3-setuptools python3-wheel python3-build python3-venv
 )
 
 missing=()

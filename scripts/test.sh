@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs missing dependencies, builds, runs the suite (C++ tests and
-# the PyTorch parity suite) in Release, then the C++ suite again under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# Runs every test: installs missing dependencies, then
+#   1. the native Release build (-march=native): C++ suite, CLI tests and PyTorch parity suite;
+#   2. a portable build (ATTN_NATIVE=OFF: x86-64-v2, SSE4.2 at most) with AddressSanitizer +
+#      UndefinedBehaviorSanitizer: the C++ suite and CLI tests;
+#   3. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
+#      run under): the parity suite.
+# 2 and 3 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
+# OPENBLAS_CORETYPE), so rounding that depends on the vector width of attn's kernels or of
+# the BLAS kernel fails here, on the developer's machine, and not only on a user's CPU.
+# Each step prints how long it took.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -9,24 +16,42 @@ export ATTN_NUM_THREADS="${ATTN_NUM_THREADS:-2}"
 # ctest runs two test programs at once on 2 cores: spinning OpenMP threads would starve
 # each other, so idle threads sleep.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
+portable_coretype="${OPENBLAS_CORETYPE:-Prescott}"
 
-echo "== build (Release)"
-bash scripts/build.sh
-echo "== tests (Release)"
-ctest --test-dir build --output-on-failure -j 2
+# step NAME COMMAND...: runs COMMAND and prints its wall time.
+step() {
+  local name="$1" start=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  echo "== $name: $((SECONDS - start)) s"
+}
 
-echo "== build (ATTN_SANITIZE=ON)"
+configure() {  # configure DIR CMAKE-ARGS...: every time, so an older folder gets these options
+  local dir="$1"
+  shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+}
+
+step "build (native)" bash scripts/build.sh
+step "tests (native)" ctest --test-dir build --output-on-failure -j 2
+
 # -O1 -g1 (line tables for ASan's stack traces, no variable info) compiles 2-3x faster
-# than RelWithDebInfo's -O2 -g under the sanitizers, which made this build most of CI.
-if [[ ! -f build-sanitize/build.ninja ]]; then
-  cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_SANITIZE=ON \
-    -DATTN_BUILD_TESTS=ON -DATTN_BUILD_PYTHON=OFF >/dev/null
-fi
-cmake --build build-sanitize
-echo "== tests (ATTN_SANITIZE=ON)"
+# than RelWithDebInfo's -O2 -g under the sanitizers.
+step "configure (portable, sanitizers)" configure build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_NATIVE=OFF -DATTN_SANITIZE=ON \
+  -DATTN_BUILD_TESTS=ON -DATTN_BUILD_PYTHON=OFF
+step "build (portable, sanitizers)" cmake --build build-sanitize
 # LeakSanitizer is off: the OpenMP and fontconfig runtimes keep allocations until exit
 # that it reports as leaks. ASan's memory-error checks and UBSan stay on.
-ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+step "tests (portable, sanitizers, OPENBLAS_CORETYPE=$portable_coretype)" \
+  env OPENBLAS_CORETYPE="$portable_coretype" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j 2 -LE no-sanitize
+
+step "configure (portable Python module)" configure build-portable -DCMAKE_BUILD_TYPE=Release \
+  -DATTN_NATIVE=OFF -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3
+step "build (portable Python module)" cmake --build build-portable --target _attn
+step "parity (portable, OPENBLAS_CORETYPE=$portable_coretype)" \
+  env OPENBLAS_CORETYPE="$portable_coretype" PYTHONPATH="$root/build-portable/python" OMP_NUM_THREADS=2 \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/parity
 echo "== all tests passed"

@@ -3,6 +3,7 @@
 // the range, the grain and the thread count, so a fixed seed and thread count give
 // bit-identical results.
 #include <cstdint>
+#include <string>
 
 #ifdef ATTN_WITH_OPENMP
 #include <omp.h>
@@ -14,6 +15,29 @@ namespace attn {
 // ATTN_NUM_THREADS, else the number of cores".
 void set_num_threads(int n);
 int num_threads();
+
+// ---- OpenMP wait policy ------------------------------------------------------------------------
+// libgomp's default spins idle workers for ~300,000 iterations before sleeping; beside any
+// other busy process that makes each parallel region wait for descheduled spinners. attn's
+// executables therefore start with OMP_WAIT_POLICY=PASSIVE (src/core/startup.cpp re-executes
+// the program with it before any library initialises: libgomp reads it only when it loads),
+// and the Python package sets it before the extension loads. A user's OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT wins.
+
+// The variable attn adds to the environment it sets a default in ("OMP_WAIT_POLICY").
+inline constexpr const char* kDefaultedEnvMarker = "ATTN_DEFAULTED_ENV";
+
+// The value attn should set OMP_WAIT_POLICY to, or nullptr when the environment `envp`
+// ("NAME=value" strings, null-terminated) already decides, or attn already set it.
+// Allocates nothing: it runs before static initialisation.
+const char* omp_wait_policy_default(const char* const* envp);
+
+struct WaitPolicy {
+  std::string value;   // OMP_WAIT_POLICY, or "GOMP_SPINCOUNT=<n>", or "" for libgomp's default
+  std::string source;  // "attn default", "set by the user", or "libgomp default (spins, then sleeps)"
+};
+// This process's OpenMP wait policy and where it came from.
+WaitPolicy omp_wait_policy();
 
 // Calls fn(chunk_begin, chunk_end) over a static partition of [begin, end) into at most
 // num_threads() contiguous chunks of at least `grain` items. Runs inline when the range

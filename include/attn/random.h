@@ -1,6 +1,8 @@
 #pragma once
 // A seeded generator with the same stream on every platform (std:: distributions are
 // implementation-defined, so attn draws its own). xoshiro256** seeded through splitmix64.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace attn {
@@ -22,6 +24,14 @@ class Rng {
   float normal();   // standard normal (Box-Muller)
   // An integer in [0, n).
   uint64_t below(uint64_t n) { return next() % n; }
+
+  // The generator's whole state, for a checkpoint that must continue the same stream
+  // (--resume with dropout): set_state(state()) changes nothing.
+  using State = std::array<uint64_t, 4>;
+  State state() const { return {s_[0], s_[1], s_[2], s_[3]}; }
+  void set_state(const State& state) {
+    for (int i = 0; i < 4; ++i) s_[i] = state[static_cast<std::size_t>(i)];
+  }
 
  private:
   uint64_t s_[4];

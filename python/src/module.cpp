@@ -96,6 +96,7 @@ PYBIND11_MODULE(_attn, m) {
   using attn::python::from_numpy;
   using attn::python::to_numpy;
   m.doc() = "attn: attention mechanisms with hand-written forward and backward kernels";
+  m.attr("__version__") = ATTN_VERSION;  // CMakeLists.txt's project(VERSION)
 
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<ShapeError> shape_error(m, "ShapeError", PyExc_ValueError);

@@ -53,11 +53,11 @@ void def_methods(py::class_<M, Base...>& cls) {
   };
   for (const char* name : {"forward", "__call__"})
     cls.def(name, fwd, py::arg("query"), py::arg("key"), py::arg("value"), py::kw_only(),
-            py::arg("key_lengths") = py::none(), py::arg("key_padding_mask") = py::none(), py::arg("causal") = false,
+            py::arg("key_lengths") = py::none(), py::arg("key_keep_mask") = py::none(), py::arg("causal") = false,
             py::arg("attn_bias") = py::none(), py::arg("temperature") = 1.0f, py::arg("need_weights") = false,
             py::arg("heads") = std::vector<int>{}, py::arg("average_weights") = false,
             "query (B, T, D), key (B, S, kdim), value (B, S, vdim) -> (out (B, T, D), weights or None). "
-            "key_padding_mask: int32 (B, S), nonzero = KEEP (PyTorch: True = ignore).");
+            "key_keep_mask: int32 (B, S), nonzero = KEEP (the opposite of PyTorch's key_padding_mask; attn.nn.MultiheadAttention takes that).");
   cls.def("named_parameters", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
       .def("state_dict", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
       .def("load_parameters", [](M& m, const py::dict& d) { python::load_parameters(m, d); }, py::arg("values"),

@@ -1,7 +1,8 @@
-// Transformer blocks (include/attn/nn/transformer.h): attn.nn.TransformerEncoderLayer,
+// Transformer blocks (include/attn/nn/transformer.h): attn._attn.nn.TransformerEncoderLayer,
 // TransformerDecoderLayer, TransformerEncoder, TransformerDecoder, CausalTransformer,
 // PositionalEncoding and the KvCache of incremental decoding. Lengths are int32 (B)
-// tensors (keys s >= length are padding), not PyTorch's boolean key_padding_mask.
+// tensors (keys s >= length are padding), not PyTorch's boolean key_padding_mask (attn.nn's
+// Python TransformerEncoderLayer / DecoderLayer wrap the two layers with PyTorch's arguments and masks).
 // forward(..., need_weights=True) returns (out, weights): one (self, cross or None) pair per
 // layer. load_parameters({name: array}) copies a state_dict in (names and shapes checked).
 #include <map>

@@ -2,7 +2,7 @@
 // additive_attention (Bahdanau), luong_attention (dot / general / concat), location_attention.
 // Options structs become keyword arguments with the C++ defaults; results are
 // AttentionResult objects (.context, .weights) that also unpack as `context, weights = ...`.
-// Common keywords: lengths may be None; key_padding_mask int32 (B, S), nonzero = KEEP (as
+// Common keywords: lengths may be None; key_keep_mask int32 (B, S), nonzero = KEEP (as
 // attn.sdpa; PyTorch's key_padding_mask is the opposite); dropout p on the weights with
 // training and dropout_seed (each call draws its seed from a fresh generator seeded with
 // dropout_seed: pass a new one per step). *_attention_init return the Xavier-initialised
@@ -84,7 +84,7 @@ void register_attention(py::module_& m) {
         },
         py::arg("query"), py::arg("projected_keys"), py::arg("values"), py::arg("w_q"), py::arg("bias"), py::arg("v"),
         py::arg("lengths") = py::none(), py::kw_only(), py::arg("normalize") = false, py::arg("g") = py::none(),
-        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_padding_mask") = py::none(),
+        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_keep_mask") = py::none(),
         py::arg("dropout") = 0.0f, py::arg("training") = true, py::arg("dropout_seed") = 0,
         "Bahdanau attention: e = vᵀ tanh(W_q q + k̃ + b) (v -> g v/‖v‖ when normalize)");
   m.def("luong_attention",
@@ -104,7 +104,7 @@ void register_attention(py::module_& m) {
         },
         py::arg("query"), py::arg("keys"), py::arg("values"), py::arg("lengths") = py::none(), py::kw_only(),
         py::arg("score") = "dot", py::arg("w") = py::none(), py::arg("v") = py::none(), py::arg("scale") = py::none(),
-        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_padding_mask") = py::none(),
+        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_keep_mask") = py::none(),
         py::arg("dropout") = 0.0f, py::arg("training") = true, py::arg("dropout_seed") = 0,
         "Luong attention; score 'dot' | 'general' (w (D, E)) | 'concat' (w (A, D+E), v (A))");
   m.def("location_attention",
@@ -120,7 +120,7 @@ void register_attention(py::module_& m) {
         },
         py::arg("query"), py::arg("values"), py::arg("w_a"), py::arg("b_a"), py::arg("lengths") = py::none(),
         py::kw_only(), py::arg("temperature") = 1.0f, py::arg("need_weights") = true,
-        py::arg("key_padding_mask") = py::none(), py::arg("dropout") = 0.0f, py::arg("training") = true,
+        py::arg("key_keep_mask") = py::none(), py::arg("dropout") = 0.0f, py::arg("training") = true,
         py::arg("dropout_seed") = 0,
         "Luong location attention: a = softmax over the first S positions of (W_a q + b_a)");
 

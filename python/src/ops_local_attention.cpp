@@ -59,11 +59,11 @@ void register_local_attention(py::module_& m) {
         py::arg("query"), py::arg("keys"), py::arg("values"), py::arg("lengths") = py::none(), py::kw_only(),
         py::arg("mode") = "monotonic", py::arg("window") = 10, py::arg("score") = "general", py::arg("w") = py::none(),
         py::arg("positions") = py::none(), py::arg("w_p") = py::none(), py::arg("v_p") = py::none(),
-        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_padding_mask") = py::none(),
+        py::arg("temperature") = 1.0f, py::arg("need_weights") = true, py::arg("key_keep_mask") = py::none(),
         py::arg("dropout") = 0.0f, py::arg("training") = true, py::arg("dropout_seed") = 0,
         "Luong local attention: mode 'monotonic' (local-m, p_t = t or positions) | 'predictive' (local-p, "
         "p_t = L sigmoid(v_p . tanh(W_p h_t)), Gaussian sigma = window / 2); score 'dot' | 'general' (w (D, E)); "
-        "key_padding_mask int32 (B, S), nonzero = keep");
+        "key_keep_mask int32 (B, S), nonzero = keep (attn.nn.MultiheadAttention takes PyTorch's key_padding_mask)");
   m.def("local_attention_init",
         [](const std::string& mode, const py::object& score, int64_t D, int64_t E, int64_t A, uint64_t seed) {
           Rng rng(seed);

@@ -34,7 +34,7 @@ void register_sdpa(py::module_& m) {
           return sdpa(q, k, v, o);
         },
         py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("key_lengths") = py::none(),
-        py::arg("key_padding_mask") = py::none(), py::arg("causal") = false, py::arg("bias") = py::none(),
+        py::arg("key_keep_mask") = py::none(), py::arg("causal") = false, py::arg("bias") = py::none(),
         py::arg("scale") = 0.0f, py::arg("temperature") = 1.0f, py::arg("need_weights") = false,
         "softmax(q kᵀ · scale / temperature + bias + masks) v; q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dv)");
 }

@@ -13,6 +13,8 @@ ATTN_PYTHON_REGISTER([](py::module_& m) {
   m.def("concat", &attn::concat, py::arg("parts"), "Concatenates along the last dimension");
   m.def("split", &attn::split, py::arg("x"), py::arg("sizes"), "Splits the last dimension into parts");
   m.def("stack_rows", &attn::stack_rows, py::arg("parts"), "Stacks T tensors (...) into (T, ...)");
+  m.def("reshape", [](const Tensor& x, const std::vector<int64_t>& shape) { return attn::reshape(x, Shape(shape)); },
+        py::arg("x"), py::arg("shape"), "A copy of x with dimensions `shape` (same numel), differentiable");
   m.def("transpose_last2", &attn::transpose_last2, py::arg("x"), "(..., M, N) -> (..., N, M)");
   m.def("where_rows", [](const Tensor& keep, const Tensor& a, const std::optional<Tensor>& b) {
     return where_rows(keep, a, opt(b));

@@ -51,6 +51,7 @@ Tensor LayerNorm::forward(const Tensor& x) const { return layer_norm(x, weight, 
 
 Dropout::Dropout(float p_, uint64_t seed) : p(p_), rng_(seed) {
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError("Dropout: p must be in [0, 1), got " + std::to_string(p));
+  register_random_stream("rng", rng_);
 }
 
 Tensor Dropout::forward(const Tensor& x) {

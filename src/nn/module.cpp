@@ -57,6 +57,20 @@ Module& Module::register_module(const std::string& name, Module& child) {
   return child;
 }
 
+void Module::register_random_stream(const std::string& name, Rng& rng) {
+  for (const auto& [n, r] : random_streams_)
+    if (n == name) throw ValueError("register_random_stream: stream '" + name + "' is already registered");
+  random_streams_.emplace_back(name, &rng);
+}
+
+std::vector<std::pair<std::string, Rng*>> Module::named_random_streams() const {
+  std::vector<std::pair<std::string, Rng*>> out;
+  for (const auto& [n, r] : random_streams_) out.emplace_back(n, r);
+  for (const auto& [n, m] : children_)
+    for (auto& [name, r] : m->named_random_streams()) out.emplace_back(n + "." + name, r);
+  return out;
+}
+
 void Module::set_prefix(const std::string& prefix) {
   prefix_ = prefix;
   for (auto& [n, t] : parameters_) t.set_name(prefix_ + n);

@@ -132,6 +132,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
       rng_(options.seed),
       out_proj(options_.embed_dim, options_.embed_dim, rng_, options_.bias),
       dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
+  register_random_stream("dropout_rng", dropout_rng_);
   const int64_t D = options_.embed_dim;
   // Registration order is PyTorch's state_dict order.
   if (!options_.separate_projections && options_.kdim == D && options_.vdim == D) {
@@ -270,6 +271,7 @@ MultiheadGeneralAttentionOptions resolved(MultiheadGeneralAttentionOptions o) {
 
 MultiheadGeneralAttention::MultiheadGeneralAttention(const MultiheadGeneralAttentionOptions& options)
     : options_(resolved(options)), rng_(options.seed), dropout_rng_(splitmix64(options.seed ^ 0x6d68612d64726f70ull)) {
+  register_random_stream("dropout_rng", dropout_rng_);
   const int64_t D = options_.embed_dim, H = options_.num_heads;
   const bool proj = options_.in_proj;
   if (proj) {

@@ -214,8 +214,9 @@ StepAttentionResult LocalAttention::step(const Tensor& query, const StepMemory& 
 
 // ---- hard ----------------------------------------------------------------------------------------------
 
-HardAttention::HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng) 
+HardAttention::HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng)
     : SingleHeadStepAttention(E), sample_rng_(sample_seed) {
+  register_random_stream("sample_rng", sample_rng_);  // resumed runs continue the same samples
   w = register_parameter("w", luong_attention_init(LuongScore::general, D, E, 0, rng).w);
 }
 

@@ -1,5 +1,7 @@
 #include "attn/ops/shape_ops.h"
 
+#include <cstring>
+
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/elementwise.h"
 #include "attn/kernels/shape_ops.h"
@@ -143,6 +145,22 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
       for (size_t i = 0; i < parts.size(); ++i)
         if (parts[i].requires_grad())
           kernels::add_into(parts[i].grad_accumulator().f32(), dy + static_cast<int64_t>(i) * n, n);
+    });
+  }
+  return y;
+}
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  check_float("reshape", "'x'", x, "(...)");
+  if (shape.numel() != x.numel())
+    throw ShapeError("reshape: 'shape' " + shape.str() + " holds " + std::to_string(shape.numel()) +
+                     " elements, 'x' " + x.shape().str() + " holds " + std::to_string(x.numel()));
+  Tensor y = Tensor::empty(shape);
+  if (x.numel() > 0) std::memcpy(y.f32(), x.f32(), static_cast<size_t>(x.numel()) * sizeof(float));
+  if (autodiff::needs_grad(x)) {
+    autodiff::record("reshape", {y}, [x, y]() mutable {
+      // dx += dy (the same elements in the same order)
+      kernels::add_into(x.grad_accumulator().f32(), y.grad().f32(), x.numel());
     });
   }
   return y;

@@ -16,6 +16,8 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kStepCount = "optimizer.step_count";
 
 bool is_optimizer_entry(const std::string& name) { return name.rfind(kOptimizerPrefix, 0) == 0; }
+// Run state that is not the model: the optimizer's and the random streams' (run.h).
+bool is_run_state_entry(const std::string& name) { return is_optimizer_entry(name) || name.rfind("rng.", 0) == 0; }
 
 // "NaN" or "an infinity" for the first non-finite value of a float32 tensor, "" if none.
 std::string non_finite(const Tensor& t) {
@@ -88,7 +90,7 @@ void load_model_parameters(const io::SafetensorsFile& file, const NamedTensors& 
   io::SafetensorsFile model;
   model.path = file.path;
   for (const auto& [name, t] : file.tensors)
-    if (!is_optimizer_entry(name)) model.tensors.emplace_back(name, t);
+    if (!is_run_state_entry(name)) model.tensors.emplace_back(name, t);
   io::load_into(model, parameters, path);
   // A model with a NaN or an infinity only ever predicts garbage: refuse it by name.
   for (const auto& [name, t] : parameters)

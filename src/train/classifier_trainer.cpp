@@ -1,7 +1,6 @@
 #include "attn/train/classifier_trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -11,9 +10,6 @@
 #include "attn/ops/loss.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/optimizer.h"
-#include "attn/train/progress.h"
-#include "attn/train/run_log.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -21,25 +17,15 @@ using nlohmann::json;
 
 void ClassifierTrainOptions::validate() const {
   if (data_dir.empty()) throw ValueError("a data directory (--data) is required");
-  if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
   if (model != "bilstm" && model != "bilstm-attn" && model != "transformer-cls")
     throw ValueError("unknown --model '" + model + "' (valid: " + models::classifier_kinds() + ")");
   if (!model_config.is_object()) throw ValueError("the model configuration must be a JSON object");
   if (min_freq < 1) throw ValueError("--min-freq must be >= 1, got " + std::to_string(min_freq));
   if (max_size < 0 || max_size == 1) throw ValueError("--max-vocab must be 0 (all) or >= 2, got " + std::to_string(max_size));
-  if (steps < 0) throw ValueError("--steps must be >= 0, got " + std::to_string(steps));
-  if (steps == 0 && epochs < 1) throw ValueError("--epochs must be >= 1 (or give --steps), got " + std::to_string(epochs));
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
-  if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
-  if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay))
-    throw ValueError("--weight-decay must be >= 0, got " + std::to_string(weight_decay));
-  if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0, got " + std::to_string(clip));
-  if (warmup < 0) throw ValueError("--warmup must be >= 0, got " + std::to_string(warmup));
-  parse_lr_schedule_kind(lr_schedule);
-  if (log_every < 1) throw ValueError("--log-every must be >= 1, got " + std::to_string(log_every));
-  if (eval_every < 0) throw ValueError("--eval-every must be >= 0, got " + std::to_string(eval_every));
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (train_limit < 0 || dev_limit < 0) throw ValueError("--train-limit and --dev-limit must be >= 0");
+  RunOptions::validate();
 }
 
 const std::vector<std::string>& sst2_labels() {
@@ -237,144 +223,134 @@ Classification classify_text(models::TextClassifier& model, const data::Vocab& v
   return c;
 }
 
-ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
-  o.validate();
-  std::vector<data::LabeledText> train_examples = data::read_sst2(data::sst2_split_path(o.data_dir, "train"));
-  std::vector<data::LabeledText> dev = data::read_sst2(data::sst2_split_path(o.data_dir, "dev"));
-  if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
-    train_examples.resize(static_cast<size_t>(o.train_limit));
-  if (o.dev_limit > 0 && static_cast<size_t>(o.dev_limit) < dev.size()) dev.resize(static_cast<size_t>(o.dev_limit));
+namespace {
 
-  std::vector<std::string> texts;
-  texts.reserve(train_examples.size());
-  for (const auto& e : train_examples) texts.push_back(e.text);
-  const data::Vocab vocab = data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
+// The SST-2 classifier for run(): epochs of length-bucketed batches, mean loss and
+// accuracy over each logging window, dev accuracy as the score.
+class ClassifierTask final : public Task {
+ public:
+  explicit ClassifierTask(const ClassifierTrainOptions& o) : o_(o) {
+    std::vector<data::LabeledText> train_examples = data::read_sst2(data::sst2_split_path(o.data_dir, "train"));
+    std::vector<data::LabeledText> dev = data::read_sst2(data::sst2_split_path(o.data_dir, "dev"));
+    if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
+      train_examples.resize(static_cast<size_t>(o.train_limit));
+    if (o.dev_limit > 0 && static_cast<size_t>(o.dev_limit) < dev.size()) dev.resize(static_cast<size_t>(o.dev_limit));
+    std::vector<std::string> texts;
+    texts.reserve(train_examples.size());
+    for (const auto& e : train_examples) texts.push_back(e.text);
+    vocab_ = data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
+    json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab_.size(),
+                                                       static_cast<int64_t>(sst2_labels().size()));
+    if (!config.contains("seed")) config["seed"] = o.seed;
+    model_ = models::make_classifier(o.model, config);
+    train_ = encode_all(vocab_, train_examples, model_->max_tokens());
+    dev_ = encode_all(vocab_, dev, model_->max_tokens());
+    per_epoch_ = static_cast<int64_t>(epoch_batches(train_, o, 0).size());
+  }
+  nn::Module& module() override { return model_->module(); }
+  std::string label() const override { return "train " + o_.model; }
+  int64_t steps_per_epoch() const override { return per_epoch_; }
 
-  json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab.size(),
-                                                     static_cast<int64_t>(sst2_labels().size()));
-  if (!config.contains("seed")) config["seed"] = o.seed;
-  std::unique_ptr<models::TextClassifier> model = models::make_classifier(o.model, config);
-  const std::vector<Encoded> train_data = encode_all(vocab, train_examples, model->max_tokens());
-  const std::vector<Encoded> dev_data = encode_all(vocab, dev, model->max_tokens());
-  nn::Module& module = model->module();
-  std::unique_ptr<Optimizer> optimizer;
-  if (o.weight_decay > 0.0f)
-    optimizer = std::make_unique<AdamW>(module.parameters(), AdamWOptions{.lr = o.lr, .weight_decay = o.weight_decay});
-  else
-    optimizer = std::make_unique<Adam>(module.parameters(), AdamOptions{.lr = o.lr});
-
-  // The number of steps: fixed, or epochs × batches per epoch (the same every epoch).
-  const int64_t per_epoch = static_cast<int64_t>(epoch_batches(train_data, o, 0).size());
-  const int64_t total_steps = o.steps > 0 ? o.steps : per_epoch * o.epochs;
-  const int64_t eval_every = o.eval_every > 0 ? o.eval_every : per_epoch;
-  const int64_t warmup = o.warmup_is_default ? std::min(o.warmup, total_steps / 10) : o.warmup;
-  LrScheduleOptions schedule_options{.kind = parse_lr_schedule_kind(o.lr_schedule),
-                                     .base_lr = o.lr,
-                                     .warmup_steps = warmup,
-                                     .total_steps = total_steps,
-                                     .min_lr = 0.0f};
-  if (schedule_options.kind != LrScheduleKind::constant && schedule_options.kind != LrScheduleKind::inverse_sqrt &&
-      total_steps <= warmup)
-    throw ValueError("--lr-schedule " + o.lr_schedule + ": " + std::to_string(total_steps) +
-                     " steps must be more than --warmup " + std::to_string(warmup));
-  const LrSchedule schedule(schedule_options);
-
-  fs::create_directories(o.out_dir);
-  const std::string model_path = (fs::path(o.out_dir) / "model.safetensors").string();
-  JsonlLog log((fs::path(o.out_dir) / "log.jsonl").string(), /*append=*/false);
-
-  ClassifierTrainResult result;
-  result.model_path = model_path;
-  result.vocab_size = vocab.size();
-  bool saved = false;
-  const auto run_start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count(); };
-
-  auto evaluate_and_keep_best = [&](int64_t step) {
-    const ClassifierEval e = evaluate_encoded(*model, dev_data, 256);
-    log.write({{"step", step}, {"dev_accuracy", e.accuracy}, {"dev_loss", e.loss}, {"elapsed_s", elapsed()}});
-    if (!saved || e.accuracy > result.best_dev_accuracy) {
-      result.best_dev_accuracy = e.accuracy;
-      result.best_step = step;
-      save_classifier(model_path, *model, vocab, step, e.accuracy);
-      saved = true;
+  StepLoss forward(int64_t step) override {
+    // Step s is batch s % per_epoch of epoch s / per_epoch (the same count every epoch).
+    const int64_t epoch = step / per_epoch_;
+    if (epoch != batches_epoch_) {
+      batches_ = epoch_batches(train_, o_, epoch);
+      batches_epoch_ = epoch;
     }
-  };
-
-  Progress progress("train " + o.model, total_steps, o.progress);
-  module.train();
-  int64_t step = 0, epoch = 0, examples_done = 0;
-  int64_t window_examples = 0, window_right = 0, window_batches = 0;
-  double window_loss = 0.0;
-  bool first_window = true;
-  auto window_start = run_start;
-  std::vector<std::vector<size_t>> batches;
-  size_t next_batch = 0;
-  while (step < total_steps) {
-    if (o.stop && o.stop->load()) {
-      result.interrupted = true;
-      break;
-    }
-    if (next_batch == batches.size()) {
-      batches = epoch_batches(train_data, o, epoch++);
-      next_batch = 0;
-    }
-    const std::vector<size_t>& rows = batches[next_batch++];
-    BatchTensors t = make_batch(train_data, rows);
-    const Tensor logits = model->logits(t.ids, t.lengths);  // (B, C)
+    const std::vector<size_t>& rows = batches_[static_cast<size_t>(step % per_epoch_)];
+    const BatchTensors t = make_batch(train_, rows);
+    const Tensor logits = model_->logits(t.ids, t.lengths);  // (B, C)
     const Tensor loss = cross_entropy(logits, t.labels);
     const double loss_value = loss.item();
-    if (!std::isfinite(loss_value))
-      throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
-                       "); try a smaller --lr");
-    optimizer->set_lr(schedule.lr_at(step));
-    backward(loss);
-    if (o.clip > 0.0f) clip_grad_norm(module.parameters(), o.clip);
-    optimizer->step();
-    optimizer->zero_grad();
-    ++step;
-
-    const int64_t B = static_cast<int64_t>(rows.size()), C = model->classes();
+    const int64_t B = static_cast<int64_t>(rows.size()), C = model_->classes();
     const float* l = logits.f32();
     for (int64_t b = 0; b < B; ++b) {
       int64_t best = 0;
       for (int64_t k = 1; k < C; ++k)
         if (l[b * C + k] > l[b * C + best]) best = k;
-      window_right += best == t.labels.i32()[b];
+      window_right_ += best == t.labels.i32()[b];
     }
-    window_examples += B;
-    examples_done += B;
-    window_loss += loss_value;
-    ++window_batches;
-    if (step % o.log_every == 0 || step == total_steps) {
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      const double mean_loss = window_loss / static_cast<double>(window_batches);
-      const double accuracy = static_cast<double>(window_right) / static_cast<double>(window_examples);
-      const double rate = seconds > 0 ? window_examples / seconds : 0.0;
-      if (first_window) result.first_loss = mean_loss;
-      first_window = false;
-      result.final_loss = mean_loss;
-      log.write({{"step", step},
-                 {"epoch", static_cast<double>(step) / static_cast<double>(per_epoch)},
-                 {"loss", mean_loss},
-                 {"accuracy", accuracy},
-                 {"examples_per_s", rate},
-                 {"lr", optimizer->lr()},
-                 {"elapsed_s", elapsed()}});
-      progress.update(step, {{"loss", mean_loss}, {"acc", accuracy}, {"ex/s", rate}});
-      window_start = now;
-      window_examples = window_right = window_batches = 0;
-      window_loss = 0.0;
-    }
-    if (step % eval_every == 0 || step == total_steps) evaluate_and_keep_best(step);
+    window_examples_ += B;
+    examples_done_ += B;
+    window_loss_ += loss_value;
+    ++window_batches_;
+    last_step_ = step + 1;
+    return {loss, loss_value};
   }
-  progress.finish();
-  if (window_batches > 0 && first_window) result.first_loss = result.final_loss = window_loss / window_batches;
-  if (result.interrupted || !saved) evaluate_and_keep_best(step);
-  result.steps_done = step;
-  result.seconds = elapsed();
-  result.examples_per_second = result.seconds > 0 ? examples_done / result.seconds : 0.0;
+  std::vector<LogField> log_fields(double seconds) override {
+    const double mean_loss = window_loss_ / static_cast<double>(window_batches_);
+    const double accuracy = static_cast<double>(window_right_) / static_cast<double>(window_examples_);
+    const double rate = seconds > 0 ? window_examples_ / seconds : 0.0;
+    if (!logged_) first_loss_ = mean_loss;
+    logged_ = true;
+    final_loss_ = mean_loss;
+    window_examples_ = window_right_ = window_batches_ = 0;
+    window_loss_ = 0.0;
+    return {{"epoch", static_cast<double>(last_step_) / static_cast<double>(per_epoch_), ""},
+            {"loss", mean_loss, "loss"},
+            {"accuracy", accuracy, "acc"},
+            {"examples_per_s", rate, "ex/s"}};
+  }
+  Validation validate(int64_t) override {
+    const ClassifierEval e = evaluate_encoded(*model_, dev_, 256);
+    return {e.accuracy, {{"dev_accuracy", e.accuracy}, {"dev_loss", e.loss}}, ""};
+  }
+  bool higher_is_better() const override { return true; }
+  json checkpoint_metadata(const RunState& s, bool best) const override {
+    return metadata_json(*model_, vocab_, best ? s.best_step : s.step, s.best_score);
+  }
+  RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
+    const json j = read_run_metadata(file, path, "attn-classifier", "an attn classifier checkpoint");
+    const json ours = metadata_json(*model_, vocab_, 0, 0.0);
+    for (const char* key : {"kind", "config", "vocabulary"})
+      if (j.value(key, json()) != ours[key])
+        throw ValueError(std::string("--resume: the options describe a different ") +
+                         (std::string(key) == "vocabulary" ? "vocabulary" : "model") + " than " + path);
+    load_model_parameters(file, model_->module().named_parameters(), path);
+    const int64_t step = j.value("step", int64_t{0});
+    return {.step = step, .has_best = true, .best_score = j.value("dev_accuracy", 0.0), .best_step = step};
+  }
+
+  json resume_checked_options() const override {
+    return {{"--batch", o_.batch}, {"--bucket", o_.bucket}, {"--train-limit", o_.train_limit}};
+  }
+
+  double first_loss() const { return first_loss_; }
+  double final_loss() const { return final_loss_; }
+  int64_t examples_done() const { return examples_done_; }
+  int64_t vocab_size() const { return vocab_.size(); }
+
+ private:
+  const ClassifierTrainOptions& o_;
+  data::Vocab vocab_;
+  std::unique_ptr<models::TextClassifier> model_;
+  std::vector<Encoded> train_, dev_;
+  int64_t per_epoch_ = 0;
+  std::vector<std::vector<size_t>> batches_;
+  int64_t batches_epoch_ = -1;
+  int64_t window_examples_ = 0, window_right_ = 0, window_batches_ = 0, examples_done_ = 0, last_step_ = 0;
+  double window_loss_ = 0.0, first_loss_ = 0.0, final_loss_ = 0.0;
+  bool logged_ = false;
+};
+
+}  // namespace
+
+ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
+  o.validate();
+  ClassifierTask task(o);
+  const RunResult r = run(task, o);
+  ClassifierTrainResult result;
+  result.steps_done = r.state.step;
+  result.interrupted = r.interrupted;
+  result.best_dev_accuracy = r.state.best_score;
+  result.best_step = r.state.best_step;
+  result.first_loss = task.first_loss();
+  result.final_loss = task.final_loss();
+  result.seconds = r.seconds;
+  result.examples_per_second = r.seconds > 0 ? task.examples_done() / r.seconds : 0.0;
+  result.vocab_size = task.vocab_size();
+  result.model_path = r.model_path;
   return result;
 }
 

@@ -1,7 +1,6 @@
 #include "attn/train/lm_trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -18,10 +17,6 @@
 #include "attn/io/safetensors.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/optimizer.h"
-#include "attn/train/progress.h"
-#include "attn/train/run_log.h"
-#include "attn/train/schedule.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -76,23 +71,14 @@ void LmOptions::validate() const {
   if (max_chars < 2) throw ValueError("--max-len must be >= 2, got " + std::to_string(max_chars));
   if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
-  if (steps < 1) throw ValueError("--steps must be >= 1, got " + std::to_string(steps));
-  if (!(max_minutes >= 0.0)) throw ValueError("--max-minutes must be >= 0");
-  if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
-  if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0");
-  if (warmup < 0) throw ValueError("--warmup must be >= 0");
-  if (log_every < 1 || eval_every < 1) throw ValueError("--log-every and --eval-every must be >= 1");
   if (eval_sentences < 0) throw ValueError("--eval-sentences must be >= 0");
-  if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
+  if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  RunOptions::validate();
 }
 
 namespace {
 
 constexpr const char* kFormat = "attn-lm";
-
-struct Split {
-  std::vector<std::vector<int32_t>> train, val;  // BOS chars EOS
-};
 
 // The distinct English sentences of fra.txt.gz, in file order.
 std::vector<std::string> english_sentences(const std::string& data_dir, int64_t limit) {
@@ -142,10 +128,6 @@ json info_json(const models::TransformerConfig& config, const CharVocab& vocab, 
                double best) {
   return {{"format", kFormat},       {"version", kCheckpointVersion},   {"config", config.to_json()}, {"characters", vocab.characters()},
           {"max_chars", max_chars},  {"step", step},   {"best_val_loss", best}};
-}
-
-void save(const std::string& path, models::TransformerLM& model, const json& info, const Optimizer* optimizer) {
-  save_run_checkpoint(path, model.named_parameters(), info, optimizer);
 }
 
 LoadedLm load_from(const io::SafetensorsFile& file, const std::string& path) {
@@ -204,124 +186,94 @@ std::string sample_text(LoadedLm& lm, const std::string& prompt, const models::S
   return prompt + lm.vocab.decode(lm.model->sample(prefix, o));
 }
 
-LmResult train_char_lm(models::TransformerConfig config, const LmOptions& o) {
-  o.validate();
-  fs::create_directories(o.out_dir);
-  const fs::path dir(o.out_dir);
-  const std::string model_path = (dir / "model.safetensors").string();
-  const std::string last_path = (dir / "last.safetensors").string();
+namespace {
 
-  const std::vector<std::string> sentences = english_sentences(o.data_dir, o.train_limit);
-  std::vector<std::string> train_text;
-  for (size_t i = 0; i < sentences.size(); ++i)
-    if (i % 50 != 49) train_text.push_back(sentences[i]);
-
-  std::unique_ptr<models::TransformerLM> model;
-  std::unique_ptr<Adam> adam;
-  CharVocab vocab;
-  int64_t start_step = 0;
-  double best = std::numeric_limits<double>::infinity();
-  if (o.resume) {
-    if (!fs::exists(last_path)) throw IoError(last_path + ": nothing to resume (no such file)");
-    io::SafetensorsFile file = io::load_safetensors(last_path);
-    LoadedLm loaded = load_from(file, last_path);
-    vocab = loaded.vocab;
-    config.tgt_vocab = vocab.size();
-    config.src_vocab = 0;
-    if (loaded.model->config().to_json() != config.to_json())
-      throw ValueError("--resume: the options describe a different model than " + last_path);
-    model = std::move(loaded.model);
-    start_step = loaded.step;
-    check_steps_left(start_step, o.steps, o.out_dir);
-    best = loaded.best_val_loss;
-    adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-    load_optimizer_state(file, *adam, last_path);
-  } else {
-    vocab = CharVocab::build(train_text);
-    config.tgt_vocab = vocab.size();
+// The character LM for run(): batches of sentences drawn from (seed, step), validation
+// loss per character as the score (lower is better).
+class LmTask final : public Task {
+ public:
+  LmTask(models::TransformerConfig config, const LmOptions& o) : o_(o) {
+    const std::vector<std::string> sentences = english_sentences(o.data_dir, o.train_limit);
+    std::vector<std::string> train_text;
+    for (size_t i = 0; i < sentences.size(); ++i)
+      if (i % 50 != 49) train_text.push_back(sentences[i]);
+    vocab_ = CharVocab::build(train_text);
+    config.tgt_vocab = vocab_.size();
     config.src_vocab = 0;
     if (config.max_len < o.max_chars + 2) config.max_len = o.max_chars + 2;
-    model = std::make_unique<models::TransformerLM>(config);
-    adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-  }
-  std::vector<std::vector<int32_t>> train, val;
-  for (size_t i = 0; i < sentences.size(); ++i) {
-    if (i % 50 == 49) {
-      if (o.eval_sentences == 0 || static_cast<int64_t>(val.size()) < o.eval_sentences)
-        val.push_back(sequence(vocab, sentences[i], o.max_chars));
-    } else {
-      train.push_back(sequence(vocab, sentences[i], o.max_chars));
+    model_ = std::make_unique<models::TransformerLM>(config);
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      if (i % 50 == 49) {
+        if (o.eval_sentences == 0 || static_cast<int64_t>(val_.size()) < o.eval_sentences)
+          val_.push_back(sequence(vocab_, sentences[i], o.max_chars));
+      } else {
+        train_.push_back(sequence(vocab_, sentences[i], o.max_chars));
+      }
     }
-  }
-  if (o.progress)
-    std::fprintf(o.progress, "%zu training sentences, %zu validation sentences, %d characters, %lld parameters\n",
-                 train.size(), val.size(), vocab.size() - 4, static_cast<long long>(model->num_parameters()));
-  JsonlLog log((dir / "log.jsonl").string(), o.resume);
-
-  LmResult result;
-  result.model_path = model_path;
-  const LrSchedule schedule(LrScheduleOptions{.kind = parse_lr_schedule_kind(o.lr_schedule),
-                                              .base_lr = o.lr,
-                                              .warmup_steps = o.warmup,
-                                              .total_steps = o.steps,
-                                              .min_lr = 0.0f});
-  const auto run_start = std::chrono::steady_clock::now();
-  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  double eval_seconds = 0.0;
-  auto validate_and_keep_best = [&](int64_t step) {
-    const auto start = std::chrono::steady_clock::now();
-    const double loss = validation_loss(*model, val);
-    eval_seconds += seconds_since(start);
-    log.write({{"step", step}, {"val_loss", loss}, {"val_bits_per_char", loss / std::log(2.0)}});
     if (o.progress)
-      std::fprintf(o.progress, "step %lld: validation %.4f nats/char (%.3f bits/char)\n", static_cast<long long>(step),
-                   loss, loss / std::log(2.0));
-    if (loss <= best || !fs::exists(model_path)) {
-      best = loss;
-      save(model_path, *model, info_json(model->config(), vocab, o.max_chars, step, best), nullptr);
-    }
-  };
-
-  Progress progress("train charlm", o.steps, o.progress);
-  int64_t step = start_step;
-  double loss_value = 0.0;
-  model->train();
-  while (step < o.steps) {
-    if (o.stop && o.stop->load()) {
-      result.interrupted = true;
-      break;
-    }
-    if (o.max_minutes > 0 && seconds_since(run_start) - eval_seconds > 60.0 * o.max_minutes) break;
-    // The batch depends only on (seed, step): a resumed run sees the same data.
-    Rng rng(splitmix64(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step)));
-    std::vector<const std::vector<int32_t>*> rows;
-    for (int b = 0; b < o.batch; ++b) rows.push_back(&train[rng.below(train.size())]);
-    const Tensor loss = model->loss(pad_batch(rows));
-    loss_value = loss.item();
-    if (!std::isfinite(loss_value))
-      throw ValueError("training diverged at step " + std::to_string(step + 1) + "; try a smaller --lr");
-    adam->set_lr(schedule.lr_at(step));
-    backward(loss);
-    if (o.clip > 0.0f) clip_grad_norm(model->parameters(), o.clip);
-    adam->step();
-    adam->zero_grad();
-    ++step;
-    if (step % o.log_every == 0 || step == o.steps) {
-      log.write({{"step", step}, {"loss", loss_value}, {"lr", adam->lr()}, {"elapsed_s", seconds_since(run_start)}});
-      progress.update(step, {{"loss", loss_value}});
-    }
-    if (step % o.eval_every == 0) validate_and_keep_best(step);
+      std::fprintf(o.progress, "%zu training sentences, %zu validation sentences, %d characters, %lld parameters\n",
+                   train_.size(), val_.size(), vocab_.size() - 4, static_cast<long long>(model_->num_parameters()));
   }
-  progress.finish();
-  if (step % o.eval_every != 0 || !fs::exists(model_path)) validate_and_keep_best(step);
-  save(last_path, *model, info_json(model->config(), vocab, o.max_chars, step, best), adam.get());
-  result.steps_done = step;
-  result.best_val_loss = best;
-  result.best_val_bits_per_char = best / std::log(2.0);
-  result.final_loss = loss_value;
-  result.train_seconds = seconds_since(run_start) - eval_seconds;
+  nn::Module& module() override { return *model_; }
+  std::string label() const override { return "train charlm"; }
+
+  StepLoss forward(int64_t step) override {
+    // The batch depends only on (seed, step): a resumed run sees the same data.
+    Rng rng(splitmix64(o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step)));
+    std::vector<const std::vector<int32_t>*> rows;
+    for (int b = 0; b < o_.batch; ++b) rows.push_back(&train_[rng.below(train_.size())]);
+    const Tensor loss = model_->loss(pad_batch(rows));
+    last_loss_ = loss.item();
+    return {loss, last_loss_};
+  }
+  std::vector<LogField> log_fields(double) override { return {{"loss", last_loss_, "loss"}}; }
+  Validation validate(int64_t step) override {
+    const double loss = validation_loss(*model_, val_);
+    char message[160];
+    std::snprintf(message, sizeof message, "step %lld: validation %.4f nats/char (%.3f bits/char)",
+                  static_cast<long long>(step), loss, loss / std::log(2.0));
+    return {loss, {{"val_loss", loss}, {"val_bits_per_char", loss / std::log(2.0)}}, message};
+  }
+  bool higher_is_better() const override { return false; }
+  json checkpoint_metadata(const RunState& s, bool best) const override {
+    return info_json(model_->config(), vocab_, o_.max_chars, best ? s.best_step : s.step, s.best_score);
+  }
+  RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
+    const LoadedLm loaded = load_from(file, path);
+    if (loaded.vocab.characters() != vocab_.characters())
+      throw ValueError("--resume: the training text's characters differ from those of " + path +
+                       " (other --data or --train-limit?)");
+    if (loaded.model->config().to_json() != model_->config().to_json())
+      throw ValueError("--resume: the options describe a different model than " + path);
+    load_model_parameters(file, model_->named_parameters(), path);
+    return {.step = loaded.step, .has_best = true, .best_score = loaded.best_val_loss, .best_step = loaded.step};
+  }
+  json resume_checked_options() const override {
+    return {{"--batch", o_.batch}, {"--max-len", o_.max_chars}, {"--train-limit", o_.train_limit}};
+  }
+
+ private:
+  const LmOptions& o_;
+  CharVocab vocab_;
+  std::unique_ptr<models::TransformerLM> model_;
+  std::vector<std::vector<int32_t>> train_, val_;  // BOS chars EOS
+  double last_loss_ = 0.0;
+};
+
+}  // namespace
+
+LmResult train_char_lm(models::TransformerConfig config, const LmOptions& o) {
+  o.validate();
+  LmTask task(std::move(config), o);
+  const RunResult r = run(task, o);
+  LmResult result;
+  result.steps_done = r.state.step;
+  result.interrupted = r.interrupted;
+  result.best_val_loss = r.state.best_score;
+  result.best_val_bits_per_char = r.state.best_score / std::log(2.0);
+  result.final_loss = r.final_loss;
+  result.train_seconds = r.train_seconds;
+  result.model_path = r.model_path;
   return result;
 }
 

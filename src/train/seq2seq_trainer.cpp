@@ -1,20 +1,15 @@
 #include "attn/train/seq2seq_trainer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
-#include "attn/autodiff/tape.h"
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/progress.h"
-#include "attn/train/run_log.h"
 #include "attn/train/schedule.h"
 
 namespace attn::train {
@@ -26,29 +21,11 @@ void TrainOptions::validate() const {
   if (min_len < 1) throw ValueError("--min-len must be >= 1, got " + std::to_string(min_len));
   if (min_len > max_len)
     throw ValueError("--min-len " + std::to_string(min_len) + " is larger than --max-len " + std::to_string(max_len));
-  if (steps < 1) throw ValueError("--steps must be >= 1, got " + std::to_string(steps));
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
-  if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
-  if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0, got " + std::to_string(clip));
-  if (warmup < 0) throw ValueError("--warmup must be >= 0, got " + std::to_string(warmup));
-  schedule();  // validates --lr-schedule against --steps and --warmup
-  if (log_every < 1) throw ValueError("--log-every must be >= 1");
-  if (eval_every < 1) throw ValueError("--eval-every must be >= 1");
   if (eval_samples < 1) throw ValueError("--eval-samples must be >= 1");
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
-  if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
-}
-
-LrSchedule TrainOptions::schedule() const {
-  LrScheduleOptions s{.kind = parse_lr_schedule_kind(lr_schedule),
-                      .base_lr = lr,
-                      .warmup_steps = warmup,
-                      .total_steps = steps,
-                      .min_lr = 0.0f};
-  if (s.kind != LrScheduleKind::constant && s.kind != LrScheduleKind::inverse_sqrt && steps <= warmup)
-    throw ValueError("--lr-schedule " + lr_schedule + ": --steps " + std::to_string(steps) +
-                     " must be larger than --warmup " + std::to_string(warmup));
-  return LrSchedule(s);
+  if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  RunOptions::validate();
 }
 
 namespace {
@@ -141,10 +118,11 @@ data::AccuracyCounts score_decoded(const models::DecodeResult& decoded, const da
   return data::score_predictions(predicted, batch.tgt_out, batch.tgt_lengths);
 }
 
-data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam) {
+data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam,
+                                      float length_penalty = 1.0f) {
   const int max_len = static_cast<int>(batch.tgt_out.dim(1)) + 5;
   models::DecodeResult decoded =
-      beam > 1 ? model.beam(batch.src, batch.src_lengths, {.width = beam, .length_penalty = 1.0f, .max_len = max_len})
+      beam > 1 ? model.beam(batch.src, batch.src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len})
                : model.greedy(batch.src, batch.src_lengths, max_len);
   return score_decoded(decoded, batch);
 }
@@ -156,142 +134,116 @@ void save_checkpoint(const std::string& path, models::Seq2Seq& model, const Chec
   save_run_checkpoint(path, model.named_parameters(), info_json(info), optimizer);
 }
 
-namespace {
-LoadedModel load_model_from(const io::SafetensorsFile& file, const std::string& path) {
+LoadedModel load_checkpoint(const std::string& path) {
+  const io::SafetensorsFile file = io::load_safetensors(path);
   LoadedModel loaded;
   loaded.info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
   loaded.model = std::make_unique<models::Seq2Seq>(loaded.info.config);
   load_model_parameters(file, loaded.model->named_parameters(), path);
   return loaded;
 }
-}  // namespace
 
-LoadedModel load_checkpoint(const std::string& path) { return load_model_from(io::load_safetensors(path), path); }
+namespace {
+
+// A synthetic task (copy / reverse / sort) for run(): generated batches, teacher-forced
+// accuracy in the log, greedy token accuracy on a fixed validation set as the score.
+class Seq2SeqTask final : public Task {
+ public:
+  Seq2SeqTask(const models::Seq2SeqConfig& config, const TrainOptions& o)
+      : o_(o), kind_(data::parse_task(o.task)), model_(config) {
+    // A fixed validation set drawn like the training data.
+    data::TaskGenerator generator(kind_, o.min_len, o.max_len, splitmix64(o.seed ^ 0x5EEDull));
+    validation_ = generator.next(o.eval_samples);
+  }
+  nn::Module& module() override { return model_; }
+  std::string label() const override { return "train " + model_.config().attention; }
+
+  StepLoss forward(int64_t step) override {
+    const data::Batch batch = batch_for_step(kind_, o_, step);
+    const models::DecoderOutput out = model_.forward(batch);
+    logits_ = out.logits;  // (T, B, V)
+    targets_ = models::time_major_ids(batch.tgt_out);
+    const Tensor cross_entropy_loss = cross_entropy(logits_, targets_, {.ignore_index = data::kPad});
+    for (int32_t len : batch.tgt_lengths.to_vector_i32()) window_tokens_ += len;
+    const double reported = cross_entropy_loss.item();
+    last_loss_ = reported;
+    return {model_.with_reinforce(cross_entropy_loss, out, batch), reported};  // + hard attention's term
+  }
+  std::vector<LogField> log_fields(double seconds) override {
+    const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
+    const double accuracy = teacher_forced_accuracy(logits_, targets_);
+    total_tokens_ += window_tokens_;
+    window_tokens_ = 0;
+    return {{"loss", last_loss_, "loss"}, {"token_accuracy", accuracy, "acc"}, {"tokens_per_s", tokens_per_s, "tok/s"}};
+  }
+  Validation validate(int64_t) override {
+    model_.eval();
+    const data::AccuracyCounts counts = decode_and_score(model_, validation_, 0);
+    model_.train();
+    return {counts.token_accuracy(),
+            {{"val_token_accuracy", counts.token_accuracy()}, {"val_sequence_accuracy", counts.sequence_accuracy()}},
+            ""};
+  }
+  bool higher_is_better() const override { return true; }
+  json checkpoint_metadata(const RunState& s, bool best) const override {
+    json j = info_json({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
+    // Hard attention's REINFORCE baseline is run state too: a moving average, not a parameter.
+    const ReinforceBaseline& b = model_.decoder.hard_baseline;
+    j["hard_baseline"] = {{"value", b.value}, {"updates", b.updates}};
+    return j;
+  }
+  RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
+    const CheckpointInfo info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
+    if (info.config.to_json() != model_.config().to_json())
+      throw ValueError("--resume: the options describe a different model than " + path + " (" +
+                       info.config.to_json_string() + ")");
+    if (info.task != o_.task) throw ValueError("--resume: the run in " + o_.out_dir + " trains task '" + info.task + "'");
+    load_model_parameters(file, model_.named_parameters(), path);
+    const json j = read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint");
+    if (j.contains("hard_baseline")) {
+      model_.decoder.hard_baseline.value = j["hard_baseline"].value("value", 0.0f);
+      model_.decoder.hard_baseline.updates = j["hard_baseline"].value("updates", int64_t{0});
+    }
+    return {.step = info.step, .has_best = true, .best_score = info.best_token_accuracy, .best_step = info.step};
+  }
+  json resume_checked_options() const override {
+    return {{"--task", o_.task}, {"--min-len", o_.min_len}, {"--max-len", o_.max_len}, {"--batch", o_.batch},
+            {"--bucket", o_.bucket}};
+  }
+  int64_t tokens_seen() const { return total_tokens_ + window_tokens_; }
+
+ private:
+  const TrainOptions& o_;
+  data::TaskKind kind_;
+  models::Seq2Seq model_;
+  data::Batch validation_;
+  Tensor logits_, targets_;  // of the latest step, for the log's accuracy
+  double last_loss_ = 0.0;
+  int64_t window_tokens_ = 0, total_tokens_ = 0;
+};
+
+}  // namespace
 
 TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOptions& o) {
   o.validate();
   config.validate();
-  const data::TaskKind kind = data::parse_task(o.task);
-  fs::create_directories(o.out_dir);
-  const std::string model_path = (fs::path(o.out_dir) / "model.safetensors").string();
-  const std::string last_path = (fs::path(o.out_dir) / "last.safetensors").string();
-  const std::string log_path = (fs::path(o.out_dir) / "log.jsonl").string();
-
-  CheckpointInfo info{config, o.task, o.min_len, o.max_len, 0, 0.0};
-  std::unique_ptr<models::Seq2Seq> model;
-  std::unique_ptr<Adam> adam;
-  int64_t start_step = 0;
-  if (o.resume) {
-    if (!fs::exists(last_path)) throw IoError(last_path + ": nothing to resume (no such file)");
-    io::SafetensorsFile file = io::load_safetensors(last_path);
-    LoadedModel loaded = load_model_from(file, last_path);
-    if (loaded.info.config.to_json() != config.to_json())
-      throw ValueError("--resume: the options describe a different model than " + last_path + " (" +
-                       loaded.info.config.to_json_string() + ")");
-    if (loaded.info.task != o.task)
-      throw ValueError("--resume: the run in " + o.out_dir + " trains task '" + loaded.info.task + "'");
-    model = std::move(loaded.model);
-    info = loaded.info;
-    start_step = info.step;
-    check_steps_left(start_step, o.steps, o.out_dir);
-    adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-    load_optimizer_state(file, *adam, last_path);
-  } else {
-    model = std::make_unique<models::Seq2Seq>(config);
-    adam = std::make_unique<Adam>(model->parameters(), AdamOptions{.lr = o.lr});
-  }
-  JsonlLog log(log_path, o.resume);
-
-  // A fixed validation set drawn like the training data.
-  data::TaskGenerator validation_generator(kind, o.min_len, o.max_len, splitmix64(o.seed ^ 0x5EEDull));
-  const data::Batch validation = validation_generator.next(o.eval_samples);
-
+  Seq2SeqTask task(config, o);
+  const RunResult r = run(task, o);
   TrainResult result;
-  result.model_path = model_path;
-  Progress progress("train " + config.attention, o.steps, o.progress);
-  const auto run_start = std::chrono::steady_clock::now();
-  auto window_start = run_start;
-  int64_t window_tokens = 0, total_tokens = 0;
-  double loss_value = 0.0;
-
-  auto validate_and_keep_best = [&](int64_t step) {
-    model->eval();
-    data::AccuracyCounts counts = decode_and_score(*model, validation, 0);
-    model->train();
-    const double accuracy = counts.token_accuracy();
-    log.write({{"step", step},
-               {"val_token_accuracy", accuracy},
-               {"val_sequence_accuracy", counts.sequence_accuracy()}});
-    if (accuracy >= info.best_token_accuracy || !fs::exists(model_path)) {
-      info.best_token_accuracy = accuracy;
-      info.step = step;
-      save_checkpoint(model_path, *model, info);
-    }
-  };
-
-  const LrSchedule schedule = o.schedule();
-  int64_t step = start_step;
-  model->train();
-  while (step < o.steps) {
-    if (o.stop && o.stop->load()) {
-      result.interrupted = true;
-      break;
-    }
-    data::Batch batch = batch_for_step(kind, o, step);
-    const models::DecoderOutput out = model->forward(batch);
-    const Tensor& logits = out.logits;  // (T, B, V)
-    Tensor targets = models::time_major_ids(batch.tgt_out);
-    const Tensor cross_entropy_loss = cross_entropy(logits, targets, {.ignore_index = data::kPad});
-    loss_value = cross_entropy_loss.item();
-    const Tensor loss = model->with_reinforce(cross_entropy_loss, out, batch);  // hard attention's term
-    if (!std::isfinite(loss_value))
-      throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
-                       "); try a smaller --lr");
-    adam->set_lr(schedule.lr_at(step));
-    backward(loss);
-    if (o.clip > 0.0f) clip_grad_norm(model->parameters(), o.clip);
-    adam->step();
-    adam->zero_grad();
-    ++step;
-
-    int64_t tokens = 0;
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens += tokens;
-    total_tokens += tokens;
-    if (step % o.log_every == 0 || step == o.steps) {
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      const double tokens_per_s = seconds > 0 ? window_tokens / seconds : 0.0;
-      const double accuracy = teacher_forced_accuracy(logits, targets);
-      log.write({{"step", step},
-                 {"loss", loss_value},
-                 {"token_accuracy", accuracy},
-                 {"tokens_per_s", tokens_per_s},
-                 {"lr", adam->lr()},
-                 {"elapsed_s", std::chrono::duration<double>(now - run_start).count()}});
-      progress.update(step, {{"loss", loss_value}, {"acc", accuracy}, {"tok/s", tokens_per_s}});
-      window_start = now;
-      window_tokens = 0;
-    }
-    if (step % o.eval_every == 0 || step == o.steps) validate_and_keep_best(step);
-  }
-  progress.finish();
-  if (!fs::exists(model_path)) validate_and_keep_best(step);
-  CheckpointInfo last = info;
-  last.step = step;
-  save_checkpoint(last_path, *model, last, adam.get());
-
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-  result.steps_done = step;
-  result.best_token_accuracy = info.best_token_accuracy;
-  result.final_loss = loss_value;
-  result.tokens_per_second = seconds > 0 ? total_tokens / seconds : 0.0;
+  result.steps_done = r.state.step;
+  result.interrupted = r.interrupted;
+  result.best_token_accuracy = r.state.best_score;
+  result.final_loss = r.final_loss;
+  result.tokens_per_second = r.seconds > 0 ? task.tokens_seen() / r.seconds : 0.0;
+  result.model_path = r.model_path;
   return result;
 }
 
 void EvalOptions::validate() const {
   if (samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(samples));
   if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
+  if (!(length_penalty >= 0.0f) || !std::isfinite(length_penalty))
+    throw ValueError("--length-penalty must be >= 0, got " + std::to_string(length_penalty));
   if (batch < 1) throw ValueError("evaluation batch must be >= 1, got " + std::to_string(batch));
   for (int length : lengths)
     if (length < 1) throw ValueError("evaluation length must be >= 1, got " + std::to_string(length));
@@ -306,7 +258,7 @@ std::vector<LengthAccuracy> evaluate(models::Seq2Seq& model, data::TaskKind task
     data::AccuracyCounts counts;
     for (int done = 0; done < options.samples; done += options.batch) {
       const int n = std::min(options.batch, options.samples - done);
-      counts.add(decode_and_score(model, generator.fixed_length(n, length), options.beam));
+      counts.add(decode_and_score(model, generator.fixed_length(n, length), options.beam, options.length_penalty));
     }
     rows.push_back({length, counts.token_accuracy(), counts.sequence_accuracy()});
   }

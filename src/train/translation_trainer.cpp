@@ -14,10 +14,6 @@
 #include "attn/io/checksum.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/optimizer.h"
-#include "attn/train/progress.h"
-#include "attn/train/run_log.h"
-#include "attn/train/schedule.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -34,22 +30,11 @@ void TranslationOptions::validate() const {
     throw ValueError("--max-tokens " + std::to_string(max_tokens) + " cannot hold one pair of --max-len " +
                      std::to_string(max_len) + " (needs >= " + std::to_string(2 * max_len + 1) + ")");
   if (max_sentences < 1) throw ValueError("--max-sentences must be >= 1");
-  if (steps < 1) throw ValueError("--steps must be >= 1, got " + std::to_string(steps));
-  if (!(max_minutes >= 0.0)) throw ValueError("--max-minutes must be >= 0");
-  if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
-  if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0");
   if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
     throw ValueError("--label-smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
-  if (warmup < 0) throw ValueError("--warmup must be >= 0");
-  LrSchedule(LrScheduleOptions{.kind = parse_lr_schedule_kind(lr_schedule),
-                               .base_lr = lr,
-                               .warmup_steps = warmup,
-                               .total_steps = steps,
-                               .min_lr = 0.0f});
-  if (log_every < 1) throw ValueError("--log-every must be >= 1");
-  if (eval_every < 1) throw ValueError("--eval-every must be >= 1");
   if (eval_sentences < 0) throw ValueError("--eval-sentences must be >= 0");
-  if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
+  if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  RunOptions::validate();
 }
 
 namespace {
@@ -68,10 +53,6 @@ json info_json(const TranslationInfo& info, int64_t vocab) {
           {"vocab_size", vocab},
           {"step", info.step},
           {"best_val_bleu", info.best_val_bleu}};
-}
-
-void save(const std::string& path, models::Translator& model, const TranslationInfo& info, const Optimizer* optimizer) {
-  save_run_checkpoint(path, model.module().named_parameters(), info_json(info, model.vocab()), optimizer);
 }
 
 LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& path) {
@@ -202,177 +183,148 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
   return eval;
 }
 
-TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
-  o.validate();
-  const fs::path dir(o.out_dir);
-  const std::string model_path = (dir / "model.safetensors").string();
-  const std::string last_path = (dir / "last.safetensors").string();
-  const std::string spm_prefix = (dir / "spm").string();
-  const std::string spm_path = spm_prefix + ".model";
-  // What can be checked before anything is written or learned.
-  if (o.resume && !fs::exists(last_path)) throw IoError(last_path + ": nothing to resume (no such file)");
-  if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
-  fs::create_directories(o.out_dir);
+namespace {
 
-  std::FILE* say = o.progress;
-  data::ParallelCorpus train_text = data::load_parallel(o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
-  const data::ParallelCorpus val_text =
-      data::load_parallel(o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
+// Translation for run(): token-budget batches walked epoch by epoch, label-smoothed loss,
+// validation BLEU (greedy) as the score.
+class TranslationTask final : public Task {
+ public:
+  TranslationTask(const std::string& kind, json config, const TranslationOptions& o) : o_(o) {
+    const fs::path dir(o.out_dir);
+    const std::string spm_prefix = (dir / "spm").string();
+    const std::string spm_path = spm_prefix + ".model";
+    // What can be checked before anything is written or learned.
+    if (o.resume && !fs::exists(dir / "last.safetensors"))
+      throw IoError((dir / "last.safetensors").string() + ": nothing to resume (no such file)");
+    if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
+    folder_ = lock_run_folder(o);  // before the tokenizer is written into it
 
-  // The tokenizer: given, kept from the run being resumed, or learned on the training text.
-  if (!o.tokenizer.empty()) {
-    if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
-      io::copy_file_atomically(o.tokenizer, spm_path);
+    std::FILE* say = o.progress;
+    data::ParallelCorpus train_text = data::load_parallel(o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
+    val_text_ = data::load_parallel(o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
+    // The tokenizer: given, kept from the run being resumed, or learned on the training text.
+    if (!o.tokenizer.empty()) {
+      if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
+        io::copy_file_atomically(o.tokenizer, spm_path);
+      }
+    } else if (!(o.resume && data::file_exists(spm_path))) {
+      if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
+                            train_text.src.size(), train_text.tgt.size());
+      std::vector<std::string> lines = train_text.src;
+      lines.insert(lines.end(), train_text.tgt.begin(), train_text.tgt.end());
+      data::train_subword_model(lines, spm_prefix, {.vocab_size = o.vocab_size});
     }
-  } else if (!(o.resume && data::file_exists(spm_path))) {
-    if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
-                          train_text.src.size(), train_text.tgt.size());
-    std::vector<std::string> lines = train_text.src;
-    lines.insert(lines.end(), train_text.tgt.begin(), train_text.tgt.end());
-    data::train_subword_model(lines, spm_prefix, {.vocab_size = o.vocab_size});
+    run_.tokenizer = data::SubwordModel::load(spm_path);
+    const int64_t V = run_.tokenizer->vocab_size();
+    if (kind == "rnn") {
+      config["vocab"] = V;
+    } else {
+      config["src_vocab"] = V;
+      config["tgt_vocab"] = V;
+    }
+    train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len);
+    if (say)
+      std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
+                   train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
+                   val_text_.src.size(), static_cast<long long>(V));
+    run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0};
+    run_.model = models::make_translator(kind, config);
+    if (say && !o.resume)
+      std::fprintf(say, "%s model: %lld parameters\n", kind.c_str(),
+                   static_cast<long long>(run_.model->module().num_parameters()));
+    epoch_batches_ = batches_of_epoch(0);
   }
-  const data::SubwordModel tokenizer = data::SubwordModel::load(spm_path);
-  const int64_t V = tokenizer.vocab_size();
-  if (kind == "rnn") {
-    config["vocab"] = V;
-  } else {
-    config["src_vocab"] = V;
-    config["tgt_vocab"] = V;
+
+  nn::Module& module() override { return run_.model->module(); }
+  std::string label() const override { return "train " + run_.info.kind; }
+
+  StepLoss forward(int64_t step) override {
+    seek(step);
+    const data::Batch batch = data::make_pair_batch(train_data_.pairs, epoch_batches_[static_cast<size_t>(in_epoch_)]);
+    const Tensor loss = run_.model->loss(batch, o_.label_smoothing);
+    for (int32_t len : batch.tgt_lengths.to_vector_i32()) window_tokens_ += len;
+    last_loss_ = loss.item();
+    return {loss, last_loss_};
   }
-
-  data::EncodedCorpus train_data = data::encode_parallel(train_text, tokenizer, tokenizer, o.max_len);
-  if (say)
-    std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
-                 train_data.pairs.size(), static_cast<long long>(train_data.truncated), o.max_len, val_text.src.size(),
-                 static_cast<long long>(V));
-  train_text = {};
-
-  TranslationInfo info{kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0};
-  LoadedTranslator run;
-  run.tokenizer = tokenizer;
-  std::unique_ptr<Adam> adam;
-  int64_t start_step = 0;
-  if (o.resume) {
-    io::SafetensorsFile file = io::load_safetensors(last_path);
-    run = load_from(file, last_path);
-    if (run.info.kind != kind || run.info.config != config)
-      throw ValueError("--resume: the options describe a different model than " + last_path + " (" +
-                       run.info.config.dump() + ")");
-    info = run.info;
-    start_step = info.step;
-    check_steps_left(start_step, o.steps, o.out_dir);
-    adam = std::make_unique<Adam>(run.model->module().parameters(), AdamOptions{.lr = o.lr});
-    load_optimizer_state(file, *adam, last_path);
-  } else {
-    run.model = models::make_translator(kind, config);
-    run.info = info;
-    adam = std::make_unique<Adam>(run.model->module().parameters(), AdamOptions{.lr = o.lr});
+  std::vector<LogField> log_fields(double seconds) override {
+    // The epoch the next step is in, as the log has always said.
+    const bool epoch_done = in_epoch_ + 1 == static_cast<int64_t>(epoch_batches_.size());
+    const double epoch = static_cast<double>(epoch_ + (epoch_done ? 1 : 0));
+    const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
+    total_tokens_ += window_tokens_;
+    window_tokens_ = 0;
+    return {{"epoch", epoch, "epoch"}, {"loss", last_loss_, "loss"}, {"tokens_per_s", tokens_per_s, "tok/s"}};
   }
-  models::Translator& model = *run.model;
-  if (say && !o.resume)
-    std::fprintf(say, "%s model: %lld parameters\n", kind.c_str(), static_cast<long long>(model.module().num_parameters()));
-  JsonlLog log((dir / "log.jsonl").string(), o.resume);
-
-  TranslationResult result;
-  result.model_path = model_path;
-  const LrSchedule schedule(LrScheduleOptions{.kind = parse_lr_schedule_kind(o.lr_schedule),
-                                              .base_lr = o.lr,
-                                              .warmup_steps = o.warmup,
-                                              .total_steps = o.steps,
-                                              .min_lr = 0.0f});
-  const auto run_start = std::chrono::steady_clock::now();
-  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-  };
-  double eval_seconds = 0.0;  // validation time, not counted against --max-minutes
-
-  auto validate_and_keep_best = [&](int64_t step) {
+  Validation validate(int64_t step) override {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::string> hypotheses;
-    for (auto& t : translate(run, val_text.src, {.beam = 1, .batch = 100})) hypotheses.push_back(std::move(t.text));
-    const data::BleuResult bleu = data::corpus_bleu(hypotheses, val_text.tgt);
-    model.module().train();
-    const double took = seconds_since(start);
-    eval_seconds += took;
-    log.write({{"step", step}, {"val_bleu", bleu.score}, {"val_bleu_line", bleu.to_string()}, {"eval_s", took}});
-    if (say) std::fprintf(say, "step %lld: validation %s (greedy, %.0f s)\n", static_cast<long long>(step),
-                          bleu.to_string().c_str(), took);
-    if (bleu.score >= info.best_val_bleu || !fs::exists(model_path)) {
-      info.best_val_bleu = bleu.score;
-      info.step = step;
-      save(model_path, model, info, nullptr);
-    }
-  };
+    for (auto& t : translate(run_, val_text_.src, {.beam = 1, .batch = 100})) hypotheses.push_back(std::move(t.text));
+    const data::BleuResult bleu = data::corpus_bleu(hypotheses, val_text_.tgt);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char message[256];
+    std::snprintf(message, sizeof message, "step %lld: validation %s (greedy, %.0f s)", static_cast<long long>(step),
+                  bleu.to_string().c_str(), took);
+    return {bleu.score, {{"val_bleu", bleu.score}, {"val_bleu_line", bleu.to_string()}, {"eval_s", took}}, message};
+  }
+  bool higher_is_better() const override { return true; }
+  json checkpoint_metadata(const RunState& s, bool best) const override {
+    TranslationInfo info = run_.info;
+    info.step = best ? s.best_step : s.step;
+    info.best_val_bleu = s.best_score;
+    return info_json(info, run_.model->vocab());
+  }
+  RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
+    const TranslationInfo info = load_from(file, path).info;
+    if (info.kind != run_.info.kind || info.config != run_.info.config)
+      throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() + ")");
+    load_model_parameters(file, module().named_parameters(), path);
+    return {.step = info.step, .has_best = true, .best_score = info.best_val_bleu, .best_step = info.step};
+  }
+  json resume_checked_options() const override {
+    return {{"--max-len", o_.max_len},           {"--max-tokens", o_.max_tokens}, {"--max-sentences", o_.max_sentences},
+            {"--label-smoothing", o_.label_smoothing}, {"--train-limit", o_.train_limit}};
+  }
+  int64_t tokens_seen() const { return total_tokens_ + window_tokens_; }
 
-  // Batches: epoch e is token_batches(seed, e); the step counter walks through them in order,
-  // so a resumed run continues with the very batches it would have seen.
-  int64_t epoch = 0;
-  std::vector<std::vector<size_t>> epoch_batches = data::token_batches(train_data.pairs, o.max_tokens, o.max_sentences, o.seed, 0);
-  int64_t in_epoch = 0;
-  for (int64_t s = 0; s < start_step; ++s) {
-    if (++in_epoch == static_cast<int64_t>(epoch_batches.size())) {
-      epoch_batches = data::token_batches(train_data.pairs, o.max_tokens, o.max_sentences, o.seed, ++epoch);
-      in_epoch = 0;
-    }
+ private:
+  // Epoch e's batches are token_batches(seed, e); steps walk through them in order, so a
+  // resumed run continues with the very batches it would have seen.
+  std::vector<std::vector<size_t>> batches_of_epoch(int64_t epoch) const {
+    return data::token_batches(train_data_.pairs, o_.max_tokens, o_.max_sentences, o_.seed, epoch);
+  }
+  void seek(int64_t step) {
+    for (; cursor_ < step; ++cursor_)
+      if (++in_epoch_ == static_cast<int64_t>(epoch_batches_.size())) {
+        epoch_batches_ = batches_of_epoch(++epoch_);
+        in_epoch_ = 0;
+      }
   }
 
-  Progress progress("train " + kind, o.steps, o.progress);
-  int64_t step = start_step, window_tokens = 0, total_tokens = 0;
-  auto window_start = std::chrono::steady_clock::now();
-  double loss_value = 0.0;
-  model.module().train();
-  while (step < o.steps) {
-    if (o.stop && o.stop->load()) {
-      result.interrupted = true;
-      break;
-    }
-    if (o.max_minutes > 0 && seconds_since(run_start) - eval_seconds > 60.0 * o.max_minutes) break;
-    const data::Batch batch = data::make_pair_batch(train_data.pairs, epoch_batches[static_cast<size_t>(in_epoch)]);
-    const Tensor loss = model.loss(batch, o.label_smoothing);
-    loss_value = loss.item();
-    if (!std::isfinite(loss_value))
-      throw ValueError("training diverged at step " + std::to_string(step + 1) + " (loss " + std::to_string(loss_value) +
-                       "); try a smaller --lr");
-    adam->set_lr(schedule.lr_at(step));
-    backward(loss);
-    if (o.clip > 0.0f) clip_grad_norm(model.module().parameters(), o.clip);
-    adam->step();
-    adam->zero_grad();
-    ++step;
-    if (++in_epoch == static_cast<int64_t>(epoch_batches.size())) {
-      epoch_batches = data::token_batches(train_data.pairs, o.max_tokens, o.max_sentences, o.seed, ++epoch);
-      in_epoch = 0;
-    }
-    int64_t tokens = 0;
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens += tokens;
-    total_tokens += tokens;
-    if (step % o.log_every == 0 || step == o.steps) {
-      const double seconds = seconds_since(window_start);
-      const double tokens_per_s = seconds > 0 ? window_tokens / seconds : 0.0;
-      log.write({{"step", step},
-                 {"epoch", epoch},
-                 {"loss", loss_value},
-                 {"tokens_per_s", tokens_per_s},
-                 {"lr", adam->lr()},
-                 {"elapsed_s", seconds_since(run_start)}});
-      progress.update(step, {{"loss", loss_value}, {"epoch", static_cast<double>(epoch)}, {"tok/s", tokens_per_s}});
-      window_start = std::chrono::steady_clock::now();
-      window_tokens = 0;
-    }
-    if (step % o.eval_every == 0) validate_and_keep_best(step);
-  }
-  progress.finish();
-  if (step % o.eval_every != 0 || !fs::exists(model_path)) validate_and_keep_best(step);
-  TranslationInfo last = info;
-  last.step = step;
-  save(last_path, model, last, adam.get());
+  const TranslationOptions& o_;
+  std::shared_ptr<void> folder_;
+  LoadedTranslator run_;
+  data::ParallelCorpus val_text_;
+  data::EncodedCorpus train_data_;
+  std::vector<std::vector<size_t>> epoch_batches_;
+  int64_t epoch_ = 0, in_epoch_ = 0, cursor_ = 0;  // cursor_: the step epoch_batches_[in_epoch_] is for
+  double last_loss_ = 0.0;
+  int64_t window_tokens_ = 0, total_tokens_ = 0;
+};
 
-  result.steps_done = step;
-  result.best_val_bleu = info.best_val_bleu;
-  result.final_loss = loss_value;
-  result.train_seconds = seconds_since(run_start) - eval_seconds;
-  result.tokens_per_second = result.train_seconds > 0 ? total_tokens / result.train_seconds : 0.0;
+}  // namespace
+
+TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
+  o.validate();
+  TranslationTask task(kind, std::move(config), o);
+  const RunResult r = run(task, o);
+  TranslationResult result;
+  result.steps_done = r.state.step;
+  result.interrupted = r.interrupted;
+  result.best_val_bleu = r.state.best_score;
+  result.final_loss = r.final_loss;
+  result.train_seconds = r.train_seconds;
+  result.tokens_per_second = r.train_seconds > 0 ? task.tokens_seen() / r.train_seconds : 0.0;
+  result.model_path = r.model_path;
   return result;
 }
 

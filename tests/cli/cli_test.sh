@@ -13,6 +13,13 @@ grep -q '"tokens_per_s"' "$work/run/log.jsonl" || fail "log.jsonl lacks tokens_p
 
 expect 0 '"token_accuracy"' -- "$attn" eval --model "$work/run/model.safetensors" --eval-lengths 3,6 --samples 10 --json
 expect 0 '"length": 6' -- "$attn" eval --model "$work/run/model.safetensors" --eval-lengths 3,6 --samples 10 --json --beam 3
+"$attn" eval --model "$work/run/model.safetensors" --eval-lengths 3,6 --samples 10 --json --beam 3 --length-penalty 0.5 \
+  | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+mean = sum(r["token_accuracy"] for r in d["lengths"]) / len(d["lengths"])
+assert d["beam"] == 3 and d["length_penalty"] == 0.5 and abs(d["score"] - mean) < 1e-12 and d["model"].endswith("model.safetensors"), d' \
+  || fail "eval --json lacks the model, beam, length penalty or score"
 expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --input "5 9 3 17" --out "$work/a.svg"
 [[ -s "$work/a.svg" ]] || fail "align did not write the SVG"
 

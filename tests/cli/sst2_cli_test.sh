@@ -5,8 +5,8 @@
 set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
-if [[ ! -f "$data/sst2/sentiment-dev" ]]; then echo "no SST-2 data under $data: skipped"; exit 0; fi
 source "$(dirname "$0")/lib.sh"
+have_data sst2/sentiment-dev || finish "SST-2 CLI"
 
 tiny=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --steps 30 --eval-every 15
       --log-every 10 --train-limit 1500 --dev-limit 100 --threads 1)
@@ -53,7 +53,8 @@ out="$("$attn" eval --model "$work/run/model.safetensors" --data "$data" --split
 echo "$out" | /usr/bin/python3 -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-assert set(d) == {"accuracy", "examples", "loss"}, d
+assert set(d) == {"accuracy", "examples", "loss", "model", "kind", "split", "score", "metric"}, d
+assert d["score"] == d["accuracy"] and d["model"].endswith("model.safetensors") and d["split"] == "dev", d
 assert d["examples"] == 872 and 0.0 <= d["accuracy"] <= 1.0 and d["loss"] > 0, d' || fail "eval --json output: $out"
 expect 0 "(1821 examples)" -- "$attn" eval --model "$work/run/model.safetensors" --data "$data" --split test
 expect 0 "attention (" -- "$attn" classify --model "$work/run/model.safetensors" --text "a gorgeous , witty film"
@@ -82,7 +83,15 @@ expect 2 "is not a seq2seq or translation checkpoint (format 'attn-classifier')"
 expect 2 "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
 expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
 expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
-expect 2 "--resume is not supported for --task sst2" -- "$attn" train "${tiny[@]}" --resume --out "$work/bad4"
+# --resume: 15 + 15 steps give the very checkpoint of 30 uninterrupted steps (dropout 0.5
+# included); a constant rate without warm-up, since a schedule's length (and the default
+# warm-up, capped at a tenth of the run) follow the run's --steps.
+part=(--task sst2 --model bilstm --data "$data" --emb 16 --hidden 12 --batch 32 --eval-every 15 --log-every 10
+      --train-limit 1500 --dev-limit 100 --threads 1 --lr-schedule constant --warmup 0)
+expect 0 "trained 30 steps" -- "$attn" train "${part[@]}" --steps 30 --out "$work/whole"
+expect 0 "trained 15 steps" -- "$attn" train "${part[@]}" --steps 15 --out "$work/parts"
+expect 0 "trained 30 steps" -- "$attn" train "${part[@]}" --steps 30 --out "$work/parts" --resume
+cmp -s "$work/whole/last.safetensors" "$work/parts/last.safetensors" || fail "a resumed sst2 run differs from the uninterrupted one"
 # Options that would be ignored are refused.
 expect 2 "--attention does not apply to --task sst2" -- "$attn" train "${tiny[@]}" --attention luong --out "$work/bad7"
 expect 2 "--d-model does not apply to --model bilstm" -- "$attn" train "${tiny[@]}" --d-model 64 --out "$work/bad8"

@@ -32,7 +32,7 @@ expect 1 "missing.model" -- bash -c "echo hi | \"$attn\" tokenize encode --model
 
 de="$data/multi30k/raw/val.de.gz"
 en="$data/multi30k/raw/val.en.gz"
-if [[ -f "$de" && -f "$en" ]]; then
+if have_data multi30k/raw/val.de.gz multi30k/raw/val.en.gz; then
   gzip -dc "$de" | head -n 200 > "$work/de.txt"
   gzip -dc "$en" | head -n 200 | gzip -c > "$work/en.txt.gz"
   expect 0 "trained a unigram model of 300 pieces on 400 lines" -- \
@@ -60,8 +60,6 @@ if [[ -f "$de" && -f "$en" ]]; then
   expect 1 "outside the vocabulary" -- bash -c "echo '5 99999' | \"$attn\" tokenize decode --model \"$work/shared.model\" --ids"
   # BLEU of the decoded text against the original is 100.
   expect 0 "BLEU = 100.00" -- "$attn" bleu --ref "$work/sample.txt" --hyp "$work/back.txt"
-else
-  echo "skipping the Multi30k parts: no $de" >&2
 fi
 
 finish "text CLI"

@@ -23,9 +23,7 @@ expect 2 "--model must be rnn or transformer" -- "$attn" train --task translate 
 expect 2 "--label-smoothing" -- "$attn" train --task translate --data "$data" --label-smoothing 1.5 --out "$work/x"
 expect 2 "--norm must be pre or post" -- "$attn" train --task translate --model transformer --norm mid --data "$data" --out "$work/x"
 
-if [[ ! -f "$data/multi30k/raw/train.de.gz" ]]; then
-  echo "SKIP: no Multi30k data under $data"
-else
+if have_data multi30k/raw/train.de.gz; then
   # A --tokenizer that is not a SentencePiece model, or --resume with no run: refused before
   # anything is written.
   echo "not a model" > "$work/fake.model"
@@ -52,6 +50,13 @@ else
     expect 0 '"bleu":' -- "$attn" eval --model "$work/$run/model.safetensors" --data "$data" --split test2016 --limit 10 \
       --beam 2 --json --hypotheses "$work/$run.hyp"
     [[ "$(wc -l < "$work/$run.hyp")" == 10 ]] || fail "$run: eval --hypotheses wrote the wrong number of lines"
+    # eval --json names the model, its score and the beam; without --beam a translation model
+    # is decoded with beam 5, as --help says.
+    "$attn" eval --model "$work/$run/model.safetensors" --data "$data" --limit 3 --json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["model"].endswith("model.safetensors") and d["beam"] == 5 and d["score"] == d["bleu"] and d["metric"] == "bleu", d' \
+      || fail "$run: eval --json lacks model, score or beam 5"
     # the printed BLEU equals `attn bleu` on the written hypotheses.
     zcat "$data/multi30k/raw/test_2016_flickr.en.gz" | head -n 10 > "$work/ref.en"
     want=$("$attn" bleu --ref "$work/ref.en" < "$work/$run.hyp" | cut -d' ' -f3)
@@ -70,9 +75,7 @@ else
     '$attn' translate --model '$work/lonely.safetensors' < /dev/null"
 fi
 
-if [[ ! -f "$data/tatoeba-fra-eng/fra.txt.gz" ]]; then
-  echo "SKIP: no Tatoeba data under $data"
-else
+if have_data tatoeba-fra-eng/fra.txt.gz; then
   expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 500 --d-model 32 --heads 2 --ffn 64 \
     --dec-layers 1 --batch 32 --steps 60 --lr 3e-3 --warmup 5 --eval-every 60 --log-every 5 --threads 2 --out "$work/lm"
   loss_falls "$work/lm/log.jsonl"

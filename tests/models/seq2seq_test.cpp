@@ -19,12 +19,26 @@ using testing::gradcheck;
 using testing::tensors_close;
 
 // The tiny models here gain nothing from threads (and a loaded machine makes OpenMP
-// barriers expensive): one thread unless a test says otherwise.
-class Seq2SeqEnvironment : public ::testing::Environment {
+// barriers expensive): one thread unless a test says otherwise. Only for this file's tests:
+// the other tests/models files share this test program.
+class OneThreadInThisFile : public ::testing::EmptyTestEventListener {
  public:
-  void SetUp() override { set_num_threads(1); }
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    if (std::string(test.file()) != __FILE__) return;
+    saved_ = num_threads();
+    set_num_threads(1);
+  }
+  void OnTestEnd(const ::testing::TestInfo& test) override {
+    if (std::string(test.file()) == __FILE__) set_num_threads(saved_);
+  }
+
+ private:
+  int saved_ = 1;
 };
-const auto* const kEnvironment = ::testing::AddGlobalTestEnvironment(new Seq2SeqEnvironment);
+const bool kOneThreadInThisFile = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new OneThreadInThisFile);
+  return true;
+}();
 
 // A batch from explicit sources (content ids 3..).
 data::Batch batch_of(const std::vector<std::vector<int32_t>>& sources) {

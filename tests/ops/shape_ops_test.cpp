@@ -84,6 +84,21 @@ TEST(Split, UnusedOutputsLeaveTheirBandZero) {
   EXPECT_EQ(x.grad().to_vector(), (std::vector<float>{0, 0, 1, 1, 1, 0, 0, 1, 1, 1}));
 }
 
+TEST(Reshape, ForwardGradcheckAndErrors) {
+  Tensor x = vec({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor y = reshape(x, Shape({3, 1, 2}));
+  EXPECT_EQ(y.shape(), Shape({3, 1, 2}));
+  EXPECT_EQ(y.to_vector(), x.to_vector());
+  EXPECT_EQ(reshape(vec({7}, {1, 1}), Shape{}).shape(), Shape{});
+  EXPECT_EQ(reshape(Tensor::zeros({0, 3}), Shape({3, 0})).shape(), Shape({3, 0}));
+  auto fn = [](const std::vector<Tensor>& in) { return reshape(in[0], Shape({4, 3})); };
+  EXPECT_TRUE(gradcheck(fn, {leaf({2, 3, 2}, 3)}));
+  EXPECT_THROW_MSG(reshape(x, Shape({4, 2})), ShapeError,
+                   "reshape: 'shape' (4, 2) holds 8 elements, 'x' (2, 3) holds 6");
+  EXPECT_THROW_MSG(reshape(Tensor::zeros({2}, DType::i32), Shape({2})), ShapeError,
+                   "reshape: 'x' expected dtype float32, got int32");
+}
+
 TEST(StackRows, ForwardAndGradcheck) {
   Tensor a = vec({1, 2, 3, 4}, {2, 2}), b = vec({5, 6, 7, 8}, {2, 2}), c = vec({9, 10, 11, 12}, {2, 2});
   Tensor y = stack_rows({a, b, c});

@@ -37,8 +37,8 @@ def test_cross_entropy(shape, V, ignore_index, label_smoothing, reduction, magni
                          label_smoothing=label_smoothing, reduction=reduction)
     yt.backward()
     case = f"shape={shape} V={V} ignore_index={ignore_index} eps={label_smoothing} {reduction} magnitude={magnitude}"
-    # Losses of 1e3-magnitude logits are ~1e3 (see assert_close).
-    assert_close("cross_entropy", case, "loss", ya, yt, magnitude=magnitude)
+    # Losses of 1e3-magnitude logits are ~1e3: atol scales with them (see assert_close).
+    assert_close("cross_entropy", case, "loss", ya, yt)
     assert_grads("cross_entropy", case, [("logits", la, lt)])
     assert attn.cross_entropy_count(attn.tensor(targets), ignore_index) == int((targets != ignore_index).sum())
 

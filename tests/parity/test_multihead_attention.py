@@ -1,7 +1,9 @@
-"""attn.nn.MultiheadAttention vs torch.nn.MultiheadAttention(batch_first=True) with
+"""attn._attn.nn.MultiheadAttention (attn's native module: batch-first, int32 key_keep_mask) vs
+torch.nn.MultiheadAttention(batch_first=True) with
 identical weights: outputs, attention weights (per head and averaged), and the gradients
 of query, key, value and every parameter. Masks: key_padding_mask (torch True = ignore,
-attn nonzero = keep), float attn_mask (T, S) = attn_bias."""
+attn key_keep_mask nonzero = keep), float attn_mask (T, S) = attn_bias. attn.nn.MultiheadAttention,
+which takes PyTorch's arguments and masks, is tested in test_torch_conventions.py."""
 import numpy as np
 import pytest
 import torch
@@ -10,13 +12,11 @@ import attn
 from parity import assert_close, randn, to_attn, to_torch
 
 OP = "multihead_attention"
-# The fused online softmax sums in another order than torch's materialised one: the
-# suite's own tolerance (outputs and gradients), a little above parity.py's default.
-ATOL, RTOL = 2e-5, 2e-4
 
 
 def make_pair(embed_dim, heads, kdim=0, vdim=0, bias=True, seed=0):
-    a = attn.nn.MultiheadAttention(embed_dim, heads, kdim=kdim, vdim=vdim, bias=bias, seed=seed)
+    # attn's native module (batch-first, int32 key_keep_mask); test_torch_conventions.py tests attn.nn's.
+    a = attn._attn.nn.MultiheadAttention(embed_dim, heads, kdim=kdim, vdim=vdim, bias=bias, seed=seed)
     t = torch.nn.MultiheadAttention(embed_dim, heads, bias=bias, batch_first=True,
                                     kdim=kdim or None, vdim=vdim or None)
     a_params = a.named_parameters()
@@ -49,7 +49,7 @@ def run_case(a, t, q, k, v, *, lengths=None, kpm_ignore=None, attn_mask=None, ne
         kwargs["key_lengths"] = to_attn(np.array(lengths, dtype=np.int32))
         kpm_ignore = np.arange(S)[None, :] >= np.array(lengths)[:, None]
     elif kpm_ignore is not None:
-        kwargs["key_padding_mask"] = to_attn((~kpm_ignore).astype(np.int32))
+        kwargs["key_keep_mask"] = to_attn((~kpm_ignore).astype(np.int32))
     if attn_mask is not None:
         kwargs["attn_bias"] = to_attn(attn_mask)
     out_a, w_a = a(qa, ka, va, need_weights=need_weights, average_weights=average, **kwargs)
@@ -70,9 +70,9 @@ def run_case(a, t, q, k, v, *, lengths=None, kpm_ignore=None, attn_mask=None, ne
 
     case = f"same={same or 'none'} lengths={lengths} kpm={kpm_ignore is not None} mask={attn_mask is not None} " \
            f"weights={need_weights} average={average}"
-    assert_close(OP, case, "out", out_a, out_t, ATOL, RTOL)
+    assert_close(OP, case, "out", out_a, out_t)
     if need_weights:
-        assert_close(OP, case, "weights", w_a, w_t, ATOL, RTOL)
+        assert_close(OP, case, "weights", w_a, w_t)
     else:
         assert w_a is None
     inputs = [("query", qa, qt)]
@@ -81,10 +81,10 @@ def run_case(a, t, q, k, v, *, lengths=None, kpm_ignore=None, attn_mask=None, ne
         if same != "kv":
             inputs.append(("value", va, vt))
     for name, xa, xt in inputs:
-        assert_close(OP, case, f"grad {name}", xa.grad, xt.grad, ATOL, RTOL)
+        assert_close(OP, case, f"grad {name}", xa.grad, xt.grad)
     t_params = dict(t.named_parameters())
     for name, p in a.named_parameters().items():
-        assert_close(OP, case, f"grad {name}", p.grad, t_params[name].grad, ATOL, RTOL)
+        assert_close(OP, case, f"grad {name}", p.grad, t_params[name].grad)
     a.zero_grad()
     t.zero_grad()
 
@@ -130,7 +130,7 @@ def test_torch_weights_load_into_attn():
     """A state_dict from a torch module (its own initialisation) copies in unchanged."""
     torch.manual_seed(0)
     t = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-    a = attn.nn.MultiheadAttention(8, 2)
+    a = attn._attn.nn.MultiheadAttention(8, 2)
     a.load_parameters({k: v.detach().numpy() for k, v in t.state_dict().items()})
     x = randn(11, 2, 3, 8)
     run_case(a, t, x, x, x, same="self", need_weights=True)
@@ -138,8 +138,8 @@ def test_torch_weights_load_into_attn():
 
 def test_errors():
     with pytest.raises(ValueError, match="embed_dim=10 is not divisible by num_heads=3"):
-        attn.nn.MultiheadAttention(10, 3)
-    a = attn.nn.MultiheadAttention(16, 4)
+        attn._attn.nn.MultiheadAttention(10, 3)
+    a = attn._attn.nn.MultiheadAttention(16, 4)
     k = to_attn(randn(1, 2, 7, 16))
     with pytest.raises(attn.ShapeError, match=r"multihead_attention: 'query' expected \(B, T, D=16\), got \(2, 5, 8\)"):
         a(to_attn(randn(1, 2, 5, 8)), k, k)

@@ -174,7 +174,7 @@ def test_nn_cell_modules(kind):
     if kind == "gru":
         ya, yt = ac(xa, to_attn(h)), tc(xt, torch.tensor(h))
     else:
-        ya, yt = ac(xa, to_attn(h), to_attn(c))[0], tc(xt, (torch.tensor(h), torch.tensor(c)))[0]
+        ya, yt = ac(xa, (to_attn(h), to_attn(c)))[0], tc(xt, (torch.tensor(h), torch.tensor(c)))[0]
     attn.backward(ya, dy)
     yt.backward(torch.tensor(dy))
     case = f"nn.{kind}"

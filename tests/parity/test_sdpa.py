@@ -29,7 +29,7 @@ def build(option, B, T, S):
     if option == "padding_mask":
         m = (rng(3).random((B, S)) > 0.3).astype(np.int32)
         m[0] = 0  # batch item 0 has no key at all
-        kw["key_padding_mask"] = attn.tensor(m)
+        kw["key_keep_mask"] = attn.tensor(m)
         keep &= torch.tensor(m != 0)[:, None, None, :]
     if "causal" in option:
         kw["causal"] = True

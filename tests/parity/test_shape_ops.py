@@ -115,3 +115,17 @@ def test_gather_rows(n, index):
 def test_split_sizes_must_sum():
     with pytest.raises(attn.ShapeError, match=r"split: 'x' expected \(2, N=4\)"):
         attn.split(attn.zeros([2, 5]), [2, 2])
+
+
+@pytest.mark.parametrize("shapes", [((2, 3, 4), (6, 4)), ((1, 5, 2), (5, 2)), ((4,), (2, 1, 2)), ((1, 1), ())])
+def test_reshape(shapes):
+    before, after = shapes
+    x, dy = randn(40, *before), randn(41, *after)
+    xa, xt = to_attn(x, True), to_torch(x, True)
+    ya, yt = attn.reshape(xa, list(after)), xt.reshape(after)
+    attn.backward(ya, dy)
+    yt.backward(torch.tensor(dy))
+    assert_close("shape_ops", f"{before}->{after}", "reshape output", ya, yt)
+    assert_grads("shape_ops", f"{before}->{after}", [("x", xa, xt)])
+    with pytest.raises(attn.ShapeError, match=r"reshape: 'shape' \(7\) holds 7 elements"):
+        attn.reshape(xa, [7])

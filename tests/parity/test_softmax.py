@@ -50,8 +50,8 @@ def test_softmax(name, shape, mask_kind, magnitude):
     case = f"shape={shape} mask={mask_kind} magnitude={magnitude}"
     out = ya.numpy()
     assert not np.isnan(out).any(), f"{name} [{case}]: NaN in output"
-    # log_softmax of 1e3-magnitude inputs gives values ~1e3 (see assert_close).
-    assert_close(name, case, "output", ya, yt, magnitude=magnitude if name == "log_softmax" else 1.0)
+    # log_softmax of 1e3-magnitude inputs gives values ~1e3: atol scales with them (see assert_close).
+    assert_close(name, case, "output", ya, yt)
     assert_grads(name, case, [("x", xa, xt)])
     if mask is not None:
         assert np.all(out[mask == 0] == 0), f"{name} [{case}]: masked positions must be exactly 0"

@@ -1,4 +1,5 @@
-"""attn.nn Transformer blocks vs torch.nn.TransformerEncoderLayer / TransformerDecoderLayer
+"""attn._attn.nn Transformer blocks (attn's native ones; attn.nn's torch-convention layers are in
+test_torch_conventions.py) vs torch.nn.TransformerEncoderLayer / TransformerDecoderLayer
 (batch_first=True, dropout 0) with one state_dict copied from torch into attn: outputs and
 the gradients of the inputs (x, memory) and of every parameter. norm_first True/False, relu
 and gelu; padding as key_lengths / memory_lengths (attn) = key_padding_mask (torch, True =
@@ -14,8 +15,6 @@ import attn
 from parity import assert_close, randn, to_attn, to_torch
 
 OP = "transformer"
-# Sums of a few fused softmax/GEMM results through layer norms: the MHA suite's tolerance.
-ATOL, RTOL = 2e-5, 2e-4
 D, H, FFN = 16, 4, 24
 
 
@@ -47,10 +46,10 @@ def causal_mask(T):
 
 def compare_grads(case, a_module, t_module, pairs):
     for name, a_t, t_t in pairs:
-        assert_close(OP, case, f"d{name}", a_t.grad, t_t.grad, ATOL, RTOL)
+        assert_close(OP, case, f"d{name}", a_t.grad, t_t.grad)
     a_params = a_module.state_dict()
     for name, p in t_module.named_parameters():
-        assert_close(OP, case, f"d{name}", a_params[name].grad, p.grad, ATOL, RTOL)
+        assert_close(OP, case, f"d{name}", a_params[name].grad, p.grad)
 
 
 def backward_both(out_a, out_t, seed):
@@ -66,7 +65,7 @@ def test_encoder_layer(norm_first, activation, causal):
     torch.manual_seed(0)
     t = torch.nn.TransformerEncoderLayer(D, H, dim_feedforward=FFN, dropout=0.0, activation=activation,
                                          batch_first=True, norm_first=norm_first)
-    a = attn.nn.TransformerEncoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
+    a = attn._attn.nn.TransformerEncoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
     copy_torch_into_attn(t, a, 10)
     B, S = 3, 5
     lengths = [5, 2, 4]
@@ -75,7 +74,7 @@ def test_encoder_layer(norm_first, activation, causal):
     out_a = a.forward(xa, to_attn(np.array(lengths, dtype=np.int32)), causal=causal)
     out_t = t(xt, src_mask=causal_mask(S) if causal else None, src_key_padding_mask=lengths_mask(lengths, S))
     case = f"encoder norm_first={norm_first} {activation} causal={causal}"
-    assert_close(OP, case, "out", out_a, out_t, ATOL, RTOL)
+    assert_close(OP, case, "out", out_a, out_t)
     backward_both(out_a, out_t, 2)
     compare_grads(case, a, t, [("x", xa, xt)])
 
@@ -86,7 +85,7 @@ def test_decoder_layer(norm_first, activation):
     torch.manual_seed(0)
     t = torch.nn.TransformerDecoderLayer(D, H, dim_feedforward=FFN, dropout=0.0, activation=activation,
                                          batch_first=True, norm_first=norm_first)
-    a = attn.nn.TransformerDecoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
+    a = attn._attn.nn.TransformerDecoderLayer(D, H, ffn=FFN, dropout=0.0, norm_first=norm_first, activation=activation)
     copy_torch_into_attn(t, a, 20)
     B, T, S = 2, 4, 6
     mem_lengths = [6, 3]
@@ -96,7 +95,7 @@ def test_decoder_layer(norm_first, activation):
     out_a = a.forward(xa, ma, to_attn(np.array(mem_lengths, dtype=np.int32)))
     out_t = t(xt, mt, tgt_mask=causal_mask(T), memory_key_padding_mask=lengths_mask(mem_lengths, S))
     case = f"decoder norm_first={norm_first} {activation}"
-    assert_close(OP, case, "out", out_a, out_t, ATOL, RTOL)
+    assert_close(OP, case, "out", out_a, out_t)
     backward_both(out_a, out_t, 5)
     compare_grads(case, a, t, [("x", xa, xt), ("memory", ma, mt)])
 
@@ -129,10 +128,10 @@ def test_stacks(norm_first):
     mem_a = a_enc.forward(sa, len_a)
     mem_t = t_enc(st, src_key_padding_mask=lengths_mask(lengths, S))
     case = f"stacks norm_first={norm_first}"
-    assert_close(OP, case, "memory", mem_a, mem_t, ATOL, RTOL)
+    assert_close(OP, case, "memory", mem_a, mem_t)
     out_a = a_dec.forward(ta, mem_a, len_a)
     out_t = t_dec(tt, mem_t, tgt_mask=causal_mask(T), memory_key_padding_mask=lengths_mask(lengths, S))
-    assert_close(OP, case, "out", out_a, out_t, ATOL, RTOL)
+    assert_close(OP, case, "out", out_a, out_t)
     backward_both(out_a, out_t, 9)
     compare_grads(case, a_dec, t_dec, [("src", sa, st), ("tgt", ta, tt)])
     compare_grads(case, a_enc, t_enc, [])
@@ -151,7 +150,7 @@ def test_causal_transformer(norm_first):
     out_a = a.forward(xa, to_attn(np.array(lengths, dtype=np.int32)))
     out_t = t_enc(xt, mask=causal_mask(T), src_key_padding_mask=lengths_mask(lengths, T))
     case = f"causal norm_first={norm_first}"
-    assert_close(OP, case, "out", out_a, out_t, ATOL, RTOL)
+    assert_close(OP, case, "out", out_a, out_t)
     backward_both(out_a, out_t, 12)
     compare_grads(case, a, t_enc, [("x", xa, xt)])
 
@@ -161,7 +160,7 @@ def test_causal_transformer(norm_first):
         y = a.step(to_attn(x[:, step:step + 1]), cache)
         with torch.no_grad():
             full = t_enc(torch.tensor(x[:, :step + 1]), mask=causal_mask(step + 1))
-        assert_close(OP, case + f" step {step}", "step", y, full[:, step:step + 1], ATOL, RTOL)
+        assert_close(OP, case + f" step {step}", "step", y, full[:, step:step + 1])
     assert cache.steps == T and cache.layers[0].self_k.shape == (B, H, T, D // H)
 
 
@@ -180,5 +179,4 @@ def test_decoder_cache_matches_torch(norm_first):
         with torch.no_grad():
             full = t_dec(torch.tensor(tgt[:, :step + 1]), torch.tensor(mem), tgt_mask=causal_mask(step + 1),
                          memory_key_padding_mask=lengths_mask(lengths, S))
-        assert_close(OP, f"decoder cache norm_first={norm_first} step {step}", "step", y, full[:, step:step + 1],
-                     ATOL, RTOL)
+        assert_close(OP, f"decoder cache norm_first={norm_first} step {step}", "step", y, full[:, step:step + 1])

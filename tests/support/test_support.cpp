@@ -1,5 +1,6 @@
 #include "test_support.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -32,11 +33,14 @@ Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed) {
                                          << expected.shape().str();
   const float* a = actual.f32();
   const float* e = expected.f32();
+  double scale = 1.0;
+  for (int64_t i = 0; i < expected.numel(); ++i)
+    if (std::isfinite(e[i])) scale = std::max(scale, std::fabs(static_cast<double>(e[i])));
   int64_t worst = -1;
   double worst_excess = 0.0;
   for (int64_t i = 0; i < actual.numel(); ++i) {
     const double err = std::fabs(static_cast<double>(a[i]) - e[i]);
-    const double allowed = atol + rtol * std::fabs(e[i]);
+    const double allowed = atol * scale + rtol * std::fabs(e[i]);
     if (std::isnan(a[i]) != std::isnan(e[i]) || err > allowed) {
       const double excess = std::isnan(err) ? 1e30 : err - allowed;
       if (worst < 0 || excess > worst_excess) {
@@ -48,7 +52,7 @@ Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed) {
   if (worst < 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "tensors differ, shape " << actual.shape().str() << ", worst flat index "
                                        << worst << ": actual " << a[worst] << ", expected " << e[worst]
-                                       << " (atol " << atol << ", rtol " << rtol << ")";
+                                       << " (allowed " << atol << " * scale " << scale << " + " << rtol << " * |expected|)";
 }
 
 namespace {
@@ -105,6 +109,11 @@ std::string data_dir() {
 bool data_file_exists(const std::string& relative_path) {
   std::error_code error;
   return std::filesystem::is_regular_file(data_dir() + "/" + relative_path, error);
+}
+
+bool data_required() {
+  const char* env = std::getenv("ATTN_REQUIRE_DATA");
+  return env != nullptr && std::string(env) == "1";
 }
 
 }  // namespace attn::testing

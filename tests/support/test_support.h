@@ -16,12 +16,19 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float 
 Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed);
 
 // The shared data sets (sst2, multi30k, tatoeba-fra-eng): $ATTN_DATA_DIR, else the build's
-// ATTN_DATA_DIR (<repo>/../shared/data by default). Tests that need a file from it call
-//   if (!data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no data";
+// ATTN_DATA_DIR (<repo>/../shared/data by default). A test that needs a file from it starts
+// with ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-dev") (below), never a bare GTEST_SKIP.
 std::string data_dir();
 bool data_file_exists(const std::string& relative_path);
+// ATTN_REQUIRE_DATA=1 in the environment (.ci/run sets it when ../shared/data exists): a data
+// test whose file is missing fails instead of skipping.
+bool data_required();
 
-// Fails with the worst index, expected and actual when |a - e| > atol + rtol |e|.
+// Fails with the worst index, expected and actual when |a - e| > atol * scale + rtol |e|, where
+// scale = max |e| over the tensor, at least 1 (as tests/parity/parity.py's assert_close):
+// float32 rounding is relative to the size of the summed terms, so an element near zero inside
+// a large tensor carries errors of the tensor's scale, and its size depends on the summation
+// order (SIMD width, BLAS kernel). atol is therefore relative to the tensor, rtol to the element.
 ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, float atol = 1e-5f,
                                          float rtol = 1e-4f);
 
@@ -38,6 +45,18 @@ struct GradcheckOptions {
                                      std::vector<Tensor> inputs, GradcheckOptions options = {});
 
 }  // namespace attn::testing
+
+// In a test body or SetUp: skips the test (ctest shows it as Skipped) when the data file is
+// missing, or fails it when data_required().
+#define ATTN_SKIP_WITHOUT_DATA(relative_path)                                                      \
+  do {                                                                                            \
+    if (!::attn::testing::data_file_exists(relative_path)) {                                      \
+      if (::attn::testing::data_required())                                                       \
+        FAIL() << "ATTN_REQUIRE_DATA is set but " << ::attn::testing::data_dir() << "/" << (relative_path) \
+               << " is missing";                                                                  \
+      GTEST_SKIP() << "no " << (relative_path) << " under " << ::attn::testing::data_dir();        \
+    }                                                                                             \
+  } while (0)
 
 // Asserts that `statement` throws `exception_type` whose message contains `substring`.
 #define EXPECT_THROW_MSG(statement, exception_type, substring)                                 \

@@ -29,7 +29,7 @@ TEST(ClassifyText, KeepsTheTokensATransformerReads) {
 class ClassifierTrainer : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!testing::data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no SST-2 data under " << testing::data_dir();
+    ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-dev");
     out_ = (fs::temp_directory_path() / ("attn_classifier_trainer_" + std::to_string(::getpid()))).string();
     fs::remove_all(out_);
   }
@@ -97,6 +97,7 @@ TEST_F(ClassifierTrainer, RunsAreReproducible) {
   o.steps = 20;
   o.eval_every = 20;
   const ClassifierTrainResult a = train_classifier(o);
+  o.overwrite = true;  // the second run replaces the first in the same folder
   const ClassifierTrainResult b = train_classifier(o);
   EXPECT_EQ(a.final_loss, b.final_loss);
   EXPECT_EQ(a.best_dev_accuracy, b.best_dev_accuracy);

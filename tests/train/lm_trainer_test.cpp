@@ -1,5 +1,7 @@
 #include "attn/train/lm_trainer.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -11,8 +13,6 @@
 namespace attn::train {
 namespace {
 namespace fs = std::filesystem;
-
-bool have_tatoeba() { return attn::testing::data_file_exists("tatoeba-fra-eng/fra.txt.gz"); }
 
 TEST(CharVocab, Utf8Characters) {
   EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
@@ -31,8 +31,8 @@ TEST(CharVocab, BuildEncodeDecode) {
 }
 
 TEST(LmTrainer, LearnsCharactersAndSamples) {
-  if (!have_tatoeba()) GTEST_SKIP() << "no Tatoeba data under " << attn::testing::data_dir();
-  const fs::path out = fs::temp_directory_path() / "attn_lm_trainer_test";
+  ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
+  const fs::path out = fs::temp_directory_path() / ("attn_lm_trainer_test_" + std::to_string(::getpid()));
   fs::remove_all(out);
   models::TransformerConfig config;
   config.d_model = 32;

@@ -1,5 +1,7 @@
 #include "attn/train/translation_trainer.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -16,10 +18,10 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string multi30k() { return attn::testing::data_dir() + "/multi30k"; }
-bool have_multi30k() { return attn::testing::data_file_exists("multi30k/raw/train.de.gz"); }
+constexpr const char* kMulti30kTrain = "multi30k/raw/train.de.gz";
 
 std::string temp_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("attn_translation_test_" + name);
+  const fs::path dir = fs::temp_directory_path() / ("attn_translation_test_" + std::to_string(::getpid()) + "_" + name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -51,7 +53,7 @@ TranslationOptions tiny_options(const std::string& out, int64_t pairs, int64_t s
 // The loss falls, and the model memorises its few training sentences: translating them
 // back scores far above the untrained model (BLEU near 0).
 void expect_learns(const std::string& kind, const nlohmann::json& config, int64_t steps) {
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
   const std::string out = temp_dir(kind);
   const TranslationResult r = train_translation(kind, config, tiny_options(out, 24, steps));
   EXPECT_EQ(r.steps_done, steps);
@@ -115,7 +117,7 @@ TEST(TranslationTrainer, TransformerLearns) {
 }
 
 TEST(TranslationTrainer, ResumeContinuesToTheRequestedSteps) {
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
   const std::string out = temp_dir("resume");
   const nlohmann::json config = {{"emb", 16}, {"hidden", 16}};
   train_translation("rnn", config, tiny_options(out, 16, 4));
@@ -151,7 +153,7 @@ TEST(TranslationTrainer, OptionErrors) {
 
 TEST(TranslationTrainer, LoadErrors) {
   EXPECT_THROW_MSG(load_translator("/nonexistent/model.safetensors"), IoError, "/nonexistent/model.safetensors");
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
   // A checkpoint whose tokenizer went missing names the missing file.
   const std::string out = temp_dir("missing_tokenizer");
   train_translation("rnn", {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));

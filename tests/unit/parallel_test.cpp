@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool have_multi30k() { return attn::testing::data_file_exists("multi30k/raw/val.de.gz"); }
+constexpr const char* kMulti30kVal = "multi30k/raw/val.de.gz";
 std::string multi30k() { return attn::testing::data_dir() + "/multi30k"; }
 
 std::vector<int32_t> row(const Tensor& t, int64_t b) {
@@ -41,7 +41,7 @@ class TempDir {
 };
 
 TEST(Parallel, LoadsValAndAliases) {
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kVal);
   const auto val = load_parallel(multi30k(), "val", "de", "en");
   EXPECT_EQ(val.src.size(), 1014u);
   EXPECT_EQ(val.tgt.size(), 1014u);
@@ -68,7 +68,7 @@ TEST(Parallel, LoadsValAndAliases) {
 }
 
 TEST(Parallel, LoadErrors) {
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kVal);
   // No Czech for test 2017.
   EXPECT_THROW_MSG(load_parallel(multi30k(), "test2017", "en", "cs"), IoError, "test_2017_flickr.cs.gz");
   EXPECT_THROW_MSG(load_parallel(multi30k(), "dev", "de", "en"), IoError,
@@ -91,7 +91,7 @@ TEST(Parallel, MismatchedSidesAreAnError) {
 }
 
 TEST(Parallel, EncodeTruncatesAndFillsEmptySides) {
-  if (!have_multi30k()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA(kMulti30kVal);
   TempDir dir;
   const auto val = load_parallel(multi30k(), "val", "de", "en", 300);
   std::vector<std::string> lines = val.src;

@@ -84,7 +84,7 @@ TEST(Sst2, SplitPaths) {
 }
 
 TEST(Sst2, RealFilesHaveThePublishedSizes) {
-  if (!testing::data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no SST-2 data under " << testing::data_dir();
+  ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-dev");
   const auto dev = read_sst2(sst2_split_path(testing::data_dir(), "dev"));
   ASSERT_EQ(dev.size(), 872u);
   int positive = 0;
@@ -132,7 +132,7 @@ TEST(Vocab, JsonRoundTripAndErrors) {
 }
 
 TEST(Vocab, RealTrainingSplit) {
-  if (!testing::data_file_exists("sst2/sentiment-dev")) GTEST_SKIP() << "no SST-2 data";
+  ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-dev");
   std::vector<std::string> texts;
   for (const auto& e : read_sst2(sst2_split_path(testing::data_dir(), "train"))) texts.push_back(e.text);
   Vocab v1 = Vocab::build(texts, {.min_freq = 1});

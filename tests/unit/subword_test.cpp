@@ -58,7 +58,8 @@ class SubwordTest : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
   void SetUp() override {
-    if (lines_.empty()) GTEST_SKIP() << "no Multi30k data under " << attn::testing::data_dir();
+    ATTN_SKIP_WITHOUT_DATA(kTrainDe);
+    ATTN_SKIP_WITHOUT_DATA(kTrainEn);
   }
   static std::string model_path() { return (dir_ / "tiny.model").string(); }
 

@@ -36,7 +36,9 @@
 #include "attn/ops/loss.h"
 #include "attn/ops/sdpa.h"
 #include "attn/parallel.h"
+#include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
+#include "attn/train/run.h"
 #include "commands.h"
 #include "common.h"
 
@@ -179,9 +181,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
     const auto t1 = Clock::now();
     backward(loss);
     const auto t2 = Clock::now();
-    train::clip_grad_norm(model.parameters(), 1.0f);
-    adam.step();
-    adam.zero_grad();
+    train::apply_gradients(adam, /*clip=*/1.0f);  // the run loop's update (train/run.h)
     const auto t3 = Clock::now();
     if (timed) {
       t_forward += std::chrono::duration<double>(t1 - t0).count();
@@ -246,6 +246,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
                  {"vocab", a.vocab}, {"len", a.len},          {"target_len", a.len + 1},
                  {"encoder", "gru"}, {"score", config.effective_score()}, {"seed", a.seed}};
   if (a.attention == "bahdanau") j["note"] = kOutputNote;
+  j["machine"] = train::machine_report().to_json();  // measured after the benchmark, as attn doctor
   print_json_or_text(a.as_json, j);
 }
 
@@ -374,6 +375,7 @@ void run_attention_bench(const AttentionBenchArgs& a) {
   if (a.kind == "sdpa") j["config"]["head_dim"] = Dh;
   if (a.kind == "mha") j["config"]["head_dim"] = Dh;
   if (a.kind == "additive") j["note"] = "heads unused; T queries over S = T keys, A = E = D = dim";
+  j["machine"] = train::machine_report().to_json();  // after the peak-RSS reading, as attn doctor
   print_json_or_text(a.as_json, j);
 }
 

@@ -49,6 +49,7 @@ void add_demo_command(CLI::App& app) {
     train::TrainOptions o = args->options;
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();
+    o.overwrite = true;  // a demo / sweep replaces the runs of its previous call
     as_usage([&] {  // before the banner: a usage error is one line
       o.validate();
       args->eval.validate();

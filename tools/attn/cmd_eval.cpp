@@ -33,7 +33,11 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
   cmd->add_option("--eval-lengths", args->lengths, "Comma-separated source lengths")->capture_default_str();
   cmd->add_option("--samples", args->options.samples, "Examples per length")->capture_default_str();
-  cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
+  cmd->add_option("--beam", args->options.beam,
+                  "Beam width, 1: greedy (default: 1 for synthetic-task checkpoints, 5 for translation checkpoints)");
+  cmd->add_option("--length-penalty", args->options.length_penalty,
+                  "Beam search: scores divided by length^this (0: none)")
+      ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
   cmd->add_option("--data", args->data, "Classifier / translation: the data folder (or its sst2/ or multi30k/)");
@@ -53,7 +57,8 @@ void add_eval_command(CLI::App& app) {
       if (args->limit < 0) throw UsageError("--limit must be >= 0");
       train::LoadedTranslator model = train::load_translator(args->model);
       train::TranslateOptions options;
-      options.beam = cmd->count("--beam") ? args->options.beam : 5;
+      options.beam = cmd->count("--beam") ? args->options.beam : 5;  // the documented Multi30k recipe
+      options.length_penalty = args->options.length_penalty;
       const std::string split = args->split.empty() ? "test2016" : args->split;
       std::string dir = args->data;
       if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
@@ -65,8 +70,12 @@ void add_eval_command(CLI::App& app) {
         j["split"] = split;
         j["sentences"] = e.sentences;
         j["beam"] = options.beam;
+        j["length_penalty"] = options.length_penalty;
         j["seconds"] = e.seconds;
-        j["model"] = model.info.kind;
+        j["model"] = args->model;
+        j["kind"] = model.info.kind;
+        j["score"] = e.bleu;
+        j["metric"] = "bleu";
         std::printf("%s\n", j.dump(2).c_str());
       } else {
         std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
@@ -83,7 +92,13 @@ void add_eval_command(CLI::App& app) {
       const auto examples = data::read_sst2(data::sst2_split_path(args->data, args->split));
       const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, loaded.vocab, examples, args->batch);
       if (args->json) {
-        std::printf("%s\n", train::classifier_eval_json(e).c_str());
+        nlohmann::json j = nlohmann::json::parse(train::classifier_eval_json(e));
+        j["model"] = args->model;
+        j["kind"] = loaded.model->kind();
+        j["split"] = args->split;
+        j["score"] = e.accuracy;
+        j["metric"] = "accuracy";
+        std::printf("%s\n", j.dump(2).c_str());
       } else {
         std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
                     args->split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
@@ -93,7 +108,19 @@ void add_eval_command(CLI::App& app) {
     train::LoadedModel loaded = train::load_checkpoint(args->model);
     auto rows = train::evaluate(*loaded.model, data::parse_task(loaded.info.task), args->options);
     if (args->json) {
-      std::printf("%s\n", train::accuracy_json(rows).c_str());
+      // The score: token accuracy averaged over the evaluated lengths.
+      nlohmann::json j = nlohmann::json::parse(train::accuracy_json(rows));
+      double mean = 0.0;
+      for (const auto& r : rows) mean += r.token_accuracy / static_cast<double>(rows.size());
+      j["model"] = args->model;
+      j["attention"] = loaded.info.config.attention;
+      j["beam"] = args->options.beam;
+      j["length_penalty"] = args->options.length_penalty;
+      j["samples"] = args->options.samples;
+      j["seed"] = args->options.seed;
+      j["score"] = mean;
+      j["metric"] = "mean token accuracy over the lengths";
+      std::printf("%s\n", j.dump(2).c_str());
     } else {
       std::printf("%s", accuracy_table({loaded.info.config.attention}, {rows}).c_str());
     }

@@ -102,6 +102,7 @@ void add_sweep_command(CLI::App& app) {
     train::TrainOptions o = args->options;
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();
+    o.overwrite = true;  // a demo / sweep replaces the runs of its previous call
     run_comparison(attentions, args->config, o, args->eval, args->out);
     std::fprintf(stderr, "results: %s/results.csv, results.json, accuracy_vs_length.png/.svg\n", args->out.c_str());
   });

@@ -15,8 +15,11 @@ namespace attn::cli {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-// Ctrl-C stopped the work after saving: exit code 130.
-struct Interrupted : std::exception {};
+// A signal stopped the work after saving: exit code 128 + the signal (SIGINT 130, SIGTERM 143,
+// SIGHUP 129), as a shell reports a process killed by it.
+struct Interrupted : std::exception {
+  int exit_code = 130;
+};
 
 inline bool cmd_beam_invalid(int beam) { return beam < 1; }
 

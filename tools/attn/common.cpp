@@ -110,15 +110,19 @@ std::vector<int> parse_lengths(const std::string& text) {
 
 namespace {
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) {
-  if (g_interrupted.exchange(true)) std::_Exit(130);
+std::atomic<int> g_signal{0};
+extern "C" void on_interrupt(int signal) {
+  if (g_interrupted.exchange(true)) std::_Exit(128 + signal);
+  g_signal.store(signal);
 }
 }  // namespace
 
 const std::atomic<bool>& install_interrupt_flag() {
-  std::signal(SIGINT, on_interrupt);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_interrupt);
   return g_interrupted;
 }
+
+int interrupt_signal() { return g_signal.load(); }
 
 std::string accuracy_table(const std::vector<std::string>& names,
                            const std::vector<std::vector<train::LengthAccuracy>>& results) {

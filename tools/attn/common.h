@@ -41,8 +41,11 @@ void as_usage(Fn&& fn) {
   }
 }
 
-// Ctrl-C sets the returned flag (a second Ctrl-C exits at once).
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP set the returned flag; a second signal exits at once
+// with 128 + its number.
 const std::atomic<bool>& install_interrupt_flag();
+// The signal that set the flag (SIGINT, SIGTERM, SIGHUP); 0 when none did.
+int interrupt_signal();
 
 // Markdown table: one row per length, one column pair per model.
 std::string accuracy_table(const std::vector<std::string>& names,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/error.h"
+#include "attn/version.h"
 #include "commands.h"
 
 namespace {
@@ -94,7 +95,7 @@ int main(int argc, char** argv) {
     }
   }
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
-  app.set_version_flag("--version", "attn 0.1.0");
+  app.set_version_flag("--version", std::string("attn ") + attn::version() + " (commit " + attn::build_commit() + ")");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
   refuse_out_of_range_integers(app);
@@ -109,8 +110,8 @@ int main(int argc, char** argv) {
     status = app.exit(e);
   } catch (const CLI::ParseError& e) {
     return usage_error(app, e, argc, argv);
-  } catch (const attn::cli::Interrupted&) {
-    return 130;
+  } catch (const attn::cli::Interrupted& e) {
+    return e.exit_code;
   } catch (const attn::cli::UsageError& e) {
     std::fprintf(stderr, "attn: usage error: %s\n", without_json_prefix(e.what()).c_str());
     return 2;

@@ -1,7 +1,10 @@
 #include "train_text_tasks.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -21,14 +24,45 @@ std::string task_data_dir(const std::string& data, const std::string& task_dir, 
   return data;
 }
 
+}  // namespace
+
 void report_interrupt(bool interrupted, int64_t steps, const std::string& out) {
   if (!interrupted) return;
-  std::fprintf(stderr, "attn: interrupted at step %lld; saved %s/last.safetensors (continue with --resume)\n",
+  const int signal = interrupt_signal();
+  const char* name = signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "SIGINT";
+  std::fprintf(stderr, "attn: interrupted (%s) at step %lld; saved %s/last.safetensors (continue with --resume)\n", name,
                static_cast<long long>(steps), out.c_str());
-  throw Interrupted();
+  Interrupted stop;
+  stop.exit_code = 128 + (signal ? signal : SIGINT);
+  throw stop;
 }
 
-}  // namespace
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()), line;
+  for (char c : all) line += c == '\0' ? ' ' : c;
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line;
+}
+
+void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
+  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors (bit-identical to an uninterrupted run)");
+  cmd->add_flag("--overwrite", o.overwrite, "Replace the run that --out holds (its models, log and tokenizer)");
+  cmd->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time, validation excluded (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--save-every", o.save_every_minutes,
+                  "Write last.safetensors every N minutes, so a killed run loses at most that much (0: only at the end)")
+      ->capture_default_str();
+}
+
+void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
+  to.out_dir = from.out_dir;
+  to.resume = from.resume;
+  to.overwrite = from.overwrite;
+  to.max_minutes = from.max_minutes;
+  to.save_every_minutes = from.save_every_minutes;
+  to.provenance = from.provenance;
+}
 
 void add_text_task_options(CLI::App* cmd, TextTaskArgs& a) {
   const char* group = "Translation and language model";
@@ -43,8 +77,6 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a) {
   cmd->add_option("--max-sentences", a.max_sentences, "--task translate: sentences per batch at most")
       ->capture_default_str()->group(group);
   cmd->add_option("--label-smoothing", a.label_smoothing, "--task translate: label smoothing epsilon")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--max-minutes", a.max_minutes, "--task translate|charlm: stop after this much training (0: off)")
       ->capture_default_str()->group(group);
   cmd->add_option("--eval-sentences", a.eval_sentences, "--task translate|charlm: validation sentences (0: all)")
       ->capture_default_str()->group(group);
@@ -98,7 +130,6 @@ void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train:
   o.max_tokens = a.max_tokens;
   o.max_sentences = a.max_sentences;
   o.steps = given("--steps") ? t.steps : 10000;
-  o.max_minutes = a.max_minutes;
   o.lr = given("--lr") ? t.lr : (transformer ? 7e-4f : 1e-3f);
   o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "inverse_sqrt";
   o.warmup = given("--warmup") ? t.warmup : (transformer ? 1000 : 200);
@@ -108,8 +139,7 @@ void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train:
   o.log_every = given("--log-every") ? t.log_every : 100;
   o.eval_every = given("--eval-every") ? t.eval_every : 1000;
   o.eval_sentences = a.eval_sentences;
-  o.out_dir = t.out_dir;
-  o.resume = t.resume;
+  copy_run_controls(t, o);
   nlohmann::json config;
   if (transformer) {
     config = transformer_config(cmd, c, t, s, a);
@@ -154,7 +184,6 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
   o.train_limit = s.train_limit;
   o.batch = t.batch;
   o.steps = given("--steps") ? t.steps : 3000;
-  o.max_minutes = a.max_minutes;
   o.lr = given("--lr") ? t.lr : 1e-3f;
   o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
   o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(200, o.steps / 10);  // short runs still decay
@@ -163,8 +192,7 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
   o.log_every = given("--log-every") ? t.log_every : 100;
   o.eval_every = given("--eval-every") ? t.eval_every : 500;
   o.eval_sentences = given("--eval-sentences") ? a.eval_sentences : 2000;
-  o.out_dir = t.out_dir;
-  o.resume = t.resume;
+  copy_run_controls(t, o);
   nlohmann::json j = transformer_config(cmd, c, t, s, a);
   j.erase("encoder_layers");
   j["decoder_layers"] = given("--dec-layers") ? a.decoder_layers : 4;

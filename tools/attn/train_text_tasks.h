@@ -20,7 +20,6 @@ struct TextTaskArgs {
   int64_t max_tokens = 4096;
   int max_sentences = 128;
   float label_smoothing = 0.1f;
-  double max_minutes = 0.0;
   int64_t eval_sentences = 0;
   int encoder_layers = 3, decoder_layers = 3;
   std::string norm = "pre";
@@ -29,7 +28,7 @@ struct TextTaskArgs {
 };
 
 // Adds --src --tgt --tokenizer --vocab-size --max-tokens --max-sentences --label-smoothing
-// --max-minutes --eval-sentences --enc-layers --dec-layers --norm --positions --activation.
+// --eval-sentences --enc-layers --dec-layers --norm --positions --activation.
 void add_text_task_options(CLI::App* cmd, TextTaskArgs& args);
 
 // The shared options the two runs read besides their own.
@@ -37,6 +36,17 @@ struct SharedTrainArgs {
   std::string model, data;
   int64_t d_model = 256, ffn = 1024, train_limit = 0;
 };
+
+// --resume, --max-minutes, --save-every: how every task's run is stopped, saved and continued.
+void add_run_control_options(CLI::App* cmd, train::RunOptions& options);
+// Copies those, --out and the provenance of this command line from `from` into `to`.
+void copy_run_controls(const train::RunOptions& from, train::RunOptions& to);
+
+// After a run: when it was interrupted, says so (naming the signal) and throws Interrupted
+// with exit code 128 + the signal.
+void report_interrupt(bool interrupted, int64_t steps, const std::string& out);
+// This process's command line, arguments joined by spaces (for the run's provenance).
+std::string command_line();
 
 void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
                      const SharedTrainArgs& shared, const TextTaskArgs& a);

@@ -2,7 +2,11 @@
 // The one doorway to BLAS. Row-major single-precision GEMM:
 //   C (M, N) = alpha * op(A) (M, K) * op(B) (K, N) + beta * C
 // with op(X) = X or Xᵀ. Leading dimensions are row strides in elements.
+// BLAS threads follow attn::num_threads().
 #include <cstdint>
+#include <string>
+
+#include "attn/cpu.h"
 
 namespace attn::kernels {
 
@@ -15,6 +19,40 @@ void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, 
                   float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
                   int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c);
 
-void blas_set_num_threads(int n);
+// ---- Which OpenBLAS kernels run (OpenBLAS "core types") ----------------------------------------
+// Debian's OpenBLAS 0.3.21 picks its kernels from a table of CPU models; a model it does not
+// know (a newer Xeon) gets the generic SSE3 "Prescott" kernels, 4-5x slower. attn picks from
+// the CPU's features instead, and re-initialises OpenBLAS with that core when OpenBLAS's own
+// pick is below it, at load time. A user's OPENBLAS_CORETYPE always wins.
+
+// The best OpenBLAS 0.3.21 core whose kernels the CPU can run; "" when not x86.
+// Features only, never the model number: a future CPU gets the best its features allow.
+const char* blas_core_for(const CpuFeatures& cpu);
+// The vector ISA an OpenBLAS core name's kernels use, as a rank (case-insensitive):
+// 0 SSE2, 1 SSE3, 2 SSSE3, 3 SSE4, 4 AVX, 5 AVX2, 6 AVX-512, 7 AVX-512 BF16, 8 AMX; -1 unknown.
+int blas_core_level(const std::string& core);
+// The highest of those ranks whose instructions this CPU (and its OS) can run; -1 not x86.
+// blas_core_for may pick a lower-ranked core that measured faster (Core2 for SSE4).
+int blas_cpu_level(const CpuFeatures& cpu);
+// Whether attn should replace OpenBLAS's pick `detected` by `best`: never when the user set
+// OPENBLAS_CORETYPE (user_coretype non-null), nor for a pick attn does not know (a newer
+// OpenBLAS may know better), else when `detected` ranks below `best`.
+bool blas_core_should_switch(const char* user_coretype, const std::string& detected, const std::string& best);
+
+struct BlasCoreState {
+  std::string library;      // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." (openblas_get_config)
+  std::string detected;     // OpenBLAS's pick when it loaded (from its model table or OPENBLAS_CORETYPE)
+  std::string best;         // blas_core_for(this CPU)
+  int cpu_level = -1;       // blas_cpu_level(this CPU)
+  std::string active;       // the kernels in use now (openblas_get_corename)
+  bool user_set = false;    // OPENBLAS_CORETYPE was set when attn loaded
+  std::string user_value;   // its value
+  bool user_value_known = false;  // it names a core this OpenBLAS has
+  bool switched = false;    // attn re-initialised OpenBLAS with `best`
+  std::string switch_error; // why attn could not switch (no DYNAMIC_ARCH OpenBLAS), else ""
+};
+// Applies the choice on the first call (done at load time by a static initialiser) and
+// returns what happened.
+const BlasCoreState& blas_core_state();
 
 }  // namespace attn::kernels

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/random.h"
 #include "attn/tensor.h"
 
 namespace attn::nn {
@@ -68,6 +69,13 @@ class Module {
   // parameters as "<name>.<...>". The child must outlive this module. ValueError for
   // a bad or duplicate name, registering a module into itself or twice.
   Module& register_module(const std::string& name, Module& child);
+  // Registers a random stream that training draws from (dropout masks, hard attention's
+  // samples), so a run checkpoint can save and restore it: --resume then continues the
+  // very stream an uninterrupted run would use. `rng` must live as long as this module.
+  void register_random_stream(const std::string& name, Rng& rng);
+  // Every registered stream of this module and its children, names joined with '.'
+  // like named_parameters() ("encoder.dropout.rng").
+  std::vector<std::pair<std::string, Rng*>> named_random_streams() const;
 
  protected:
   // Hook for subclasses that must react to train()/eval(); called after the flag changed.
@@ -79,6 +87,7 @@ class Module {
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix) const;
 
   std::vector<std::pair<std::string, Tensor>> parameters_;
+  std::vector<std::pair<std::string, Rng*>> random_streams_;
   std::vector<std::pair<std::string, Module*>> children_;
   std::string prefix_;  // "encoder.rnn." once registered under encoder.rnn
   Module* parent_ = nullptr;

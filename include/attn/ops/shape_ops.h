@@ -22,6 +22,10 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes);
 // stacks its T steps of (B, D) into (T, B, D). Backward: part t gets dy[t].
 Tensor stack_rows(const std::vector<Tensor>& parts);
 
+// x with the dimensions `shape` (a copy; the same numel, float32): (T, B, H) -> (T·B, H),
+// (1, B, H) -> (B, H). Backward: dx += dy, element for element.
+Tensor reshape(const Tensor& x, const Shape& shape);
+
 // Swaps the last two dimensions (a copy): x (..., M, N) gives (..., N, M), rank >= 2.
 Tensor transpose_last2(const Tensor& x);
 

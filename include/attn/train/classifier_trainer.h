@@ -4,6 +4,7 @@
 //
 // A run directory holds:
 //   model.safetensors  the model with the best dev accuracy so far
+//   last.safetensors   the latest model with optimizer state, for --resume
 //   log.jsonl          one JSON object per logging step ({"step", "epoch", "loss", "accuracy",
 //                      "examples_per_s", "lr", "elapsed_s"}) and per evaluation
 //                      ({"step", "dev_accuracy", "dev_loss", "elapsed_s"})
@@ -23,11 +24,12 @@
 #include "attn/data/sst2.h"
 #include "attn/data/vocab.h"
 #include "attn/models/classifier.h"
-#include "attn/train/schedule.h"
+#include "attn/train/run.h"
 
 namespace attn::train {
 
-struct ClassifierTrainOptions {
+// The run options (run.h) with the classifier's defaults, and the task's own.
+struct ClassifierTrainOptions : RunOptions {
   std::string data_dir;          // the folder holding sst2/ (or sst2/ itself); required
   std::string model = "bilstm";  // classifier kind (models::classifier_kinds())
   // The model's configuration fields (e.g. {"emb": 300, "hidden": 150, "dropout": 0.5});
@@ -35,27 +37,19 @@ struct ClassifierTrainOptions {
   nlohmann::json model_config = nlohmann::json::object();
   int min_freq = 1;              // vocabulary: words seen at least this often in train
   int64_t max_size = 0;          // vocabulary: at most this many entries (0 = all)
-  int epochs = 3;                // used when steps == 0
-  int64_t steps = 0;             // > 0: train exactly this many steps (wins over epochs)
   int batch = 64;
-  float lr = 1e-3f;
-  float weight_decay = 0.0f;     // > 0: AdamW with this decoupled decay; 0: Adam
-  std::string lr_schedule = "constant";  // attn/train/schedule.h kinds
-  int64_t warmup = 0;
-  bool warmup_is_default = false;  // true: at most a tenth of the run (short runs keep a decay)
-  float clip = 5.0f;             // global gradient norm; 0 = off
-  uint64_t seed = 1;             // shuffling, initialisation, dropout
-  int64_t log_every = 50;
-  int64_t eval_every = 0;        // dev evaluation every N steps; 0 = once per epoch; always at the end
   // Length bucketing: each epoch's shuffled order is cut into pools of bucket·batch
   // examples, sorted by length within a pool, cut into batches, and the batches shuffled.
   int bucket = 50;
   int64_t train_limit = 0;       // use only the first N training examples (0 = all)
   int64_t dev_limit = 0;         // evaluate on the first N dev examples (0 = all)
-  std::string out_dir;           // required
-  std::FILE* progress = stderr;  // nullptr: silent
-  const std::atomic<bool>* stop = nullptr;  // checked between steps; true: save and return
 
+  ClassifierTrainOptions() {
+    steps = 0;  // epochs × batches per epoch
+    epochs = 3;
+    clip = 5.0f;
+    eval_every = 0;  // dev evaluation once per epoch; always at the end
+  }
   void validate() const;  // ValueError naming the bad option
 };
 

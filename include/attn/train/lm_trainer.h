@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attn/models/transformer.h"
+#include "attn/train/run.h"
 
 namespace attn::train {
 
@@ -43,25 +44,21 @@ class CharVocab {
 // U+FFFD.
 std::vector<std::string> utf8_characters(const std::string& text);
 
-struct LmOptions {
+// The run options (run.h) with the LM's defaults, and the task's own.
+struct LmOptions : RunOptions {
   std::string data_dir;      // the directory holding fra.txt.gz
   int max_chars = 128;       // longer sentences are cut to this many characters
   int64_t train_limit = 0;   // first N distinct sentences only (0: all)
   int batch = 64;
-  int64_t steps = 3000;
-  double max_minutes = 0.0;  // stop (and save) after this much training time; 0: no limit
-  float lr = 1e-3f;
-  std::string lr_schedule = "cosine";
-  int64_t warmup = 200;
-  float clip = 1.0f;
-  uint64_t seed = 1;
-  int64_t log_every = 100;
-  int64_t eval_every = 500;
   int64_t eval_sentences = 2000;  // validation sentences (0: all held out)
-  std::string out_dir;
-  bool resume = false;
-  std::FILE* progress = stderr;
-  const std::atomic<bool>* stop = nullptr;
+
+  LmOptions() {
+    steps = 3000;
+    lr_schedule = "cosine";
+    warmup = 200;
+    log_every = 100;
+    eval_every = 500;
+  }
   void validate() const;
 };
 

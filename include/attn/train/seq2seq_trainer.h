@@ -5,7 +5,7 @@
 // A run directory holds:
 //   model.safetensors  the best model so far (by validation token accuracy)
 //   last.safetensors   the latest model with optimizer state, for --resume
-//   log.jsonl          one JSON object per logging step / validation
+//   log.jsonl          one JSON object per logging step / validation (run.h)
 // Both checkpoints carry the JSON document of CheckpointInfo under the metadata key
 // "attn" (configuration, task, vocabulary, training progress).
 #include <atomic>
@@ -19,38 +19,24 @@
 #include "attn/data/tasks.h"
 #include "attn/models/seq2seq.h"
 #include "attn/train/optimizer.h"
-#include "attn/train/schedule.h"
+#include "attn/train/run.h"
 
 namespace attn::train {
 
-struct TrainOptions {
+// The run options (run.h: steps, lr, schedule, clip, seed, log and eval intervals,
+// --max-minutes, --save-every, out_dir, resume, progress, stop) and the task's own.
+struct TrainOptions : RunOptions {
   std::string task = "copy";
   int min_len = 5;
   int max_len = 80;
-  int64_t steps = 1500;
   int batch = 64;
-  float lr = 1e-3f;
-  // Learning-rate schedule over `steps` (attn/train/schedule.h): constant, cosine,
-  // linear_warmup_decay or inverse_sqrt, with `warmup` linear warm-up steps.
-  std::string lr_schedule = "constant";
-  int64_t warmup = 0;
-  float clip = 1.0f;        // global gradient norm; 0 = no clipping
-  uint64_t seed = 1;        // batches, initialisation, validation set
-  int64_t log_every = 50;
-  int64_t eval_every = 250;  // validation (greedy decoding) every N steps and at the end
   int eval_samples = 200;    // validation set size, lengths drawn like training
   // Length bucketing (a "maxi-batch"): draw bucket·batch examples at once, sort them by
   // length and cut them into `bucket` batches taken in a seeded random order, so a batch
   // holds similar lengths and little padding. The length distribution is unchanged. 1 = off.
   int bucket = 1;
-  std::string out_dir;       // required
-  bool resume = false;       // continue from out_dir/last.safetensors
-  std::FILE* progress = stderr;  // nullptr: silent
-  // Checked between steps; when it becomes true the run saves and returns.
-  const std::atomic<bool>* stop = nullptr;
 
   void validate() const;  // ValueError / naming the bad option
-  LrSchedule schedule() const;  // the learning-rate schedule these options describe
 };
 
 struct TrainResult {
@@ -95,6 +81,7 @@ struct EvalOptions {
   std::vector<int> lengths = {5, 10, 20, 40, 80};
   int samples = 500;  // per length
   int beam = 1;       // 1: greedy; > 1: beam width
+  float length_penalty = 1.0f;  // beam: scores divided by length^length_penalty
   uint64_t seed = 12345;
   int batch = 100;
 

@@ -25,10 +25,12 @@
 
 #include "attn/data/subword.h"
 #include "attn/models/translator.h"
+#include "attn/train/run.h"
 
 namespace attn::train {
 
-struct TranslationOptions {
+// The run options (run.h) with translation's defaults, and the task's own.
+struct TranslationOptions : RunOptions {
   std::string data_dir;            // required
   std::string src_lang = "de", tgt_lang = "en";
   std::string tokenizer;           // an existing SentencePiece model; empty: train one (shared)
@@ -37,22 +39,16 @@ struct TranslationOptions {
   int64_t train_limit = 0;         // the first N training pairs only (0: all)
   int64_t max_tokens = 4096;       // padded tokens per batch (source + target)
   int max_sentences = 128;         // rows per batch
-  int64_t steps = 10000;
-  double max_minutes = 0.0;        // stop (and save) after this much training time; 0: no limit
-  float lr = 1e-3f;
-  std::string lr_schedule = "inverse_sqrt";
-  int64_t warmup = 1000;
-  float clip = 1.0f;
   float label_smoothing = 0.1f;
-  uint64_t seed = 1;
-  int64_t log_every = 100;
-  int64_t eval_every = 1000;       // validation BLEU (greedy) every N steps and at the end
   int64_t eval_sentences = 0;      // validation sentences (0: the whole val split)
-  std::string out_dir;             // required
-  bool resume = false;
-  std::FILE* progress = stderr;
-  const std::atomic<bool>* stop = nullptr;
 
+  TranslationOptions() {
+    steps = 10000;
+    lr_schedule = "inverse_sqrt";
+    warmup = 1000;
+    log_every = 100;
+    eval_every = 1000;  // validation BLEU (greedy) every N steps and at the end
+  }
   void validate() const;  // ValueError naming the option
 };
 

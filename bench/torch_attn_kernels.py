@@ -1,0 +1,126 @@
+"""attn's kernels inside PyTorch models (attn.torch), against pure PyTorch, in one run.
+
+  seq2seq    bench/torch_peer.py's GRU + Bahdanau seq2seq, trained twice on the same batches
+             from the same initial weights: as it is, and with only its attention replaced by
+             attn.torch.additive_attention (the fused kernel; everything else stays torch).
+             Steps alternate between the two models; the whole training step (forward,
+             backward, clip, Adam) is timed, and the median step and the speed-up reported.
+  sdpa       softmax(q kᵀ/√Dh) v returning the weights, forward + backward: PyTorch composed
+             (torch 1.13 has no fused CPU SDPA) vs attn.torch.sdpa, at each --sdpa-lens T.
+
+  PYTHONPATH=build/python /usr/bin/python3 bench/torch_attn_kernels.py --threads 2
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_peer  # noqa: E402
+
+import attn  # noqa: E402
+import attn.torch as at  # noqa: E402
+
+
+class FusedAttentionSeq2Seq(torch_peer.Seq2Seq):
+    """torch_peer's model with attend() on attn's fused additive attention (same parameters)."""
+
+    def attend(self, query, memory, keys, mask):
+        lengths = mask.sum(1)  # the keep mask is a prefix of every row here
+        return at.additive_attention(query, keys, memory, self.w_q, self.bias, self.v, lengths)[0]
+
+
+def train_step(model, opt, batch, V):
+    src, lengths, tgt_in, tgt_out = batch
+    t0 = time.perf_counter()
+    logits = model.logits(src, lengths, tgt_in)
+    loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=torch_peer.PAD)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return time.perf_counter() - t0, loss.item()
+
+
+def bench_seq2seq(a):
+    models = {}
+    for name, cls in (("torch", torch_peer.Seq2Seq), ("attn.torch", FusedAttentionSeq2Seq)):
+        torch.manual_seed(a.seed)
+        model = cls("bahdanau", a.emb, a.hidden, a.vocab)
+        models[name] = (model, torch.optim.Adam(model.parameters(), lr=1e-3))
+    gen = torch.Generator().manual_seed(a.seed)
+    batches = [torch_peer.copy_batch(gen, a.batch, a.len) for _ in range(a.warmup + a.steps)]
+    times = {name: [] for name in models}
+    losses = {name: [] for name in models}
+    for i, batch in enumerate(batches):
+        for name, (model, opt) in models.items():
+            seconds, loss = train_step(model, opt, batch, a.vocab)
+            losses[name].append(loss)
+            if i >= a.warmup:
+                times[name].append(seconds)
+    median_ms = {name: 1e3 * statistics.median(t) for name, t in times.items()}
+    return {"bench": "seq2seq", "median_step_ms": median_ms,
+            "speedup_whole_step": median_ms["torch"] / median_ms["attn.torch"],
+            "first_loss": {n: l[0] for n, l in losses.items()}, "last_loss": {n: l[-1] for n, l in losses.items()},
+            "steps": a.steps, "warmup": a.warmup,
+            "config": {"batch": a.batch, "emb": a.emb, "hidden": a.hidden, "len": a.len, "vocab": a.vocab}}
+
+
+def bench_sdpa(a, T):
+    torch.manual_seed(a.seed)
+    B, H, Dh = 1, a.heads, a.head_dim
+    q, k, v = (torch.randn(B, H, T, Dh, requires_grad=True) for _ in range(3))
+    dout, dw = torch.randn(B, H, T, Dh), torch.randn(B, H, T, T)
+
+    def composed():
+        w = torch.softmax(q @ k.transpose(-1, -2) / Dh ** 0.5, -1)
+        return w @ v, w
+
+    def fused():
+        return at.sdpa(q, k, v)
+
+    result = {}
+    for name, fn in (("torch composed", composed), ("attn.torch", fused)):
+        times = []
+        for r in range(a.warmup + a.reps):
+            t0 = time.perf_counter()
+            out, w = fn()
+            ((out * dout).sum() + (w * dw).sum()).backward()
+            times.append(time.perf_counter() - t0)
+            q.grad = k.grad = v.grad = None
+        result[name] = 1e3 * statistics.median(times[a.warmup:])
+    return {"bench": "sdpa_with_weights", "T": T, "B": B, "H": H, "Dh": Dh, "median_fwd_bwd_ms": result,
+            "speedup": result["torch composed"] / result["attn.torch"]}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--emb", type=int, default=64)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--vocab", type=int, default=torch_peer.VOCAB)
+    p.add_argument("--len", type=int, default=40)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--sdpa-lens", default="512,2048")
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--head-dim", type=int, default=32)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    torch.set_num_threads(a.threads)
+    attn.set_num_threads(a.threads)
+    torch.set_num_interop_threads(1)
+    results = [bench_seq2seq(a)] + [bench_sdpa(a, int(T)) for T in a.sdpa_lens.split(",") if T]
+    for r in results:
+        print(json.dumps(r), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""attn.torch: attn's fused kernels inside PyTorch models (importable where torch is).
+
+    import attn.torch
+    attention = attn.torch.AdditiveAttention(query_dim=256, key_dim=256, attn_dim=256)
+    context, weights = attention(query, keys, lengths=lengths)   # torch tensors in and out
+
+Functions (torch.autograd.Function, differentiable in every float input):
+    additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None)
+        Bahdanau: e = vᵀ tanh(W_q q + k̃_s + b), masked softmax, context = Σ a_s values_s.
+        query (B, D) or (B, T, D), projected_keys (B, S, A) = keys W_kᵀ, values (B, S, E)
+        -> context (B, E) / (B, T, E), weights (B, S) / (B, T, S)
+    sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None)
+        q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dv) -> out (B, H, T, Dv), weights (B, H, T, S)
+    gru_cell(x, h, w_ih, w_hh, b_ih, b_hh) -> h'           torch.nn.GRUCell's math and layout
+    lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c')  torch.nn.LSTMCell's
+Modules: AdditiveAttention, ScaledDotProductAttention, GRUCell, LSTMCell (torch's
+parameter names for the cells, so their state dicts load into torch.nn.GRUCell/LSTMCell).
+
+Data: float inputs must be float32 CPU tensors. A CUDA tensor, or float64 / float16 data,
+is an error naming the argument (attn computes in float32 on the CPU; convert with
+.cpu() / .float() yourself). Non-contiguous tensors are made contiguous (a copy). Lengths
+are integer tensors (B), every value checked to fit int32. Each input is copied once into
+attn's own pooled storage (a memcpy; attn tensors cannot wrap foreign memory yet); outputs
+and gradients come back without a copy (torch.from_numpy over attn's buffer).
+
+Backward recomputes the op's forward on attn's tape, then runs attn's backward kernels:
+forward records nothing, so any number of calls can be in flight (a decoder's T steps)
+before torch's backward reaches them. Cost: one extra forward of the op per backward.
+Do not leave an attn-native graph pending (an attn.backward not yet called) across a
+torch backward through these functions: attn's tape is per thread and would run it too.
+"""
+try:
+    import torch
+except ImportError as error:  # pragma: no cover - depends on the machine
+    raise ImportError("attn.torch needs PyTorch (Debian: apt-get install python3-torch)") from error
+
+import numpy as np
+
+from . import _attn
+
+__all__ = ["additive_attention", "sdpa", "gru_cell", "lstm_cell", "AdditiveAttention",
+           "ScaledDotProductAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
+
+
+def to_attn(t, name, op, requires_grad=False):
+    """An attn.Tensor holding a copy of torch tensor t (float32, or integer lengths)."""
+    if t is None:
+        return None
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{op}: '{name}' must be a torch.Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise ValueError(f"{op}: '{name}' is on {t.device}; attn's kernels run on the CPU (pass {name}.cpu())")
+    if t.is_floating_point() and t.dtype != torch.float32:
+        raise TypeError(f"{op}: '{name}' must be float32 (attn computes in float32), got {t.dtype}; "
+                        f"convert with .float()")
+    if t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"{op}: '{name}' must be float32 or integer, got {t.dtype}")
+    a = _attn.tensor(t.detach().contiguous().numpy())
+    if requires_grad:
+        a.requires_grad_(True)
+    return a
+
+
+def to_torch(a):
+    """A torch tensor over attn.Tensor a's storage (no copy; it keeps the storage alive)."""
+    return None if a is None else torch.from_numpy(a.numpy())
+
+
+def as_tuple(result):
+    return tuple(result) if isinstance(result, (tuple, list)) or hasattr(result, "__iter__") else (result,)
+
+
+class AttnFunction(torch.autograd.Function):
+    """Runs attn op `call(*attn_inputs)` (returning a tuple of outputs) on torch tensors.
+
+    `differentiable` lists, per input, whether it is a float input that may get a gradient."""
+
+    @staticmethod
+    def forward(ctx, call, op, names, differentiable, *inputs):
+        ctx.call, ctx.op, ctx.names, ctx.differentiable = call, op, names, differentiable
+        ctx.save_for_backward(*inputs)
+        with _attn.no_grad():
+            outputs = call(*[to_attn(t, n, op) for t, n in zip(inputs, names)])
+        ctx.num_outputs = len(outputs)
+        return tuple(to_torch(o) for o in outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        inputs = ctx.saved_tensors
+        needs = ctx.needs_input_grad[4:]
+        attn_inputs = [to_attn(t, n, ctx.op, requires_grad=need and d)
+                       for t, n, need, d in zip(inputs, ctx.names, needs, ctx.differentiable)]
+        outputs = ctx.call(*attn_inputs)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None and o is not None and o.requires_grad]
+        if pairs:
+            seeds = [to_attn(g, "grad", ctx.op) for _, g in pairs]
+            if len(pairs) == 1:
+                _attn.backward(pairs[0][0], seeds[0])
+            else:  # one root: Σ_i sum(output_i · seed_i)
+                total = _attn.sum(_attn.mul(pairs[0][0], seeds[0]))
+                for (o, _), s in zip(pairs[1:], seeds[1:]):
+                    total = _attn.add(total, _attn.sum(_attn.mul(o, s)))
+                _attn.backward(total)
+        result = []
+        for t, a, need in zip(inputs, attn_inputs, needs):
+            if not need or a is None or not a.requires_grad:
+                result.append(None)
+            else:
+                result.append(to_torch(a.grad) if a.grad is not None else torch.zeros_like(t))
+        return (None, None, None, None) + tuple(result)
+
+
+def apply(call, op, named_inputs, differentiable):
+    names = tuple(n for n, _ in named_inputs)
+    return AttnFunction.apply(call, op, names, differentiable, *(t for _, t in named_inputs))
+
+
+def additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None):
+    def call(q, pk, vals, wq, b, vv, lens):
+        return as_tuple(_attn.additive_attention(q, pk, vals, wq, b, vv, lens, need_weights=True))
+    return apply(call, "attn.torch.additive_attention",
+                 [("query", query), ("projected_keys", projected_keys), ("values", values), ("w_q", w_q),
+                  ("bias", bias), ("v", v), ("lengths", lengths)], (True,) * 6 + (False,))
+
+
+def sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None):
+    if bias is not None and bias.requires_grad:
+        raise ValueError("attn.torch.sdpa: 'bias' requires grad, but attn's sdpa has no gradient for its bias yet")
+    def call(qa, ka, va, lens, b):
+        out, weights = _attn.sdpa(qa, ka, va, key_lengths=lens, causal=causal, bias=b,
+                                  scale=0.0 if scale is None else float(scale), need_weights=True)
+        return out, weights
+    return apply(call, "attn.torch.sdpa", [("q", q), ("k", k), ("v", v), ("key_lengths", key_lengths),
+                                           ("bias", bias)], (True, True, True, False, False))
+
+
+def gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
+    def call(*args):
+        return (_attn.gru_cell(*args),)
+    return apply(call, "attn.torch.gru_cell", [("x", x), ("h", h), ("w_ih", w_ih), ("w_hh", w_hh),
+                                               ("b_ih", b_ih), ("b_hh", b_hh)], (True,) * 6)[0]
+
+
+def lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh):
+    def call(*args):
+        return tuple(_attn.lstm_cell(*args))
+    return apply(call, "attn.torch.lstm_cell", [("x", x), ("h", h), ("c", c), ("w_ih", w_ih), ("w_hh", w_hh),
+                                                ("b_ih", b_ih), ("b_hh", b_hh)], (True,) * 7)
+
+
+class AdditiveAttention(torch.nn.Module):
+    """Bahdanau attention with attn's fused kernel. Parameters w_q (A, D), w_k (A, E),
+    bias (A), v (A), initialised as attn's additive_attention_init (Xavier, zero bias).
+
+    forward(query, keys, values=None, lengths=None, projected_keys=None) -> (context, weights)
+      query (B, D) or (B, T, D); keys (B, S, E); values default to keys; lengths (B) or None.
+      projected_keys = keys W_kᵀ (B, S, A): pass project_keys(keys) once per batch when
+      attending with many queries (a decoder's steps) to skip recomputing it."""
+
+    def __init__(self, query_dim, key_dim, attn_dim, seed=0):
+        super().__init__()
+        init = _attn.additive_attention_init(query_dim, key_dim, attn_dim, seed=seed)
+        for name in ("w_q", "w_k", "bias", "v"):
+            self.register_parameter(name, torch.nn.Parameter(torch.from_numpy(np.array(init[name].numpy()))))
+
+    def project_keys(self, keys):
+        return torch.nn.functional.linear(keys, self.w_k)
+
+    def forward(self, query, keys, values=None, lengths=None, projected_keys=None):
+        if projected_keys is None:
+            projected_keys = self.project_keys(keys)
+        return additive_attention(query, projected_keys, keys if values is None else values, self.w_q, self.bias,
+                                  self.v, lengths)
+
+
+class ScaledDotProductAttention(torch.nn.Module):
+    """softmax(q kᵀ / √Dh + bias, causal / length masks) v, returning the weights too."""
+
+    def __init__(self, causal=False):
+        super().__init__()
+        self.causal = causal
+
+    def forward(self, q, k, v, key_lengths=None, bias=None):
+        return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias)
+
+
+class CellBase(torch.nn.Module):
+    gates = 0
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        reference = (torch.nn.GRUCell if self.gates == 3 else torch.nn.LSTMCell)(input_size, hidden_size)
+        self.input_size, self.hidden_size = input_size, hidden_size
+        for name, p in reference.named_parameters():  # torch's names, shapes and initialisation
+            self.register_parameter(name, p)
+
+    def zeros(self, x):
+        return x.new_zeros(x.shape[0], self.hidden_size)
+
+
+class GRUCell(CellBase):
+    """torch.nn.GRUCell (same parameters) stepping with attn's fused GRU kernel."""
+    gates = 3
+
+    def forward(self, input, hx=None):
+        h = self.zeros(input) if hx is None else hx
+        return gru_cell(input, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+
+
+class LSTMCell(CellBase):
+    """torch.nn.LSTMCell (same parameters) stepping with attn's fused LSTM kernel."""
+    gates = 4
+
+    def forward(self, input, hx=None):
+        h, c = (self.zeros(input), self.zeros(input)) if hx is None else hx
+        return lstm_cell(input, h, c, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)

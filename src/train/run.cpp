@@ -1,0 +1,332 @@
+#include "attn/train/run.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "attn/autodiff/tape.h"
+#include "attn/error.h"
+#include "attn/parallel.h"
+#include "attn/version.h"
+#include "attn/train/checkpoint.h"
+#include "attn/train/machine_report.h"
+#include "attn/train/optimizer.h"
+#include "attn/train/progress.h"
+#include "attn/train/run_log.h"
+
+namespace attn::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json Provenance::to_json() const {
+  return {{"command_line", command_line}, {"attn_version", attn_version}, {"threads", threads}, {"machine", machine}};
+}
+
+// The `attn doctor --summary` line without its one-second sgemm measurement.
+std::string machine_summary() { return machine_report({.sgemm_seconds = 0}).summary(); }
+
+Provenance current_provenance(const std::string& command_line) {
+  return {command_line, std::string(version()) + " (" + build_commit() + ")", num_threads(), machine_summary()};
+}
+
+void RunOptions::validate() const {
+  if (steps < 0) throw ValueError("--steps must be >= 1, got " + std::to_string(steps));
+  if (steps == 0 && epochs < 1) throw ValueError("--steps must be >= 1 (or give --epochs), got 0");
+  if (epochs < 0) throw ValueError("--epochs must be >= 1, got " + std::to_string(epochs));
+  if (!(lr > 0.0f) || !std::isfinite(lr)) throw ValueError("--lr must be a positive number, got " + std::to_string(lr));
+  if (!(clip >= 0.0f)) throw ValueError("--clip must be >= 0, got " + std::to_string(clip));
+  if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay))
+    throw ValueError("--weight-decay must be >= 0, got " + std::to_string(weight_decay));
+  if (warmup < 0) throw ValueError("--warmup must be >= 0, got " + std::to_string(warmup));
+  parse_lr_schedule_kind(lr_schedule);
+  if (steps > 0) schedule(steps);
+  if (log_every < 1) throw ValueError("--log-every must be >= 1, got " + std::to_string(log_every));
+  if (eval_every < 0) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  if (!(max_minutes >= 0.0) || !std::isfinite(max_minutes)) throw ValueError("--max-minutes must be >= 0");
+  if (stop_at_step < 0) throw ValueError("stop_at_step must be >= 0, got " + std::to_string(stop_at_step));
+  if (!(save_every_minutes >= 0.0) || !std::isfinite(save_every_minutes))
+    throw ValueError("--save-every must be >= 0 minutes");
+  if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
+}
+
+LrSchedule RunOptions::schedule(int64_t total_steps) const {
+  const LrScheduleKind kind = parse_lr_schedule_kind(lr_schedule);
+  const int64_t w = cap_warmup ? std::min(warmup, total_steps / 10) : warmup;
+  if (kind != LrScheduleKind::constant && kind != LrScheduleKind::inverse_sqrt && total_steps <= w)
+    throw ValueError("--lr-schedule " + lr_schedule + ": --steps " + std::to_string(total_steps) +
+                     " must be larger than --warmup " + std::to_string(w));
+  return LrSchedule({.kind = kind, .base_lr = lr, .warmup_steps = w, .total_steps = total_steps, .min_lr = 0.0f});
+}
+
+namespace {
+
+constexpr const char* kRandomPrefix = "rng.";
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const nn::Module& module, const RunOptions& o) {
+  if (o.weight_decay > 0.0f)
+    return std::make_unique<AdamW>(module.parameters(), AdamWOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+  return std::make_unique<Adam>(module.parameters(), AdamOptions{.lr = o.lr});
+}
+
+// "run" fields every checkpoint carries besides the task's, so --resume knows where it
+// stood and with which options.
+json with_run_state(json metadata, const RunState& s, const json& options) {
+  metadata["run"] = {{"step", s.step},
+                     {"has_best", s.has_best},
+                     {"best_score", s.best_score},
+                     {"best_step", s.best_step},
+                     {"options", options}};
+  return metadata;
+}
+
+// The options a resumed run must keep, by flag.
+json checked_options(const Task& task, const RunOptions& o) {
+  json j = task.resume_checked_options();
+  j["--lr"] = o.lr;
+  j["--lr-schedule"] = o.lr_schedule;
+  j["--warmup"] = o.warmup;
+  j["--clip"] = o.clip;
+  j["--seed"] = o.seed;
+  j["--weight-decay"] = o.weight_decay;
+  return j;
+}
+
+// ValueError naming the first option that differs from the run being resumed.
+void refuse_changed_options(const io::SafetensorsFile& file, const json& now, const RunOptions& o) {
+  auto it = file.metadata.find(io::kAttnMetadataKey);
+  if (it == file.metadata.end()) return;
+  const json j = json::parse(it->second, nullptr, false);
+  if (!j.is_object() || !j.contains("run") || !j["run"].is_object() || !j["run"].contains("options")) return;
+  const json& before = j["run"]["options"];
+  auto show = [](const json& v) {
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_number_float()) return v.dump();
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v.get<double>());
+    return std::string(text);
+  };
+  for (const auto& [flag, value] : now.items())
+    if (before.contains(flag) && before[flag] != value)
+      throw ValueError("--resume: " + flag + " " + show(value) + " differs from the run in " + o.out_dir + " (" + flag +
+                       " " + show(before[flag]) + "); only --steps, --epochs, --max-minutes, --save-every, --log-every "
+                       "and --eval-every may change on resume");
+}
+
+// Prefers the "run" record; a checkpoint written before it existed has the task's own fields.
+RunState read_run_state(const io::SafetensorsFile& file, const RunState& from_task) {
+  auto it = file.metadata.find(io::kAttnMetadataKey);
+  if (it == file.metadata.end()) return from_task;
+  const json j = json::parse(it->second, nullptr, false);
+  if (!j.is_object() || !j.contains("run") || !j["run"].is_object()) return from_task;
+  const json& r = j["run"];
+  RunState s = from_task;
+  s.step = r.value("step", s.step);
+  s.has_best = r.value("has_best", s.has_best);
+  s.best_score = r.value("best_score", s.best_score);
+  s.best_step = r.value("best_step", s.best_step);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> random_stream_tensors(const nn::Module& module) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, rng] : module.named_random_streams()) {
+    const Rng::State s = rng->state();
+    std::vector<int32_t> words(8);
+    std::memcpy(words.data(), s.data(), sizeof(s));
+    out.emplace_back(kRandomPrefix + name, Tensor::from_vector(words, {8}));
+  }
+  return out;
+}
+
+void load_random_streams(const io::SafetensorsFile& file, const nn::Module& module, const std::string& path) {
+  const auto streams = module.named_random_streams();
+  // A checkpoint of an older attn has no streams at all: the run continues with fresh
+  // ones (bit-identical only without dropout and hard attention).
+  bool any = false;
+  for (const auto& [name, t] : file.tensors) any = any || name.rfind(kRandomPrefix, 0) == 0;
+  if (!any) return;
+  std::vector<Rng::State> states;
+  for (const auto& [name, rng] : streams) {
+    const Tensor* t = file.find(kRandomPrefix + name);
+    if (!t) throw IoError(path + ": no state for the random stream '" + name + "' (a checkpoint of another model?)");
+    if (t->dtype() != DType::i32 || t->numel() != 8)
+      throw IoError(path + ": random stream '" + name + "' must be 8 int32 values");
+    Rng::State s;
+    std::memcpy(s.data(), t->i32(), sizeof(s));
+    states.push_back(s);
+  }
+  for (size_t i = 0; i < streams.size(); ++i) streams[i].second->set_state(states[i]);
+}
+
+std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<void>> held;  // folders this process has locked
+  const std::lock_guard<std::mutex> guard(mutex);
+  fs::create_directories(o.out_dir);
+  const std::string key = fs::canonical(o.out_dir).string();
+  if (auto lock = held[key].lock()) return lock;
+  const std::string lock_path = (fs::path(o.out_dir) / ".attn-run.lock").string();
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw IoError(lock_path + ": cannot open the run folder's lock (" + std::strerror(errno) + ")");
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw IoError(o.out_dir + ": another attn run is using this folder (wait for it, or choose another --out)");
+  }
+  // Closing the descriptor releases the flock. (A non-null pointer: an empty one would read
+  // as "no lock" through weak_ptr::lock.)
+  struct Lock {
+    explicit Lock(int descriptor) : fd(descriptor) {}
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+    ~Lock() { ::close(fd); }
+    int fd;
+  };
+  std::shared_ptr<void> lock = std::make_shared<Lock>(fd);
+  for (const char* name : {"last.safetensors", "model.safetensors"}) {
+    if (o.resume || !fs::exists(fs::path(o.out_dir) / name)) continue;
+    if (!o.overwrite)
+      throw ValueError(o.out_dir + " holds another run (" + name +
+                       "); give --resume to continue it, --overwrite to replace it, or another --out");
+    // --overwrite: nothing of the old run stays beside the new one (a translation run's tokenizer).
+    for (const char* old : {"model.safetensors", "last.safetensors", "log.jsonl", "spm.model", "spm.vocab"})
+      fs::remove(fs::path(o.out_dir) / old);
+    break;
+  }
+  held[key] = lock;
+  return lock;
+}
+
+void apply_gradients(Optimizer& optimizer, float clip, Communicator* communicator) {
+  if (communicator) communicator->all_reduce_gradients(optimizer.parameters());
+  if (clip > 0.0f) clip_grad_norm(optimizer.parameters(), clip);
+  optimizer.step();
+  optimizer.zero_grad();
+}
+
+RunResult run(Task& task, const RunOptions& o) {
+  o.validate();
+  const fs::path dir(o.out_dir);
+  RunResult result;
+  result.model_path = (dir / "model.safetensors").string();
+  result.last_path = (dir / "last.safetensors").string();
+  nn::Module& module = task.module();
+
+  const int64_t per_epoch = task.steps_per_epoch();
+  if ((o.steps == 0 || o.eval_every == 0) && per_epoch < 1)
+    throw ValueError(o.steps == 0 ? "--epochs does not apply to this task (its data has no epochs); give --steps"
+                                  : "--eval-every must be >= 1 for this task (its data has no epochs)");
+  const int64_t total_steps = o.steps > 0 ? o.steps : per_epoch * o.epochs;
+  const int64_t eval_every = o.eval_every > 0 ? o.eval_every : per_epoch;
+  const LrSchedule schedule = o.schedule(total_steps);
+  result.total_steps = total_steps;
+
+  const std::shared_ptr<void> folder = lock_run_folder(o);
+  const json options_now = checked_options(task, o);
+  std::unique_ptr<Optimizer> optimizer = make_optimizer(module, o);
+  RunState& state = result.state;
+  if (o.resume) {
+    if (!fs::exists(result.last_path)) throw IoError(result.last_path + ": nothing to resume (no such file)");
+    const io::SafetensorsFile file = io::load_safetensors(result.last_path);
+    refuse_changed_options(file, options_now, o);
+    state = read_run_state(file, task.restore(file, result.last_path));
+    check_steps_left(state.step, total_steps, o.out_dir);
+    load_optimizer_state(file, *optimizer, result.last_path);
+    load_random_streams(file, module, result.last_path);
+  }
+  JsonlLog log((dir / "log.jsonl").string(), o.resume);
+  log.write({{"run", o.provenance.to_json()}, {"step", state.step}, {"resume", o.resume}});
+
+  const auto run_start = std::chrono::steady_clock::now();
+  auto last_save = run_start;
+  double eval_seconds = 0.0;  // validation time, not counted against --max-minutes
+  auto save_last = [&] {
+    NamedTensors tensors = module.named_parameters();
+    for (auto& entry : random_stream_tensors(module)) tensors.push_back(std::move(entry));
+    save_run_checkpoint(result.last_path, std::move(tensors), with_run_state(task.checkpoint_metadata(state, false), state, options_now),
+                        optimizer.get());
+    last_save = std::chrono::steady_clock::now();
+  };
+  int64_t last_validated = -1;
+  auto validate_and_keep_best = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    Validation v = task.validate(state.step);
+    module.train();
+    eval_seconds += seconds_since(start);
+    last_validated = state.step;
+    json line = v.fields;
+    line["step"] = state.step;
+    line["elapsed_s"] = seconds_since(run_start);
+    log.write(line);
+    if (o.progress && !v.message.empty()) std::fprintf(o.progress, "%s\n", v.message.c_str());
+    const bool better = task.higher_is_better() ? v.score >= state.best_score : v.score <= state.best_score;
+    if (!state.has_best || better) {
+      state.has_best = true;
+      state.best_score = v.score;
+      state.best_step = state.step;
+      save_run_checkpoint(result.model_path, module.named_parameters(),
+                          with_run_state(task.checkpoint_metadata(state, true), state, options_now));
+    }
+  };
+
+  Progress progress(task.label(), total_steps, o.progress);
+  auto window_start = std::chrono::steady_clock::now();
+  module.train();
+  while (state.step < total_steps) {
+    if ((o.stop && o.stop->load()) || (o.stop_at_step > 0 && state.step >= o.stop_at_step)) {
+      result.interrupted = true;
+      break;
+    }
+    if (o.max_minutes > 0 && seconds_since(run_start) - eval_seconds > 60.0 * o.max_minutes) {
+      result.out_of_time = true;
+      break;
+    }
+    const StepLoss loss = task.forward(state.step);
+    result.final_loss = loss.reported;
+    if (!std::isfinite(loss.reported))
+      throw ValueError("training diverged at step " + std::to_string(state.step + 1) + " (loss " +
+                       std::to_string(loss.reported) + "); try a smaller --lr");
+    optimizer->set_lr(schedule.lr_at(state.step));
+    backward(loss.loss);
+    apply_gradients(*optimizer, o.clip, o.communicator);
+    const int64_t step = ++state.step;
+
+    if (step % o.log_every == 0 || step == total_steps) {
+      json line = {{"step", step}, {"lr", optimizer->lr()}, {"elapsed_s", seconds_since(run_start)}};
+      Progress::Fields shown;
+      for (const LogField& f : task.log_fields(seconds_since(window_start))) {
+        line[f.name] = f.value;
+        if (!f.progress_name.empty()) shown.emplace_back(f.progress_name, f.value);
+      }
+      window_start = std::chrono::steady_clock::now();
+      log.write(line);
+      progress.update(step, shown);
+    }
+    if (step % eval_every == 0 || step == total_steps) validate_and_keep_best();
+    if (o.save_every_minutes > 0 && seconds_since(last_save) > 60.0 * o.save_every_minutes && step < total_steps)
+      save_last();
+  }
+  progress.finish();
+  if (last_validated != state.step || !state.has_best) validate_and_keep_best();
+  save_last();
+  result.seconds = seconds_since(run_start);
+  result.train_seconds = result.seconds - eval_seconds;
+  return result;
+}
+
+}  // namespace attn::train

@@ -1,0 +1,169 @@
+"""attn.torch: attn's fused kernels as torch.autograd.Functions / torch.nn.Modules, against
+PyTorch's own composed implementation (outputs and every gradient at the float32 parity
+tolerances of parity.py), torch.autograd.gradcheck in float32, several calls in flight
+before one backward (a decoder loop), and the errors for inputs attn cannot take."""
+import numpy as np
+import pytest
+import torch
+
+import attn
+import attn.torch as at
+from parity import assert_close, randn, to_torch
+
+
+def grads_of(tensors):
+    return [t.grad.clone() for t in tensors]
+
+
+def run_both(fn_attn, fn_torch, inputs, seeds_seed=50):
+    """Runs both on fresh leaf copies of inputs; returns ((outs_a, grads_a), (outs_t, grads_t))."""
+    results = []
+    for fn in (fn_attn, fn_torch):
+        leaves = [to_torch(x, True) if x.dtype == np.float32 else torch.tensor(x) for x in inputs]
+        outs = fn(*leaves)
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        total = sum((o * torch.tensor(randn(seeds_seed + i, *o.shape))).sum() for i, o in enumerate(outs))
+        total.backward()
+        results.append((outs, [leaf.grad for leaf in leaves if leaf.requires_grad]))
+    return results
+
+
+def compare(op, case, results):
+    (outs_a, grads_a), (outs_t, grads_t) = results
+    for i, (a, t) in enumerate(zip(outs_a, outs_t)):
+        assert_close(op, case, f"output {i}", a.detach().numpy(), t)
+    for i, (a, t) in enumerate(zip(grads_a, grads_t)):
+        assert_close(op, case, f"grad {i}", a.numpy(), t)
+
+
+def additive_reference(query, pk, values, w_q, bias, v, lengths):
+    one_step = query.dim() == 2
+    q = query[:, None, :] if one_step else query                               # (B, T, D)
+    scores = torch.tanh(pk[:, None, :, :] + (q @ w_q.t() + bias)[:, :, None, :]) @ v  # (B, T, S)
+    keep = torch.arange(pk.shape[1])[None, :] < lengths[:, None]
+    weights = torch.softmax(scores.masked_fill(~keep[:, None, :], float("-inf")), -1)
+    context = weights @ values
+    return (context[:, 0], weights[:, 0]) if one_step else (context, weights)
+
+
+@pytest.mark.parametrize("T", [None, 3])
+def test_additive_attention_matches_torch(T):
+    B, S, D, E, A = 2, 5, 4, 6, 3
+    query = randn(1, B, D) if T is None else randn(1, B, T, D)
+    inputs = [query, randn(2, B, S, A), randn(3, B, S, E), randn(4, A, D), randn(5, A), randn(6, A),
+              np.array([5, 3], np.int64)]
+    compare("default", f"additive T={T}", run_both(at.additive_attention, additive_reference, inputs))
+
+
+def sdpa_reference(q, k, v, lengths, causal):
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5  # (B, H, T, S)
+    T, S = scores.shape[-2:]
+    keep = (torch.arange(S)[None, :] < lengths[:, None])[:, None, None, :]
+    if causal:  # top-left aligned for T == S
+        keep = keep & (torch.arange(S)[None, :] <= torch.arange(T)[:, None])
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1)
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_matches_torch(causal):
+    B, H, T, Dh = 2, 2, 4, 3
+    inputs = [randn(1, B, H, T, Dh), randn(2, B, H, T, Dh), randn(3, B, H, T, 5), np.array([4, 3], np.int32)]
+    compare("default", f"sdpa causal={causal}", run_both(
+        lambda q, k, v, n: at.sdpa(q, k, v, key_lengths=n, causal=causal),
+        lambda q, k, v, n: sdpa_reference(q, k, v, n.long(), causal), inputs))
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_cells_match_torch_cells(kind):
+    I, H, B = 4, 5, 3
+    cell_a = (at.GRUCell if kind == "gru" else at.LSTMCell)(I, H)
+    cell_t = (torch.nn.GRUCell if kind == "gru" else torch.nn.LSTMCell)(I, H)
+    cell_t.load_state_dict(cell_a.state_dict())  # attn.torch's cells carry torch's names
+    x, h, c = randn(1, B, I), randn(2, B, H), randn(3, B, H)
+    if kind == "gru":
+        results = run_both(lambda x, h: cell_a(x, h), lambda x, h: cell_t(x, h), [x, h])
+    else:
+        results = run_both(lambda x, h, c: cell_a(x, (h, c)), lambda x, h, c: cell_t(x, (h, c)), [x, h, c])
+    compare(f"{kind}_cell", kind, results)
+    for (name, pa), (_, pt) in zip(cell_a.named_parameters(), cell_t.named_parameters()):
+        assert_close(f"{kind}_cell", kind, f"grad {name}", pa.grad.numpy(), pt.grad)
+    h_default = cell_a(torch.tensor(x))  # hx None = zeros, as torch
+    assert_close(f"{kind}_cell", kind, "hx=None", (h_default[0] if kind == "lstm" else h_default).detach().numpy(),
+                 (cell_t(torch.tensor(x))[0] if kind == "lstm" else cell_t(torch.tensor(x))))
+
+
+@pytest.mark.filterwarnings("ignore:Input #")  # float32 inputs: attn has no float64 mode
+def test_gradcheck_float32():
+    """Finite differences in float32 (attn has no float64 mode): eps 1e-2, tolerances for
+    float32 central differences of O(1) functions."""
+    torch.manual_seed(0)
+    B, S, D, E, A = 2, 3, 3, 2, 3
+    args = [torch.randn(B, D), torch.randn(B, S, A), torch.randn(B, S, E), torch.randn(A, D), torch.randn(A),
+            torch.randn(A)]
+    for t in args:
+        t.requires_grad_(True)
+    lengths = torch.tensor([3, 2])
+    assert torch.autograd.gradcheck(lambda *a: at.additive_attention(*a, lengths), args, eps=1e-2, atol=2e-3,
+                                    rtol=2e-2)
+    cell = [torch.randn(B, 3), torch.randn(B, 2), torch.randn(6, 3), torch.randn(6, 2), torch.randn(6),
+            torch.randn(6)]
+    for t in cell:
+        t.requires_grad_(True)
+    assert torch.autograd.gradcheck(at.gru_cell, cell, eps=1e-2, atol=2e-3, rtol=2e-2)
+    q, k, v = (torch.randn(1, 2, 3, 2, requires_grad=True) for _ in range(3))
+    assert torch.autograd.gradcheck(lambda q, k, v: at.sdpa(q, k, v, causal=True), (q, k, v), eps=1e-2,
+                                    atol=2e-3, rtol=2e-2)
+
+
+def test_decoder_loop_with_calls_in_flight():
+    """T steps of GRU + Bahdanau (attn.torch) before one backward, vs the same in torch."""
+    torch.manual_seed(1)
+    B, S, H, T = 2, 4, 5, 3
+    attention, cell = at.AdditiveAttention(H, H, H, seed=3), at.GRUCell(H, H)
+    ref_cell = torch.nn.GRUCell(H, H)
+    ref_cell.load_state_dict(cell.state_dict())
+    memory, lengths = torch.randn(B, S, H), torch.tensor([4, 2])
+
+    def run(attend, step, params):
+        s = torch.zeros(B, H)
+        pk = torch.nn.functional.linear(memory, attention.w_k)
+        total = 0
+        for _ in range(T):
+            context, _ = attend(s, pk)
+            s = step(context, s)
+            total = total + (s ** 2).sum()
+        total.backward()
+        grads = [p.grad.clone() for p in params]
+        for p in params:
+            p.grad = None
+        return total, grads
+
+    params = list(attention.parameters()) + list(cell.parameters())
+    total_a, grads_a = run(lambda s, pk: attention(s, memory, lengths=lengths, projected_keys=pk), cell, params)
+    ref_params = list(attention.parameters()) + list(ref_cell.parameters())
+    total_t, grads_t = run(lambda s, pk: additive_reference(s, pk, memory, attention.w_q, attention.bias,
+                                                            attention.v, lengths), ref_cell, ref_params)
+    assert_close("default", "decoder loop", "loss", total_a.detach().numpy(), total_t.detach())
+    for i, (a, t) in enumerate(zip(grads_a, grads_t)):
+        assert_close("default", "decoder loop", f"grad {i}", a.numpy(), t)
+
+
+def test_inputs_attn_cannot_take_are_errors():
+    q, k, v = (torch.randn(1, 1, 2, 3) for _ in range(3))
+    with pytest.raises(TypeError, match=r"'q' must be float32 .*got torch.float64; convert with .float\(\)"):
+        at.sdpa(q.double(), k, v)
+    with pytest.raises(ValueError, match=r"'k' is on meta; attn's kernels run on the CPU \(pass k.cpu\(\)\)"):
+        at.sdpa(q, torch.empty(1, 1, 2, 3, device="meta"), v)  # what a CUDA tensor gets, on a CPU-only torch
+    with pytest.raises(TypeError, match="'v' must be a torch.Tensor, got ndarray"):
+        at.sdpa(q, k, v.numpy())
+    with pytest.raises(ValueError, match="'bias' requires grad"):
+        at.sdpa(q, k, v, bias=torch.zeros(2, 2, requires_grad=True))
+    with pytest.raises(attn.ShapeError, match="sdpa"):
+        at.sdpa(q, torch.randn(1, 1, 2, 4), v)
+    with pytest.raises(ValueError, match="does not fit in int32"):
+        at.sdpa(q, k, v, key_lengths=torch.tensor([2 ** 40]))
+    # Non-contiguous input: made contiguous (a copy), same result as the contiguous one.
+    kt = torch.randn(1, 1, 3, 2).transpose(-1, -2)
+    assert not kt.is_contiguous()
+    assert torch.equal(at.sdpa(q, kt, v)[0], at.sdpa(q, kt.contiguous(), v)[0])
