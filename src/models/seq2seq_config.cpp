@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
 
 namespace attn::models {
@@ -37,6 +38,7 @@ std::string Seq2SeqConfig::effective_score() const {
 }
 
 void Seq2SeqConfig::validate() const {
+  check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
   check_name("encoder", encoder, kEncoders);
   check_name("attention", attention, kAttentions);
   const std::string s = effective_score();

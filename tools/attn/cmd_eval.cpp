@@ -91,6 +91,7 @@ void add_eval_command(CLI::App& app) {
       return;
     }
     train::LoadedModel loaded = train::load_checkpoint(args->model);
+    check_eval_memory(loaded.model->config(), args->options);
     auto rows = train::evaluate(*loaded.model, data::parse_task(loaded.info.task), args->options);
     if (args->json) {
       std::printf("%s\n", train::accuracy_json(rows).c_str());
