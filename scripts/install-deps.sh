@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev                   # reading the gzip-compressed data sets
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
+  clang-15 libfuzzer-15-dev    # the libFuzzer targets in fuzz/ (scripts/fuzz.sh, docs/fuzzing.md)
 )
 
 missing=()
