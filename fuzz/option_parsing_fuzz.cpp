@@ -13,10 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)attn::cli::integer_range_error(text, false);
   for (unsigned long long min : {0ull, 1ull, 2ull}) {
     if (!attn::cli::integer_at_least_error(text, min).empty()) continue;
-    // std::stoull's syntax: leading white space and one '+' are allowed, then digits only.
-    const size_t start = text.find_first_not_of(" \t\n\v\f\r");
-    const size_t digits = start != std::string::npos && text[start] == '+' ? start + 1 : start;
-    if (digits == std::string::npos || digits >= text.size() ||
+    // Digits after an optional '+', nothing else.
+    const size_t digits = !text.empty() && text[0] == '+' ? 1 : 0;
+    if (digits >= text.size() ||
         text.find_first_not_of("0123456789", digits) != std::string::npos ||
         std::strtoull(text.c_str(), nullptr, 10) < min)
       std::abort();  // accepted something that is not a whole number >= min

@@ -1,6 +1,9 @@
 #include "common.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -64,6 +67,19 @@ std::string attn_checkpoint_format(const std::string& path) {
   if (format.empty())
     throw IoError(path + ": no readable attn metadata (a file attn did not write, or damaged metadata)");
   return format;
+}
+
+std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what) {
+  const std::string found = attn_checkpoint_format(path);
+  if (found != format) throw UsageError(path + " is not " + what + " (format '" + found + "')");
+  return found;
+}
+
+void check_stdin_read() {
+  // std::cin over stdio (the default) sees a read error as an end of file with ferror set;
+  // unsynchronised (tokenize) it sets badbit.
+  if (std::cin.bad() || (std::cin.fail() && !std::cin.eof()) || std::ferror(stdin))
+    throw IoError(std::string("cannot read the standard input: ") + std::strerror(errno ? errno : EIO));
 }
 
 CLI::Validator integer_at_least(unsigned long long min) {

@@ -23,6 +23,13 @@ void add_threads_option(CLI::App* app);
 // train::checkpoint_format, but an IoError naming the file when it holds no readable attn
 // metadata (a safetensors file attn did not write, or damaged metadata).
 std::string attn_checkpoint_format(const std::string& path);
+// The checkpoint's format when it is `format`; otherwise a UsageError (exit 2) naming the file,
+// what the command needs (`what`, e.g. "a classifier checkpoint") and the format that arrived.
+// Every command refuses a checkpoint of the wrong kind this way (docs/reliability.md).
+std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what);
+// After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
+// an I/O error) instead of treating the lines read so far as the whole input.
+void check_stdin_read();
 // A CLI11 check: a whole number >= min ("--threads: must be a positive integer, got '0'";
 // "--seed: must be a non-negative integer, got '-1'", which CLI11 would wrap to 2^64 - 1).
 CLI::Validator integer_at_least(unsigned long long min);
