@@ -172,13 +172,27 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   }
 }
 
+namespace {
+// SentencePiece reports most damage through its status, but a model that parses with, say, an
+// empty piece makes its trie builder (darts-clone) throw instead: found by fuzz/subword_fuzz.
+// Such an exception becomes the same IoError naming the model, not a raw library message.
+template <class Load>
+auto guarded_load(const std::string& name, Load&& load) {
+  try {
+    return load();
+  } catch (const std::exception& e) {
+    throw IoError(fmt::format("cannot load SentencePiece model '{}': a damaged model ({})", name, e.what()));
+  }
+}
+}  // namespace
+
 SubwordModel SubwordModel::load(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
   }
   auto sp = std::make_shared<spm::SentencePieceProcessor>();
-  const auto status = sp->Load(path);
+  const auto status = guarded_load(path, [&] { return sp->Load(path); });
   if (!status.ok()) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path,
                               spm_message(status, "not a SentencePiece model file (it does not parse)")));
@@ -192,7 +206,7 @@ SubwordModel SubwordModel::load(const std::string& path) {
 
 SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::string& name) {
   auto sp = std::make_shared<spm::SentencePieceProcessor>();
-  const auto status = sp->LoadFromSerializedProto(bytes);
+  const auto status = guarded_load(name, [&] { return sp->LoadFromSerializedProto(bytes); });
   if (!status.ok()) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: {}", name,
                               spm_message(status, "not a SentencePiece model (it does not parse)")));

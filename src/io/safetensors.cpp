@@ -313,9 +313,11 @@ SafetensorsFile load_impl(const std::string& path) {
     for (const Entry& e : entries)
       if (!checksums.count(e.name)) fail(path, "tensor " + qname(e.name) + " has no checksum (damaged header?)");
     if (checksums.size() != entries.size())
-      for (const auto& [name, sum] : checksums)
+      for (const auto& named_sum : checksums) {
+        const std::string& name = named_sum.first;  // not a structured binding: clang 15 cannot capture one
         if (std::none_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == name; }))
           fail(path, "a checksum names tensor " + qname(name) + ", which the file does not hold (damaged header?)");
+      }
     out.metadata.erase(kChecksumMetadataKey);
   }
 

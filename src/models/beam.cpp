@@ -1,5 +1,6 @@
 // Seq2Seq::beam: batched beam search over the RNN decoder (bookkeeping in beam_search.h).
 #include "attn/autodiff/tape.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
@@ -12,6 +13,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const bool with_weights = decoder.attention != nullptr;
   detail::BeamSearch search("beam", B, options, with_weights ? W : 0);
+  check_decoding_memory(config_, search.rows(), S, options.max_len);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;
   const int64_t BK = search.rows();

@@ -6,6 +6,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/models/attention_classifier.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/pool.h"
 #include "attn/ops/select.h"
@@ -18,6 +19,7 @@ using nlohmann::json;
 // BiLstmConfig
 
 void BiLstmConfig::validate() const {
+  check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
   auto positive = [](const char* name, int64_t v) {
     if (v < 1) throw ValueError(std::string("bilstm config: '") + name + "' must be >= 1, got " + std::to_string(v));
   };
@@ -75,6 +77,7 @@ BiLstmConfig BiLstmConfig::from_json(const json& j) {
 namespace {
 const BiLstmConfig& validated(const BiLstmConfig& c) {
   c.validate();
+  check_parameter_memory(c);
   return c;
 }
 }  // namespace
@@ -96,10 +99,13 @@ BiLstmClassifier::BiLstmClassifier(const BiLstmConfig& config)
   register_module("output_dropout", output_dropout_);
 }
 
+int64_t BiLstmClassifier::max_tokens() const { return kBiLstmMaxTokens; }
+
 Tensor BiLstmClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* attention) {
   ShapeContract contract("BiLstmClassifier");
   contract.check("ids", ids, {"B", "S"}, DType::i32).check("lengths", lengths, {"B"}, DType::i32);
   const int64_t B = ids.dim(0), S = ids.dim(1), H = rnn.hidden;
+  check_training_memory(config_, B, S);
   check_lengths_in_range("BiLstmClassifier", "lengths", lengths, S);
   Tensor keep;
   std::vector<char> all_kept;

@@ -2,6 +2,7 @@
 #include "attn/models/seq2seq.h"
 
 #include "attn/autodiff/tape.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/shape_ops.h"
@@ -11,6 +12,7 @@ namespace attn::models {
 namespace {
 const Seq2SeqConfig& validated(const Seq2SeqConfig& c) {
   c.validate();
+  check_parameter_memory(c);
   return c;
 }
 }  // namespace
@@ -32,6 +34,7 @@ DecoderOutput Seq2Seq::forward(const data::Batch& batch) {
 Tensor Seq2Seq::logits(const data::Batch& batch) { return forward(batch).logits; }
 
 Tensor Seq2Seq::loss(const data::Batch& batch) {
+  check_training_memory(config_, batch.src.dim(0), batch.src.dim(1), batch.tgt_out.dim(1));
   const DecoderOutput out = forward(batch);
   return with_reinforce(cross_entropy(out.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}), out,
                         batch);
@@ -70,6 +73,7 @@ Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const
 
 DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len) {
   if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
+  check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
   const EncoderOutput enc = encoder.forward(src, src_lengths);
   const int64_t B = src.dim(0), S = src.dim(1);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
 
 namespace attn::models {
@@ -64,6 +65,7 @@ Seq2SeqChoices Seq2SeqConfig::choices() const {
 }
 
 void Seq2SeqConfig::validate() const {
+  check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
   const Seq2SeqChoices c = choices();
   const std::string s = effective_score();
   auto positive = [](const char* name, int value, int lo) {

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/select.h"
 #include "attn/ops/shape_ops.h"
@@ -18,6 +19,10 @@ const TransformerConfig& validated(const TransformerConfig& c) {
     throw ValueError(fmt::format("TransformerClassifier: src_vocab must be >= 1, got {}", c.src_vocab));
   if (c.encoder_layers < 1)
     throw ValueError(fmt::format("TransformerClassifier: encoder_layers must be >= 1, got {}", c.encoder_layers));
+  TransformerConfig used = c;  // a classifier has no decoder
+  used.decoder_layers = 0;
+  used.tgt_vocab = 0;
+  check_parameter_memory(used, "Transformer classifier");
   return c;
 }
 
@@ -57,6 +62,7 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
   c.check("lengths", lengths, {"B"}, DType::i32);
   const int64_t B = c["B"], S = c["S"], D = config_.d_model;
   detail::check_lengths(c.op(), "lengths", lengths, 1, "S", S);
+  check_training_memory(config_, B, S + 1, 0);
   if (S + 1 > config_.max_len)
     throw ValueError(fmt::format("{}: S={} plus [CLS] exceeds max_len={}", c.op(), S, config_.max_len));
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attn/error.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 
 namespace attn::models {
@@ -25,6 +26,7 @@ nn::TransformerLayerOptions TransformerConfig::layer_options() const {
 }
 
 void TransformerConfig::validate() const {
+  check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
   auto at_least = [](const char* name, int64_t value, int64_t lo) {
     if (value < lo) throw ValueError(fmt::format("transformer config: {} must be >= {}, got {}", name, lo, value));
   };

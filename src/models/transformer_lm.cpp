@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
 #include "attn/shape.h"
@@ -19,6 +20,11 @@ const TransformerConfig& validated(const TransformerConfig& c) {
   if (c.tgt_vocab < 2) throw ValueError(fmt::format("TransformerLM: tgt_vocab must be >= 2, got {}", c.tgt_vocab));
   if (c.decoder_layers < 1)
     throw ValueError(fmt::format("TransformerLM: decoder_layers must be >= 1, got {}", c.decoder_layers));
+  TransformerConfig used = c;  // an LM has no encoder
+  used.encoder_layers = 0;
+  used.src_vocab = 0;
+  used.classes = 0;
+  check_parameter_memory(used, "Transformer LM");
   return c;
 }
 
@@ -61,6 +67,7 @@ Tensor TransformerLM::loss(const Tensor& ids) {
   const int64_t B = c["B"], T = c["T"];
   if (T < 2)
     throw ValueError(fmt::format("TransformerLM.loss: 'ids' needs T >= 2 (inputs and next tokens), got T={}", T));
+  check_training_memory(config_, B, 0, T);
   // inputs = ids[:, :-1], targets = ids[:, 1:]  (B, T - 1). A causal model never lets a real
   // position see the padding after it, and PAD targets are ignored.
   Tensor inputs = Tensor::empty({B, T - 1}, DType::i32);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/select.h"
@@ -25,6 +26,7 @@ const TransformerConfig& validated(const TransformerConfig& c) {
   if (c.encoder_layers < 1 || c.decoder_layers < 1)
     throw ValueError(fmt::format("TransformerSeq2Seq: encoder_layers and decoder_layers must be >= 1, got {} and {}",
                                  c.encoder_layers, c.decoder_layers));
+  check_parameter_memory(c, "Transformer encoder-decoder");
   return c;
 }
 
@@ -127,6 +129,7 @@ Tensor TransformerSeq2Seq::loss(const data::Batch& batch, float label_smoothing)
   ShapeContract c("TransformerSeq2Seq.loss");
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
   c.check("tgt_out", batch.tgt_out, {"B", "T"}, DType::i32);
+  check_training_memory(config_, c["B"], batch.src.dim(1), c["T"]);
   return cross_entropy(logits(batch), batch.tgt_out, {.ignore_index = data::kPad, .label_smoothing = label_smoothing});
 }
 
@@ -144,9 +147,10 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   if (max_len < 1) throw ValueError("TransformerSeq2Seq.greedy: max_len must be >= 1, got " + std::to_string(max_len));
   select = checked_select("TransformerSeq2Seq.greedy", select);
   autodiff::NoGradGuard no_grad;
+  const int steps = static_cast<int>(std::min<int64_t>(max_len, config_.max_len));  // positions end at max_len
+  check_decoding_memory(config_, src.dim(0), src.dim(1), steps, true);
   const Tensor memory = encode(src, src_lengths);  // (B, S, D)
   const int64_t B = src.dim(0), V = config_.tgt_vocab;
-  const int steps = static_cast<int>(std::min<int64_t>(max_len, config_.max_len));  // positions end at max_len
   DecodeResult result;
   result.tokens.resize(static_cast<size_t>(B));
   result.attention.resize(static_cast<size_t>(B));
@@ -204,6 +208,7 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   const int K = options.width;
   const int64_t BK = search.rows();
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));
+  check_decoding_memory(config_, BK, S, max_steps, true);
 
   const Tensor memory_b = encode(src, src_lengths);  // (B, S, D)
   // Row b*K + k is hypothesis k of source row b.

@@ -43,7 +43,9 @@ std::pair<int64_t, int64_t> check_cross_entropy(const char* op, const Tensor& lo
 
 Tensor cross_entropy_impl(const char* op, const Tensor& logits, const Tensor& targets,
                           const CrossEntropyOptions& options, bool mean) {
-  const auto [rows, v] = check_cross_entropy(op, logits, targets, options);
+  // Not a structured binding: the backward lambda captures both, which clang 15 cannot do.
+  const std::pair<int64_t, int64_t> rows_v = check_cross_entropy(op, logits, targets, options);
+  const int64_t rows = rows_v.first, v = rows_v.second;
   const int64_t count = cross_entropy_count(targets, options.ignore_index);
   Tensor lse = Tensor::empty({rows});        // (N) log Σ exp, saved for backward
   Tensor row_loss = Tensor::empty({rows});   // (N)

@@ -48,7 +48,7 @@ std::vector<Encoded> encode_all(const data::Vocab& vocab, const std::vector<data
   for (const auto& e : examples) {
     Encoded x{vocab.encode(e.text), e.label};
     if (x.ids.empty()) x.ids.push_back(data::Vocab::kUnk);
-    if (max_tokens > 0 && static_cast<int64_t>(x.ids.size()) > max_tokens) x.ids.resize(static_cast<size_t>(max_tokens));
+    models::keep_first_tokens(x.ids, max_tokens, "the classifier");
     out.push_back(std::move(x));
   }
   return out;
@@ -200,8 +200,7 @@ Classification classify_text(models::TextClassifier& model, const data::Vocab& v
   Classification c;
   c.tokens = data::sst2_tokens(text);  // raw text normalised as the training data is
   if (c.tokens.empty()) throw ValueError("classify: the text has no tokens");
-  if (model.max_tokens() > 0 && static_cast<int64_t>(c.tokens.size()) > model.max_tokens())
-    c.tokens.resize(static_cast<size_t>(model.max_tokens()));  // the model reads this many
+  models::keep_first_tokens(c.tokens, model.max_tokens(), model.kind());  // the model reads this many
   for (const auto& t : c.tokens) c.ids.push_back(vocab.id(t));
   const int64_t n = static_cast<int64_t>(c.ids.size());
   nn::Module& module = model.module();

@@ -654,6 +654,9 @@ void validate_heatmap(const Heatmap& map) {
   if (R == 0) throw ValueError("write_heatmap: no rows (row_labels is empty)");
   if (C == 0) throw ValueError("write_heatmap: no columns (col_labels is empty)");
   if (map.panels.empty()) throw ValueError("write_heatmap: no panels");
+  if (R > kHeatmapMaxCells || C > kHeatmapMaxCells)
+    throw ValueError(fmt::format("write_heatmap: {} rows x {} columns: a heatmap draws at most {} of either", R, C,
+                                 kHeatmapMaxCells));
   if (!map.panel_titles.empty() && map.panel_titles.size() != map.panels.size()) {
     throw ValueError(fmt::format("write_heatmap: {} panel titles for {} panels (give none or one per panel)",
                                  map.panel_titles.size(), map.panels.size()));

@@ -86,7 +86,7 @@ if have_data tatoeba-fra-eng/fra.txt.gz; then
   b=$("$attn" sample --model "$work/lm/model.safetensors" --temperature 0 -n 1)
   [[ "$a" == "$b" ]] || fail "greedy sampling is not deterministic: '$a' vs '$b'"
   expect 2 "--temperature must be >= 0" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
-  expect 1 "not a language model checkpoint" -- "$attn" sample --model "$work/tf/model.safetensors"
+  expect 2 "is not a language-model checkpoint (format 'attn-translation')" -- "$attn" sample --model "$work/tf/model.safetensors"
   # A run shorter than the default warm-up (200 steps) caps it at a tenth of the run.
   expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 200 --d-model 16 --heads 2 --ffn 32 \
     --dec-layers 1 --batch 16 --steps 10 --eval-every 10 --eval-sentences 20 --threads 2 --out "$work/lm-short"

@@ -14,6 +14,7 @@
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "commands.h"
+#include "common.h"
 
 namespace attn::cli {
 namespace {
@@ -36,6 +37,7 @@ void add_bleu_command(CLI::App& app) {
     if (args->hyp.empty()) {
       std::string line;
       while (std::getline(std::cin, line)) hyps.push_back(line);
+      check_stdin_read();
     } else {
       hyps = data::read_lines(args->hyp);
       hyp_name = "'" + args->hyp + "'";

@@ -62,9 +62,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
-    const std::string format = attn_checkpoint_format(args->model);
-    if (format != "attn-classifier")
-      throw UsageError(args->model + " is not a classifier checkpoint (format '" + format + "')");
+    require_checkpoint_format(args->model, "attn-classifier", "a classifier checkpoint");
     train::LoadedClassifier loaded = train::load_classifier(args->model);
     // Bytes that are not UTF-8 become U+FFFD, as in the data files, so that --json can print them.
     if (cmd->count("--text")) {
@@ -81,6 +79,7 @@ void add_classify_command(CLI::App& app) {
       }
       print_classification(loaded, line, train::classify_text(*loaded.model, loaded.vocab, line), args->json);
     }
+    check_stdin_read();
   });
 }
 

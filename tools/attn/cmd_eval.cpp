@@ -52,6 +52,7 @@ void add_eval_command(CLI::App& app) {
     args->options.lengths = parse_lengths(args->lengths);
     as_usage([&] { args->options.validate(); });  // --samples, --beam
     const std::string format = attn_checkpoint_format(args->model);
+    if (!args->hypotheses.empty() && format != "attn-translation") throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" + format + "'");
     if (format == "attn-translation") {
       if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
       if (args->limit < 0) throw UsageError("--limit must be >= 0");
@@ -106,6 +107,7 @@ void add_eval_command(CLI::App& app) {
       return;
     }
     train::LoadedModel loaded = train::load_checkpoint(args->model);
+    check_eval_memory(loaded.model->config(), args->options);
     auto rows = train::evaluate(*loaded.model, data::parse_task(loaded.info.task), args->options);
     if (args->json) {
       // The score: token accuracy averaged over the evaluated lengths.

@@ -32,6 +32,7 @@ void add_sample_command(CLI::App& app) {
     if (args->options.max_len < 1) throw UsageError("--max-chars must be >= 1");
     if (!(args->options.temperature >= 0.0f)) throw UsageError("--temperature must be >= 0");
     if (args->options.top_k < 0) throw UsageError("--top-k must be >= 0");
+    require_checkpoint_format(args->model, "attn-lm", "a language-model checkpoint");
     train::LoadedLm lm = train::load_char_lm(args->model);
     for (int i = 0; i < args->count; ++i) {
       models::SampleOptions o = args->options;

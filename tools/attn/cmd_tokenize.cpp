@@ -16,6 +16,7 @@
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "commands.h"
+#include "common.h"
 
 namespace attn::cli {
 namespace {
@@ -61,6 +62,7 @@ void filter_stdin(Fn&& fn) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);  // a line in, a line out: usable as a coprocess
   }
+  check_stdin_read();
 }
 
 void add_tokenize_command(CLI::App& app) {

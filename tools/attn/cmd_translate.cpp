@@ -35,9 +35,11 @@ void add_translate_command(CLI::App& app) {
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(alpha));
     if (args->options.max_len < 0)
       throw UsageError("--max-len must be >= 0 (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
+    require_checkpoint_format(args->model, "attn-translation", "a translation checkpoint");
     train::LoadedTranslator model = train::load_translator(args->model);
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));
+    check_stdin_read();
     // The whole output is built before anything is written: a failure prints no half result.
     std::string out;
     for (const auto& t : train::translate(model, lines, args->options)) out += t.text + '\n';

@@ -1,15 +1,20 @@
 #include "common.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <iostream>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "attn/data/tasks.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
+#include "option_parsing.h"
 
 namespace attn::cli {
 
@@ -64,21 +69,22 @@ std::string attn_checkpoint_format(const std::string& path) {
   return format;
 }
 
+std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what) {
+  const std::string found = attn_checkpoint_format(path);
+  if (found != format) throw UsageError(path + " is not " + what + " (format '" + found + "')");
+  return found;
+}
+
+void check_stdin_read() {
+  // std::cin over stdio (the default) sees a read error as an end of file with ferror set;
+  // unsynchronised (tokenize) it sets badbit.
+  if (std::cin.bad() || (std::cin.fail() && !std::cin.eof()) || std::ferror(stdin))
+    throw IoError(std::string("cannot read the standard input: ") + std::strerror(errno ? errno : EIO));
+}
+
 CLI::Validator integer_at_least(unsigned long long min) {
-  const std::string what = min == 0 ? "a non-negative integer" : min == 1 ? "a positive integer"
-                                                                          : "an integer >= " + std::to_string(min);
-  return CLI::Validator(
-      [min, what](std::string& text) -> std::string {
-        try {
-          size_t used = 0;
-          // stoull would take "-1" as 2^64 - 1: a sign is refused first.
-          const unsigned long long n = text.empty() || text[0] == '-' ? 0 : std::stoull(text, &used);
-          if (used > 0 && used == text.size() && n >= min) return "";
-        } catch (const std::exception&) {
-        }
-        return "must be " + what + ", got '" + text + "'";
-      },
-      "INT >= " + std::to_string(min));
+  return CLI::Validator([min](std::string& text) { return integer_at_least_error(text, min); },
+                        "INT >= " + std::to_string(min));
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -88,24 +94,6 @@ std::vector<std::string> split_list(const std::string& text) {
   while (std::getline(in, item, ','))
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-std::vector<int> parse_lengths(const std::string& text) {
-  std::vector<int> lengths;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || value < 1) throw UsageError("bad length '" + item + "' (expected positive integers, e.g. 5,10,20)");
-    lengths.push_back(value);
-  }
-  if (lengths.empty()) throw UsageError("no lengths given (e.g. --eval-lengths 5,10,20,40,80)");
-  return lengths;
 }
 
 namespace {
@@ -165,12 +153,27 @@ void write_accuracy_plot(const std::string& dir, const std::string& task, const 
     viz::write_line_plot(plot, (std::filesystem::path(dir) / (std::string("accuracy_vs_length") + ext)).string());
 }
 
+void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOptions& options) {
+  const int64_t rows = static_cast<int64_t>(std::min(options.batch, options.samples)) * std::max(options.beam, 1);
+  for (int length : options.lengths) {
+    try {
+      models::check_decoding_memory(config, rows, length, static_cast<int64_t>(length) + 6);  // targets + EOS + 5
+    } catch (const ValueError& e) {
+      throw UsageError("--eval-lengths " + std::to_string(length) + ": " + e.what());
+    }
+  }
+}
+
 std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
                             const std::string& path) {
   if (model.config().attention == "none")
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   model.eval();
   const int64_t length = static_cast<int64_t>(source.size());
+  // Refused before decoding, which for a long input takes minutes before drawing could fail.
+  if (length > viz::kHeatmapMaxCells)
+    throw UsageError("--input has " + std::to_string(length) + " symbols: a heatmap draws at most " +
+                     std::to_string(viz::kHeatmapMaxCells) + " source columns");
   Tensor src = Tensor::from_vector(source, {1, length});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(length)}, {1});
   const int max_len = static_cast<int>(length) * 2 + 10;

@@ -9,6 +9,7 @@
 #include "attn/models/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "commands.h"
+#include "option_parsing.h"  // parse_lengths
 
 namespace attn::cli {
 
@@ -22,12 +23,17 @@ void add_threads_option(CLI::App* app);
 // train::checkpoint_format, but an IoError naming the file when it holds no readable attn
 // metadata (a safetensors file attn did not write, or damaged metadata).
 std::string attn_checkpoint_format(const std::string& path);
+// The checkpoint's format when it is `format`; otherwise a UsageError (exit 2) naming the file,
+// what the command needs (`what`, e.g. "a classifier checkpoint") and the format that arrived.
+// Every command refuses a checkpoint of the wrong kind this way (docs/reliability.md).
+std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what);
+// After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
+// an I/O error) instead of treating the lines read so far as the whole input.
+void check_stdin_read();
 // A CLI11 check: a whole number >= min ("--threads: must be a positive integer, got '0'";
 // "--seed: must be a non-negative integer, got '-1'", which CLI11 would wrap to 2^64 - 1).
 CLI::Validator integer_at_least(unsigned long long min);
 
-// "5,10,20" -> {5, 10, 20}; UsageError on anything else.
-std::vector<int> parse_lengths(const std::string& text);
 std::vector<std::string> split_list(const std::string& text);
 
 // Runs `fn`, turning ValueError (a bad option value found before work starts) into a
@@ -54,6 +60,10 @@ std::string accuracy_table(const std::vector<std::string>& names,
 // Writes accuracy_vs_length.png and .svg into dir.
 void write_accuracy_plot(const std::string& dir, const std::string& task, const std::vector<std::string>& names,
                          const std::vector<std::vector<train::LengthAccuracy>>& results);
+
+// Refuses (UsageError naming --eval-lengths) an evaluation whose decoding batch would not fit
+// in the available memory, before any data is generated.
+void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOptions& options);
 
 // Decodes one source and writes its alignment heatmap (PNG or SVG by extension).
 // Returns the decoded output as text.

@@ -11,6 +11,7 @@
 #include "attn/error.h"
 #include "attn/version.h"
 #include "commands.h"
+#include "option_parsing.h"
 
 namespace {
 
@@ -44,20 +45,8 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
 // of range (--steps 99999999999999999999 ran 9223372036854775807 steps): every integer
 // option of every command refuses a decimal number outside its 64-bit range instead.
 CLI::Validator integer_in_range(bool is_unsigned) {
-  return CLI::Validator(
-      [is_unsigned](std::string& text) -> std::string {
-        const size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
-        if (text.size() <= digits || text.find_first_not_of("0123456789", digits) != std::string::npos) return "";
-        errno = 0;
-        if (is_unsigned && text[0] != '-')
-          (void)std::strtoull(text.c_str(), nullptr, 10);
-        else
-          (void)std::strtoll(text.c_str(), nullptr, 10);
-        if (errno != ERANGE) return "";
-        return text + " is out of range (at most " +
-               (is_unsigned ? std::to_string(UINT64_MAX) : std::to_string(INT64_MAX)) + ")";
-      },
-      "");
+  return CLI::Validator([is_unsigned](std::string& text) { return attn::cli::integer_range_error(text, is_unsigned); },
+                        "");
 }
 
 // nlohmann::json's messages start "[json.exception.type_error.302] "; the user needs only

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
@@ -85,6 +86,8 @@ class BiLstmClassifier : public nn::Module, public TextClassifier {
   std::string kind() const override { return "bilstm"; }
   int64_t vocab_size() const override { return config_.vocab; }
   int64_t classes() const override { return config_.classes; }
+  // kBiLstmMaxTokens (attn/models/memory_estimate.h): a longer text keeps its first tokens.
+  int64_t max_tokens() const override;
   std::string attention_description() const override {
     return "share of the max-pooled features won at each token, weighted by their support for the predicted label";
   }

@@ -43,8 +43,13 @@ struct Heatmap {
 // Throws ValueError for a bad extension, x/y of different sizes, or y_min >= y_max.
 void write_line_plot(const LinePlot& plot, const std::string& path);
 
+// The most rows or columns a heatmap draws: at the smallest cell (4 units; a PNG has 2
+// pixels per unit) a longer axis would pass cairo's 32767-pixel limit on a picture's side.
+inline constexpr int64_t kHeatmapMaxCells = 4000;
+
 // Panels laid out in a grid, row and column token labels, a viridis colour bar from 0 to 1.
-// Throws ValueError for a bad extension, no rows/columns/panels, a panel whose size is
+// Throws ValueError for a bad extension, no rows/columns/panels, more than kHeatmapMaxCells
+// rows or columns, a panel whose size is
 // not R*C, a panel_titles count that is neither 0 nor the number of panels, or a bad value.
 void write_heatmap(const Heatmap& map, const std::string& path);
 

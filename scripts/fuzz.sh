@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (fuzz/, clang-15, AddressSanitizer + UndefinedBehaviorSanitizer)
+# in build-fuzz/ and runs each for N seconds (default 30) from its committed seed corpus in
+# fuzz/corpus/<target>/. New inputs go to build-fuzz/corpus/<target>/ (the committed corpus
+# is only read); a crash is saved as build-fuzz/crashes/<target>/crash-* and fails the script.
+#   scripts/fuzz.sh [SECONDS] [TARGET...]
+# Prints one line per target: executions, executions/s, coverage, result.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+seconds="${1:-30}"
+shift || true
+targets=("$@")
+((${#targets[@]})) || targets=(safetensors_fuzz config_fuzz subword_fuzz text_readers_fuzz parallel_fuzz option_parsing_fuzz)
+
+cxx="${ATTN_FUZZ_CXX:-$(command -v clang++-15 || command -v clang++ || true)}"
+[[ -n "$cxx" ]] || { echo "fuzz.sh: clang++-15 not found: run scripts/install-deps.sh" >&2; exit 1; }
+if [[ ! -f build-fuzz/build.ninja ]]; then
+  # -O1 -g1 as the sanitizer build; no OpenMP (clang's runtime is another package, and the
+  # readers under test are single-threaded).
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_FUZZ=ON -DATTN_WITH_OPENMP=OFF \
+    -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=OFF >/dev/null
+fi
+cmake --build build-fuzz --target fuzz_targets
+
+export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export ATTN_NUM_THREADS=1
+status=0
+for t in "${targets[@]}"; do
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/crashes/$t"
+  log="build-fuzz/$t.log"
+  # -rss_limit_mb: an input that makes a loader allocate more than 2 GiB is a finding.
+  if ! "build-fuzz/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
+      -artifact_prefix="build-fuzz/crashes/$t/" "build-fuzz/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
+    status=1
+    echo "$t: FAILED (see $log and build-fuzz/crashes/$t/)"
+    grep -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true
+    continue
+  fi
+  runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  speed=$(grep -m1 -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')
+  echo "$t: ok, $runs executions in ${seconds} s ($speed/s), coverage $cov edges"
+done
+exit $status

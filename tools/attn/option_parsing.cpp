@@ -1,0 +1,60 @@
+// Numeric option checks shared by the CLI and its fuzz target (see option_parsing.h).
+#include "option_parsing.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "commands.h"
+
+namespace attn::cli {
+
+std::string integer_range_error(const std::string& text, bool is_unsigned) {
+  const size_t digits = text.find_first_not_of("+-") == 1 ? 1 : 0;
+  if (text.size() <= digits || text.find_first_not_of("0123456789", digits) != std::string::npos) return "";
+  errno = 0;
+  if (is_unsigned && text[0] != '-')
+    (void)std::strtoull(text.c_str(), nullptr, 10);
+  else
+    (void)std::strtoll(text.c_str(), nullptr, 10);
+  if (errno != ERANGE) return "";
+  return text + " is out of range (at most " + (is_unsigned ? std::to_string(UINT64_MAX) : std::to_string(INT64_MAX)) +
+         ")";
+}
+
+std::string integer_at_least_error(const std::string& text, unsigned long long min) {
+  const std::string what = min == 0 ? "a non-negative integer" : min == 1 ? "a positive integer"
+                                                                          : "an integer >= " + std::to_string(min);
+  // Digits only, after an optional '+': stoull would take "-1" as 2^64 - 1, and skips
+  // leading white space first, so " -1" wrapped too (found by fuzz/option_parsing_fuzz).
+  const size_t digits = !text.empty() && text[0] == '+' ? 1 : 0;
+  if (text.size() > digits && text.find_first_not_of("0123456789", digits) == std::string::npos) {
+    try {
+      if (std::stoull(text) >= min) return "";
+    } catch (const std::exception&) {  // out of range
+    }
+  }
+  return "must be " + what + ", got '" + text + "'";
+}
+
+std::vector<int> parse_lengths(const std::string& text) {
+  std::vector<int> lengths;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value < 1) throw UsageError("bad length '" + item + "' (expected positive integers, e.g. 5,10,20)");
+    lengths.push_back(value);
+  }
+  if (lengths.empty()) throw UsageError("no lengths given (e.g. --eval-lengths 5,10,20,40,80)");
+  return lengths;
+}
+
+}  // namespace attn::cli
