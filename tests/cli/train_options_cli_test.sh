@@ -73,8 +73,9 @@ for line in "# command line: $attn train --task copy" "# attn version: " "# thre
   grep -qF -- "$line" "$config" || fail "config.toml lacks '$line': $(cat "$config")"
 done
 grep -q "^resume\|^overwrite\|^config" "$config" && fail "config.toml records a per-invocation option: $(cat "$config")"
-grep -q "$(git -C "$(dirname "$0")" rev-parse --short=12 HEAD 2>/dev/null || echo .)" "$config" ||
-  fail "config.toml's version lacks the commit: $(grep version "$config")"
+version="$("$attn" --version | sed -n 's/^attn \([^ ]*\) (commit \(.*\))$/\1 (\2)/p')"  # "0.1.0 (8a4ce13729d5)"
+[[ -n "$version" ]] && grep -qF "# attn version: $version" "$config" ||
+  fail "config.toml's version is not attn --version's '$version' with its commit: $(grep version "$config")"
 # Another thread count in the environment: the file's threads = 2 applies, and the weights match.
 ATTN_NUM_THREADS=1 expect 0 "trained 20 steps" -- "$attn" train --config "$config" --out "$work/r2"
 for f in model.safetensors last.safetensors; do
