@@ -14,7 +14,8 @@
 // a config.toml that repeats the run: the options given (on the command line or in a
 // --config file), the thread count, and the provenance (command line, attn version and
 // commit, threads, machine) as comments. Options not given are not written: their
-// defaults depend on the task and model, and the same attn applies them again.
+// defaults depend on the task and model, and the same attn applies them again. Paths in the
+// file are as given on the command line (relative ones to the folder attn ran in).
 #include <map>
 #include <string>
 #include <vector>
