@@ -120,4 +120,31 @@ if have_data sst2/sentiment-dev; then
   expect 0 "trained 6 steps" -- "$attn" train --config "$work/s 1/config.toml" --out "$work/s2"
   cmp -s "$work/s 1/model.safetensors" "$work/s2/model.safetensors" || fail "sst2 from config.toml gave another model"
 fi
+if have_data tatoeba-fra-eng/fra.txt.gz; then
+  lm=(--task charlm --data "$data" --train-limit 200 --d-model 16 --heads 2 --ffn 32 --dec-layers 1 --batch 16
+      --steps 10 --eval-every 10 --eval-sentences 20 --dropout 0.1)
+  expect 0 "bits/char" -- "$attn" train "${lm[@]}" --out "$work/lm1"
+  expect 0 "bits/char" -- "$attn" train --config "$work/lm1/config.toml" --out "$work/lm2"
+  cmp -s "$work/lm1/model.safetensors" "$work/lm2/model.safetensors" || fail "charlm from config.toml gave another model"
+fi
+# Translation learns its tokenizer again: the weights must match. (spm.model's bytes, and so
+# the checkpoints' tokenizer_crc32, differ between any two runs: SentencePiece stores the
+# temporary model prefix it was trained under.)
+if have_data multi30k/raw/train.de.gz; then
+  mt=(--task translate --model transformer --data "$data" --train-limit 200 --vocab-size 200 --max-tokens 800 --steps 8
+      --eval-every 8 --eval-sentences 10 --d-model 16 --heads 2 --ffn 32 --enc-layers 1 --dec-layers 1 --warmup 2)
+  expect 0 "best validation BLEU" -- "$attn" train "${mt[@]}" --out "$work/mt1"
+  expect 0 "best validation BLEU" -- "$attn" train --config "$work/mt1/config.toml" --out "$work/mt2"
+  /usr/bin/python3 - "$work/mt1/model.safetensors" "$work/mt2/model.safetensors" <<'PY' ||
+import json, struct, sys
+def tensors(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    header.pop("__metadata__")
+    return header, raw[8 + n:]
+sys.exit(0 if tensors(sys.argv[1]) == tensors(sys.argv[2]) else 1)
+PY
+    fail "translate from config.toml gave other weights"
+fi
 finish "train options"
