@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "attn/data/tasks.h"
 #include "attn/error.h"
@@ -120,6 +121,7 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
   } catch (const CLI::Error& e) {
     throw IoError("--config " + path + ": " + e.what());
   }
+  std::set<std::string> seen;
   for (const CLI::ConfigItem& item : items) {
     if (!item.parents.empty())
       throw UsageError("--config " + path + ": sections are not supported ([" + item.parents.front() +
@@ -129,6 +131,12 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
       throw UsageError("--config " + path + ": unknown option '" + item.name + "' (see attn train --help)");
     if (per_invocation(option))
       throw UsageError("--config " + path + ": " + option->get_name() + " cannot come from a file; give it on the command line");
+    // (A second line would be taken for the command line's value below, and dropped.)
+    if (!seen.insert(option->get_name()).second)
+      throw UsageError("--config " + path + ": " + item.name + " is set twice");
+    if (option->get_expected_max() == 1 && item.inputs.size() > 1)  // CLI11's reader joins repeated lines
+      throw UsageError("--config " + path + ": " + item.name + " takes one value, got " +
+                       std::to_string(item.inputs.size()) + " (set twice, or a list)");
     if (option->count() > 0) continue;  // the command line overrides the file
     try {
       if (option->get_expected_min() == 0)

@@ -73,8 +73,9 @@ class OptionGroups {
 };
 
 // Reads the TOML file `path` into the options of `cmd` that the command line did not give.
-// UsageError for an unknown option, a section, or an option that cannot come from a file
-// (--config, --resume, --overwrite); IoError when the file cannot be read.
+// UsageError for an unknown option, one set twice, a section, a bad value, or an option
+// that cannot come from a file (--config, --resume, --overwrite); IoError when the file
+// cannot be read.
 void apply_config_file(CLI::App* cmd, const std::string& path);
 // The TOML text of out_dir/config.toml for this run of `cmd` (see above), for
 // train::RunOptions::config_toml: run() writes it once the folder is the run's.
