@@ -121,10 +121,6 @@ void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const tr
   std::printf("model: %s\n", r.model_path.c_str());
 }
 
-}  // namespace
-
-namespace {
-
 // The options of the shared helpers (add_model_options, add_training_options,
 // add_threads_option, add_run_control_options) in their groups; where a default depends on
 // the task, --help shows each task's default instead of one.
