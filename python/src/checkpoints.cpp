@@ -2,8 +2,8 @@
 // vocabulary and tokenizer (python/attn/checkpoint.py wraps it as attn.load / attn.save).
 // One class for the four formats; a method the format has no use for is a ValueError
 // naming the format and the formats that have it.
-//   attn-seq2seq      translate (token ids), attend
-//   attn-translation  translate (text), attend
+//   attn-seq2seq      translate (token ids), attend, logits
+//   attn-translation  translate (text), attend, logits
 //   attn-classifier   classify, attend
 //   attn-lm           generate
 #include <filesystem>
@@ -14,8 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/data/tasks.h"
+#include "attn/autodiff/tape.h"
 #include "attn/io/checksum.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/lm_trainer.h"
@@ -136,6 +138,25 @@ void save_loaded(LoadedCheckpoint& c, const std::string& path) {
   train::save_run_checkpoint(path, c.module().named_parameters(), c.metadata);
 }
 
+// Teacher-forced logits (B, T, V) of an encoder-decoder checkpoint, as numpy (the RNN's
+// time-major (T, B, V) transposed).
+py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Tensor& src_lengths, const Tensor& tgt_in) {
+  c.require("logits", {"attn-seq2seq", "attn-translation"});
+  if (tgt_in.dtype() != DType::i32 || tgt_in.shape().rank() != 2)
+    throw ShapeError("logits: 'tgt_in' expected (B, T) int32, got " + tgt_in.shape().str() + " " + dtype_name(tgt_in.dtype()));
+  const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
+  Tensor tgt_lengths = Tensor::empty(Shape({B}), DType::i32);
+  for (int64_t b = 0; b < B; ++b) tgt_lengths.i32()[b] = static_cast<int32_t>(T);
+  const data::Batch batch{src, src_lengths, tgt_in, tgt_in, tgt_lengths};
+  autodiff::NoGradGuard no_grad;
+  c.module().eval();
+  auto* transformer = dynamic_cast<models::TransformerSeq2Seq*>(&c.module());
+  if (transformer) return attn::python::to_numpy(transformer->logits(batch));
+  auto& rnn = dynamic_cast<models::Seq2Seq&>(c.module());
+  py::array time_major = attn::python::to_numpy(rnn.logits(batch));  // (T, B, V)
+  return py::module_::import("numpy").attr("ascontiguousarray")(time_major.attr("transpose")(1, 0, 2));
+}
+
 py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
 
 void register_checkpoints(py::module_& m) {
@@ -174,6 +195,9 @@ void register_checkpoints(py::module_& m) {
       }, py::arg("input"), py::kw_only(), py::arg("beam") = 1, py::arg("length_penalty") = 1.0f, py::arg("max_len") = 0,
          "attn-translation: a sentence (or a list) -> its translation(s); attn-seq2seq: token ids 3..31 (or a list of "
          "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10")
+      .def("logits", &teacher_forced_logits, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"),
+           "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
+           "-> logits (B, T, V) as numpy")
       .def("attend", [](LoadedCheckpoint& c, const py::object& input) -> py::object {
         c.require("attend", {"attn-seq2seq", "attn-translation", "attn-classifier"});
         py::dict out;
