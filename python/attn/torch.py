@@ -9,8 +9,10 @@ Functions (torch.autograd.Function, differentiable in every float input):
         Bahdanau: e = vᵀ tanh(W_q q + k̃_s + b), masked softmax, context = Σ a_s values_s.
         query (B, D) or (B, T, D), projected_keys (B, S, A) = keys W_kᵀ, values (B, S, E)
         -> context (B, E) / (B, T, E), weights (B, S) / (B, T, S)
-    sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None)
+    sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None, is_causal=False)
         q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dv) -> out (B, H, T, Dv), weights (B, H, T, S)
+        bias (T, S), (B·H, T, S) or (B, H, T, S), differentiable (a learned relative-position or
+        ALiBi bias); causal True / "lower_right" (attn's) or "upper_left" = is_causal=True (torch's)
     gru_cell(x, h, w_ih, w_hh, b_ih, b_hh) -> h'           torch.nn.GRUCell's math and layout
     lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c')  torch.nn.LSTMCell's
 Modules: AdditiveAttention, ScaledDotProductAttention, GRUCell, LSTMCell (torch's
@@ -123,15 +125,13 @@ def additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None
                   ("bias", bias), ("v", v), ("lengths", lengths)], (True,) * 6 + (False,))
 
 
-def sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None):
-    if bias is not None and bias.requires_grad:
-        raise ValueError("attn.torch.sdpa: 'bias' requires grad, but attn's sdpa has no gradient for its bias yet")
+def sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None, is_causal=False):
     def call(qa, ka, va, lens, b):
-        out, weights = _attn.sdpa(qa, ka, va, key_lengths=lens, causal=causal, bias=b,
+        out, weights = _attn.sdpa(qa, ka, va, key_lengths=lens, causal=causal, is_causal=is_causal, bias=b,
                                   scale=0.0 if scale is None else float(scale), need_weights=True)
         return out, weights
     return apply(call, "attn.torch.sdpa", [("q", q), ("k", k), ("v", v), ("key_lengths", key_lengths),
-                                           ("bias", bias)], (True, True, True, False, False))
+                                           ("bias", bias)], (True, True, True, False, True))
 
 
 def gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
@@ -176,12 +176,12 @@ class AdditiveAttention(torch.nn.Module):
 class ScaledDotProductAttention(torch.nn.Module):
     """softmax(q kᵀ / √Dh + bias, causal / length masks) v, returning the weights too."""
 
-    def __init__(self, causal=False):
+    def __init__(self, causal=False, is_causal=False):
         super().__init__()
-        self.causal = causal
+        self.causal, self.is_causal = causal, is_causal
 
     def forward(self, q, k, v, key_lengths=None, bias=None):
-        return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias)
+        return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias, is_causal=self.is_causal)
 
 
 class CellBase(torch.nn.Module):

@@ -45,11 +45,8 @@ void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
         throw ValueError(op + ": key_lengths[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
   }
   if (call.key_padding_mask.defined()) c.check("key_padding_mask", call.key_padding_mask, {"B", "S"}, DType::i32);
-  if (call.attn_bias.defined()) {
-    c.check("attn_bias", call.attn_bias, {"T", "S"});
-    if (call.attn_bias.requires_grad())
-      throw ValueError(op + ": attn_bias gradients are not supported ('attn_bias' requires grad); pass attn_bias.detach()");
-  }
+  // A (T, S) attn_bias is checked here; (B·H, T, S) and (B, H, T, S) by sdpa, which knows H.
+  if (call.attn_bias.defined() && call.attn_bias.shape().rank() == 2) c.check("attn_bias", call.attn_bias, {"T", "S"});
   if (!(call.temperature > 0.0f) || !std::isfinite(call.temperature))
     throw ValueError(op + ": temperature must be a finite value > 0, got " + format_number(call.temperature));
   if (!call.need_weights && (!call.heads.empty() || call.average_weights))

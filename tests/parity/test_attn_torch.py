@@ -114,6 +114,35 @@ def test_gradcheck_float32():
     q, k, v = (torch.randn(1, 2, 3, 2, requires_grad=True) for _ in range(3))
     assert torch.autograd.gradcheck(lambda q, k, v: at.sdpa(q, k, v, causal=True), (q, k, v), eps=1e-2,
                                     atol=2e-3, rtol=2e-2)
+    bias = torch.randn(1, 2, 3, 3, requires_grad=True)  # a learned (B, H, T, S) bias, top-left causal
+    assert torch.autograd.gradcheck(lambda q, k, v, b: at.sdpa(q, k, v, bias=b, is_causal=True), (q, k, v, bias),
+                                    eps=1e-2, atol=2e-3, rtol=2e-2)
+
+
+@pytest.mark.parametrize("bias_shape", [(5, 7), (6, 5, 7), (2, 3, 5, 7)])
+def test_sdpa_learned_bias_and_is_causal_match_torch(bias_shape):
+    """A learned bias (ALiBi-like) of each attn_mask shape, with torch's is_causal (top-left,
+    T != S): outputs and every gradient, bias included, against torch's composed ops."""
+    B, H, T, S, D = 2, 3, 5, 7, 4
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(B, H, n, D, generator=gen, requires_grad=True) for n in (T, S, S))
+    bias = torch.randn(*bias_shape, generator=gen, requires_grad=True)
+    out, weights = at.sdpa(q, k, v, bias=bias, is_causal=True)
+    seed_out, seed_w = torch.randn(out.shape, generator=gen), torch.randn(weights.shape, generator=gen)
+    ((out * seed_out).sum() + (weights * seed_w).sum()).backward()
+    grads = [t.grad.clone() for t in (q, k, v, bias)]
+    for t in (q, k, v, bias):
+        t.grad = None
+    scores = q @ k.transpose(-1, -2) / D ** 0.5 + (bias.reshape(B, H, T, S) if bias.dim() == 3 else bias)
+    scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool).triu(1), float("-inf"))  # torch's is_causal
+    w_t = torch.softmax(scores, -1)
+    out_t = w_t @ v
+    ((out_t * seed_out).sum() + (w_t * seed_w).sum()).backward()
+    case = f"bias {bias_shape}"
+    assert_close("sdpa", case, "out", out.detach(), out_t.detach())
+    assert_close("sdpa", case, "weights", weights.detach(), w_t.detach())
+    for name, g, t in zip(("q", "k", "v", "bias"), grads, (q, k, v, bias)):
+        assert_close("sdpa", case, "d" + name, g, t.grad)
 
 
 def test_decoder_loop_with_calls_in_flight():
@@ -157,8 +186,8 @@ def test_inputs_attn_cannot_take_are_errors():
         at.sdpa(q, torch.empty(1, 1, 2, 3, device="meta"), v)  # what a CUDA tensor gets, on a CPU-only torch
     with pytest.raises(TypeError, match="'v' must be a torch.Tensor, got ndarray"):
         at.sdpa(q, k, v.numpy())
-    with pytest.raises(ValueError, match="'bias' requires grad"):
-        at.sdpa(q, k, v, bias=torch.zeros(2, 2, requires_grad=True))
+    with pytest.raises(attn.ShapeError, match=r"'bias' expected float32 \(T=2, S=2\), \(B·H=1, T, S\)"):
+        at.sdpa(q, k, v, bias=torch.zeros(3, 2, requires_grad=True))
     with pytest.raises(attn.ShapeError, match="sdpa"):
         at.sdpa(q, torch.randn(1, 1, 2, 4), v)
     with pytest.raises(ValueError, match="does not fit in int32"):
