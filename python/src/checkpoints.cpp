@@ -166,10 +166,13 @@ void register_checkpoints(py::module_& m) {
       .def_readonly("format", &LoadedCheckpoint::format, "attn-seq2seq | attn-translation | attn-classifier | attn-lm")
       .def_property_readonly("metadata", [](const LoadedCheckpoint& c) { return json_to_python(c.metadata); },
                              "The checkpoint's 'attn' metadata (configuration, vocabulary, progress) as a dict")
-      .def_property_readonly("module", [](LoadedCheckpoint& c) -> py::object {
-        if (c.seq2seq) return py::cast(c.seq2seq->model.get(), py::return_value_policy::reference);
-        return py::cast(&c.module(), py::return_value_policy::reference);
-      }, py::keep_alive<0, 1>(), "The model as an attn.nn.Module (attn.models.Seq2Seq for attn-seq2seq)")
+      .def_property_readonly("module", [](const py::object& self) -> py::object {
+        // reference_internal: the module keeps its attn.Model (which owns it) alive.
+        auto& c = self.cast<LoadedCheckpoint&>();
+        constexpr auto policy = py::return_value_policy::reference_internal;
+        if (c.seq2seq) return py::cast(c.seq2seq->model.get(), policy, self);
+        return py::cast(&c.module(), policy, self);
+      }, "The model as an attn.nn.Module (attn.models.Seq2Seq for attn-seq2seq)")
       .def("state_dict", [](LoadedCheckpoint& c) { return attn::python::parameter_dict(c.module()); },
            "{name: Tensor}, the live parameters under PyTorch's names")
       .def("save", &save_loaded, py::arg("path"),

@@ -1,6 +1,7 @@
 """attn.load / attn.save: every checkpoint format `attn train` writes, loaded from Python,
 used through its methods, saved and loaded again; and the errors. The CLI (build/attn, or
 $ATTN_BIN) trains the tiny translation, classifier and LM runs on the shared data."""
+import gc
 import os
 import subprocess
 
@@ -33,6 +34,9 @@ def test_seq2seq_save_load_translate_attend(tmp_path):
     assert loaded.metadata["task"] == "reverse" and loaded.metadata["max_len"] == 7
     assert isinstance(loaded.module, attn.models.Seq2Seq)
     same_state(model.state_dict(), loaded.state_dict())
+    module = attn.load(path).module  # the attn.Model is a temporary: the module keeps it alive
+    gc.collect()
+    same_state(model.state_dict(), module.state_dict())
     src = [3, 4, 5, 6]
     model.eval()
     tokens, weights = model.greedy(attn.tensor(np.array([src], np.int32)), attn.tensor(np.array([4], np.int32)), 18)
