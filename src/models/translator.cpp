@@ -1,10 +1,13 @@
 #include "attn/models/translator.h"
 
 #include "attn/error.h"
-#include "attn/ops/loss.h"
 
 namespace attn::models {
 namespace {
+
+BeamOptions beam_options(const TranslatorDecodeOptions& o) {
+  return {.width = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len};
+}
 
 class RnnTranslator : public Translator {
  public:
@@ -14,17 +17,11 @@ class RnnTranslator : public Translator {
   nlohmann::json config_json() const override { return model_.config().to_json(); }
   int64_t vocab() const override { return model_.config().vocab; }
 
-  Tensor loss(const data::Batch& batch, float label_smoothing) override {
-    const DecoderOutput out = model_.forward(batch);  // logits (T, B, V)
-    const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
-                                    {.ignore_index = data::kPad, .label_smoothing = label_smoothing});
-    return model_.with_reinforce(ce, out, batch);
-  }
+  Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
 
-  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len, float length_penalty,
-                      AttentionSelect) override {
-    if (beam <= 1) return model_.greedy(src, src_lengths, max_len);
-    return model_.beam(src, src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len});
+  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& o) override {
+    if (o.beam <= 1) return model_.greedy(src, src_lengths, o.max_len);
+    return model_.beam(src, src_lengths, beam_options(o));
   }
 
   int attention_layers() const override { return model_.decoder.attention ? 1 : 0; }
@@ -44,12 +41,11 @@ class TransformerTranslator : public Translator {
   nlohmann::json config_json() const override { return model_.config().to_json(); }
   int64_t vocab() const override { return model_.config().tgt_vocab; }
 
-  Tensor loss(const data::Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
+  Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
 
-  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len, float length_penalty,
-                      AttentionSelect select) override {
-    if (beam <= 1) return model_.greedy(src, src_lengths, max_len, select);
-    return model_.beam(src, src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len}, select);
+  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& o) override {
+    if (o.beam <= 1) return model_.greedy(src, src_lengths, o.max_len, o.select);
+    return model_.beam(src, src_lengths, beam_options(o), o.select);
   }
 
   int attention_layers() const override { return model_.config().decoder_layers; }

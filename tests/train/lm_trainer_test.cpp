@@ -12,6 +12,9 @@
 
 namespace attn::train {
 namespace {
+using namespace attn::decode;  // load_char_lm, sample_text
+using data::CharVocab;
+using data::utf8_characters;
 namespace fs = std::filesystem;
 
 TEST(CharVocab, Utf8Characters) {
