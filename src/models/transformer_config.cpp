@@ -15,15 +15,8 @@
 namespace attn::models {
 
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
-  nn::TransformerLayerOptions o;
-  o.d_model = d_model;
-  o.heads = heads;
-  o.ffn = ffn;
-  o.dropout = dropout;
-  o.norm_first = norm_first;
-  o.activation = activation;
-  o.seed = seed;
-  return o;
+  return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
+          .activation = activation, .seed = seed};
 }
 
 void TransformerConfig::validate() const {
