@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "attn/error.h"
 

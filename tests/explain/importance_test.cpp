@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "attn/ops/softmax.h"
 #include "attn/decode/classify.h"
+#include "attn/ops/softmax.h"
 #include "test_support.h"
 
 namespace attn::explain {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
+#include "attn/data/tasks.h"
 #include "attn/ops/loss.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "attn/data/text.h"
 #include "attn/train/checkpoint.h"
 #include "test_support.h"
 
