@@ -60,7 +60,9 @@ class Tensor {
   void fill(float value);                // not recorded
 
   // Views along the first dimension, sharing storage. When grad is being recorded and
-  // this tensor requires grad, the view is recorded too (gradients flow back).
+  // this tensor requires grad, the view is recorded too (gradients flow back). Declared
+  // here, defined in src/ops/view.cpp beside the ops: they record into the tape
+  // (autodiff/tape.h), which core does not include.
   Tensor slice(int64_t begin, int64_t end) const;  // rows [begin, end) of dim 0
   Tensor select(int64_t index) const;              // row `index` of dim 0, rank - 1
   Tensor reshape(const Shape& shape) const;        // same numel, shares storage

@@ -55,7 +55,8 @@ void register_models(py::module_& m) {
            py::arg("config_json") = "{}", "A Seq2Seq from a JSON configuration (a subset of Seq2SeqConfig's fields)")
       .def("config_json", [](const Seq2Seq& s) { return s.config().to_json_string(); })
       .def("logits", &Seq2Seq::logits, py::arg("batch"), "Teacher forcing: logits (T, B, V), time-major")
-      .def("loss", &Seq2Seq::loss, py::arg("batch"), "Mean cross-entropy over the non-PAD target tokens")
+      .def("loss", &Seq2Seq::loss, py::arg("batch"), py::arg("label_smoothing") = 0.0f,
+           "Mean cross-entropy over the non-PAD target tokens (+ hard attention's REINFORCE term in training)")
       .def("loss", [](Seq2Seq& s, Tensor src, Tensor src_lengths, Tensor tgt_in, Tensor tgt_out, Tensor tgt_lengths) {
         return s.loss(data::Batch{src, src_lengths, tgt_in, tgt_out, tgt_lengths});
       }, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"), py::arg("tgt_out"), py::arg("tgt_lengths"))

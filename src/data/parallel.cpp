@@ -109,8 +109,7 @@ EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& 
 
 Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices) {
   if (indices.empty()) throw ValueError("make_pair_batch: no indices (batch size 0)");
-  int64_t S = 0;
-  int64_t T = 0;
+  models::IdRows sources, targets;
   for (const size_t i : indices) {
     if (i >= pairs.size()) {
       throw ValueError(fmt::format("make_pair_batch: index {} outside the {} pairs", i, pairs.size()));
@@ -119,34 +118,10 @@ Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<s
       throw ValueError(fmt::format("make_pair_batch: pair {} has an empty {}", i,
                                    pairs[i].src.empty() ? "source" : "target"));
     }
-    S = std::max<int64_t>(S, static_cast<int64_t>(pairs[i].src.size()));
-    T = std::max<int64_t>(T, static_cast<int64_t>(pairs[i].tgt.size()) + 1);
+    sources.emplace_back(pairs[i].src);
+    targets.emplace_back(pairs[i].tgt);
   }
-  const int64_t B = static_cast<int64_t>(indices.size());
-  Batch batch;
-  batch.src = Tensor::zeros(Shape{B, S}, DType::i32);       // (B, S), PAD = 0
-  batch.src_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
-  batch.tgt_in = Tensor::zeros(Shape{B, T}, DType::i32);    // (B, T)
-  batch.tgt_out = Tensor::zeros(Shape{B, T}, DType::i32);   // (B, T)
-  batch.tgt_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
-  int32_t* src = batch.src.i32();
-  int32_t* src_len = batch.src_lengths.i32();
-  int32_t* tin = batch.tgt_in.i32();
-  int32_t* tout = batch.tgt_out.i32();
-  int32_t* tgt_len = batch.tgt_lengths.i32();
-  for (int64_t b = 0; b < B; ++b) {
-    const EncodedPair& pair = pairs[indices[static_cast<size_t>(b)]];
-    std::copy(pair.src.begin(), pair.src.end(), src + b * S);
-    src_len[b] = static_cast<int32_t>(pair.src.size());
-    int32_t* in_row = tin + b * T;
-    int32_t* out_row = tout + b * T;
-    in_row[0] = kBos;
-    std::copy(pair.tgt.begin(), pair.tgt.end(), in_row + 1);
-    std::copy(pair.tgt.begin(), pair.tgt.end(), out_row);
-    out_row[pair.tgt.size()] = kEos;
-    tgt_len[b] = static_cast<int32_t>(pair.tgt.size()) + 1;
-  }
-  return batch;
+  return models::pack_pairs(sources, targets);
 }
 
 std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,

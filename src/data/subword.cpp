@@ -184,6 +184,19 @@ auto guarded_load(const std::string& name, Load&& load) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}': a damaged model ({})", name, e.what()));
   }
 }
+
+// A processor loaded by load(sp) and checked to use attn's special ids; IoError
+// "cannot load SentencePiece model '<name>'<from>: <why>" when it does not load.
+template <typename Load>
+std::shared_ptr<spm::SentencePieceProcessor> load_processor(const std::string& name, const char* from,
+                                                            const char* unparsable, Load&& load) {
+  auto sp = std::make_shared<spm::SentencePieceProcessor>();
+  const auto status = guarded_load(name, [&] { return load(*sp); });
+  if (!status.ok())
+    throw IoError(fmt::format("cannot load SentencePiece model '{}'{}: {}", name, from, spm_message(status, unparsable)));
+  check_special_ids(*sp, name);
+  return sp;
+}
 }  // namespace
 
 SubwordModel SubwordModel::load(const std::string& path) {
@@ -191,29 +204,17 @@ SubwordModel SubwordModel::load(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, error)) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
   }
-  auto sp = std::make_shared<spm::SentencePieceProcessor>();
-  const auto status = guarded_load(path, [&] { return sp->Load(path); });
-  if (!status.ok()) {
-    throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path,
-                              spm_message(status, "not a SentencePiece model file (it does not parse)")));
-  }
-  check_special_ids(*sp, path);
   SubwordModel model;
-  model.processor_ = std::move(sp);
+  model.processor_ = load_processor(path, "", "not a SentencePiece model file (it does not parse)",
+                                    [&](spm::SentencePieceProcessor& sp) { return sp.Load(path); });
   model.path_ = path;
   return model;
 }
 
 SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::string& name) {
-  auto sp = std::make_shared<spm::SentencePieceProcessor>();
-  const auto status = guarded_load(name, [&] { return sp->LoadFromSerializedProto(bytes); });
-  if (!status.ok()) {
-    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: {}", name,
-                              spm_message(status, "not a SentencePiece model (it does not parse)")));
-  }
-  check_special_ids(*sp, name);
   SubwordModel model;
-  model.processor_ = std::move(sp);
+  model.processor_ = load_processor(name, " from its bytes", "not a SentencePiece model (it does not parse)",
+                                    [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
   model.path_ = name;
   return model;
 }

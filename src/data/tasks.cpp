@@ -59,43 +59,13 @@ std::vector<int32_t> task_target(TaskKind kind, const std::vector<int32_t>& src)
 
 Batch make_batch(TaskKind kind, const std::vector<std::vector<int32_t>>& sources) {
   if (sources.empty()) throw ValueError("make_batch: no sources (batch size 0)");
-  const int64_t B = static_cast<int64_t>(sources.size());
   std::vector<std::vector<int32_t>> targets;
   targets.reserve(sources.size());
-  int64_t S = 0;
-  int64_t T = 0;
-  for (int64_t b = 0; b < B; ++b) {
+  for (size_t b = 0; b < sources.size(); ++b) {
     if (sources[b].empty()) throw ValueError(fmt::format("make_batch: source {} is empty", b));
     targets.push_back(task_target(kind, sources[b]));
-    S = std::max<int64_t>(S, static_cast<int64_t>(sources[b].size()));
-    T = std::max<int64_t>(T, static_cast<int64_t>(targets.back().size()) + 1);
   }
-
-  Batch batch;
-  batch.src = Tensor::zeros(Shape{B, S}, DType::i32);       // (B, S), PAD = 0
-  batch.src_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
-  batch.tgt_in = Tensor::zeros(Shape{B, T}, DType::i32);    // (B, T)
-  batch.tgt_out = Tensor::zeros(Shape{B, T}, DType::i32);   // (B, T)
-  batch.tgt_lengths = Tensor::zeros(Shape{B}, DType::i32);  // (B)
-  int32_t* src = batch.src.i32();
-  int32_t* src_len = batch.src_lengths.i32();
-  int32_t* tin = batch.tgt_in.i32();
-  int32_t* tout = batch.tgt_out.i32();
-  int32_t* tgt_len = batch.tgt_lengths.i32();
-  for (int64_t b = 0; b < B; ++b) {
-    const auto& s = sources[b];
-    const auto& t = targets[b];
-    std::copy(s.begin(), s.end(), src + b * S);
-    src_len[b] = static_cast<int32_t>(s.size());
-    int32_t* in_row = tin + b * T;
-    int32_t* out_row = tout + b * T;
-    in_row[0] = kBos;
-    std::copy(t.begin(), t.end(), in_row + 1);
-    std::copy(t.begin(), t.end(), out_row);
-    out_row[t.size()] = kEos;
-    tgt_len[b] = static_cast<int32_t>(t.size()) + 1;
-  }
-  return batch;
+  return models::pack_pairs({sources.begin(), sources.end()}, {targets.begin(), targets.end()});
 }
 
 TaskGenerator::TaskGenerator(TaskKind kind, int min_len, int max_len, uint64_t seed)

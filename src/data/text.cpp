@@ -87,19 +87,31 @@ size_t utf8_length_at(std::string_view s, size_t i) {
   return len;
 }
 
+namespace {
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Calls each(code point) for every code point of `text`, U+FFFD for a byte that does not
+// start a valid sequence.
+template <typename Each>
+void for_each_code_point(std::string_view text, Each each) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = utf8_length_at(text, i);
+    each(len ? text.substr(i, len) : kReplacement);
+    i += len ? len : 1;
+  }
+}
+}  // namespace
+
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    const size_t len = utf8_length_at(text, i);
-    if (len == 0) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
-    } else {
-      out.append(text, i, len);
-      i += len;
-    }
-  }
+  for_each_code_point(text, [&](std::string_view c) { out += c; });
+  return out;
+}
+
+std::vector<std::string> utf8_characters(std::string_view text) {
+  std::vector<std::string> out;
+  for_each_code_point(text, [&](std::string_view c) { out.emplace_back(c); });
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
+#include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
 #include "attn/random.h"
 
@@ -213,7 +214,7 @@ SentenceImportance explain_sentence(AttnClassifier& model, const std::vector<int
     Tensor attention;
     const Tensor probabilities = softmax(model.logits(ids_t, lengths, &attention));
     const std::vector<float> p = probabilities.to_vector();
-    r.label = static_cast<int32_t>(std::max_element(p.begin(), p.end()) - p.begin());
+    r.label = argmax(p.data(), static_cast<int64_t>(p.size()));
     r.probability = p[static_cast<size_t>(r.label)];
     r.attention = attention.to_vector();
   }

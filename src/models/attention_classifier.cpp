@@ -2,7 +2,6 @@
 #include "attn/models/attention_classifier.h"
 
 #include <cmath>
-#include <set>
 
 #include "attn/nn/attention_init.h"
 #include "attn/ops/attention.h"
@@ -10,6 +9,7 @@
 #include "attn/ops/linear.h"
 #include "attn/ops/select.h"
 #include "attn/shape.h"
+#include "config_json.h"
 
 namespace attn::models {
 using nlohmann::json;
@@ -37,46 +37,11 @@ json AttnClassifierConfig::to_json() const {
 }
 
 AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
-  const std::string where = "bilstm-attn config: ";
-  if (!j.is_object()) throw ValueError(where + "expected a JSON object, got " + j.dump());
-  static const std::set<std::string> known = {"kind",    "vocab",   "emb",     "hidden",  "layers", "attention",
-                                              "dropout", "classes", "encoder", "pooling", "seed"};
-  for (const auto& [key, value] : j.items())
-    if (!known.count(key))
-      throw ValueError(where + "unknown key '" + key +
-                       "' (valid: kind, vocab, emb, hidden, layers, attention, dropout, classes, encoder, pooling, seed)");
   AttnClassifierConfig c;
-  auto need = [&](const char* key, bool ok, const char* type) {
-    if (!ok) throw ValueError(where + "'" + key + "' must be " + type + ", got " + j.at(key).dump());
-  };
-  auto integer = [&](const char* key, auto& field) {
-    if (!j.contains(key)) return;
-    need(key, j.at(key).is_number_integer(), "an integer");
-    field = j.at(key).get<std::decay_t<decltype(field)>>();
-  };
-  auto text = [&](const char* key, std::string& field) {
-    if (!j.contains(key)) return;
-    need(key, j.at(key).is_string(), "a string");
-    field = j.at(key).get<std::string>();
-  };
-  if (j.contains("kind")) {
-    std::string kind;
-    text("kind", kind);
-    if (kind != "bilstm-attn") throw ValueError(where + "'kind' is '" + kind + "', expected 'bilstm-attn'");
-  }
-  integer("vocab", c.vocab);
-  integer("emb", c.emb);
-  integer("hidden", c.hidden);
-  integer("layers", c.layers);
-  integer("attention", c.attention);
-  integer("classes", c.classes);
-  integer("seed", c.seed);
-  text("encoder", c.encoder);
-  text("pooling", c.pooling);
-  if (j.contains("dropout")) {
-    need("dropout", j.at("dropout").is_number(), "a number");
-    c.dropout = j.at("dropout").get<float>();
-  }
+  detail::read_config("bilstm-attn", j, {{"vocab", &c.vocab}, {"emb", &c.emb}, {"hidden", &c.hidden},
+                                         {"layers", &c.layers}, {"attention", &c.attention},
+                                         {"dropout", &c.dropout}, {"classes", &c.classes},
+                                         {"encoder", &c.encoder}, {"pooling", &c.pooling}, {"seed", &c.seed}}, "bilstm-attn");
   c.validate();
   return c;
 }

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "attn/checked_size.h"
-#include "attn/data/tasks.h"
+#include "attn/models/batch.h"
 #include "attn/error.h"
 
 namespace attn::models::detail {
@@ -26,7 +26,7 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
   for (int64_t b = 0; b < batch; ++b) score_[static_cast<size_t>(b * K_)] = 0.0f;
   finished_.resize(static_cast<size_t>(batch));
   done_.assign(static_cast<size_t>(batch), 0);
-  next_.assign(BK, data::kBos);
+  next_.assign(BK, kBos);
   reorder_ = Tensor::empty({static_cast<int64_t>(BK)}, DType::i32);
 }
 
@@ -39,7 +39,7 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
   const int K = K_;
   const int t = static_cast<int>(tokens_.size());
   if (W_ > 0) weights_.emplace_back(weights, weights + BK * W_);
-  tokens_.emplace_back(static_cast<size_t>(BK), data::kPad);
+  tokens_.emplace_back(static_cast<size_t>(BK), kPad);
   parents_.emplace_back(static_cast<size_t>(BK), 0);
   std::vector<int32_t>& tok = tokens_.back();
   std::vector<int32_t>& par = parents_.back();
@@ -69,7 +69,7 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
     for (size_t i = 0; i < top && alive < K; ++i) {
       const Candidate& c = cands[i];
       if (c.score == kNegInf) break;
-      if (c.token == data::kEos) {
+      if (c.token == kEos) {
         finished.push_back({c.score / lp(t + 1), t, c.beam});
       } else {
         const size_t j = static_cast<size_t>(b * K + alive);
@@ -139,7 +139,7 @@ DecodeResult BeamSearch::result() const {
     int j = beam_at;
     if (eos) {
       // EOS at step t, extending hypothesis j (a new beam of step t - 1).
-      out.push_back(data::kEos);
+      out.push_back(kEos);
       if (W_ > 0) att.push_back(weights_of(t, j));
       --t;
     }

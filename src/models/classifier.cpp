@@ -2,7 +2,6 @@
 #include "attn/models/classifier.h"
 
 #include <cmath>
-#include <set>
 
 #include "attn/autodiff/tape.h"
 #include "attn/models/attention_classifier.h"
@@ -11,6 +10,7 @@
 #include "attn/ops/pool.h"
 #include "attn/ops/select.h"
 #include "attn/ops/shape_ops.h"
+#include "config_json.h"
 
 namespace attn::models {
 using nlohmann::json;
@@ -38,35 +38,10 @@ json BiLstmConfig::to_json() const {
 }
 
 BiLstmConfig BiLstmConfig::from_json(const json& j) {
-  if (!j.is_object()) throw ValueError("bilstm config: expected a JSON object, got " + j.dump());
-  static const std::set<std::string> known = {"kind", "vocab", "emb", "hidden", "layers", "dropout", "classes", "seed"};
-  for (const auto& [key, value] : j.items())
-    if (!known.count(key))
-      throw ValueError("bilstm config: unknown key '" + key + "' (valid: kind, vocab, emb, hidden, layers, dropout, classes, seed)");
   BiLstmConfig c;
-  try {
-    if (j.contains("kind") && j.at("kind").get<std::string>() != "bilstm")
-      throw ValueError("bilstm config: 'kind' is '" + j.at("kind").get<std::string>() + "', expected 'bilstm'");
-    auto integer = [&](const char* key, auto& field) {
-      if (!j.contains(key)) return;
-      if (!j.at(key).is_number_integer())
-        throw ValueError(std::string("bilstm config: '") + key + "' must be an integer, got " + j.at(key).dump());
-      field = j.at(key).get<std::decay_t<decltype(field)>>();
-    };
-    integer("vocab", c.vocab);
-    integer("emb", c.emb);
-    integer("hidden", c.hidden);
-    integer("layers", c.layers);
-    integer("classes", c.classes);
-    integer("seed", c.seed);
-    if (j.contains("dropout")) {
-      if (!j.at("dropout").is_number())
-        throw ValueError("bilstm config: 'dropout' must be a number, got " + j.at("dropout").dump());
-      c.dropout = j.at("dropout").get<float>();
-    }
-  } catch (const json::exception& e) {
-    throw ValueError(std::string("bilstm config: ") + e.what());
-  }
+  detail::read_config("bilstm", j, {{"vocab", &c.vocab}, {"emb", &c.emb}, {"hidden", &c.hidden},
+                                    {"layers", &c.layers}, {"dropout", &c.dropout}, {"classes", &c.classes},
+                                    {"seed", &c.seed}}, "bilstm");
   c.validate();
   return c;
 }
@@ -74,16 +49,8 @@ BiLstmConfig BiLstmConfig::from_json(const json& j) {
 // ---------------------------------------------------------------------------------------
 // BiLstmClassifier
 
-namespace {
-const BiLstmConfig& validated(const BiLstmConfig& c) {
-  c.validate();
-  check_parameter_memory(c);
-  return c;
-}
-}  // namespace
-
 BiLstmClassifier::BiLstmClassifier(const BiLstmConfig& config)
-    : config_(validated(config)),
+    : config_(validated_config(config)),
       rng_(config.seed),
       embedding(config.vocab, config.emb, rng_, /*padding_idx=*/0),
       rnn(/*lstm=*/true, config.emb, config.hidden, config.layers, /*bidirectional=*/true, rng_),

@@ -27,7 +27,7 @@ int64_t output_features(const Seq2SeqConfig& c, AttentionKind kind, int64_t enco
 Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
     : config_(config),
       choices_(config.choices()),  // parsed once
-      embedding(config.vocab, config.emb, rng, data::kPad),
+      embedding(config.vocab, config.emb, rng, kPad),
       rnn(choices_.encoder == RnnCell::lstm, decoder_input_size(config, choices_.attention, E), config.hidden,
           config.layers, false, rng),
       out(output_features(config, choices_.attention, E), config.vocab, rng),

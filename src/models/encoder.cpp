@@ -46,7 +46,7 @@ RnnStack::RnnStack(bool lstm_, int64_t input_size, int64_t hidden_, int layers_,
 int64_t RnnStack::input_size(int layer) const { return layer == 0 ? input_size_ : hidden * directions; }
 
 Encoder::Encoder(const Seq2SeqConfig& config, Rng& rng)
-    : embedding(config.vocab, config.emb, rng, data::kPad),
+    : embedding(config.vocab, config.emb, rng, kPad),
       rnn(config.choices().encoder == RnnCell::lstm, config.emb, config.hidden, config.layers, config.bidirectional,
           rng),
       config_(config),

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 
@@ -22,9 +23,16 @@ namespace {
 
 constexpr double kFloat = 4.0;  // bytes per float32
 
-void at_most(const char* model, const char* field, int64_t value, int64_t bound) {
-  if (value > bound)
-    throw ValueError(fmt::format("{} config: '{}' must be <= {}, got {}", model, field, bound, value));
+struct Bound {
+  const char* field;
+  int64_t value, bound;
+};
+// ValueError "<model> config: '<field>' must be <= <bound>, got <value>" for the first field
+// over its bound.
+void at_most(const char* model, std::initializer_list<Bound> bounds) {
+  for (const Bound& b : bounds)
+    if (b.value > b.bound)
+      throw ValueError(fmt::format("{} config: '{}' must be <= {}, got {}", model, b.field, b.bound, b.value));
 }
 
 // "512M" -> 536870912; -1 for anything that is not a positive whole number with an optional
@@ -94,33 +102,22 @@ double rnn_layer_floats(double g, double input, double H) { return g * H * (inpu
 // Bounds
 
 void check_config_bounds(const Seq2SeqConfig& c) {
-  at_most("seq2seq", "layers", c.layers, kMaxLayers);
-  at_most("seq2seq", "emb", c.emb, kMaxWidth);
-  at_most("seq2seq", "hidden", c.hidden, kMaxWidth);
-  at_most("seq2seq", "heads", c.heads, kMaxWidth);
-  at_most("seq2seq", "window", c.window, kMaxWidth);
-  at_most("seq2seq", "vocab", c.vocab, kMaxVocab);
-  at_most("seq2seq", "max_src_len", c.max_src_len, kMaxLength);
+  at_most("seq2seq", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
+                      {"heads", c.heads, kMaxWidth}, {"window", c.window, kMaxWidth}, {"vocab", c.vocab, kMaxVocab},
+                      {"max_src_len", c.max_src_len, kMaxLength}});
 }
 
 void check_config_bounds(const TransformerConfig& c) {
-  at_most("transformer", "encoder_layers", c.encoder_layers, kMaxLayers);
-  at_most("transformer", "decoder_layers", c.decoder_layers, kMaxLayers);
-  at_most("transformer", "d_model", c.d_model, kMaxWidth);
-  at_most("transformer", "heads", c.heads, kMaxWidth);
-  at_most("transformer", "ffn", c.ffn, kMaxFfn);
-  at_most("transformer", "src_vocab", c.src_vocab, kMaxVocab);
-  at_most("transformer", "tgt_vocab", c.tgt_vocab, kMaxVocab);
-  at_most("transformer", "classes", c.classes, kMaxClasses);
-  at_most("transformer", "max_len", c.max_len, kMaxLength);
+  at_most("transformer", {{"encoder_layers", c.encoder_layers, kMaxLayers},
+                          {"decoder_layers", c.decoder_layers, kMaxLayers}, {"d_model", c.d_model, kMaxWidth},
+                          {"heads", c.heads, kMaxWidth}, {"ffn", c.ffn, kMaxFfn},
+                          {"src_vocab", c.src_vocab, kMaxVocab}, {"tgt_vocab", c.tgt_vocab, kMaxVocab},
+                          {"classes", c.classes, kMaxClasses}, {"max_len", c.max_len, kMaxLength}});
 }
 
 void check_config_bounds(const BiLstmConfig& c) {
-  at_most("bilstm", "layers", c.layers, kMaxLayers);
-  at_most("bilstm", "emb", c.emb, kMaxWidth);
-  at_most("bilstm", "hidden", c.hidden, kMaxWidth);
-  at_most("bilstm", "vocab", c.vocab, kMaxVocab);
-  at_most("bilstm", "classes", c.classes, kMaxClasses);
+  at_most("bilstm", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
+                     {"vocab", c.vocab, kMaxVocab}, {"classes", c.classes, kMaxClasses}});
 }
 
 // ---------------------------------------------------------------------------------------

@@ -5,20 +5,13 @@
 #include "attn/models/memory_estimate.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
 
 namespace attn::models {
-namespace {
-const Seq2SeqConfig& validated(const Seq2SeqConfig& c) {
-  c.validate();
-  check_parameter_memory(c);
-  return c;
-}
-}  // namespace
-
 Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
-    : config_(validated(config)),
+    : config_(validated_config(config)),
       rng_(config.seed),
       encoder(config_, rng_),
       decoder(config_, encoder.output_size(), rng_) {
@@ -26,21 +19,24 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
   register_module("decoder", decoder);
 }
 
-DecoderOutput Seq2Seq::forward(const data::Batch& batch) {
+DecoderOutput Seq2Seq::forward(const Batch& batch) {
   const EncoderOutput enc = encoder.forward(batch.src, batch.src_lengths);
   return decoder.forward(batch.tgt_in, enc, batch.src_lengths);
 }
 
-Tensor Seq2Seq::logits(const data::Batch& batch) { return forward(batch).logits; }
+Tensor Seq2Seq::logits(const Batch& batch) { return forward(batch).logits; }
 
-Tensor Seq2Seq::loss(const data::Batch& batch) {
+Seq2Seq::Loss Seq2Seq::loss_terms(const Batch& batch, float label_smoothing) {
   check_training_memory(config_, batch.src.dim(0), batch.src.dim(1), batch.tgt_out.dim(1));
   const DecoderOutput out = forward(batch);
-  return with_reinforce(cross_entropy(out.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}), out,
-                        batch);
+  const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
+                                  {.ignore_index = kPad, .label_smoothing = label_smoothing});
+  return {with_reinforce(ce, out, batch), ce, out.logits};
 }
 
-Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const data::Batch& batch) {
+Tensor Seq2Seq::loss(const Batch& batch, float label_smoothing) { return loss_terms(batch, label_smoothing).loss; }
+
+Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const Batch& batch) {
   if (!out.hard_log_probs.defined() || !autodiff::grad_enabled()) return ce;
   // REINFORCE for hard attention: reward r(t, b) = log p(target | step t), no gradient.
   const Tensor& l = out.logits;                           // (T, B, V)
@@ -58,7 +54,7 @@ Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const
   int64_t real = 0;
   for (int64_t i = 0; i < T * B; ++i) {
     const int32_t y = targets.i32()[i];
-    if (y == data::kPad) {
+    if (y == kPad) {
       rewards.f32()[i] = baseline.value;  // zero advantage: padding teaches nothing
       continue;
     }
@@ -86,7 +82,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   result.attention.resize(static_cast<size_t>(B));
   std::vector<char> finished(static_cast<size_t>(B), 0);
   Tensor prev = Tensor::empty({B}, DType::i32);  // y_{t-1}
-  for (int64_t b = 0; b < B; ++b) prev.i32()[b] = data::kBos;
+  for (int64_t b = 0; b < B; ++b) prev.i32()[b] = kBos;
   const int64_t V = config_.vocab;
   int64_t remaining = B;
   for (int step = 0; step < max_len && remaining > 0; ++step) {
@@ -95,10 +91,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
     const Tensor logits = decoder.step_logits(s, emb);  // (B, V)
     const float* l = logits.f32();
     for (int64_t b = 0; b < B; ++b) {
-      const float* row = l + b * V;
-      int32_t best = 0;
-      for (int32_t v = 1; v < V; ++v)
-        if (row[v] > row[best]) best = v;
+      const int32_t best = argmax(l + b * V, V);
       prev.i32()[b] = best;
       if (finished[static_cast<size_t>(b)]) continue;
       result.tokens[static_cast<size_t>(b)].push_back(best);
@@ -106,7 +99,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
         const float* w = s.weights.f32() + b * W;
         result.attention[static_cast<size_t>(b)].emplace_back(w, w + W);
       }
-      if (best == data::kEos) {
+      if (best == kEos) {
         finished[static_cast<size_t>(b)] = 1;
         --remaining;
       }

@@ -6,6 +6,7 @@
 
 #include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
+#include "config_json.h"
 
 namespace attn::models {
 namespace {
@@ -74,7 +75,7 @@ void Seq2SeqConfig::validate() const {
   positive("layers", layers, 1);
   positive("emb", emb, 1);
   positive("hidden", hidden, 1);
-  positive("vocab", vocab, data::kFirstSymbol + 1);
+  positive("vocab", vocab, kEos + 2);  // the specials and at least one entry
   positive("max_src_len", max_src_len, 1);
   positive("heads", heads, 1);
   const bool attends = c.attention != AttentionKind::none;
@@ -100,44 +101,14 @@ nlohmann::json Seq2SeqConfig::to_json() const {
 }
 
 Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw ValueError("seq2seq config: expected a JSON object, got " + std::string(j.type_name()));
   Seq2SeqConfig c;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    const nlohmann::json& v = it.value();
-    auto want = [&](bool ok, const char* type) {
-      if (!ok) throw ValueError(fmt::format("seq2seq config: '{}' must be {}, got {}", key, type, v.dump()));
-    };
-    if (key == "encoder" || key == "attention" || key == "score") {
-      want(v.is_string(), "a string");
-      (key == "encoder" ? c.encoder : key == "attention" ? c.attention : c.score) = v.get<std::string>();
-    } else if (key == "bidirectional" || key == "input_feeding") {
-      want(v.is_boolean(), "a boolean");
-      (key == "bidirectional" ? c.bidirectional : c.input_feeding) = v.get<bool>();
-    } else if (key == "layers" || key == "emb" || key == "hidden" || key == "vocab" || key == "max_src_len" ||
-               key == "heads" || key == "window") {
-      want(v.is_number_integer() && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX, "an integer");
-      const int value = v.get<int>();
-      if (key == "layers") c.layers = value;
-      else if (key == "emb") c.emb = value;
-      else if (key == "hidden") c.hidden = value;
-      else if (key == "vocab") c.vocab = value;
-      else if (key == "heads") c.heads = value;
-      else if (key == "window") c.window = value;
-      else c.max_src_len = value;
-    } else if (key == "dropout") {
-      want(v.is_number(), "a number");
-      c.dropout = v.get<float>();
-    } else if (key == "seed") {
-      want(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), "a non-negative integer");
-      c.seed = v.get<uint64_t>();
-    } else {
-      throw ValueError(fmt::format(
-          "seq2seq config: unknown key '{}' (valid: encoder, layers, bidirectional, emb, hidden, dropout, attention, "
-          "score, input_feeding, vocab, max_src_len, heads, window, seed)",
-          key));
-    }
-  }
+  detail::read_config("seq2seq", j, {{"encoder", &c.encoder}, {"layers", &c.layers},
+                                     {"bidirectional", &c.bidirectional}, {"emb", &c.emb},
+                                     {"hidden", &c.hidden}, {"dropout", &c.dropout},
+                                     {"attention", &c.attention}, {"score", &c.score},
+                                     {"input_feeding", &c.input_feeding}, {"vocab", &c.vocab},
+                                     {"max_src_len", &c.max_src_len}, {"heads", &c.heads},
+                                     {"window", &c.window}, {"seed", &c.seed}});
   c.validate();
   return c;
 }

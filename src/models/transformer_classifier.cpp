@@ -39,7 +39,7 @@ Tensor initial_cls(int64_t dim, Rng& rng) {
 TransformerClassifier::TransformerClassifier(const TransformerConfig& config)
     : config_(validated(config)),
       rng_(config.seed),
-      embedding(config_.src_vocab, config_.d_model, rng_, data::kPad),
+      embedding(config_.src_vocab, config_.d_model, rng_, kPad),
       cls(initial_cls(config_.d_model, rng_)),
       positions(config_.positions, config_.max_len, config_.d_model, rng_),
       encoder(detail::stack_options(config_, rng_), config_.encoder_layers),

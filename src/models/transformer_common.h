@@ -57,12 +57,4 @@ inline Tensor project_vocab(const Tensor& h, const nn::Linear* generator, const 
   return generator ? generator->forward(h) : linear(h, tied_weight);
 }
 
-// The first index of the largest value (ties go to the lower index, as beam search's order).
-inline int32_t argmax(const float* row, int64_t n) {
-  int32_t best = 0;
-  for (int32_t v = 1; v < n; ++v)
-    if (row[v] > row[best]) best = v;
-  return best;
-}
-
 }  // namespace attn::models::detail

@@ -10,19 +10,13 @@
 #include "attn/error.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
+#include "config_json.h"
 
 namespace attn::models {
 
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
-  nn::TransformerLayerOptions o;
-  o.d_model = d_model;
-  o.heads = heads;
-  o.ffn = ffn;
-  o.dropout = dropout;
-  o.norm_first = norm_first;
-  o.activation = activation;
-  o.seed = seed;
-  return o;
+  return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
+          .activation = activation, .seed = seed};
 }
 
 void TransformerConfig::validate() const {
@@ -73,63 +67,15 @@ nlohmann::json TransformerConfig::to_json() const {
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw ValueError("transformer config: expected a JSON object, got " + std::string(j.type_name()));
   TransformerConfig c;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    const nlohmann::json& v = it.value();
-    auto want = [&](bool ok, const char* type) {
-      if (!ok) throw ValueError(fmt::format("transformer config: '{}' must be {}, got {}", key, type, v.dump()));
-    };
-    if (key == "activation" || key == "positions") {
-      want(v.is_string(), "a string");
-      (key == "activation" ? c.activation : c.positions) = v.get<std::string>();
-    } else if (key == "norm_first" || key == "share_embeddings" || key == "tie_output") {
-      want(v.is_boolean(), "a boolean");
-      const bool value = v.get<bool>();
-      if (key == "norm_first")
-        c.norm_first = value;
-      else if (key == "share_embeddings")
-        c.share_embeddings = value;
-      else
-        c.tie_output = value;
-    } else if (key == "src_vocab" || key == "tgt_vocab" || key == "classes" || key == "d_model" || key == "heads" ||
-               key == "ffn" || key == "max_len") {
-      want(v.is_number_integer() && (v.is_number_unsigned() ? v.get<uint64_t>() <= INT64_MAX : true), "an integer");
-      const int64_t value = v.get<int64_t>();
-      if (key == "src_vocab")
-        c.src_vocab = value;
-      else if (key == "tgt_vocab")
-        c.tgt_vocab = value;
-      else if (key == "classes")
-        c.classes = value;
-      else if (key == "d_model")
-        c.d_model = value;
-      else if (key == "heads")
-        c.heads = value;
-      else if (key == "ffn")
-        c.ffn = value;
-      else
-        c.max_len = value;
-    } else if (key == "encoder_layers" || key == "decoder_layers") {
-      want(v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > INT32_MAX) &&
-               v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX,
-           "an integer");
-      (key == "encoder_layers" ? c.encoder_layers : c.decoder_layers) = v.get<int>();
-    } else if (key == "dropout") {
-      want(v.is_number(), "a number");
-      c.dropout = v.get<float>();
-    } else if (key == "seed") {
-      want(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), "a non-negative integer");
-      c.seed = v.get<uint64_t>();
-    } else {
-      throw ValueError(fmt::format(
-          "transformer config: unknown key '{}' (valid: src_vocab, tgt_vocab, classes, d_model, heads, ffn, "
-          "encoder_layers, decoder_layers, dropout, norm_first, activation, positions, max_len, share_embeddings, "
-          "tie_output, seed)",
-          key));
-    }
-  }
+  detail::read_config("transformer", j, {{"src_vocab", &c.src_vocab}, {"tgt_vocab", &c.tgt_vocab},
+                                         {"classes", &c.classes}, {"d_model", &c.d_model}, {"heads", &c.heads},
+                                         {"ffn", &c.ffn}, {"encoder_layers", &c.encoder_layers},
+                                         {"decoder_layers", &c.decoder_layers}, {"dropout", &c.dropout},
+                                         {"norm_first", &c.norm_first}, {"activation", &c.activation},
+                                         {"positions", &c.positions}, {"max_len", &c.max_len},
+                                         {"share_embeddings", &c.share_embeddings},
+                                         {"tie_output", &c.tie_output}, {"seed", &c.seed}});
   c.validate();
   return c;
 }

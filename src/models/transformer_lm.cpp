@@ -9,6 +9,7 @@
 #include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
 #include "attn/shape.h"
 #include "transformer_common.h"
 
@@ -33,7 +34,7 @@ const TransformerConfig& validated(const TransformerConfig& c) {
 TransformerLM::TransformerLM(const TransformerConfig& config)
     : config_(validated(config)),
       rng_(config.seed),
-      embedding(config_.tgt_vocab, config_.d_model, rng_, data::kPad),
+      embedding(config_.tgt_vocab, config_.d_model, rng_, kPad),
       positions(config_.positions, config_.max_len, config_.d_model, rng_),
       decoder(detail::stack_options(config_, rng_), config_.decoder_layers),
       generator(config_.tie_output ? nullptr : std::make_unique<nn::Linear>(config_.d_model, config_.tgt_vocab, rng_)),
@@ -77,7 +78,7 @@ Tensor TransformerLM::loss(const Tensor& ids) {
     std::copy(p + b * T, p + b * T + T - 1, inputs.i32() + b * (T - 1));
     std::copy(p + b * T + 1, p + b * T + T, targets.i32() + b * (T - 1));
   }
-  return cross_entropy(logits(inputs), targets, {.ignore_index = data::kPad});
+  return cross_entropy(logits(inputs), targets, {.ignore_index = kPad});
 }
 
 std::vector<int32_t> TransformerLM::sample(const std::vector<int32_t>& prefix, const SampleOptions& options) {
@@ -115,7 +116,7 @@ std::vector<int32_t> TransformerLM::sample(const std::vector<int32_t>& prefix, c
     if (n > 0) l = feed(next);
     const float* row = l.f32();
     if (options.temperature == 0.0f) {
-      next = detail::argmax(row, V);
+      next = argmax(row, V);
     } else {
       // The top_k ids (value desc, then id asc), or all of them; softmax(row / τ) over those.
       std::iota(order.begin(), order.end(), 0);

@@ -8,10 +8,12 @@
 #include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
 #include "attn/shape.h"
 #include "beam_search.h"
+#include "attn/ops/reduce.h"
 #include "transformer_common.h"
 
 namespace attn::models {
@@ -19,9 +21,9 @@ namespace {
 
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
-  if (c.tgt_vocab <= data::kEos)
+  if (c.tgt_vocab <= kEos)
     throw ValueError(fmt::format("TransformerSeq2Seq: tgt_vocab must be > {} (PAD, BOS, EOS are 0, 1, 2), got {}",
-                                 data::kEos, c.tgt_vocab));
+                                 kEos, c.tgt_vocab));
   if (c.src_vocab < 1) throw ValueError(fmt::format("TransformerSeq2Seq: src_vocab must be >= 1, got {}", c.src_vocab));
   if (c.encoder_layers < 1 || c.decoder_layers < 1)
     throw ValueError(fmt::format("TransformerSeq2Seq: encoder_layers and decoder_layers must be >= 1, got {} and {}",
@@ -32,7 +34,7 @@ const TransformerConfig& validated(const TransformerConfig& c) {
 
 std::unique_ptr<nn::Embedding> make_embedding(bool make, int64_t vocab, int64_t dim, Rng& rng) {
   if (!make) return nullptr;
-  auto e = std::make_unique<nn::Embedding>(vocab, dim, rng, data::kPad);
+  auto e = std::make_unique<nn::Embedding>(vocab, dim, rng, kPad);
   detail::init_scaled_embedding(*e, rng);
   return e;
 }
@@ -112,7 +114,7 @@ Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_lengths) 
   return encoder.forward(x, src_lengths);                                               // (B, S, D)
 }
 
-Tensor TransformerSeq2Seq::decode_teacher_forced(const data::Batch& batch, std::vector<nn::LayerAttention>* weights) {
+Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights) {
   ShapeContract c("TransformerSeq2Seq.logits");
   c.check("src", batch.src, {"B", "S"}, DType::i32);
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
@@ -121,19 +123,19 @@ Tensor TransformerSeq2Seq::decode_teacher_forced(const data::Batch& batch, std::
   return decoder.forward(y, memory, batch.src_lengths, weights);                                 // (B, T, D)
 }
 
-Tensor TransformerSeq2Seq::logits(const data::Batch& batch) {
+Tensor TransformerSeq2Seq::logits(const Batch& batch) {
   return output_logits(decode_teacher_forced(batch, nullptr));  // (B, T, V)
 }
 
-Tensor TransformerSeq2Seq::loss(const data::Batch& batch, float label_smoothing) {
+Tensor TransformerSeq2Seq::loss(const Batch& batch, float label_smoothing) {
   ShapeContract c("TransformerSeq2Seq.loss");
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
   c.check("tgt_out", batch.tgt_out, {"B", "T"}, DType::i32);
   check_training_memory(config_, c["B"], batch.src.dim(1), c["T"]);
-  return cross_entropy(logits(batch), batch.tgt_out, {.ignore_index = data::kPad, .label_smoothing = label_smoothing});
+  return cross_entropy(logits(batch), batch.tgt_out, {.ignore_index = kPad, .label_smoothing = label_smoothing});
 }
 
-std::vector<Tensor> TransformerSeq2Seq::cross_attention(const data::Batch& batch) {
+std::vector<Tensor> TransformerSeq2Seq::cross_attention(const Batch& batch) {
   autodiff::NoGradGuard no_grad;
   std::vector<nn::LayerAttention> weights;
   decode_teacher_forced(batch, &weights);
@@ -158,7 +160,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   // The rows still decoding (original row indices); finished rows leave the batch.
   std::vector<int32_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) active[static_cast<size_t>(b)] = static_cast<int32_t>(b);
-  std::vector<int32_t> prev(static_cast<size_t>(B), data::kBos);
+  std::vector<int32_t> prev(static_cast<size_t>(B), kBos);
   std::vector<nn::LayerAttention> weights;
   std::vector<float> w;
   for (int t = 0; t < steps && !active.empty(); ++t) {
@@ -172,11 +174,11 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
     std::vector<int32_t> keep;
     for (int64_t i = 0; i < n; ++i) {
       const size_t b = static_cast<size_t>(active[static_cast<size_t>(i)]);
-      const int32_t best = detail::argmax(l.f32() + i * V, V);
+      const int32_t best = argmax(l.f32() + i * V, V);
       result.tokens[b].push_back(best);
       selected_weights(weights, select, i, w);
       result.attention[b].push_back(w);
-      if (best != data::kEos) keep.push_back(static_cast<int32_t>(i));
+      if (best != kEos) keep.push_back(static_cast<int32_t>(i));
       prev[static_cast<size_t>(i)] = best;
     }
     if (static_cast<int64_t>(keep.size()) == n) continue;

@@ -1,62 +1,52 @@
 #include "attn/models/translator.h"
 
+#include <type_traits>
+
 #include "attn/error.h"
-#include "attn/ops/loss.h"
 
 namespace attn::models {
 namespace {
 
-class RnnTranslator : public Translator {
+// What both families share: the model, its configuration, its loss and its decoding.
+template <typename Model, typename Config>
+class ModelTranslator : public Translator {
  public:
-  explicit RnnTranslator(const Seq2SeqConfig& config) : model_(config) {}
+  explicit ModelTranslator(const Config& config) : model_(config) {}
   nn::Module& module() override { return model_; }
-  std::string kind() const override { return "rnn"; }
   nlohmann::json config_json() const override { return model_.config().to_json(); }
+  Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
+  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& o) override {
+    const BeamOptions beam{.width = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len};
+    if constexpr (std::is_same_v<Model, Seq2Seq>) {  // one attention: nothing to select
+      return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len) : model_.beam(src, src_lengths, beam);
+    } else {
+      return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.select)
+                         : model_.beam(src, src_lengths, beam, o.select);
+    }
+  }
+
+ protected:
+  Model model_;
+};
+
+class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
+ public:
+  using ModelTranslator::ModelTranslator;
+  std::string kind() const override { return "rnn"; }
   int64_t vocab() const override { return model_.config().vocab; }
-
-  Tensor loss(const data::Batch& batch, float label_smoothing) override {
-    const DecoderOutput out = model_.forward(batch);  // logits (T, B, V)
-    const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
-                                    {.ignore_index = data::kPad, .label_smoothing = label_smoothing});
-    return model_.with_reinforce(ce, out, batch);
-  }
-
-  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len, float length_penalty,
-                      AttentionSelect) override {
-    if (beam <= 1) return model_.greedy(src, src_lengths, max_len);
-    return model_.beam(src, src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len});
-  }
-
   int attention_layers() const override { return model_.decoder.attention ? 1 : 0; }
   int attention_heads() const override {
     return model_.decoder.attention ? static_cast<int>(model_.decoder.attention->weight_heads()) : 0;
   }
-
- private:
-  Seq2Seq model_;
 };
 
-class TransformerTranslator : public Translator {
+class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, TransformerConfig> {
  public:
-  explicit TransformerTranslator(const TransformerConfig& config) : model_(config) {}
-  nn::Module& module() override { return model_; }
+  using ModelTranslator::ModelTranslator;
   std::string kind() const override { return "transformer"; }
-  nlohmann::json config_json() const override { return model_.config().to_json(); }
   int64_t vocab() const override { return model_.config().tgt_vocab; }
-
-  Tensor loss(const data::Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
-
-  DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len, float length_penalty,
-                      AttentionSelect select) override {
-    if (beam <= 1) return model_.greedy(src, src_lengths, max_len, select);
-    return model_.beam(src, src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len}, select);
-  }
-
   int attention_layers() const override { return model_.config().decoder_layers; }
   int attention_heads() const override { return static_cast<int>(model_.config().heads); }
-
- private:
-  TransformerSeq2Seq model_;
 };
 
 }  // namespace

@@ -38,23 +38,26 @@ std::pair<int64_t, int64_t> fans(const char* fn, const Tensor& t) {
 
 std::pair<int64_t, int64_t> fan_in_and_fan_out(const Tensor& t) { return fans("fan_in_and_fan_out", t); }
 
+namespace {
+// Xavier's scale gain · √(k / (fan_in + fan_out)) for t, checked as `op`; 0 for an empty t.
+double xavier_scale(const char* op, const Tensor& t, float gain, double k) {
+  check_finite(op, "gain", gain);
+  const auto [fan_in, fan_out] = fans(op, t);
+  return gain * std::sqrt(k / static_cast<double>(fan_in + fan_out));
+}
+}  // namespace
+
 Tensor& xavier_uniform_(Tensor& t, Rng& rng, float gain) {
   float* p = checked_data("xavier_uniform_", t);
-  check_finite("xavier_uniform_", "gain", gain);
-  const auto [fan_in, fan_out] = fans("xavier_uniform_", t);
-  if (t.numel() == 0) return t;
-  const double a = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-  fill_uniform(p, t.numel(), -a, a, rng);
+  const double a = xavier_scale("xavier_uniform_", t, gain, 6.0);
+  if (t.numel() > 0) fill_uniform(p, t.numel(), -a, a, rng);
   return t;
 }
 
 Tensor& xavier_normal_(Tensor& t, Rng& rng, float gain) {
   float* p = checked_data("xavier_normal_", t);
-  check_finite("xavier_normal_", "gain", gain);
-  const auto [fan_in, fan_out] = fans("xavier_normal_", t);
-  if (t.numel() == 0) return t;
-  const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
-  fill_normal(p, t.numel(), 0.0, std, rng);
+  const double std = xavier_scale("xavier_normal_", t, gain, 2.0);
+  if (t.numel() > 0) fill_normal(p, t.numel(), 0.0, std, rng);
   return t;
 }
 

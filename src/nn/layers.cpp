@@ -1,5 +1,7 @@
 #include "attn/nn/layers.h"
 
+#include <array>
+
 #include "attn/nn/init.h"
 #include "attn/ops/dropout.h"
 #include "attn/ops/embedding.h"
@@ -59,14 +61,22 @@ Tensor Dropout::forward(const Tensor& x) {
   return dropout(x, p, rng_.next(), true);
 }
 
+namespace {
+// A recurrent cell's weight_ih (G·H, I), weight_hh (G·H, H), bias_ih and bias_hh (G·H), for
+// G gates, registered in that order and drawn as PyTorch does (U(±1/√H)).
+void register_cell_weights(Module& cell, const char* name, int64_t gates, int64_t input_size, int64_t hidden, Rng& rng,
+                           std::array<Tensor*, 4> weights) {
+  check_positive(name, "input_size", input_size);
+  check_positive(name, "hidden_size", hidden);
+  const Shape shapes[] = {{gates * hidden, input_size}, {gates * hidden, hidden}, {gates * hidden}, {gates * hidden}};
+  const char* names[] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+  for (size_t i = 0; i < weights.size(); ++i) *weights[i] = cell.register_parameter(names[i], Tensor::empty(shapes[i]));
+  for (Tensor* t : weights) rnn_default_init_(*t, hidden, rng);
+}
+}  // namespace
+
 GRUCell::GRUCell(int64_t input_size, int64_t hidden, Rng& rng) : hidden_size(hidden) {
-  check_positive("GRUCell", "input_size", input_size);
-  check_positive("GRUCell", "hidden_size", hidden);
-  weight_ih = register_parameter("weight_ih", Tensor::empty({3 * hidden, input_size}));
-  weight_hh = register_parameter("weight_hh", Tensor::empty({3 * hidden, hidden}));
-  bias_ih = register_parameter("bias_ih", Tensor::empty({3 * hidden}));
-  bias_hh = register_parameter("bias_hh", Tensor::empty({3 * hidden}));
-  for (Tensor* t : {&weight_ih, &weight_hh, &bias_ih, &bias_hh}) rnn_default_init_(*t, hidden, rng);
+  register_cell_weights(*this, "GRUCell", 3, input_size, hidden, rng, {&weight_ih, &weight_hh, &bias_ih, &bias_hh});
 }
 
 Tensor GRUCell::forward(const Tensor& x, const Tensor& h) const {
@@ -74,13 +84,7 @@ Tensor GRUCell::forward(const Tensor& x, const Tensor& h) const {
 }
 
 LSTMCell::LSTMCell(int64_t input_size, int64_t hidden, Rng& rng) : hidden_size(hidden) {
-  check_positive("LSTMCell", "input_size", input_size);
-  check_positive("LSTMCell", "hidden_size", hidden);
-  weight_ih = register_parameter("weight_ih", Tensor::empty({4 * hidden, input_size}));
-  weight_hh = register_parameter("weight_hh", Tensor::empty({4 * hidden, hidden}));
-  bias_ih = register_parameter("bias_ih", Tensor::empty({4 * hidden}));
-  bias_hh = register_parameter("bias_hh", Tensor::empty({4 * hidden}));
-  for (Tensor* t : {&weight_ih, &weight_hh, &bias_ih, &bias_hh}) rnn_default_init_(*t, hidden, rng);
+  register_cell_weights(*this, "LSTMCell", 4, input_size, hidden, rng, {&weight_ih, &weight_hh, &bias_ih, &bias_hh});
 }
 
 std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& x, const Tensor& h, const Tensor& c) const {

@@ -1,5 +1,6 @@
 #include "attn/nn/multihead_attention.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -130,6 +131,14 @@ MultiheadAttentionOptions resolved(MultiheadAttentionOptions o) {
   if (o.vdim == 0) o.vdim = o.embed_dim;
   return o;
 }
+
+// Separate query, key and value projections (D, D), (D, kdim), (D, vdim), Xavier-uniform,
+// drawn in that order.
+std::array<Tensor, 3> xavier_projections(int64_t D, int64_t kdim, int64_t vdim, Rng& rng) {
+  std::array<Tensor, 3> w = {Tensor::empty({D, D}), Tensor::empty({D, kdim}), Tensor::empty({D, vdim})};
+  for (Tensor& t : w) xavier_uniform_(t, rng);
+  return w;
+}
 }  // namespace
 
 MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
@@ -145,10 +154,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
     xavier_uniform_(w, rng_);
     in_proj_weight = register_parameter("in_proj_weight", w);
   } else {
-    Tensor wq = Tensor::empty({D, D}), wk = Tensor::empty({D, options_.kdim}), wv = Tensor::empty({D, options_.vdim});
-    xavier_uniform_(wq, rng_);
-    xavier_uniform_(wk, rng_);
-    xavier_uniform_(wv, rng_);
+    auto [wq, wk, wv] = xavier_projections(D, options_.kdim, options_.vdim, rng_);
     q_proj_weight = register_parameter("q_proj_weight", wq);
     k_proj_weight = register_parameter("k_proj_weight", wk);
     v_proj_weight = register_parameter("v_proj_weight", wv);
@@ -280,10 +286,7 @@ MultiheadGeneralAttention::MultiheadGeneralAttention(const MultiheadGeneralAtten
   const int64_t D = options_.embed_dim, H = options_.num_heads;
   const bool proj = options_.in_proj;
   if (proj) {
-    Tensor wq = Tensor::empty({D, D}), wk = Tensor::empty({D, options_.kdim}), wv = Tensor::empty({D, options_.vdim});
-    xavier_uniform_(wq, rng_);
-    xavier_uniform_(wk, rng_);
-    xavier_uniform_(wv, rng_);
+    auto [wq, wk, wv] = xavier_projections(D, options_.kdim, options_.vdim, rng_);
     q_proj_weight = register_parameter("q_proj_weight", wq);
     k_proj_weight = register_parameter("k_proj_weight", wk);
     v_proj_weight = register_parameter("v_proj_weight", wv);

@@ -94,6 +94,14 @@ inline KeyMask check_key_mask(ShapeContract& c, const Tensor& lengths, const Ten
   return {extent, mask};
 }
 
+// The dot score compares the query and the keys directly: ShapeError unless D == E.
+inline void check_dot_sizes(const std::string& op, int64_t D, int64_t E) {
+  if (D != E)
+    throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E) +
+                     " for the dot score (a bidirectional encoder doubles E?): use score 'general' to learn a "
+                     "projection W (D, E), or project the state");
+}
+
 inline float check_temperature(const std::string& op, float temperature) {
   if (!(temperature > 0.0f) || !std::isfinite(temperature))
     throw ValueError(op + ": temperature must be finite and > 0, got " + fmt::format("{}", temperature) +

@@ -4,17 +4,12 @@
 #include "attn/kernels/blas.h"
 #include "attn/kernels/linear.h"
 #include "attn/kernels/reduce.h"
+#include "leading_rows.h"
 
 namespace attn {
 namespace {
 
-// Product of every dimension but the last (Shape::rows() treats a zero last dimension as
-// one element per row, which would lose the row count of an (R, 0) tensor).
-int64_t leading_rows(const Shape& shape) {
-  int64_t rows = 1;
-  for (int i = 0; i + 1 < shape.rank(); ++i) rows *= shape[i];
-  return rows;
-}
+using detail::leading_rows;
 
 // The shared body of matmul (batch = 1, rank 2) and bmm (rank 3).
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, MatmulOptions options, bool batched) {

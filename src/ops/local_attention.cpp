@@ -80,10 +80,7 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   switch (score) {
     case LuongScore::dot:
       require_undefined(op, "w", w, "is not used by the dot score");
-      if (D != E)
-        throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E) +
-                         " for the dot score (a bidirectional encoder doubles E?): use score 'general' to learn a "
-                         "projection W (D, E), or project the state");
+      attention_detail::check_dot_sizes(op, D, E);
       break;
     case LuongScore::general:
       c.check("w", w, {"D", "E"});

@@ -16,6 +16,20 @@ using attention_detail::grad_or_null;
 
 namespace {
 
+// The masked softmax of the scores, its dropout and the context (attention_common.h's
+// softmax_context_forward) in tensors of the query's shape: weights and used (B, T, S) or
+// (B, S), context (B, T, E) or (B, E).
+struct SoftmaxContext {
+  Tensor weights, used, context;
+};
+SoftmaxContext softmax_context(const Tensor& scores, float alpha, const Tensor& values,
+                               const attention_detail::KeyMask& mask, const attention_detail::WeightDropout& drop,
+                               const attention_detail::Dims& d, const attention_detail::QueryShape& q) {
+  SoftmaxContext r{Tensor::empty(q.out(d.S)), Tensor(), Tensor::empty(q.out(d.E))};
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, r.weights, r.used, r.context);
+  return r;
+}
+
 const char* luong_op_name(LuongScore score) {
   switch (score) {
     case LuongScore::dot: return "luong_attention(dot)";
@@ -51,10 +65,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
     case LuongScore::dot:
       require_undefined(op, "w", w);
       require_undefined(op, "v", v);
-      if (D != E)
-        throw ShapeError(op + ": query size D=" + std::to_string(D) + " must equal key size E=" + std::to_string(E) +
-                         " for the dot score (a bidirectional encoder doubles E?): use score 'general' to learn a "
-                         "projection W (D, E), or project the state");
+      attention_detail::check_dot_sizes(op, D, E);
       break;
     case LuongScore::general:
       c.check("w", w, {"D", "E"});
@@ -99,10 +110,8 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       break;
   }
   const Dims d{B, T, S, E};
-  Tensor weights = Tensor::empty(q.out(S));
-  Tensor context = Tensor::empty(q.out(E));
-  Tensor used;  // the weights after dropout (== weights without)
-  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context);
+  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q);
+  const Tensor weights = sc.weights, used = sc.used, context = sc.context;  // used: after dropout
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, keys, values, w, v, scale)) return result;
@@ -189,10 +198,8 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   kernels::gemm(false, true, N, S, D, 1.0f, query.f32(), D, w_a.f32(), D, 0.0f, scores.f32(), S);
   if (b_a.defined()) kernels::attention_add_bias_rows(scores.f32(), b_a.f32(), N, S);
   const Dims d{B, T, S, E};
-  Tensor weights = Tensor::empty(q.out(S));
-  Tensor context = Tensor::empty(q.out(E));
-  Tensor used;  // the weights after dropout (== weights without)
-  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context);
+  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q);
+  const Tensor weights = sc.weights, used = sc.used, context = sc.context;  // used: after dropout
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, values, w_a, b_a)) return result;

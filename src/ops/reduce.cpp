@@ -68,4 +68,22 @@ Tensor mean(const Tensor& x) { return reduce_all("mean", x, true); }
 Tensor sum_last(const Tensor& x) { return reduce_last("sum_last", x, false); }
 Tensor mean_last(const Tensor& x) { return reduce_last("mean_last", x, true); }
 
+int32_t argmax(const float* row, int64_t n) {
+  int32_t best = 0;
+  for (int32_t v = 1; v < n; ++v)
+    if (row[v] > row[best]) best = v;
+  return best;
+}
+
+std::vector<int32_t> argmax_last(const Tensor& x) {
+  check_float("argmax_last", x, "(..., N)");
+  if (x.rank() < 1) throw ShapeError("argmax_last: 'x' expected (..., N), got a scalar");
+  const int64_t n = x.dim(-1);
+  if (n == 0) throw ValueError("argmax_last: 'x' has N = 0: no largest value");
+  const int64_t rows = x.numel() / n;
+  std::vector<int32_t> out(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) out[static_cast<size_t>(r)] = argmax(x.f32() + r * n, n);
+  return out;
+}
+
 }  // namespace attn

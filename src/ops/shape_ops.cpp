@@ -5,15 +5,12 @@
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/elementwise.h"
 #include "attn/kernels/shape_ops.h"
+#include "leading_rows.h"
 
 namespace attn {
 namespace {
 
-int64_t leading_rows(const Shape& shape) {
-  int64_t rows = 1;
-  for (int i = 0; i + 1 < shape.rank(); ++i) rows *= shape[i];
-  return rows;
-}
+using detail::leading_rows;
 
 // "(2, 3, N)": the leading dimensions of `shape` with the last one named `last`.
 std::string leading_pattern(const Shape& shape, const char* last) {

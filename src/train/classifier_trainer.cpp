@@ -8,6 +8,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
 
@@ -28,50 +29,7 @@ void ClassifierTrainOptions::validate() const {
   RunOptions::validate();
 }
 
-const std::vector<std::string>& sst2_labels() {
-  static const std::vector<std::string> labels = {"negative", "positive"};
-  return labels;
-}
-
 namespace {
-
-struct Encoded {
-  std::vector<int32_t> ids;  // never empty (an empty text becomes one <unk>)
-  int32_t label = 0;
-};
-
-// Each text's ids, cut to the model's max_tokens (0: no limit).
-std::vector<Encoded> encode_all(const data::Vocab& vocab, const std::vector<data::LabeledText>& examples,
-                                int64_t max_tokens) {
-  std::vector<Encoded> out;
-  out.reserve(examples.size());
-  for (const auto& e : examples) {
-    Encoded x{vocab.encode(e.text), e.label};
-    if (x.ids.empty()) x.ids.push_back(data::Vocab::kUnk);
-    models::keep_first_tokens(x.ids, max_tokens, "the classifier");
-    out.push_back(std::move(x));
-  }
-  return out;
-}
-
-struct BatchTensors {
-  Tensor ids, lengths, labels;  // (B, S), (B), (B)
-};
-
-BatchTensors make_batch(const std::vector<Encoded>& data, const std::vector<size_t>& rows) {
-  const int64_t B = static_cast<int64_t>(rows.size());
-  size_t longest = 1;
-  for (size_t r : rows) longest = std::max(longest, data[r].ids.size());
-  const int64_t S = static_cast<int64_t>(longest);
-  BatchTensors t{Tensor::zeros({B, S}, DType::i32), Tensor::empty({B}, DType::i32), Tensor::empty({B}, DType::i32)};
-  for (int64_t b = 0; b < B; ++b) {
-    const Encoded& e = data[rows[static_cast<size_t>(b)]];
-    std::copy(e.ids.begin(), e.ids.end(), t.ids.i32() + b * S);
-    t.lengths.i32()[b] = static_cast<int32_t>(e.ids.size());
-    t.labels.i32()[b] = e.label;
-  }
-  return t;
-}
 
 void shuffle(std::vector<size_t>& v, Rng& rng) {
   for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
@@ -79,7 +37,7 @@ void shuffle(std::vector<size_t>& v, Rng& rng) {
 
 // The batches of one epoch: a seeded shuffle, pools of bucket·batch sorted by length, cut
 // into batches, batch order shuffled. Depends only on (seed, epoch).
-std::vector<std::vector<size_t>> epoch_batches(const std::vector<Encoded>& data, const ClassifierTrainOptions& o,
+std::vector<std::vector<size_t>> epoch_batches(const std::vector<decode::EncodedText>& data, const ClassifierTrainOptions& o,
                                                int64_t epoch) {
   std::vector<size_t> order(data.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -106,120 +64,11 @@ std::vector<std::vector<size_t>> epoch_batches(const std::vector<Encoded>& data,
   return out;
 }
 
-ClassifierEval evaluate_encoded(models::TextClassifier& model, const std::vector<Encoded>& data, int batch) {
-  ClassifierEval result;
-  result.examples = static_cast<int64_t>(data.size());
-  if (data.empty()) return result;
-  nn::Module& module = model.module();
-  const bool was_training = module.is_training();
-  module.eval();
-  autodiff::NoGradGuard no_grad;
-  std::vector<size_t> order(data.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return data[a].ids.size() < data[b].ids.size(); });
-  int64_t right = 0;
-  double loss_sum = 0.0;
-  const int64_t C = model.classes();
-  for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(batch)) {
-    std::vector<size_t> rows(order.begin() + static_cast<std::ptrdiff_t>(begin),
-                             order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), begin + batch)));
-    BatchTensors t = make_batch(data, rows);
-    const Tensor logits = model.logits(t.ids, t.lengths);  // (B, C)
-    loss_sum += cross_entropy_sum(logits, t.labels).item();
-    const float* l = logits.f32();
-    for (size_t b = 0; b < rows.size(); ++b) {
-      int64_t best = 0;
-      for (int64_t k = 1; k < C; ++k)
-        if (l[b * C + k] > l[b * C + best]) best = k;
-      right += best == t.labels.i32()[b];
-    }
-  }
-  module.train(was_training);
-  result.accuracy = static_cast<double>(right) / static_cast<double>(data.size());
-  result.loss = loss_sum / static_cast<double>(data.size());
-  return result;
-}
-
-json metadata_json(models::TextClassifier& model, const data::Vocab& vocab, int64_t step, double dev_accuracy) {
-  return {{"format", "attn-classifier"}, {"version", kCheckpointVersion},          {"kind", model.kind()},
-          {"config", model.config_json()}, {"vocabulary", vocab.to_json()}, {"labels", sst2_labels()},
-          {"step", step},                  {"dev_accuracy", dev_accuracy}};
-}
-
 }  // namespace
 
 void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab, int64_t step,
                      double dev_accuracy) {
-  save_run_checkpoint(path, model.module().named_parameters(), metadata_json(model, vocab, step, dev_accuracy));
-}
-
-LoadedClassifier load_classifier(const std::string& path) {
-  const io::SafetensorsFile file = io::load_safetensors(path);
-  const json j = read_run_metadata(file, path, "attn-classifier", "an attn classifier checkpoint");
-  LoadedClassifier loaded;
-  try {
-    const std::string kind = j.at("kind").get<std::string>();
-    loaded.model = models::make_classifier(kind, j.at("config"));
-    loaded.vocab = data::Vocab::from_json(j.at("vocabulary"));
-    if (j.contains("labels")) loaded.labels = j.at("labels").get<std::vector<std::string>>();
-    loaded.step = j.value("step", int64_t{0});
-    loaded.dev_accuracy = j.value("dev_accuracy", 0.0);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad classifier metadata: " + e.what());
-  }
-  if (loaded.vocab.size() != loaded.model->vocab_size())
-    throw IoError(path + ": the vocabulary has " + std::to_string(loaded.vocab.size()) +
-                  " entries, the model configuration says " + std::to_string(loaded.model->vocab_size()));
-  if (loaded.labels.empty())
-    for (int64_t k = 0; k < loaded.model->classes(); ++k) loaded.labels.push_back(std::to_string(k));
-  if (static_cast<int64_t>(loaded.labels.size()) != loaded.model->classes())
-    throw IoError(path + ": " + std::to_string(loaded.labels.size()) + " labels for " +
-                  std::to_string(loaded.model->classes()) + " classes");
-  load_model_parameters(file, loaded.model->module().named_parameters(), path);
-  loaded.model->module().eval();
-  return loaded;
-}
-
-ClassifierEval evaluate_classifier(models::TextClassifier& model, const data::Vocab& vocab,
-                                   const std::vector<data::LabeledText>& examples, int batch) {
-  if (batch < 1) throw ValueError("evaluation batch must be >= 1, got " + std::to_string(batch));
-  for (const auto& e : examples)
-    if (e.label < 0 || e.label >= model.classes())
-      throw ValueError("label " + std::to_string(e.label) + " is outside the model's " +
-                       std::to_string(model.classes()) + " classes");
-  return evaluate_encoded(model, encode_all(vocab, examples, model.max_tokens()), batch);
-}
-
-std::string classifier_eval_json(const ClassifierEval& eval) {
-  return json{{"accuracy", eval.accuracy}, {"examples", eval.examples}, {"loss", eval.loss}}.dump();
-}
-
-Classification classify_text(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text) {
-  Classification c;
-  c.tokens = data::sst2_tokens(text);  // raw text normalised as the training data is
-  if (c.tokens.empty()) throw ValueError("classify: the text has no tokens");
-  models::keep_first_tokens(c.tokens, model.max_tokens(), model.kind());  // the model reads this many
-  for (const auto& t : c.tokens) c.ids.push_back(vocab.id(t));
-  const int64_t n = static_cast<int64_t>(c.ids.size());
-  nn::Module& module = model.module();
-  const bool was_training = module.is_training();
-  module.eval();
-  autodiff::NoGradGuard no_grad;
-  Tensor attention;
-  const Tensor logits = model.logits(Tensor::from_vector(c.ids, {1, n}),
-                                     Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(n)}, {1}), &attention);
-  module.train(was_training);
-  const std::vector<float> l = logits.to_vector();
-  const double top = *std::max_element(l.begin(), l.end());
-  double z = 0.0;
-  for (float v : l) z += std::exp(static_cast<double>(v) - top);
-  for (float v : l) c.probabilities.push_back(static_cast<float>(std::exp(static_cast<double>(v) - top) / z));
-  c.label = static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin());
-  c.probability = c.probabilities[static_cast<size_t>(c.label)];
-  if (attention.defined()) c.attention = attention.to_vector();
-  return c;
+  save_run_checkpoint(path, model.module().named_parameters(), decode::classifier_metadata(model, vocab, step, dev_accuracy));
 }
 
 namespace {
@@ -239,11 +88,11 @@ class ClassifierTask final : public Task {
     for (const auto& e : train_examples) texts.push_back(e.text);
     vocab_ = data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
     json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab_.size(),
-                                                       static_cast<int64_t>(sst2_labels().size()));
+                                                       static_cast<int64_t>(decode::sst2_labels().size()));
     if (!config.contains("seed")) config["seed"] = o.seed;
     model_ = models::make_classifier(o.model, config);
-    train_ = encode_all(vocab_, train_examples, model_->max_tokens());
-    dev_ = encode_all(vocab_, dev, model_->max_tokens());
+    train_ = decode::encode_texts(vocab_, train_examples, model_->max_tokens());
+    dev_ = decode::encode_texts(vocab_, dev, model_->max_tokens());
     per_epoch_ = static_cast<int64_t>(epoch_batches(train_, o, 0).size());
   }
   nn::Module& module() override { return model_->module(); }
@@ -258,18 +107,13 @@ class ClassifierTask final : public Task {
       batches_epoch_ = epoch;
     }
     const std::vector<size_t>& rows = batches_[static_cast<size_t>(step % per_epoch_)];
-    const BatchTensors t = make_batch(train_, rows);
+    const decode::ClassifierBatch t = decode::make_classifier_batch(train_, rows);
     const Tensor logits = model_->logits(t.ids, t.lengths);  // (B, C)
     const Tensor loss = cross_entropy(logits, t.labels);
     const double loss_value = loss.item();
-    const int64_t B = static_cast<int64_t>(rows.size()), C = model_->classes();
-    const float* l = logits.f32();
-    for (int64_t b = 0; b < B; ++b) {
-      int64_t best = 0;
-      for (int64_t k = 1; k < C; ++k)
-        if (l[b * C + k] > l[b * C + best]) best = k;
-      window_right_ += best == t.labels.i32()[b];
-    }
+    const int64_t B = static_cast<int64_t>(rows.size());
+    const std::vector<int32_t> predicted = argmax_last(logits);
+    for (int64_t b = 0; b < B; ++b) window_right_ += predicted[static_cast<size_t>(b)] == t.labels.i32()[b];
     window_examples_ += B;
     examples_done_ += B;
     window_loss_ += loss_value;
@@ -292,16 +136,16 @@ class ClassifierTask final : public Task {
             {"examples_per_s", rate, "ex/s"}};
   }
   Validation validate(int64_t) override {
-    const ClassifierEval e = evaluate_encoded(*model_, dev_, 256);
+    const decode::ClassifierEval e = decode::evaluate_encoded(*model_, dev_, 256);
     return {e.accuracy, {{"dev_accuracy", e.accuracy}, {"dev_loss", e.loss}}, ""};
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    return metadata_json(*model_, vocab_, best ? s.best_step : s.step, s.best_score);
+    return decode::classifier_metadata(*model_, vocab_, best ? s.best_step : s.step, s.best_score);
   }
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
-    const json j = read_run_metadata(file, path, "attn-classifier", "an attn classifier checkpoint");
-    const json ours = metadata_json(*model_, vocab_, 0, 0.0);
+    const json j = read_run_metadata(file, path, decode::kClassifierFormat, "an attn classifier checkpoint");
+    const json ours = decode::classifier_metadata(*model_, vocab_, 0, 0.0);
     for (const char* key : {"kind", "config", "vocabulary"})
       if (j.value(key, json()) != ours[key])
         throw ValueError(std::string("--resume: the options describe a different ") +
@@ -324,7 +168,7 @@ class ClassifierTask final : public Task {
   const ClassifierTrainOptions& o_;
   data::Vocab vocab_;
   std::unique_ptr<models::TextClassifier> model_;
-  std::vector<Encoded> train_, dev_;
+  std::vector<decode::EncodedText> train_, dev_;
   int64_t per_epoch_ = 0;
   std::vector<std::vector<size_t>> batches_;
   int64_t batches_epoch_ = -1;
@@ -339,17 +183,13 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
   o.validate();
   ClassifierTask task(o);
   const RunResult r = run(task, o);
-  ClassifierTrainResult result;
-  result.steps_done = r.state.step;
-  result.interrupted = r.interrupted;
+  ClassifierTrainResult result(r);
   result.best_dev_accuracy = r.state.best_score;
   result.best_step = r.state.best_step;
   result.first_loss = task.first_loss();
   result.final_loss = task.final_loss();
-  result.seconds = r.seconds;
   result.examples_per_second = r.seconds > 0 ? task.examples_done() / r.seconds : 0.0;
   result.vocab_size = task.vocab_size();
-  result.model_path = r.model_path;
   return result;
 }
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/safetensors.h"
-#include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/schedule.h"
@@ -98,23 +98,14 @@ double teacher_forced_accuracy(const Tensor& logits /*(T, B, V)*/, const Tensor&
   int64_t right = 0, total = 0;
   for (int64_t r = 0; r < rows; ++r) {
     if (y[r] == data::kPad) continue;
-    const float* row = l + r * vocab;
-    int64_t best = 0;
-    for (int64_t v = 1; v < vocab; ++v)
-      if (row[v] > row[best]) best = v;
-    right += best == y[r];
+    right += argmax(l + r * vocab, vocab) == y[r];
     ++total;
   }
   return total ? static_cast<double>(right) / total : 0.0;
 }
 
 data::AccuracyCounts score_decoded(const models::DecodeResult& decoded, const data::Batch& batch) {
-  const int64_t rows = static_cast<int64_t>(decoded.tokens.size());
-  size_t longest = 1;
-  for (const auto& t : decoded.tokens) longest = std::max(longest, t.size());
-  Tensor predicted = Tensor::zeros({rows, static_cast<int64_t>(longest)}, DType::i32);
-  for (int64_t b = 0; b < rows; ++b)
-    for (size_t t = 0; t < decoded.tokens[b].size(); ++t) predicted.i32()[b * longest + t] = decoded.tokens[b][t];
+  const Tensor predicted = models::pad_rows({decoded.tokens.begin(), decoded.tokens.end()});  // (B, T')
   return data::score_predictions(predicted, batch.tgt_out, batch.tgt_lengths);
 }
 
@@ -160,14 +151,12 @@ class Seq2SeqTask final : public Task {
 
   StepLoss forward(int64_t step) override {
     const data::Batch batch = batch_for_step(kind_, o_, step);
-    const models::DecoderOutput out = model_.forward(batch);
-    logits_ = out.logits;  // (T, B, V)
+    const models::Seq2Seq::Loss terms = model_.loss_terms(batch);  // CE (+ hard attention's REINFORCE term)
+    logits_ = terms.logits;                                           // (T, B, V)
     targets_ = models::time_major_ids(batch.tgt_out);
-    const Tensor cross_entropy_loss = cross_entropy(logits_, targets_, {.ignore_index = data::kPad});
     for (int32_t len : batch.tgt_lengths.to_vector_i32()) window_tokens_ += len;
-    const double reported = cross_entropy_loss.item();
-    last_loss_ = reported;
-    return {model_.with_reinforce(cross_entropy_loss, out, batch), reported};  // + hard attention's term
+    last_loss_ = terms.cross_entropy.item();
+    return {terms.loss, last_loss_};
   }
   std::vector<LogField> log_fields(double seconds) override {
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
@@ -229,13 +218,9 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
   config.validate();
   Seq2SeqTask task(config, o);
   const RunResult r = run(task, o);
-  TrainResult result;
-  result.steps_done = r.state.step;
-  result.interrupted = r.interrupted;
+  TrainResult result(r);
   result.best_token_accuracy = r.state.best_score;
-  result.final_loss = r.final_loss;
   result.tokens_per_second = r.seconds > 0 ? task.tokens_seen() / r.seconds : 0.0;
-  result.model_path = r.model_path;
   return result;
 }
 

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
+#include "attn/decode/classify.h"
 #include "attn/ops/softmax.h"
-#include "attn/train/classifier_trainer.h"
 #include "test_support.h"
 
 namespace attn::explain {
@@ -82,11 +82,11 @@ TEST(Importance, LeaveOneOutEqualsClassifyingTheShortenedSentence) {
         if (i != skip) t += (t.empty() ? "" : " ") + words[static_cast<size_t>(i)];
       return t;
     };
-    const train::Classification full = train::classify_text(model, vocab, text_of(-1));
+    const decode::Classification full = decode::classify_text(model, vocab, text_of(-1));
     const std::vector<float> loo = leave_one_out(model, full.ids, full.label);
     ASSERT_EQ(loo.size(), words.size());
     for (int64_t s = 0; s < static_cast<int64_t>(words.size()); ++s) {
-      const train::Classification shortened = train::classify_text(model, vocab, text_of(s));
+      const decode::Classification shortened = decode::classify_text(model, vocab, text_of(s));
       EXPECT_NEAR(loo[static_cast<size_t>(s)], std::fabs(full.probability - shortened.probabilities[full.label]), 1e-6)
           << "without '" << words[static_cast<size_t>(s)] << "'";
     }

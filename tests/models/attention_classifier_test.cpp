@@ -6,6 +6,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/ops/loss.h"
+#include "attn/decode/classify.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/optimizer.h"
 #include "test_support.h"
@@ -196,7 +197,7 @@ TEST(AttnClassifier, CheckpointRoundTrip) {
     const std::string path =
         (std::filesystem::temp_directory_path() / ("attn_attn_cls_" + encoder + pooling + ".safetensors")).string();
     train::save_classifier(path, model, vocab, 7, 0.5);
-    train::LoadedClassifier loaded = train::load_classifier(path);
+    decode::LoadedClassifier loaded = decode::load_classifier(path);
     std::filesystem::remove(path);
     EXPECT_EQ(loaded.model->kind(), "bilstm-attn");
     EXPECT_EQ(loaded.model->config_json(), model.config_json());

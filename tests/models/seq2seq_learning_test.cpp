@@ -3,6 +3,7 @@
 // number of Adam steps.
 #include <chrono>
 
+#include "attn/data/tasks.h"
 #include "attn/models/seq2seq.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"

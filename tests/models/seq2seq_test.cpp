@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
+#include "attn/data/tasks.h"
 #include "attn/ops/loss.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"
@@ -426,11 +427,14 @@ TEST(Seq2Seq, HardAttentionLogProbsComeWithTheLogits) {
   ASSERT_TRUE(train.hard_log_probs.defined());
   EXPECT_EQ(train.hard_log_probs.shape(), Shape({T, B}));
   for (float lp : train.hard_log_probs.to_vector()) EXPECT_LE(lp, 0.0f);  // log π(k) of a sampled position
-  // with_reinforce uses the output it is given: without log-probabilities, plain CE.
-  const Tensor ce = cross_entropy(train.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad});
-  EXPECT_EQ(model.with_reinforce(ce, {train.logits, Tensor()}, batch).item(), ce.item());
-  EXPECT_NE(model.with_reinforce(ce, train, batch).item(), ce.item());
   autodiff::tape().clear();  // nothing to backpropagate here
+  // The loss adds the REINFORCE term to the cross-entropy it reports, once, in training.
+  const Seq2Seq::Loss terms = model.loss_terms(batch);
+  EXPECT_EQ(terms.logits.shape(), Shape({T, B, int64_t{model.config().vocab}}));
+  EXPECT_EQ(terms.cross_entropy.item(),
+            cross_entropy(terms.logits, time_major_ids(batch.tgt_out), {.ignore_index = data::kPad}).item());
+  EXPECT_NE(terms.loss.item(), terms.cross_entropy.item());
+  autodiff::tape().clear();
   autodiff::NoGradGuard no_grad;
   model.eval();
   EXPECT_FALSE(model.forward(batch).hard_log_probs.defined());  // the argmax: nothing to reinforce

@@ -12,6 +12,7 @@
 
 namespace attn::train {
 namespace {
+using namespace attn::decode;  // load_classifier, classify_text, evaluate_classifier
 namespace fs = std::filesystem;
 
 // A text longer than a transformer-cls model's positions is cut to what it reads, not refused.

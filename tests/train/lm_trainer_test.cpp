@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include "attn/data/text.h"
 #include "attn/train/checkpoint.h"
 #include "test_support.h"
 
 namespace attn::train {
 namespace {
+using namespace attn::decode;  // load_char_lm, sample_text
+using data::CharVocab;
+using data::utf8_characters;
 namespace fs = std::filesystem;
 
 TEST(CharVocab, Utf8Characters) {

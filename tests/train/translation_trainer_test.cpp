@@ -15,6 +15,7 @@
 
 namespace attn::train {
 namespace {
+using namespace attn::decode;  // load_translator, translate, evaluate_translation
 namespace fs = std::filesystem;
 
 std::string multi30k() { return attn::testing::data_dir() + "/multi30k"; }
@@ -87,7 +88,7 @@ void expect_learns(const std::string& kind, const nlohmann::json& config, int64_
   EXPECT_FALSE(beam[0].text.empty());
 
   // Alignment data: one weight row per output piece over the source pieces, rows sum to 1.
-  const Translation aligned = translate(model, {corpus.src[0]}, {.beam = 1}, true).at(0);
+  const Translation aligned = translate(model, {corpus.src[0]}, {.beam = 1, .attention = true}).at(0);
   ASSERT_FALSE(aligned.weights.empty());
   EXPECT_EQ(aligned.weights.size(), aligned.out_pieces.size());
   for (const auto& row : aligned.weights) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "attn/models/seq2seq.h"
 #include "test_support.h"
 
 namespace attn::data {
@@ -22,6 +23,9 @@ TEST(Tasks, TargetsForEachTask) {
   EXPECT_THROW_MSG(task_target(TaskKind::copy, {5, 2, 7}), ValueError, "source symbol 2 at position 1");
   EXPECT_THROW_MSG(task_target(TaskKind::copy, {32}), ValueError, "not a content symbol (3..31)");
 }
+
+// Seq2SeqConfig's default vocabulary is the tasks' (models/ cannot include this header).
+TEST(Tasks, Seq2SeqDefaultVocabularyIsTheTasks) { EXPECT_EQ(models::Seq2SeqConfig{}.vocab, kVocabSize); }
 
 TEST(Tasks, ParseTaskNames) {
   EXPECT_EQ(parse_task("copy"), TaskKind::copy);

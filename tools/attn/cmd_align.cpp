@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "attn/data/tasks.h"
+#include "attn/decode/translate.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/translation_trainer.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
@@ -21,7 +21,7 @@ struct AlignArgs {
 };
 
 void align_translation(const AlignArgs& a) {
-  train::LoadedTranslator model = train::load_translator(a.model);
+  decode::LoadedTranslator model = decode::load_translator(a.model);
   const int layers = model.model->attention_layers(), heads = model.model->attention_heads();
   if (layers == 0) throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   if (a.layer < -1 || a.layer >= layers)
@@ -40,8 +40,8 @@ void align_translation(const AlignArgs& a) {
   }
   std::string output;
   for (int h : panel_heads) {
-    train::TranslateOptions options{.beam = a.beam, .select = {.layer = layer, .head = h}};
-    train::Translation t = train::translate(model, {a.text}, options, true).at(0);
+    decode::TranslateOptions options{.beam = a.beam, .select = {.layer = layer, .head = h}, .attention = true};
+    decode::Translation t = decode::translate(model, {a.text}, options).at(0);
     if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
     if (map.panels.empty()) {
       map.col_labels = t.src_pieces;

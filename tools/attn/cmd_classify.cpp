@@ -9,16 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/data/text.h"
+#include "attn/decode/classify.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"
 
 namespace attn::cli {
 namespace {
 
-void print_classification(const train::LoadedClassifier& loaded, const std::string& text,
-                          const train::Classification& c, bool json) {
+void print_classification(const decode::LoadedClassifier& loaded, const std::string& text,
+                          const decode::Classification& c, bool json) {
   // Mostly unknown words: the label says little (another language, or unusual spelling).
   const auto unknown = std::count(c.ids.begin(), c.ids.end(), data::Vocab::kUnk);
   if (2 * unknown > static_cast<std::ptrdiff_t>(c.ids.size()))
@@ -63,11 +63,11 @@ void add_classify_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     require_checkpoint_format(args->model, "attn-classifier", "a classifier checkpoint");
-    train::LoadedClassifier loaded = train::load_classifier(args->model);
+    decode::LoadedClassifier loaded = decode::load_classifier(args->model);
     // Bytes that are not UTF-8 become U+FFFD, as in the data files, so that --json can print them.
     if (cmd->count("--text")) {
       const std::string text = data::valid_utf8(args->text);
-      as_usage([&] { print_classification(loaded, text, train::classify_text(*loaded.model, loaded.vocab, text), args->json); });
+      as_usage([&] { print_classification(loaded, text, decode::classify_text(*loaded.model, loaded.vocab, text), args->json); });
       return;
     }
     std::string line;
@@ -77,7 +77,7 @@ void add_classify_command(CLI::App& app) {
         std::printf("%s\n", args->json ? "null" : "");
         continue;
       }
-      print_classification(loaded, line, train::classify_text(*loaded.model, loaded.vocab, line), args->json);
+      print_classification(loaded, line, decode::classify_text(*loaded.model, loaded.vocab, line), args->json);
     }
     check_stdin_read();
   });

@@ -6,9 +6,9 @@
 
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
+#include "attn/decode/classify.h"
+#include "attn/decode/translate.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/classifier_trainer.h"
-#include "attn/train/translation_trainer.h"
 #include "commands.h"
 #include "common.h"
 
@@ -56,14 +56,14 @@ void add_eval_command(CLI::App& app) {
     if (format == "attn-translation") {
       if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
       if (args->limit < 0) throw UsageError("--limit must be >= 0");
-      train::LoadedTranslator model = train::load_translator(args->model);
-      train::TranslateOptions options;
+      decode::LoadedTranslator model = decode::load_translator(args->model);
+      decode::TranslateOptions options;
       options.beam = cmd->count("--beam") ? args->options.beam : 5;  // the documented Multi30k recipe
       options.length_penalty = args->options.length_penalty;
       const std::string split = args->split.empty() ? "test2016" : args->split;
       std::string dir = args->data;
       if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
-      const train::TranslationEval e = train::evaluate_translation(model, dir, split, options, args->limit);
+      const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, args->limit);
       if (!args->hypotheses.empty()) data::write_lines(args->hypotheses, e.hypotheses);
       if (args->json) {
         nlohmann::json j = e.bleu_json;
@@ -89,11 +89,11 @@ void add_eval_command(CLI::App& app) {
       if (args->data.empty()) throw UsageError("a classifier checkpoint needs --data DIR (the folder holding sst2/)");
       if (args->split != "dev" && args->split != "test" && args->split != "train")
         throw UsageError("unknown --split '" + args->split + "' (valid: train, dev, test)");
-      train::LoadedClassifier loaded = train::load_classifier(args->model);
+      decode::LoadedClassifier loaded = decode::load_classifier(args->model);
       const auto examples = data::read_sst2(data::sst2_split_path(args->data, args->split));
-      const train::ClassifierEval e = train::evaluate_classifier(*loaded.model, loaded.vocab, examples, args->batch);
+      const decode::ClassifierEval e = decode::evaluate_classifier(*loaded.model, loaded.vocab, examples, args->batch);
       if (args->json) {
-        nlohmann::json j = nlohmann::json::parse(train::classifier_eval_json(e));
+        nlohmann::json j = nlohmann::json::parse(decode::classifier_eval_json(e));
         j["model"] = args->model;
         j["kind"] = loaded.model->kind();
         j["split"] = args->split;

@@ -11,10 +11,10 @@
 
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
+#include "attn/decode/classify.h"
 #include "attn/explain/report.h"
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/classifier_trainer.h"
 #include "attn/train/progress.h"
 #include "commands.h"
 #include "common.h"
@@ -31,7 +31,7 @@ struct Args {
 };
 
 // The checkpoint's model, when it is one explain supports.
-AttnClassifier& explainable(train::LoadedClassifier& loaded, const std::string& path) {
+AttnClassifier& explainable(decode::LoadedClassifier& loaded, const std::string& path) {
   auto* model = dynamic_cast<AttnClassifier*>(loaded.model.get());
   if (model == nullptr)
     throw ValueError(path + " is a '" + loaded.model->kind() +
@@ -60,7 +60,7 @@ std::string tau_text(const explain::SentenceImportance& m, const explain::TauPai
   return buffer;
 }
 
-void print_sentence(const train::LoadedClassifier& loaded, const explain::ExplainedSentence& s, bool json) {
+void print_sentence(const decode::LoadedClassifier& loaded, const explain::ExplainedSentence& s, bool json) {
   const explain::SentenceImportance& m = s.importance;
   if (json) {
     explain::ExplainReport one = explain::summarise({s});
@@ -87,7 +87,7 @@ void print_sentence(const train::LoadedClassifier& loaded, const explain::Explai
     std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
 }
 
-void run_split(const train::LoadedClassifier& loaded, AttnClassifier& model, const Args& a) {
+void run_split(const decode::LoadedClassifier& loaded, AttnClassifier& model, const Args& a) {
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
   const auto start = std::chrono::steady_clock::now();
@@ -169,7 +169,7 @@ void add_explain_command(CLI::App& app) {
     if (format != "attn-classifier")
       throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
                        "'); attn explain supports 'bilstm-attn' classifier checkpoints");
-    train::LoadedClassifier loaded = train::load_classifier(a.model);
+    decode::LoadedClassifier loaded = decode::load_classifier(a.model);
     AttnClassifier& model = explainable(loaded, a.model);
     if (one) {
       const std::string text = data::valid_utf8(a.text);

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "attn/train/lm_trainer.h"
+#include "attn/decode/sample.h"
 #include "commands.h"
 #include "common.h"
 
@@ -33,11 +33,11 @@ void add_sample_command(CLI::App& app) {
     if (!(args->options.temperature >= 0.0f)) throw UsageError("--temperature must be >= 0");
     if (args->options.top_k < 0) throw UsageError("--top-k must be >= 0");
     require_checkpoint_format(args->model, "attn-lm", "a language-model checkpoint");
-    train::LoadedLm lm = train::load_char_lm(args->model);
+    decode::LoadedLm lm = decode::load_char_lm(args->model);
     for (int i = 0; i < args->count; ++i) {
       models::SampleOptions o = args->options;
       o.seed = args->options.seed + static_cast<uint64_t>(i);
-      std::printf("%s\n", train::sample_text(lm, args->prompt, o).c_str());
+      std::printf("%s\n", decode::sample_text(lm, args->prompt, o).c_str());
     }
   });
 }

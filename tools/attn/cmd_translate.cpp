@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/train/translation_trainer.h"
+#include "attn/decode/translate.h"
 #include "commands.h"
 #include "common.h"
 
@@ -15,7 +15,7 @@ namespace attn::cli {
 void add_translate_command(CLI::App& app) {
   struct Args {
     std::string model;
-    train::TranslateOptions options;
+    decode::TranslateOptions options;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout, one sentence a line (batched)");
@@ -36,13 +36,13 @@ void add_translate_command(CLI::App& app) {
     if (args->options.max_len < 0)
       throw UsageError("--max-len must be >= 0 (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
     require_checkpoint_format(args->model, "attn-translation", "a translation checkpoint");
-    train::LoadedTranslator model = train::load_translator(args->model);
+    decode::LoadedTranslator model = decode::load_translator(args->model);
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));
     check_stdin_read();
     // The whole output is built before anything is written: a failure prints no half result.
     std::string out;
-    for (const auto& t : train::translate(model, lines, args->options)) out += t.text + '\n';
+    for (const auto& t : decode::translate(model, lines, args->options)) out += t.text + '\n';
     std::fwrite(out.data(), 1, out.size(), stdout);
   });
 }

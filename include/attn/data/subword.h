@@ -1,6 +1,6 @@
 #pragma once
 // Subword tokenisation of real text with SentencePiece (unigram or BPE). The ids follow
-// attn's seq2seq conventions (include/attn/data/tasks.h): PAD = 0, BOS = 1, EOS = 2,
+// attn's seq2seq conventions (include/attn/models/batch.h): PAD = 0, BOS = 1, EOS = 2,
 // UNK = 3, then the learned pieces. A model is a SentencePiece .model file; its bytes can be
 // embedded in a checkpoint (serialized / from_serialized) so a checkpoint is self-contained.
 #include <cstdint>
@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "attn/models/batch.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
 namespace attn::data {
 
-inline constexpr int32_t kSubwordUnk = 3;  // the unknown piece "<unk>" (PAD 0, BOS 1, EOS 2: tasks.h)
+inline constexpr int32_t kSubwordUnk = models::kUnk;  // the unknown piece "<unk>" (PAD 0, BOS 1, EOS 2: models/batch.h)
 
 struct SubwordTrainOptions {
   int vocab_size = 8000;             // V, including the 4 special pieces

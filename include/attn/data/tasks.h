@@ -6,14 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "attn/models/batch.h"
 #include "attn/random.h"
 #include "attn/tensor.h"
 
 namespace attn::data {
 
-inline constexpr int32_t kPad = 0;
-inline constexpr int32_t kBos = 1;
-inline constexpr int32_t kEos = 2;
+using models::kBos;  // the special ids: models/batch.h
+using models::kEos;
+using models::kPad;
 inline constexpr int32_t kFirstSymbol = 3;                         // first content symbol
 inline constexpr int32_t kVocabSize = 32;                          // V
 inline constexpr int32_t kNumSymbols = kVocabSize - kFirstSymbol;  // 29 content symbols
@@ -27,20 +28,7 @@ const char* task_name(TaskKind kind);
 // "copy, reverse, sort" (for --help texts).
 std::string task_names();
 
-// One batch of examples. The source carries no BOS/EOS; the decoder is fed BOS + target
-// (teacher forcing) and must produce target + EOS.
-//   src          (B, S) int32, S = longest source in the batch, PAD after each source
-//   src_lengths  (B)    int32, in [1, S]
-//   tgt_in       (B, T) int32, BOS then the target, PAD after; T = longest target + 1
-//   tgt_out      (B, T) int32, the target then EOS, PAD after
-//   tgt_lengths  (B)    int32, target length + 1 (EOS included), in [2, T]
-struct Batch {
-  Tensor src;
-  Tensor src_lengths;
-  Tensor tgt_in;
-  Tensor tgt_out;
-  Tensor tgt_lengths;
-};
+using models::Batch;  // models/batch.h
 
 // The target a task asks for: copy = src, reverse = src backwards, sort = src ascending.
 // Throws ValueError if src holds an id outside the content symbols 3..31.

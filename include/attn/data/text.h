@@ -20,6 +20,9 @@ size_t utf8_length_at(std::string_view s, size_t i);
 // `text` with each byte that does not start a valid sequence replaced by U+FFFD, as
 // Python's errors="replace" does; valid text comes back unchanged.
 std::string valid_utf8(std::string_view text);
+// The code points of a UTF-8 string, each as its own UTF-8 string. Invalid bytes become
+// U+FFFD.
+std::vector<std::string> utf8_characters(std::string_view text);
 
 // Writes `lines`, each followed by '\n', atomically through io::AtomicFile (a failure never
 // leaves a half-written file; a symlink is written through, a device in place). Throws

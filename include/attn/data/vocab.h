@@ -6,6 +6,11 @@
 //   first, ties in byte order of the word, at most max_size entries in all (specials
 //   included; 0 = no limit).
 //
+// Its specials differ from the sequence vocabularies' (models/batch.h: PAD 0, BOS 1, EOS 2,
+// UNK 3) on purpose: a word vocabulary has no BOS/EOS, and moving "<unk>" to 3 would shift
+// every word's id, so no classifier checkpoint already written would load and the SST-2
+// results would change. Its ids never meet a sequence model's.
+//
 // The vocabulary is saved inside checkpoints as JSON: {"min_freq": 1, "max_size": 0,
 // "tokens": ["<pad>", "<unk>", "the", ...]}.
 #include <cstddef>

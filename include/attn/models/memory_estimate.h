@@ -57,6 +57,14 @@ double parameter_bytes(const BiLstmConfig& c);
 void check_parameter_memory(const Seq2SeqConfig& c);
 void check_parameter_memory(const TransformerConfig& c, const std::string& model);
 void check_parameter_memory(const BiLstmConfig& c);
+// `c` after its validate() and check_parameter_memory: what a model's first member
+// initialiser takes, so nothing is allocated for a bad or too large configuration.
+template <typename Config>
+const Config& validated_config(const Config& c) {
+  c.validate();
+  check_parameter_memory(c);
+  return c;
+}
 
 // One teacher-forced training step on B sources of length S and targets of length T:
 // the activations the tape keeps and their gradients (parameters not included).

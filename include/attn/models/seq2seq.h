@@ -6,6 +6,7 @@
 //   Seq2SeqConfig cfg{.attention = "bahdanau"};
 //   Seq2Seq model(cfg);
 //   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE (+ REINFORCE for hard)
+//   Seq2Seq::Loss terms = model.loss_terms(batch);     // the same with its cross-entropy and logits
 //   DecodeResult r = model.greedy(src, src_lengths, 80);
 //
 // Encoder: embedding -> GRU/LSTM, 1..N layers, uni- or bidirectional (E = 2H when
@@ -28,7 +29,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "attn/data/tasks.h"
+#include "attn/models/batch.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
 #include "attn/nn/step_attention.h"
@@ -62,7 +63,7 @@ struct Seq2SeqConfig {
   int heads = 4;    // multihead: H, dividing hidden
   int window = 10;  // local_m / local_p: half-width D of the window [p_t - D, p_t + D]
   bool input_feeding = true;  // luong only
-  int vocab = data::kVocabSize;
+  int vocab = 32;             // V: the synthetic tasks' (data::kVocabSize, tests/unit/tasks_test.cpp)
   int max_src_len = 128;      // the longest source location attention can score
   uint64_t seed = 1;
 
@@ -225,19 +226,23 @@ class Seq2Seq : public nn::Module {
   const Seq2SeqConfig& config() const { return config_; }
 
   // Teacher forcing for batch.tgt_in: logits (T, B, V), time-major, and hard attention's
-  // log-probabilities (for with_reinforce).
-  DecoderOutput forward(const data::Batch& batch);
+  // log-probabilities (for the loss's REINFORCE term).
+  DecoderOutput forward(const Batch& batch);
   // forward(batch).logits.
-  Tensor logits(const data::Batch& batch);
-  // Mean cross-entropy over the non-PAD target tokens. Hard attention in training mode adds
-  // the REINFORCE surrogate: per step and row the reward is the log-likelihood of the target
-  // token, r = −CE(t, b), against the moving-average baseline (decoder.hard_baseline, updated
-  // after the loss with the mean reward; padded positions get zero advantage).
-  Tensor loss(const data::Batch& batch);
-  // ce (the mean cross-entropy of out.logits (T, B, V) for `batch`) plus, when
-  // out.hard_log_probs is defined (hard attention in training), the REINFORCE term above;
-  // otherwise ce itself.
-  Tensor with_reinforce(const Tensor& ce, const DecoderOutput& out, const data::Batch& batch);
+  Tensor logits(const Batch& batch);
+  // The training objective, assembled here once: the mean cross-entropy over the non-PAD
+  // target tokens (label smoothing ε), plus for hard attention in training mode the
+  // REINFORCE surrogate: per step and row the reward is the log-likelihood of the target
+  // token, r = −CE(t, b), against the moving-average baseline (decoder.hard_baseline,
+  // updated after the loss with the mean reward; padded positions get zero advantage).
+  struct Loss {
+    Tensor loss;           // () what backward() takes: cross_entropy (+ the REINFORCE term)
+    Tensor cross_entropy;  // () the mean cross-entropy alone (what a log reports)
+    Tensor logits;         // (T, B, V), time-major
+  };
+  Loss loss_terms(const Batch& batch, float label_smoothing = 0.0f);
+  // loss_terms(batch, label_smoothing).loss.
+  Tensor loss(const Batch& batch, float label_smoothing = 0.0f);
 
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.
@@ -246,6 +251,11 @@ class Seq2Seq : public nn::Module {
 
   Encoder encoder;
   Decoder decoder;
+
+ private:
+  // ce plus, when out.hard_log_probs is defined and gradients are recorded, the REINFORCE
+  // term above; otherwise ce itself.
+  Tensor with_reinforce(const Tensor& ce, const DecoderOutput& out, const Batch& batch);
 };
 
 // The (T, B) time-major copy of a (B, T) int32 tensor.

@@ -1,8 +1,8 @@
 #pragma once
 // Transformer models built from attn/nn/transformer.h:
 //
-//   TransformerSeq2Seq     encoder-decoder for translation (data::Batch conventions of
-//                          attn/data/tasks.h: PAD 0, BOS 1, EOS 2), greedy and beam decoding
+//   TransformerSeq2Seq     encoder-decoder for translation (Batch conventions of
+//                          attn/models/batch.h: PAD 0, BOS 1, EOS 2), greedy and beam decoding
 //                          with a key/value cache, cross-attention weights for alignment
 //   TransformerLM          decoder-only causal language model, sampling with a KV cache
 //   TransformerClassifier  encoder-only: [CLS] + tokens -> N self-attention layers -> the
@@ -23,7 +23,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "attn/data/tasks.h"
+#include "attn/models/batch.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
@@ -68,9 +68,9 @@ class TransformerSeq2Seq : public nn::Module {
   const TransformerConfig& config() const { return config_; }
 
   // Teacher forcing: logits (B, T, V) for batch.tgt_in.
-  Tensor logits(const data::Batch& batch);
+  Tensor logits(const Batch& batch);
   // Mean cross-entropy over non-PAD targets, with label smoothing ε.
-  Tensor loss(const data::Batch& batch, float label_smoothing = 0.0f);
+  Tensor loss(const Batch& batch, float label_smoothing = 0.0f);
 
   // Encoder states (B, S, D) for src (B, S), src_lengths (B).
   Tensor encode(const Tensor& src, const Tensor& src_lengths);
@@ -86,7 +86,7 @@ class TransformerSeq2Seq : public nn::Module {
                     AttentionSelect select = {});
   // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S),
   // not recorded (in training mode with dropout they are the dropped weights: eval() first).
-  std::vector<Tensor> cross_attention(const data::Batch& batch);
+  std::vector<Tensor> cross_attention(const Batch& batch);
 
   std::unique_ptr<nn::Embedding> src_embedding, tgt_embedding, embedding;  // embedding: shared
   nn::PositionalEncoding positions;
@@ -99,7 +99,7 @@ class TransformerSeq2Seq : public nn::Module {
   const nn::Embedding& target_embedding() const;  // tgt_embedding, or the shared one
   Tensor output_logits(const Tensor& h) const;    // (..., D) → (..., V)
   // Decoder states (B, T, D) of teacher forcing; weights (when given) per decoder layer.
-  Tensor decode_teacher_forced(const data::Batch& batch, std::vector<nn::LayerAttention>* weights);
+  Tensor decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights);
   AttentionSelect checked_select(const char* op, AttentionSelect select) const;
   nn::Dropout dropout_;
 };

@@ -3,18 +3,25 @@
 // the `attn translate`, `attn eval` and `attn align` commands:
 //   "rnn"          Seq2Seq (attn/models/seq2seq.h): GRU/LSTM encoder-decoder, Bahdanau or Luong
 //   "transformer"  TransformerSeq2Seq (attn/models/transformer.h)
-// Both read data::Batch (PAD 0, BOS 1, EOS 2) with one shared source/target vocabulary.
+// Both read Batch (PAD 0, BOS 1, EOS 2) with one shared source/target vocabulary.
 #include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
-#include "attn/data/tasks.h"
+#include "attn/models/batch.h"
 #include "attn/models/seq2seq.h"
 #include "attn/models/transformer.h"
 #include "attn/nn/module.h"
 
 namespace attn::models {
+
+struct TranslatorDecodeOptions {
+  int beam = 1;                 // 1: greedy; > 1: beam width
+  int max_len = 100;            // output tokens at most
+  float length_penalty = 1.0f;  // beam: GNMT's α
+  AttentionSelect select{};     // Transformer: which cross-attention the weights report
+};
 
 class Translator {
  public:
@@ -25,12 +32,11 @@ class Translator {
   virtual int64_t vocab() const = 0;
   // Mean cross-entropy over non-PAD targets with label smoothing ε (plus hard attention's
   // REINFORCE term for an RNN with --score hard, in training mode).
-  virtual Tensor loss(const data::Batch& batch, float label_smoothing) = 0;
-  // beam 1: greedy; > 1: beam search with GNMT length penalty α. Weights over the source
-  // per output step: the RNN's attention (multi-head: head-major H·S), the Transformer's
-  // cross-attention of the selected layer / head.
-  virtual DecodeResult decode(const Tensor& src, const Tensor& src_lengths, int beam, int max_len,
-                              float length_penalty = 1.0f, AttentionSelect select = {}) = 0;
+  virtual Tensor loss(const Batch& batch, float label_smoothing) = 0;
+  // Greedy (beam 1) or beam decoding, with the weights over the source per output step:
+  // the RNN's attention (multi-head: head-major H·S), the Transformer's cross-attention of
+  // the selected layer / head.
+  virtual DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& options) = 0;
   // Decoder layers and heads whose attention decode() can select (RNN: 1 layer, its heads).
   virtual int attention_layers() const = 0;
   virtual int attention_heads() const = 0;

@@ -14,36 +14,26 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/checkpoint_read.h"
 #include "attn/io/safetensors.h"
 #include "attn/tensor.h"
 #include "attn/train/optimizer.h"
 
 namespace attn::train {
 
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using io::NamedTensors;
 
 // Writes `parameters`, the optimizer's state when `optimizer` is given, and `metadata`,
 // atomically (io::save_safetensors).
 void save_run_checkpoint(const std::string& path, NamedTensors parameters, const nlohmann::json& metadata,
                          const Optimizer* optimizer = nullptr);
 
-// The "version" every checkpoint's metadata carries; readers refuse a newer one.
-constexpr int kCheckpointVersion = 1;
-
-// The "attn" metadata of `file`, checked to have "format" == `format`. IoError
-// "<path>: ..." when it is missing, is not a JSON object, is another format (`what`
-// names the expected kind in that message, e.g. "a translation checkpoint"), or has a
-// "version" that is not an integer in [1, kCheckpointVersion].
-nlohmann::json read_run_metadata(const io::SafetensorsFile& file, const std::string& path, const std::string& format,
-                                 const std::string& what);
-
-// The "format" of the checkpoint at `path`: "" when the file has no attn metadata.
-// IoError when the file cannot be read as safetensors.
-std::string checkpoint_format(const std::string& path);
-
-// Copies the model tensors of `file` (everything but "optimizer.*") into `parameters`
-// (io::load_into: all checked first, nothing changed on a mismatch).
-void load_model_parameters(const io::SafetensorsFile& file, const NamedTensors& parameters, const std::string& path);
+// The reading side (metadata, model tensors) is io/checkpoint_read.h, shared with the
+// inference APIs (attn/decode/).
+using io::checkpoint_format;
+using io::kCheckpointVersion;
+using io::load_model_parameters;
+using io::read_run_metadata;
 
 // Restores the optimizer state that save_run_checkpoint wrote. IoError when `file` has none.
 void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer, const std::string& path);

@@ -1,6 +1,5 @@
 #pragma once
-// Training, checkpoints, evaluation and inspection of sentence classifiers on SST-2 —
-// what `attn train --task sst2`, `attn eval` (classifier checkpoints) and `attn classify` run.
+// Training sentence classifiers on SST-2: what `attn train --task sst2` runs.
 //
 // A run directory holds:
 //   model.safetensors  the model with the best dev accuracy so far
@@ -8,10 +7,7 @@
 //   log.jsonl          one JSON object per logging step ({"step", "epoch", "loss", "accuracy",
 //                      "examples_per_s", "lr", "elapsed_s"}) and per evaluation
 //                      ({"step", "dev_accuracy", "dev_loss", "elapsed_s"})
-// The checkpoint carries under the metadata key "attn" the JSON document
-//   {"format": "attn-classifier", "version": 1, "kind": "bilstm", "config": {...},
-//    "vocabulary": {"min_freq": .., "max_size": .., "tokens": [...]}, "labels": ["negative", "positive"],
-//    "step": .., "dev_accuracy": ..}
+// The checkpoint's metadata: decode/classify.h.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -21,10 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "attn/data/sst2.h"
-#include "attn/data/vocab.h"
-#include "attn/models/classifier.h"
+#include "attn/decode/classify.h"
 #include "attn/train/run.h"
+#include "attn/train/task_result.h"
 
 namespace attn::train {
 
@@ -53,62 +48,22 @@ struct ClassifierTrainOptions : RunOptions {
   void validate() const;  // ValueError naming the bad option
 };
 
-struct ClassifierTrainResult {
-  int64_t steps_done = 0;
-  bool interrupted = false;
+struct ClassifierTrainResult : TaskResult {
+  // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
+  using TaskResult::TaskResult;
   double best_dev_accuracy = 0.0;
   int64_t best_step = 0;
   double first_loss = 0.0;        // mean training loss over the first logging window
-  double final_loss = 0.0;        // mean training loss over the last logging window
   double examples_per_second = 0.0;
-  double seconds = 0.0;
   int64_t vocab_size = 0;
-  std::string model_path;         // out_dir/model.safetensors
 };
 
 ClassifierTrainResult train_classifier(const ClassifierTrainOptions& options);
 
-// What a classifier checkpoint holds.
-struct LoadedClassifier {
-  std::unique_ptr<models::TextClassifier> model;
-  data::Vocab vocab;
-  std::vector<std::string> labels;  // class names
-  int64_t step = 0;
-  double dev_accuracy = 0.0;
-};
-
-// The SST-2 class names, index = label.
-const std::vector<std::string>& sst2_labels();
-
-// Saves the model and its metadata atomically.
+// Saves the model and its metadata (decode::classifier_metadata) atomically.
 void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab,
                      int64_t step, double dev_accuracy);
-// Builds the model from the checkpoint's metadata and loads every tensor. IoError naming
-// the path for a missing file, a checkpoint of another format, or mismatching tensors.
-LoadedClassifier load_classifier(const std::string& path);
 
-struct ClassifierEval {
-  double accuracy = 0.0;
-  double loss = 0.0;  // mean cross-entropy
-  int64_t examples = 0;
-};
-// Batched evaluation in eval mode without recording (the model's training flag is
-// restored). Examples are sorted by length into batches of `batch`. Texts that encode to
-// no tokens are fed as one <unk>.
-ClassifierEval evaluate_classifier(models::TextClassifier& model, const data::Vocab& vocab,
-                                   const std::vector<data::LabeledText>& examples, int batch = 256);
-// {"accuracy": .., "examples": .., "loss": ..}
-std::string classifier_eval_json(const ClassifierEval& eval);
-
-struct Classification {
-  int32_t label = 0;
-  float probability = 0.0f;               // of `label`
-  std::vector<float> probabilities;       // per class
-  std::vector<std::string> tokens;        // the text's whitespace tokens
-  std::vector<int32_t> ids;               // their ids (<unk> = 1)
-  std::vector<float> attention;           // per token (empty when the model has none)
-};
-// Classifies one text (eval mode, no recording). ValueError for a text without tokens.
-Classification classify_text(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text);
+// Loading, evaluation and classification are attn/decode/classify.h (namespace attn::decode).
 
 }  // namespace attn::train

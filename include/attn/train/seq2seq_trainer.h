@@ -20,6 +20,7 @@
 #include "attn/models/seq2seq.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/run.h"
+#include "attn/train/task_result.h"
 
 namespace attn::train {
 
@@ -39,13 +40,11 @@ struct TrainOptions : RunOptions {
   void validate() const;  // ValueError / naming the bad option
 };
 
-struct TrainResult {
-  int64_t steps_done = 0;
-  bool interrupted = false;
+struct TrainResult : TaskResult {
+  // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
+  using TaskResult::TaskResult;
   double best_token_accuracy = 0.0;
-  double final_loss = 0.0;
   double tokens_per_second = 0.0;  // training target tokens per second, whole run
-  std::string model_path;          // out_dir/model.safetensors
 };
 
 TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOptions& options);

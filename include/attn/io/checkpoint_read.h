@@ -1,0 +1,45 @@
+#pragma once
+// Reading attn checkpoints: the "attn" metadata entry and the model tensors of a
+// safetensors file. What the inference APIs (attn/decode/) and the trainers (which also
+// write checkpoints, attn/train/checkpoint.h) share. The layout is train/checkpoint.h's:
+// model parameters under their module names, optional run state ("optimizer.*", "rng.*")
+// and a JSON object under "attn" whose "format" names the task that wrote it.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/io/safetensors.h"
+#include "attn/tensor.h"
+
+namespace attn::io {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// The "version" every checkpoint's metadata carries; readers refuse a newer one.
+constexpr int kCheckpointVersion = 1;
+
+// The "attn" metadata of `file`, checked to have "format" == `format`. IoError
+// "<path>: ..." when it is missing, is not a JSON object, is another format (`what`
+// names the expected kind in that message, e.g. "a translation checkpoint"), or has a
+// "version" that is not an integer in [1, kCheckpointVersion].
+nlohmann::json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
+                                 const std::string& what);
+
+// The "format" of the checkpoint at `path`: "" when the file has no attn metadata.
+// IoError when the file cannot be read as safetensors.
+std::string checkpoint_format(const std::string& path);
+
+// True for the run-state entries of a checkpoint (optimizer state, random streams).
+bool is_run_state_entry(const std::string& name);
+
+// "NaN" or "an infinity" for the first non-finite value of a float32 tensor, "" if none.
+std::string non_finite(const Tensor& t);
+
+// Copies the model tensors of `file` (everything but the run state) into `parameters`
+// (load_into: all checked first, nothing changed on a mismatch). ValueError naming a
+// parameter that holds a NaN or an infinity.
+void load_model_parameters(const SafetensorsFile& file, const NamedTensors& parameters, const std::string& path);
+
+}  // namespace attn::io

@@ -1,0 +1,163 @@
+#include "attn/decode/translate.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "attn/data/bleu.h"
+#include "attn/data/parallel.h"
+#include "attn/data/text.h"
+#include "attn/error.h"
+#include "attn/io/checkpoint_read.h"
+#include "attn/io/checksum.h"
+
+namespace attn::decode {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+json translation_metadata(const TranslationInfo& info, int64_t vocab) {
+  return {{"format", kTranslationFormat},
+          {"version", io::kCheckpointVersion},
+          {"kind", info.kind},
+          {"config", info.config},
+          {"src_lang", info.src_lang},
+          {"tgt_lang", info.tgt_lang},
+          {"tokenizer", fs::path(info.tokenizer).filename().string()},
+          {"tokenizer_crc32", io::file_crc32_hex(info.tokenizer)},
+          {"vocab_size", vocab},
+          {"step", info.step},
+          {"best_val_bleu", info.best_val_bleu}};
+}
+
+namespace {
+
+LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& path) {
+  const json j = io::read_run_metadata(file, path, kTranslationFormat, "a translation checkpoint");
+  LoadedTranslator loaded;
+  try {
+    loaded.info.kind = j.at("kind").get<std::string>();
+    loaded.info.config = j.at("config");
+    loaded.info.src_lang = j.at("src_lang").get<std::string>();
+    loaded.info.tgt_lang = j.at("tgt_lang").get<std::string>();
+    const std::string tokenizer = j.at("tokenizer").get<std::string>();
+    if (tokenizer.empty() || fs::path(tokenizer).filename() != tokenizer)
+      throw IoError(path + ": bad 'attn' metadata: tokenizer '" + tokenizer + "' is not a file name beside the checkpoint");
+    loaded.info.tokenizer = (fs::path(path).parent_path() / tokenizer).string();
+    loaded.info.step = j.at("step").get<int64_t>();
+    loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
+  } catch (const json::exception& e) {
+    throw IoError(path + ": bad 'attn' metadata: " + e.what());
+  }
+  try {
+    loaded.model = models::make_translator(loaded.info.kind, loaded.info.config);
+  } catch (const ValueError& e) {
+    throw IoError(path + ": bad model configuration: " + e.what());
+  }
+  if (!data::file_exists(loaded.info.tokenizer))
+    throw IoError(path + ": its tokenizer " + loaded.info.tokenizer + " is missing (keep it next to the checkpoint)");
+  // A swapped spm.model (another language's, say) would load and translate garbage.
+  if (j.contains("tokenizer_crc32") && j["tokenizer_crc32"] != io::file_crc32_hex(loaded.info.tokenizer))
+    throw IoError(path + ": its tokenizer " + loaded.info.tokenizer +
+                  " is not the one it was trained with (CRC-32 differs); restore the original spm.model");
+  loaded.tokenizer = data::SubwordModel::load(loaded.info.tokenizer);
+  if (loaded.tokenizer->vocab_size() != loaded.model->vocab())
+    throw IoError(path + ": the tokenizer has " + std::to_string(loaded.tokenizer->vocab_size()) +
+                  " pieces, the model " + std::to_string(loaded.model->vocab()));
+  io::load_model_parameters(file, loaded.model->module().named_parameters(), path);
+  return loaded;
+}
+
+// The source pieces of each line, truncated to `max_len`.
+std::vector<std::vector<int32_t>> encode_sources(const data::SubwordModel& tokenizer,
+                                                 const std::vector<std::string>& lines, size_t max_len) {
+  std::vector<std::vector<int32_t>> sources;
+  sources.reserve(lines.size());
+  for (const auto& line : lines) {
+    std::vector<int32_t> ids = tokenizer.encode(line);
+    if (ids.size() > max_len) ids.resize(max_len);
+    sources.push_back(std::move(ids));
+  }
+  return sources;
+}
+
+// The longest source a model can take (Transformer: its positions).
+size_t source_limit(const LoadedTranslator& model) {
+  if (model.info.kind == "transformer") return static_cast<size_t>(model.info.config.value("max_len", 256));
+  return static_cast<size_t>(model.info.config.value("max_src_len", 128));
+}
+
+}  // namespace
+
+LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::string& path) { return load_from(file, path); }
+
+LoadedTranslator load_translator(const std::string& path) { return load_from(io::load_safetensors(path), path); }
+
+std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,
+                                   const TranslateOptions& options) {
+  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
+  if (options.batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(options.batch));
+  model.model->module().eval();
+  const size_t limit = source_limit(model);
+  std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);
+  std::vector<Translation> out(lines.size());
+  // Only non-empty sources are decoded; an empty line translates to an empty line.
+  std::vector<size_t> real;
+  std::vector<std::vector<int32_t>> real_sources;
+  for (size_t i = 0; i < sources.size(); ++i)
+    if (!sources[i].empty()) {
+      real.push_back(i);
+      real_sources.push_back(sources[i]);
+    }
+  for (const auto& batch_indices : data::sorted_batches(real_sources, options.batch)) {
+    models::IdRows rows;
+    int64_t longest = 1;
+    for (size_t k : batch_indices) {
+      rows.emplace_back(real_sources[k]);
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(real_sources[k].size()));
+    }
+    const Tensor src = models::pad_rows(rows), src_lengths = models::row_lengths(rows);  // (B, S), (B)
+    int max_len = options.max_len > 0 ? options.max_len : static_cast<int>(2 * longest + 10);
+    if (model.info.kind == "transformer") max_len = std::min<int>(max_len, static_cast<int>(limit) - 1);
+    const models::DecodeResult decoded = model.model->decode(
+        src, src_lengths,
+        {.beam = options.beam, .max_len = max_len, .length_penalty = options.length_penalty, .select = options.select});
+    const int64_t S = src.dim(1);
+    for (size_t k = 0; k < batch_indices.size(); ++k) {
+      Translation& t = out[real[batch_indices[k]]];
+      t.text = model.tokenizer->decode(decoded.tokens[k]);
+      if (!options.attention) continue;
+      const auto& src_ids = real_sources[batch_indices[k]];
+      t.src_pieces = model.tokenizer->pieces(src_ids);
+      std::vector<int32_t> out_ids = decoded.tokens[k];
+      t.out_pieces = model.tokenizer->pieces(out_ids);
+      for (size_t step = 0; step < out_ids.size() && step < decoded.attention[k].size(); ++step) {
+        const std::vector<float>& w = decoded.attention[k][step];
+        // Multi-head RNN weights are head-major (H·S); report the head average.
+        const int64_t heads = static_cast<int64_t>(w.size()) / S;
+        std::vector<float> row(src_ids.size(), 0.0f);
+        for (int64_t h = 0; h < heads; ++h)
+          for (size_t s = 0; s < src_ids.size(); ++s) row[s] += w[static_cast<size_t>(h * S) + s] / heads;
+        t.weights.push_back(std::move(row));
+      }
+    }
+  }
+  return out;
+}
+
+TranslationEval evaluate_translation(LoadedTranslator& model, const std::string& data_dir, const std::string& split,
+                                     const TranslateOptions& options, int64_t limit) {
+  const data::ParallelCorpus corpus =
+      data::load_parallel(data_dir, split, model.info.src_lang, model.info.tgt_lang, limit);
+  const auto start = std::chrono::steady_clock::now();
+  TranslationEval eval;
+  for (auto& t : translate(model, corpus.src, options)) eval.hypotheses.push_back(std::move(t.text));
+  eval.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const data::BleuResult bleu = data::corpus_bleu(eval.hypotheses, corpus.tgt);
+  eval.bleu = bleu.score;
+  eval.bleu_line = bleu.to_string();
+  eval.bleu_json = json::parse(bleu.to_json());
+  eval.sentences = static_cast<int64_t>(corpus.src.size());
+  return eval;
+}
+
+}  // namespace attn::decode
