@@ -222,9 +222,10 @@ class LmTask final : public Task {
     Rng rng(splitmix64(o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step)));
     std::vector<const std::vector<int32_t>*> rows;
     for (int b = 0; b < o_.batch; ++b) rows.push_back(&train_[rng.below(train_.size())]);
-    const Tensor loss = model_->loss(pad_batch(rows));
+    const Tensor ids = pad_batch(distributed::shard_of(rows, shard()));
+    const Tensor loss = model_->loss(ids);
     last_loss_ = loss.item();
-    return {loss, last_loss_};
+    return {loss, last_loss_, static_cast<double>(target_count(ids))};  // the mean over the non-PAD targets
   }
   std::vector<LogField> log_fields(double) override { return {{"loss", last_loss_, "loss"}}; }
   Validation validate(int64_t step) override {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/distributed/communicator.h"
 #include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"
@@ -179,6 +180,13 @@ void add_train_command(CLI::App& app) {
   add_text_task_options(cmd, args->text);
   cmd->callback([args, cmd] {
     args->options.provenance = train::current_provenance(command_line());
+    // One rank of `mpirun -np N attn train` (an error when built without MPI).
+    // Rank 0 alone reports (the run loop keeps the others' progress and files quiet too).
+    if (distributed::launched_by_mpi()) {
+      args->options.communicator = &distributed::world();
+      if (distributed::world().rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+        throw IoError("cannot silence the standard output of rank " + std::to_string(distributed::world().rank()));
+    }
     if (args->options.task == "sst2") {
       run_classifier(cmd, args->config, args->options, args->classifier, args->text);
       return;
