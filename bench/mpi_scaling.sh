@@ -5,12 +5,14 @@
 # over the logged steps (validation and start-up excluded), the target tokens/s of the
 # global batch (the same batches for both rank counts) and, for 2 ranks, the share of the
 # step spent in the gradient all-reduce (log.jsonl's allreduce_s). A benchmark, not a test.
-# Usage: bench/mpi_scaling.sh [build/attn] [data dir]   (ROUNDS=2 STEPS=40 TF_STEPS=12)
+# Usage: bench/mpi_scaling.sh [build/attn] [data dir]
+#   (environment: ROUNDS=2 STEPS=40 TF_STEPS=12 BATCH=64 HIDDEN=256 LEN=40)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 attn="${1:-$root/build/attn}"
 data="${2:-${ATTN_DATA_DIR:-$root/../shared/data}}"
 rounds="${ROUNDS:-2}" steps="${STEPS:-40}" tf_steps="${TF_STEPS:-12}"
+batch="${BATCH:-64}" hidden="${HIDDEN:-256}" len="${LEN:-40}"
 source "$root/tests/distributed/mpi_env.sh"
 export OMP_WAIT_POLICY=PASSIVE
 work="$(mktemp -d)"
@@ -31,9 +33,9 @@ print(f"{1e3 * dt / n:.1f} ms/step  {tokens_per_step * n / dt:.0f} target tokens
 PY
 }
 
-copy=(--task copy --batch 64 --emb 64 --hidden 256 --min-len 40 --max-len 40 --steps "$steps" --log-every 5
-      --eval-every "$steps" --eval-samples 16 --threads 1)
-copy_tokens=$((64 * 41))  # B x (length + EOS): every batch of this fixed-length copy task
+copy=(--task copy --batch "$batch" --emb 64 --hidden "$hidden" --min-len "$len" --max-len "$len" --steps "$steps"
+      --log-every 5 --eval-every "$steps" --eval-samples 16 --threads 1)
+copy_tokens=$((batch * (len + 1)))  # B x (length + EOS): every batch of this fixed-length copy task
 tf=(--task translate --data "$data" --model transformer --max-tokens 2500 --steps "$tf_steps" --log-every 2
     --eval-every "$tf_steps" --eval-sentences 8 --threads 1)
 for round in $(seq "$rounds"); do
@@ -47,7 +49,7 @@ done
 if [[ -f "$data/multi30k/raw/train.de.gz" ]]; then
   # The tokenizer is learned once and shared, so every run sees the same batches.
   "$attn" tokenize train --input "$data/multi30k/raw/train.de.gz" --input "$data/multi30k/raw/train.en.gz" \
-    --vocab-size 8000 --out "$work/spm" >/dev/null
+    --vocab-size 8000 --max-sentences 10000 --out "$work/spm" >/dev/null
   for round in $(seq "$rounds"); do
     for ranks in 1 2; do
       launch=()
@@ -63,5 +65,5 @@ if [[ -f "$data/multi30k/raw/train.de.gz" ]]; then
 fi
 for world in 1 2; do
   echo "torch DDP gloo world $world x 1 thread: $(/usr/bin/python3 "$root/bench/torch_peer.py" ddp-seq2seq --world $world \
-    --batch 64 --emb 64 --hidden 256 --len 40 --steps $((steps / 2)) --threads 1 --json)"
+    --batch "$batch" --emb 64 --hidden "$hidden" --len "$len" --steps $((steps / 2)) --threads 1 --json)"
 done
