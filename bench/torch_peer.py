@@ -719,18 +719,23 @@ def bench_transformer(a):
 
 
 
+def seq2seq_shape_arguments(parser):
+    """The copy-task seq2seq's shape and run length: `seq2seq` and `ddp-seq2seq` share them."""
+    parser.add_argument("--attention", default="bahdanau")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--emb", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--vocab", type=int, default=VOCAB)
+    parser.add_argument("--len", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="bench", required=True)
     s = sub.add_parser("seq2seq")
-    s.add_argument("--attention", default="bahdanau")
-    s.add_argument("--batch", type=int, default=64)
-    s.add_argument("--emb", type=int, default=64)
-    s.add_argument("--hidden", type=int, default=256)
-    s.add_argument("--vocab", type=int, default=VOCAB)
-    s.add_argument("--len", type=int, default=40)
-    s.add_argument("--steps", type=int, default=20)
-    s.add_argument("--warmup", type=int, default=3)
+    seq2seq_shape_arguments(s)
     s.add_argument("--greedy-reps", type=int, default=3)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--threads", type=int, default=0)
@@ -766,14 +771,7 @@ def main():
     m.add_argument("--json", action="store_true")
     d = sub.add_parser("ddp-seq2seq", help="seq2seq on the copy task under DistributedDataParallel (gloo)")
     d.add_argument("--world", type=int, default=2)
-    d.add_argument("--attention", default="bahdanau")
-    d.add_argument("--batch", type=int, default=64)
-    d.add_argument("--emb", type=int, default=64)
-    d.add_argument("--hidden", type=int, default=256)
-    d.add_argument("--vocab", type=int, default=VOCAB)
-    d.add_argument("--len", type=int, default=40)
-    d.add_argument("--steps", type=int, default=20)
-    d.add_argument("--warmup", type=int, default=3)
+    seq2seq_shape_arguments(d)
     d.add_argument("--seed", type=int, default=1)
     d.add_argument("--threads", type=int, default=1, help="per process")
     d.add_argument("--port", type=int, default=29517)
