@@ -184,8 +184,11 @@ void add_train_command(CLI::App& app) {
     // Rank 0 alone reports (the run loop keeps the others' progress and files quiet too).
     if (distributed::launched_by_mpi()) {
       args->options.communicator = &distributed::world();
-      if (distributed::world().rank() != 0 && !std::freopen("/dev/null", "w", stdout))
-        throw IoError("cannot silence the standard output of rank " + std::to_string(distributed::world().rank()));
+      if (distributed::world().rank() != 0) {
+        args->options.progress = nullptr;  // the tasks' messages too (loading, tokenizer)
+        if (!std::freopen("/dev/null", "w", stdout))
+          throw IoError("cannot silence the standard output of rank " + std::to_string(distributed::world().rank()));
+      }
     }
     if (args->options.task == "sst2") {
       run_classifier(cmd, args->config, args->options, args->classifier, args->text);

@@ -68,6 +68,7 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
   to.save_every_minutes = from.save_every_minutes;
   to.provenance = from.provenance;
   to.communicator = from.communicator;
+  to.progress = from.progress;
   to.deterministic_reduce = from.deterministic_reduce;
   to.bucket_mb = from.bucket_mb;
 }
