@@ -6,6 +6,7 @@
     /usr/bin/python3 bench/torch_peer.py attention --kind mha --batch 1 --heads 8 --len 4096 \
         --dim 256 --threads 2 --json
     /usr/bin/python3 bench/torch_peer.py transformer --threads 2 --json
+    /usr/bin/python3 bench/torch_peer.py ddp-seq2seq --world 2 --threads 1 --json   (docs/distributed.md)
 
 Written against Debian's python3-torch (1.13, CPU). Each model is written the way a PyTorch
 user would write it (nn.GRU over whole sequences where the inputs are known ahead, GRUCell
@@ -257,6 +258,59 @@ def bench_seq2seq(a):
         out["note"] = ("bahdanau output layer is W_o [s_t; c_t; emb(y_{t-1})] + b (attn's models::Seq2Seq), "
                        "not the issue's [s_t; c_t]; the PyTorch peer implements the same")
     return out
+
+
+# ---- data-parallel (DDP) ----------------------------------------------------------------------
+def ddp_worker(rank, a, result_queue):
+    """One process of a DistributedDataParallel run (gloo): its a.batch / a.world rows of
+    every global batch of a.batch (the global batch is the same for every world size)."""
+    import os
+    import torch.distributed as dist
+    Seq2Seq.forward = Seq2Seq.logits  # DDP calls the module's forward (spawned processes import afresh)
+    torch.set_num_threads(a.threads or 1)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(a.port))
+    if a.world > 1:
+        dist.init_process_group("gloo", rank=rank, world_size=a.world)
+    torch.manual_seed(a.seed)
+    gen = torch.Generator().manual_seed(a.seed)
+    model = Seq2Seq(a.attention, a.emb, a.hidden, a.vocab)
+    trained = nn.parallel.DistributedDataParallel(model) if a.world > 1 else model
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    lo, hi = a.batch * rank // a.world, a.batch * (rank + 1) // a.world
+    seconds = 0.0
+    for i in range(a.warmup + a.steps):
+        src, lengths, tgt_in, tgt_out = copy_batch(gen, a.batch, a.len)
+        t0 = time.perf_counter()
+        src, lengths, tgt_in, tgt_out = src[:, lo:hi], lengths[lo:hi], tgt_in[:, lo:hi], tgt_out[:, lo:hi]  # time-major
+        logits = trained(src, lengths, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD)
+        loss.backward()  # DDP: bucketed all-reduce of the mean gradients, overlapping backward
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if i >= a.warmup:
+            seconds += time.perf_counter() - t0
+    if rank == 0:
+        T = a.len + 1
+        result_queue.put({"impl": "torch", "bench": "ddp-seq2seq", "world": a.world, "backend": "gloo",
+                          "threads_per_process": a.threads or 1, "steps": a.steps, "step_ms": 1e3 * seconds / a.steps,
+                          "global_target_tokens_per_s": a.steps * a.batch * T / seconds,
+                          "config": {"batch": a.batch, "emb": a.emb, "hidden": a.hidden, "len": a.len,
+                                     "attention": a.attention}, "torch": torch.__version__})
+    if a.world > 1:
+        dist.destroy_process_group()
+
+
+def bench_ddp_seq2seq(a):
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    if a.world == 1:
+        ddp_worker(0, a, queue)
+    else:
+        mp.spawn(ddp_worker, args=(a, queue), nprocs=a.world, join=True)
+    return queue.get()
 
 
 # ---- attention -------------------------------------------------------------------------------
@@ -665,18 +719,23 @@ def bench_transformer(a):
 
 
 
+def seq2seq_shape_arguments(parser):
+    """The copy-task seq2seq's shape and run length: `seq2seq` and `ddp-seq2seq` share them."""
+    parser.add_argument("--attention", default="bahdanau")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--emb", type=int, default=64)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--vocab", type=int, default=VOCAB)
+    parser.add_argument("--len", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="bench", required=True)
     s = sub.add_parser("seq2seq")
-    s.add_argument("--attention", default="bahdanau")
-    s.add_argument("--batch", type=int, default=64)
-    s.add_argument("--emb", type=int, default=64)
-    s.add_argument("--hidden", type=int, default=256)
-    s.add_argument("--vocab", type=int, default=VOCAB)
-    s.add_argument("--len", type=int, default=40)
-    s.add_argument("--steps", type=int, default=20)
-    s.add_argument("--warmup", type=int, default=3)
+    seq2seq_shape_arguments(s)
     s.add_argument("--greedy-reps", type=int, default=3)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--threads", type=int, default=0)
@@ -710,11 +769,19 @@ def main():
     m.add_argument("--seed", type=int, default=1)
     m.add_argument("--threads", type=int, default=0)
     m.add_argument("--json", action="store_true")
+    d = sub.add_parser("ddp-seq2seq", help="seq2seq on the copy task under DistributedDataParallel (gloo)")
+    d.add_argument("--world", type=int, default=2)
+    seq2seq_shape_arguments(d)
+    d.add_argument("--seed", type=int, default=1)
+    d.add_argument("--threads", type=int, default=1, help="per process")
+    d.add_argument("--port", type=int, default=29517)
+    d.add_argument("--json", action="store_true")
     a = p.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
-    res = {"seq2seq": bench_seq2seq, "attention": bench_attention, "transformer": bench_transformer}[a.bench](a)
+    res = {"seq2seq": bench_seq2seq, "attention": bench_attention, "transformer": bench_transformer,
+           "ddp-seq2seq": bench_ddp_seq2seq}[a.bench](a)
     print(json.dumps(res) if a.json else json.dumps(res, indent=2), flush=True)
 
 

@@ -12,6 +12,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   zlib1g-dev                   # reading the gzip-compressed data sets
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
+  libopenmpi-dev openmpi-bin   # data-parallel training: mpirun -np N attn train (docs/distributed.md)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   # `pip install .` / `python3 -m build --wheel` of the Python package (setup.py, pyproject.toml)
   python3-pip python3-setuptools python3-wheel python3-build python3-venv

@@ -106,7 +106,7 @@ class ClassifierTask final : public Task {
       batches_ = epoch_batches(train_, o_, epoch);
       batches_epoch_ = epoch;
     }
-    const std::vector<size_t>& rows = batches_[static_cast<size_t>(step % per_epoch_)];
+    const std::vector<size_t> rows = distributed::shard_of(batches_[static_cast<size_t>(step % per_epoch_)], shard());
     const decode::ClassifierBatch t = decode::make_classifier_batch(train_, rows);
     const Tensor logits = model_->logits(t.ids, t.lengths);  // (B, C)
     const Tensor loss = cross_entropy(logits, t.labels);
@@ -119,7 +119,7 @@ class ClassifierTask final : public Task {
     window_loss_ += loss_value;
     ++window_batches_;
     last_step_ = step + 1;
-    return {loss, loss_value};
+    return {loss, loss_value, static_cast<double>(B)};  // the mean over the examples
   }
   std::vector<LogField> log_fields(double seconds) override {
     const double mean_loss = window_loss_ / static_cast<double>(window_batches_);

@@ -125,9 +125,10 @@ class LmTask final : public Task {
     Rng rng(splitmix64(o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step)));
     models::IdRows rows;
     for (int b = 0; b < o_.batch; ++b) rows.emplace_back(train_[rng.below(train_.size())]);
-    const Tensor loss = model_->loss(models::pad_rows(rows));
+    const Tensor ids = models::pad_rows(distributed::shard_of(rows, shard()));
+    const Tensor loss = model_->loss(ids);
     last_loss_ = loss.item();
-    return {loss, last_loss_};
+    return {loss, last_loss_, static_cast<double>(target_count(ids))};  // the mean over the non-PAD targets
   }
   std::vector<LogField> log_fields(double) override { return {{"loss", last_loss_, "loss"}}; }
   Validation validate(int64_t step) override {

@@ -13,8 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <thread>
 
 #include "attn/autodiff/tape.h"
+#include "attn/distributed/data_parallel.h"
+#include "attn/distributed/gradient_reducer.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
 #include "attn/parallel.h"
@@ -57,6 +61,7 @@ void RunOptions::validate() const {
   if (stop_at_step < 0) throw ValueError("stop_at_step must be >= 0, got " + std::to_string(stop_at_step));
   if (!(save_every_minutes >= 0.0) || !std::isfinite(save_every_minutes))
     throw ValueError("--save-every must be >= 0 minutes");
+  if (!(bucket_mb > 0.0) || !(bucket_mb < 1e6)) throw ValueError("--bucket-mb must be a positive number of megabytes");
   if (out_dir.empty()) throw ValueError("an output directory (--out) is required");
 }
 
@@ -85,11 +90,12 @@ std::unique_ptr<Optimizer> make_optimizer(const nn::Module& module, const RunOpt
 
 // "run" fields every checkpoint carries besides the task's, so --resume knows where it
 // stood and with which options.
-json with_run_state(json metadata, const RunState& s, const json& options) {
+json with_run_state(json metadata, const RunState& s, const json& options, int ranks) {
   metadata["run"] = {{"step", s.step},
                      {"has_best", s.has_best},
                      {"best_score", s.best_score},
                      {"best_step", s.best_step},
+                     {"ranks", ranks},
                      {"options", options}};
   return metadata;
 }
@@ -125,6 +131,52 @@ void refuse_changed_options(const io::SafetensorsFile& file, const json& now, co
       throw ValueError("--resume: " + flag + " " + show(value) + " differs from the run in " + o.out_dir + " (" + flag +
                        " " + show(before[flag]) + "); only --steps, --epochs, --max-minutes, --save-every, --log-every "
                        "and --eval-every may change on resume");
+}
+
+// --resume with another rank count than the run's: its shards, and so its batches' split
+// and rounding, would differ. A checkpoint without the record was written by one process.
+void refuse_other_rank_count(const io::SafetensorsFile& file, int ranks, const RunOptions& o) {
+  auto it = file.metadata.find(io::kAttnMetadataKey);
+  if (it == file.metadata.end()) return;
+  const json j = json::parse(it->second, nullptr, false);
+  if (!j.is_object() || !j.contains("run") || !j["run"].is_object()) return;
+  const int before = j["run"].value("ranks", 1);
+  if (before != ranks)
+    throw ValueError("--resume: the run in " + o.out_dir + " was trained by " + std::to_string(before) + " rank" +
+                     (before == 1 ? "" : "s") + " and this one has " + std::to_string(ranks) +
+                     ": resume it with the same number of processes (mpirun -np " + std::to_string(before) + ")");
+}
+
+// One rank of a data-parallel run: what it agrees on with the others (data_parallel.h).
+struct DataParallel {
+  distributed::Communicator& comm;
+  std::optional<distributed::GradientReducer> reducer;
+  bool rank0() const { return comm.rank() == 0; }
+};
+
+// The hash compared across ranks at start-up: the binary's version and commit, the options
+// a resume checks, the run length and the parameters' names and shapes.
+std::string configuration_description(const Task& task, const RunOptions& o, const json& options_now,
+                                      int64_t total_steps, const nn::Module& module) {
+  json j = {{"attn", std::string(version()) + " (" + build_commit() + ")"},
+            {"options", options_now},
+            {"steps", total_steps},
+            {"label", task.label()},
+            {"deterministic_reduce", o.deterministic_reduce},
+            {"bucket_mb", o.bucket_mb}};
+  for (const auto& [name, t] : module.named_parameters()) j["parameters"][name] = t.shape().str();
+  return j.dump();
+}
+
+// --threads × ranks on this machine above its cores: a warning (the ranks' threads compete).
+void warn_about_oversubscription(const distributed::Communicator& comm, const RunOptions& o) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  const int threads = num_threads() * comm.local_size();
+  if (comm.rank() == 0 && o.progress && cores > 0 && threads > static_cast<int>(cores))
+    std::fprintf(o.progress,
+                 "attn: warning: %d ranks on this machine x %d threads = %d threads on %u cores; give --threads %d\n",
+                 comm.local_size(), num_threads(), threads, cores,
+                 std::max(1, static_cast<int>(cores) / comm.local_size()));
 }
 
 // Prefers the "run" record; a checkpoint written before it existed has the task's own fields.
@@ -176,6 +228,7 @@ void load_random_streams(const io::SafetensorsFile& file, const nn::Module& modu
 }
 
 std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
+  if (o.communicator && o.communicator->rank() != 0) return std::make_shared<int>(0);  // rank 0 owns the folder
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<void>> held;  // folders this process has locked
   const std::lock_guard<std::mutex> guard(mutex);
@@ -213,8 +266,7 @@ std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
   return lock;
 }
 
-void apply_gradients(Optimizer& optimizer, float clip, Communicator* communicator) {
-  if (communicator) communicator->all_reduce_gradients(optimizer.parameters());
+void apply_gradients(Optimizer& optimizer, float clip) {
   if (clip > 0.0f) clip_grad_norm(optimizer.parameters(), clip);
   optimizer.step();
   optimizer.zero_grad();
@@ -237,22 +289,44 @@ RunResult run(Task& task, const RunOptions& o) {
   const LrSchedule schedule = o.schedule(total_steps);
   result.total_steps = total_steps;
 
-  const std::shared_ptr<void> folder = lock_run_folder(o);
+  std::optional<DataParallel> dp;
+  if (o.communicator) dp.emplace(DataParallel{*o.communicator, std::nullopt});
+  const int ranks = dp ? dp->comm.size() : 1;
+  const bool rank0 = !dp || dp->rank0();
+  task.set_shard({dp ? dp->comm.rank() : 0, ranks});
   const json options_now = checked_options(task, o);
+  if (dp) {
+    distributed::require_same_configuration(dp->comm, configuration_description(task, o, options_now, total_steps, module));
+    warn_about_oversubscription(dp->comm, o);
+  }
+  const std::shared_ptr<void> folder = lock_run_folder(o);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(module, o);
   RunState& state = result.state;
   if (o.resume) {
+    // Every rank reads the checkpoint (the folder must be readable by all; only rank 0 writes).
     if (!fs::exists(result.last_path)) throw IoError(result.last_path + ": nothing to resume (no such file)");
     const io::SafetensorsFile file = io::load_safetensors(result.last_path);
+    refuse_other_rank_count(file, ranks, o);
     refuse_changed_options(file, options_now, o);
     state = read_run_state(file, task.restore(file, result.last_path));
     check_steps_left(state.step, total_steps, o.out_dir);
     load_optimizer_state(file, *optimizer, result.last_path);
     load_random_streams(file, module, result.last_path);
   }
-  JsonlLog log((dir / "log.jsonl").string(), o.resume);
-  log.write({{"run", o.provenance.to_json()}, {"step", state.step}, {"resume", o.resume}});
-  if (!o.config_toml.empty()) io::write_file_atomically((dir / "config.toml").string(), o.config_toml);
+  if (dp) {
+    distributed::broadcast_parameters(dp->comm, module.parameters());  // one starting point
+    dp->reducer.emplace(dp->comm, module.parameters(),
+                        distributed::GradientReduceOptions{.deterministic = o.deterministic_reduce,
+                                                          .bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20))});
+  }
+  std::optional<JsonlLog> log;
+  if (rank0) {
+    log.emplace((dir / "log.jsonl").string(), o.resume);
+    json first = {{"run", o.provenance.to_json()}, {"step", state.step}, {"resume", o.resume}};
+    if (dp) first["ranks"] = ranks;
+    log->write(first);
+    if (!o.config_toml.empty()) io::write_file_atomically((dir / "config.toml").string(), o.config_toml);
+  }
 
   const auto run_start = std::chrono::steady_clock::now();
   auto last_save = run_start;
@@ -260,12 +334,13 @@ RunResult run(Task& task, const RunOptions& o) {
   auto save_last = [&] {
     NamedTensors tensors = module.named_parameters();
     for (auto& entry : random_stream_tensors(module)) tensors.push_back(std::move(entry));
-    save_run_checkpoint(result.last_path, std::move(tensors), with_run_state(task.checkpoint_metadata(state, false), state, options_now),
-                        optimizer.get());
+    save_run_checkpoint(result.last_path, std::move(tensors),
+                        with_run_state(task.checkpoint_metadata(state, false), state, options_now, ranks), optimizer.get());
     last_save = std::chrono::steady_clock::now();
   };
   int64_t last_validated = -1;
   auto validate_and_keep_best = [&] {
+    if (!rank0) return;  // validated once, by the rank that keeps the model
     const auto start = std::chrono::steady_clock::now();
     Validation v = task.validate(state.step);
     module.train();
@@ -274,7 +349,7 @@ RunResult run(Task& task, const RunOptions& o) {
     json line = v.fields;
     line["step"] = state.step;
     line["elapsed_s"] = seconds_since(run_start);
-    log.write(line);
+    log->write(line);
     if (o.progress && !v.message.empty()) std::fprintf(o.progress, "%s\n", v.message.c_str());
     const bool better = task.higher_is_better() ? v.score >= state.best_score : v.score <= state.best_score;
     if (!state.has_best || better) {
@@ -282,30 +357,41 @@ RunResult run(Task& task, const RunOptions& o) {
       state.best_score = v.score;
       state.best_step = state.step;
       save_run_checkpoint(result.model_path, module.named_parameters(),
-                          with_run_state(task.checkpoint_metadata(state, true), state, options_now));
+                          with_run_state(task.checkpoint_metadata(state, true), state, options_now, ranks));
     }
   };
 
-  Progress progress(task.label(), total_steps, o.progress);
+  Progress progress(task.label(), total_steps, rank0 ? o.progress : nullptr);
+  double global_loss = 0.0;  // a data-parallel step's loss over every rank's shard
   auto window_start = std::chrono::steady_clock::now();
   module.train();
   while (state.step < total_steps) {
-    if ((o.stop && o.stop->load()) || (o.stop_at_step > 0 && state.step >= o.stop_at_step)) {
+    const bool stop_now = (o.stop && o.stop->load()) || (o.stop_at_step > 0 && state.step >= o.stop_at_step);
+    const bool time_up = o.max_minutes > 0 && seconds_since(run_start) - eval_seconds > 60.0 * o.max_minutes;
+    // Every rank stops at the same step (a signal or the clock may reach one rank first).
+    if (dp ? distributed::any_rank(dp->comm, stop_now) : stop_now) {
       result.interrupted = true;
       break;
     }
-    if (o.max_minutes > 0 && seconds_since(run_start) - eval_seconds > 60.0 * o.max_minutes) {
+    if (dp ? distributed::any_rank(dp->comm, time_up) : time_up) {
       result.out_of_time = true;
       break;
     }
     const StepLoss loss = task.forward(state.step);
-    result.final_loss = loss.reported;
-    if (!std::isfinite(loss.reported))
+    double checked = loss.reported, scale = 1.0;
+    if (dp) {
+      const distributed::GlobalLoss g = distributed::reduce_loss(dp->comm, loss.reported, loss.weight);
+      checked = global_loss = g.loss;
+      scale = g.weight > 0 ? loss.weight / g.weight : 0.0;
+    }
+    result.final_loss = checked;
+    if (!std::isfinite(checked))
       throw ValueError("training diverged at step " + std::to_string(state.step + 1) + " (loss " +
-                       std::to_string(loss.reported) + "); try a smaller --lr");
+                       std::to_string(checked) + "); try a smaller --lr");
     optimizer->set_lr(schedule.lr_at(state.step));
     backward(loss.loss);
-    apply_gradients(*optimizer, o.clip, o.communicator);
+    if (dp) dp->reducer->reduce(static_cast<float>(scale));
+    apply_gradients(*optimizer, o.clip);
     const int64_t step = ++state.step;
 
     if (step % o.log_every == 0 || step == total_steps) {
@@ -315,17 +401,22 @@ RunResult run(Task& task, const RunOptions& o) {
         line[f.name] = f.value;
         if (!f.progress_name.empty()) shown.emplace_back(f.progress_name, f.value);
       }
+      if (dp) {  // the task's fields are rank 0's shard; these are the whole run's
+        line["ranks"] = ranks;
+        line["global_loss"] = global_loss;
+        line["allreduce_s"] = dp->reducer->seconds();  // gradient all-reduce time so far
+      }
       window_start = std::chrono::steady_clock::now();
-      log.write(line);
+      if (log) log->write(line);
       progress.update(step, shown);
     }
     if (step % eval_every == 0 || step == total_steps) validate_and_keep_best();
-    if (o.save_every_minutes > 0 && seconds_since(last_save) > 60.0 * o.save_every_minutes && step < total_steps)
+    if (rank0 && o.save_every_minutes > 0 && seconds_since(last_save) > 60.0 * o.save_every_minutes && step < total_steps)
       save_last();
   }
   progress.finish();
   if (last_validated != state.step || !state.has_best) validate_and_keep_best();
-  save_last();
+  if (rank0) save_last();
   result.seconds = seconds_since(run_start);
   result.train_seconds = result.seconds - eval_seconds;
   return result;

@@ -71,10 +71,11 @@ CheckpointInfo parse_info(const json& j, const std::string& path) {
 
 // The batch for a step depends only on (seed, step), so a resumed run sees the same data.
 // With bucketing, steps [k·bucket, (k+1)·bucket) share one sorted pool drawn from (seed, k).
-data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t step) {
+// A data-parallel rank takes its shard's rows of that batch.
+data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t step, const distributed::Shard& shard) {
   if (o.bucket <= 1) {
     data::TaskGenerator generator(kind, o.min_len, o.max_len, splitmix64(o.seed * 0x9E3779B97F4A7C15ull + step));
-    return generator.next(o.batch);
+    return data::make_batch(kind, distributed::shard_of(generator.random_sources(o.batch), shard));
   }
   const int64_t pool = step / o.bucket;
   data::TaskGenerator generator(kind, o.min_len, o.max_len,
@@ -87,7 +88,7 @@ data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t s
   Rng rng(splitmix64(o.seed ^ (static_cast<uint64_t>(pool) * 0x9E3779B97F4A7C15ull)));
   for (int i = o.bucket - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
   const auto first = sources.begin() + static_cast<std::ptrdiff_t>(order[static_cast<size_t>(step % o.bucket)]) * o.batch;
-  return data::make_batch(kind, std::vector<std::vector<int32_t>>(first, first + o.batch));
+  return data::make_batch(kind, distributed::shard_of(std::vector<std::vector<int32_t>>(first, first + o.batch), shard));
 }
 
 // Fraction of non-PAD target tokens whose argmax logit is right (teacher forcing).
@@ -150,13 +151,15 @@ class Seq2SeqTask final : public Task {
   std::string label() const override { return "train " + model_.config().attention; }
 
   StepLoss forward(int64_t step) override {
-    const data::Batch batch = batch_for_step(kind_, o_, step);
+    const data::Batch batch = batch_for_step(kind_, o_, step, shard());
     const models::Seq2Seq::Loss terms = model_.loss_terms(batch);  // CE (+ hard attention's REINFORCE term)
     logits_ = terms.logits;                                           // (T, B, V)
     targets_ = models::time_major_ids(batch.tgt_out);
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) window_tokens_ += len;
+    int64_t tokens = 0;  // non-PAD targets: what the cross-entropy is the mean over
+    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
+    window_tokens_ += tokens;
     last_loss_ = terms.cross_entropy.item();
-    return {terms.loss, last_loss_};
+    return {terms.loss, last_loss_, static_cast<double>(tokens)};
   }
   std::vector<LogField> log_fields(double seconds) override {
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;

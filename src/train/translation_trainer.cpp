@@ -56,19 +56,22 @@ class TranslationTask final : public Task {
     std::FILE* say = o.progress;
     data::ParallelCorpus train_text = data::load_parallel(o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
     val_text_ = data::load_parallel(o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
-    // The tokenizer: given, kept from the run being resumed, or learned on the training text.
-    if (!o.tokenizer.empty()) {
+    // The tokenizer: given, kept from the run being resumed, or learned on the training text,
+    // by rank 0 of a data-parallel run (the others read rank 0's from the folder, or --tokenizer).
+    const bool writes_folder = !o.communicator || o.communicator->rank() == 0;
+    if (writes_folder && !o.tokenizer.empty()) {
       if (fs::absolute(o.tokenizer) != fs::absolute(spm_path)) {
         io::copy_file_atomically(o.tokenizer, spm_path);
       }
-    } else if (!(o.resume && data::file_exists(spm_path))) {
+    } else if (writes_folder && !(o.resume && data::file_exists(spm_path))) {
       if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
                             train_text.src.size(), train_text.tgt.size());
       std::vector<std::string> lines = train_text.src;
       lines.insert(lines.end(), train_text.tgt.begin(), train_text.tgt.end());
       data::train_subword_model(lines, spm_prefix, {.vocab_size = o.vocab_size});
     }
-    run_.tokenizer = data::SubwordModel::load(spm_path);
+    if (o.communicator) o.communicator->barrier();  // rank 0's tokenizer is written
+    run_.tokenizer = data::SubwordModel::load(writes_folder || o.tokenizer.empty() ? spm_path : o.tokenizer);
     const int64_t V = run_.tokenizer->vocab_size();
     if (kind == "rnn") {
       config["vocab"] = V;
@@ -94,11 +97,14 @@ class TranslationTask final : public Task {
 
   StepLoss forward(int64_t step) override {
     seek(step);
-    const data::Batch batch = data::make_pair_batch(train_data_.pairs, epoch_batches_[static_cast<size_t>(in_epoch_)]);
+    const data::Batch batch = data::make_pair_batch(
+        train_data_.pairs, distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()));
     const Tensor loss = run_.model->loss(batch, o_.label_smoothing);
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) window_tokens_ += len;
+    int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
+    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
+    window_tokens_ += tokens;
     last_loss_ = loss.item();
-    return {loss, last_loss_};
+    return {loss, last_loss_, static_cast<double>(tokens)};
   }
   std::vector<LogField> log_fields(double seconds) override {
     // The epoch the next step is in, as the log has always said.

@@ -268,24 +268,40 @@ TEST(Run, FirstLogRecordIsTheProvenance) {
   fs::remove_all(out);
 }
 
-// The data-parallel seam: called once per step with every parameter, between backward
-// (the gradients exist) and the optimizer step.
-TEST(Run, CallsTheCommunicatorBetweenBackwardAndStep) {
-  struct Counting : Communicator {
-    int calls = 0;
-    void all_reduce_gradients(const std::vector<Tensor>& parameters) override {
-      ++calls;
-      ASSERT_EQ(parameters.size(), 1u);
-      EXPECT_TRUE(parameters[0].has_grad());
+// The data-parallel path of run() with a one-rank communicator: the loss and gradient
+// all-reduces run every step (with the gradients present), and the weights are those of a
+// run without a communicator, bit for bit (each rank's scale w/W is exactly 1).
+TEST(Run, OneRankCommunicatorReducesEveryStepAndChangesNothing) {
+  struct Counting : distributed::Communicator {
+    int gradient_reduces = 0, scalar_reduces = 0;
+    std::vector<Tensor> parameters;
+    int rank() const override { return 0; }
+    int size() const override { return 1; }
+    int local_size() const override { return 1; }
+    void all_reduce_sum(std::span<float>) override {}
+    void all_reduce_sum(std::span<double>) override { ++scalar_reduces; }
+    std::unique_ptr<distributed::PendingReduce> start_all_reduce_sum(std::span<float> v) override {
+      ++gradient_reduces;
+      EXPECT_EQ(v.size(), 1u);  // CountingTask's one parameter, packed
+      return single.start_all_reduce_sum(v);
     }
+    void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override { single.all_gather(mine, all); }
+    void broadcast(std::span<std::byte>, int) override {}
+    void barrier() override {}
+    distributed::SingleProcessCommunicator single;
   } communicator;
-  const std::string out = fresh_dir("communicator");
+  const std::string with = fresh_dir("communicator"), without = fresh_dir("no_communicator");
   CountingTask task({0.5});
-  RunOptions o = counting_run(out);
+  RunOptions o = counting_run(with);
   o.communicator = &communicator;
   run(task, o);
-  EXPECT_EQ(communicator.calls, 6);
-  fs::remove_all(out);
+  EXPECT_EQ(communicator.gradient_reduces, 6);
+  EXPECT_GE(communicator.scalar_reduces, 6 * 3);  // stop, time, loss: agreed every step
+  CountingTask alone({0.5});
+  run(alone, counting_run(without));
+  expect_identical_checkpoints(with + "/last.safetensors", without + "/last.safetensors");
+  fs::remove_all(with);
+  fs::remove_all(without);
 }
 
 // The streams a module registered survive a save and a load; a file that lacks one of

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/models/memory_estimate.h"
+#include "attn/distributed/communicator.h"
 #include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"
@@ -147,7 +148,8 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--dropout", {&g.run},
         "copy / reverse / sort and translate --model rnn 0, the Transformers 0.1, sst2 bilstm and bilstm-attn 0.5");
   place("--threads", {&g.run});
-  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every"}) place(name, {&g.run});
+  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce", "--bucket-mb"})
+    place(name, {&g.run});
   place("--min-len", {&g.synthetic});
   place("--eval-samples", {&g.synthetic});
   place("--batch", {&g.synthetic, &g.classifier, &g.lm});
@@ -241,6 +243,16 @@ void add_train_command(CLI::App& app) {
     args->registry.refuse_outside(cmd, target, task);
     args->options.provenance = train::current_provenance(command_line());
     args->options.config_toml = run_config_text(cmd, args->options.provenance);
+    // One rank of `mpirun -np N attn train` (an error when built without MPI).
+    // Rank 0 alone reports (the run loop keeps the others' progress and files quiet too).
+    if (distributed::launched_by_mpi()) {
+      args->options.communicator = &distributed::world();
+      if (distributed::world().rank() != 0) {
+        args->options.progress = nullptr;  // the tasks' messages too (loading, tokenizer)
+        if (!std::freopen("/dev/null", "w", stdout))
+          throw IoError("cannot silence the standard output of rank " + std::to_string(distributed::world().rank()));
+      }
+    }
     if (task == "sst2") {
       run_classifier(cmd, args->config, args->options, args->classifier, args->text);
       return;

@@ -8,6 +8,7 @@
 #include <new>
 #include <string>
 
+#include "attn/distributed/communicator.h"
 #include "attn/error.h"
 #include "attn/version.h"
 #include "commands.h"
@@ -71,9 +72,16 @@ void refuse_out_of_range_integers(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_out_of_range_integers(*sub);
 }
 
+int run_command_line(int argc, char** argv);
+
 }  // namespace
 
-int main(int argc, char** argv) {
+// Under mpirun, a rank that fails stops the others (distributed::finish: MPI_Abort).
+int main(int argc, char** argv) { return attn::distributed::finish(run_command_line(argc, argv)); }
+
+namespace {
+
+int run_command_line(int argc, char** argv) {
   // A thread count that would be ignored is a usage error, not a silent "all cores".
   if (const char* env = std::getenv("ATTN_NUM_THREADS")) {
     char* end = nullptr;
@@ -128,3 +136,5 @@ int main(int argc, char** argv) {
   }
   return status;
 }
+
+}  // namespace

@@ -57,6 +57,11 @@ void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
   cmd->add_option("--save-every", o.save_every_minutes,
                   "Write last.safetensors every N minutes, so a killed run loses at most that much (0: only at the end)")
       ->capture_default_str();
+  // Data-parallel runs (mpirun -np N attn train ...; docs/distributed.md).
+  cmd->add_flag("--deterministic-reduce", o.deterministic_reduce,
+                "Under mpirun: add the ranks' gradients in rank order, so repeated runs are bit-identical");
+  cmd->add_option("--bucket-mb", o.bucket_mb, "Under mpirun: gradient all-reduce bucket size in MB")
+      ->capture_default_str();
 }
 
 void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
@@ -67,6 +72,10 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
   to.save_every_minutes = from.save_every_minutes;
   to.provenance = from.provenance;
   to.config_toml = from.config_toml;
+  to.communicator = from.communicator;
+  to.progress = from.progress;
+  to.deterministic_reduce = from.deterministic_reduce;
+  to.bucket_mb = from.bucket_mb;
 }
 
 void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g, OptionGroups& groups) {

@@ -7,9 +7,17 @@
 //               state, the step count, the best score and every random stream the model
 //               registered (dropout, hard attention), so K steps + resume to N gives the
 //               weights of an uninterrupted N-step run, bit for bit.
-//   the step    lr = schedule(step); backward(loss); communicator (gradient all-reduce:
-//               nothing in a single process); clip the global norm; optimizer step;
+//   the step    lr = schedule(step); backward(loss); clip the global norm; optimizer step;
 //               zero_grad.
+//   ranks       with a communicator (distributed/communicator.h; the CLI passes world()),
+//               one rank of a data-parallel run (docs/distributed.md): the task trains on
+//               its shard of each global batch (Task::shard()); the ranks check at start-up
+//               that they run the same binary and configuration (a hash) and take rank 0's
+//               initial weights; each step all-reduces the loss and the gradients weighted
+//               by each rank's StepLoss::weight, so the update is the one of a single process
+//               on the global batch; stopping is agreed by all ranks; rank 0 alone locks
+//               and writes the run folder (checkpoints, log.jsonl, progress) and validates.
+//               The checkpoints record the rank count; --resume with another is refused.
 //   divergence  a non-finite loss stops the run: "training diverged at step N (loss X);
 //               try a smaller --lr".
 //   keep-best   after each validation, model.safetensors is replaced when the score is at
@@ -41,6 +49,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/distributed/communicator.h"
+#include "attn/distributed/shard.h"
 #include "attn/io/safetensors.h"
 #include "attn/nn/module.h"
 #include "attn/tensor.h"
@@ -48,7 +58,6 @@
 
 namespace attn::train {
 
-class Communicator;
 class Optimizer;
 
 // What the run folder records about how it was made (log.jsonl's first record; the
@@ -96,8 +105,11 @@ struct RunOptions {
   // Not empty: written to out_dir/config.toml (atomically) once the folder is this run's
   // (locked, and a resume accepted): the CLI's configuration that repeats the run.
   std::string config_toml;
-  // Gradient all-reduce between backward and the optimizer step; nullptr: one process.
-  Communicator* communicator = nullptr;
+  // The ranks of a data-parallel run (see "ranks" above); nullptr: one process.
+  distributed::Communicator* communicator = nullptr;
+  // --deterministic-reduce: gradients added in rank order (gradient_reducer.h).
+  bool deterministic_reduce = false;
+  double bucket_mb = 25.0;  // --bucket-mb: gradient all-reduce bucket size (PyTorch DDP: 25 MB)
 
   // ValueError naming the bad option (--steps, --lr, ...). Checks the schedule against
   // --steps and --warmup when steps > 0.
@@ -106,21 +118,10 @@ struct RunOptions {
   LrSchedule schedule(int64_t total_steps) const;
 };
 
-// The seam where data-parallel training plugs in: called once per step, after backward
-// and before clipping, with every parameter. A multi-process implementation averages the
-// gradients over the processes; this base class (one process) leaves them as they are.
-class Communicator {
- public:
-  virtual ~Communicator() = default;
-  virtual int rank() const { return 0; }
-  virtual int size() const { return 1; }
-  virtual void all_reduce_gradients(const std::vector<Tensor>& parameters) { (void)parameters; }
-};
-
-// The update after backward(): the communicator's gradient all-reduce (when given), clipping
-// of the global gradient norm to `clip` (0: none), the optimizer's step and zero_grad.
-// run() calls it every step; so does anything that drives its own loop (attn bench).
-void apply_gradients(Optimizer& optimizer, float clip, Communicator* communicator = nullptr);
+// The update after backward() (and, in a data-parallel run, the gradient all-reduce):
+// clipping of the global gradient norm to `clip` (0: none), the optimizer's step and
+// zero_grad. run() calls it every step; so does anything that drives its own loop (attn bench).
+void apply_gradients(Optimizer& optimizer, float clip);
 
 // A named number of a log line; shown on the progress line too under `progress_name`
 // unless that is empty.
@@ -134,6 +135,9 @@ struct LogField {
 struct StepLoss {
   Tensor loss;                // what backward() differentiates
   double reported = 0.0;      // the loss to check and report (e.g. without a REINFORCE term)
+  // How many items (target tokens, examples) `loss` is the mean over: a data-parallel run
+  // weights each rank's gradient by it, so the update equals one process's on the whole batch.
+  double weight = 1.0;
 };
 
 struct Validation {
@@ -160,7 +164,8 @@ class Task {
   // Steps in one pass over the training data; 0 when the data has no epochs (generated).
   virtual int64_t steps_per_epoch() const { return 0; }
   // The forward pass and loss of the update with 0-based index `step`. The batch must depend
-  // only on the seed and `step`, so that a resumed run sees the data it would have seen.
+  // only on the seed and `step`, so that a resumed run sees the data it would have seen; in a
+  // data-parallel run it is shard()'s part of that batch (distributed::shard_of).
   virtual StepLoss forward(int64_t step) = 0;
   // Log fields since the previous call (the task accumulates them in forward()), e.g.
   // {"loss", ...}, {"tokens_per_s", ...}. `window_seconds` is the wall time since that call.
@@ -178,6 +183,13 @@ class Task {
   // --seed, --weight-decay). --steps, --epochs, --max-minutes, --save-every, --log-every
   // and --eval-every may change on resume.
   virtual nlohmann::json resume_checked_options() const { return nlohmann::json::object(); }
+
+  // This process's part of every global batch: run() sets it from options.communicator.
+  void set_shard(const distributed::Shard& shard) { shard_ = shard; }
+  const distributed::Shard& shard() const { return shard_; }
+
+ private:
+  distributed::Shard shard_;
 };
 
 struct RunResult {
@@ -194,7 +206,8 @@ struct RunResult {
 
 RunResult run(Task& task, const RunOptions& options);
 
-// Locks options.out_dir for this run (creating it) and refuses a folder holding another
+// Locks options.out_dir for this run (creating it; on a rank other than 0 of a data-parallel
+// run, which never writes the folder, it does nothing) and refuses a folder holding another
 // run unless options.resume or options.overwrite (ValueError naming the folder), or one
 // that another process is using (IoError). run() takes it; a task that writes into the
 // folder before run() (translation's tokenizer) takes it first. The lock lasts while a
