@@ -54,7 +54,26 @@ void register_explain(py::module_& m) {
   e.def("attention_rollout", &explain::attention_rollout, py::arg("layers"));
   e.def("attention_flow", &explain::attention_flow, py::arg("layers"), py::arg("rows"));
   e.def("gradient_times_input", &explain::gradient_times_input, py::arg("model"), py::arg("ids"), py::arg("label"));
-  e.def("leave_one_out", &explain::leave_one_out, py::arg("model"), py::arg("ids"), py::arg("label"));
+  e.def("leave_one_out", py::overload_cast<AttnClassifier&, const std::vector<int32_t>&, int32_t>(&explain::leave_one_out),
+        py::arg("model"), py::arg("ids"), py::arg("label"));
+  e.def("explain_transformer", [](models::TransformerClassifier& c, const std::vector<int32_t>& ids,
+                                  const std::vector<std::string>& tokens, int ig_steps) {
+    explain::ImportanceOptions options;
+    options.ig_steps = ig_steps;
+    const explain::SentenceImportance r = explain::explain_sentence(c, ids, tokens, options);
+    py::dict d;
+    d["label"] = r.label;
+    d["probability"] = r.probability;
+    d["attention"] = r.attention;
+    d["gradient"] = r.gradient;
+    d["leave_one_out"] = r.leave_one_out;
+    d["integrated_gradients"] = r.integrated_gradients;
+    d["ig_completeness_error"] = r.ig_completeness_error;
+    d["rollout"] = r.rollout;
+    d["flow"] = r.flow;
+    return d;
+  }, py::arg("model"), py::arg("ids"), py::arg("tokens"), py::arg("ig_steps") = 50,
+     "transformer-cls's measures for one sentence (a dict)");
   e.def("integrated_gradients", [](AttnClassifier& c, const std::vector<int32_t>& ids, int32_t label, int steps) {
     explain::IntegratedGradients r = explain::integrated_gradients(c, ids, label, steps);
     return py::make_tuple(r.attributions, r.completeness_error, r.baseline_probability);

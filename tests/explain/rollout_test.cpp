@@ -3,6 +3,7 @@
 #include "attn/error.h"
 #include "attn/models/transformer.h"
 #include "test_support.h"
+#include "tiny_transformer.h"
 
 namespace attn::explain {
 namespace {
@@ -51,14 +52,7 @@ TEST(Rollout, OneLayerIsTheResidualAttention) {
 // Rows of the rollout sum to 1 (a product of row-stochastic matrices), on a real model's
 // weights trimmed from a padded batch; flow rows too; and trimming drops only the padding.
 TEST(Rollout, ClassifierWeightsRowsSumToOne) {
-  models::TransformerConfig config;
-  config.src_vocab = 20;
-  config.d_model = 8;
-  config.heads = 2;
-  config.ffn = 16;
-  config.encoder_layers = 3;
-  config.dropout = 0.0f;
-  models::TransformerClassifier model(config);
+  models::TransformerClassifier model(testing::tiny_transformer_config(3, 0.0f, 1));
   model.eval();
   const Tensor ids = Tensor::from_vector(std::vector<int32_t>{3, 4, 5, 6, 7, 8, 9, 0}, {2, 4});
   const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{4, 2}, {2});

@@ -156,3 +156,48 @@ def test_rollout_and_flow_match_torch_and_networkx(norm_first):
 def test_rollout_errors():
     with pytest.raises(ValueError, match="attention_flow: row 3 outside"):
         attn.explain.attention_flow([attn.tensor(np.full((1, 3, 3), 1 / 3, dtype=np.float32))], [3])
+
+
+def torch_probabilities(encoder, p, e):
+    """softmax of the head over the [CLS] state, from token embeddings e (1, n, D) (√D·E[ids])."""
+    x = torch.cat([p["cls"].expand(1, 1, D), e], 1) + p["positions.weight"][: e.shape[1] + 1]
+    h = encoder(x)
+    return torch.softmax(h[:, 0] @ p["head.weight"].T + p["head.bias"], 1)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_transformer_measures_match_torch(norm_first):
+    """attn.explain.explain_transformer (transformer-cls): full gradient x input, leave-one-out,
+    integrated gradients (zero token embeddings, right Riemann sum), the raw last-layer [CLS]
+    attention, and [CLS]'s rollout and flow rows, against torch with the weights copied in."""
+    model, encoder, p = build(norm_first)
+    ids = IDS[0]
+    tokens = ["a", "fine", ",", "dull", "."]
+    steps = 20
+    got = attn.explain.explain_transformer(model, ids, tokens, steps)
+    case = f"transformer norm_first={norm_first}"
+    embed = lambda xs: p["embedding.weight"][torch.tensor(xs)].unsqueeze(0) * D ** 0.5
+    with torch.no_grad():
+        probs = torch_probabilities(encoder, p, embed(ids))
+    label = int(probs.argmax())
+    assert got["label"] == label and abs(got["probability"] - probs[0, label].item()) < 1e-5
+    e = embed(ids).clone().requires_grad_(True)
+    torch_probabilities(encoder, p, e)[0, label].backward()
+    assert_close("explain", case, "gradient x input", np.array(got["gradient"]), (e.grad * e).sum(2)[0])
+    base = embed(ids).detach()
+    total = torch.zeros_like(base)
+    for k in range(1, steps + 1):
+        x = (base * k / steps).clone().requires_grad_(True)
+        torch_probabilities(encoder, p, x)[0, label].backward()
+        total += x.grad
+    assert_close("explain", case, "integrated gradients", np.array(got["integrated_gradients"]),
+                 (base * total / steps).sum(2)[0])
+    with torch.no_grad():
+        full = probs[0, label].item()
+        loo = [abs(full - torch_probabilities(encoder, p, embed(ids[:s] + ids[s + 1:]))[0, label].item())
+               for s in range(len(ids))]
+    assert_close("explain", case, "leave-one-out", np.array(got["leave_one_out"]), np.array(loo))
+    layers = [w[0] for w in torch_self_attention(encoder, p, norm_first)]  # row 0 of IDS: no padding
+    assert_close("explain", case, "raw [CLS] attention", np.array(got["attention"]), layers[-1][:, 0, 1:].mean(0))
+    assert_close("explain", case, "rollout row", np.array(got["rollout"]), reference_rollout(layers)[0, 1:])
+    assert_close("explain", case, "flow row", np.array(got["flow"]), reference_flow(layers)[0, 1:])

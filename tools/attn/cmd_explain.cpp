@@ -1,6 +1,7 @@
 // attn explain: how far a classifier's attention tracks token importance (Jain & Wallace
 // 2019). Over a data split: report.json and report.md in --out; for one --text: attention,
-// gradient × input, leave-one-out and integrated gradients side by side.
+// gradient × input, leave-one-out and integrated gradients side by side. bilstm-attn and
+// transformer-cls (rollout, flow and per-head statistics besides).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,25 +31,37 @@ struct Args {
   explain::ImportanceOptions options;
 };
 
-// The checkpoint's model, when it is one explain supports.
-AttnClassifier& explainable(train::LoadedClassifier& loaded, const std::string& path) {
-  auto* model = dynamic_cast<AttnClassifier*>(loaded.model.get());
-  if (model == nullptr)
+// The checkpoint's model, when it is of a kind explain supports: exactly one of the two set.
+struct Explainable {
+  AttnClassifier* attention_pooling = nullptr;
+  models::TransformerClassifier* transformer = nullptr;
+  int64_t max_tokens = 0;  // 0: any
+};
+
+Explainable explainable(train::LoadedClassifier& loaded, const std::string& path) {
+  Explainable e;
+  e.attention_pooling = dynamic_cast<AttnClassifier*>(loaded.model.get());
+  if (e.attention_pooling == nullptr) e.transformer = dynamic_cast<models::TransformerClassifier*>(&loaded.model->module());
+  if (e.attention_pooling == nullptr && e.transformer == nullptr)
     throw ValueError(path + " is a '" + loaded.model->kind() +
-                     "' classifier; attn explain supports 'bilstm-attn' checkpoints (attention pooling: train one "
-                     "with attn train --task sst2 --model bilstm-attn)");
-  return *model;
+                     "' classifier; attn explain supports 'bilstm-attn' and 'transformer-cls' checkpoints (models with "
+                     "attention: train one with attn train --task sst2 --model bilstm-attn)");
+  e.max_tokens = loaded.model->max_tokens();
+  return e;
 }
 
-explain::ExplainedSentence explain_text(AttnClassifier& model, const data::Vocab& vocab, const std::string& text,
+explain::ExplainedSentence explain_text(const Explainable& model, const data::Vocab& vocab, const std::string& text,
                                         int32_t gold, const explain::ImportanceOptions& options) {
   explain::ExplainedSentence s;
   s.text = text;
   s.tokens = data::sst2_tokens(text);
+  if (model.max_tokens > 0 && static_cast<int64_t>(s.tokens.size()) > model.max_tokens)
+    s.tokens.resize(static_cast<size_t>(model.max_tokens));  // as attn classify keeps the first ones
   s.gold = gold;
   std::vector<int32_t> ids;
   for (const auto& t : s.tokens) ids.push_back(vocab.id(t));
-  s.importance = explain::explain_sentence(model, ids, options);
+  s.importance = model.attention_pooling ? explain::explain_sentence(*model.attention_pooling, ids, options)
+                                         : explain::explain_sentence(*model.transformer, ids, s.tokens, options);
   return s;
 }
 
@@ -68,26 +81,35 @@ void print_sentence(const train::LoadedClassifier& loaded, const explain::Explai
     return;
   }
   std::printf("%s %.4f  %s\n", loaded.labels.at(static_cast<size_t>(m.label)).c_str(), m.probability, s.text.c_str());
-  std::printf("  attention: %s; gradient x input with the attention held constant; leave-one-out |dy|; "
-              "integrated gradients (zero baseline, %zu tokens)\n",
-              loaded.model->attention_description().c_str(), s.tokens.size());
-  std::printf("  %-18s %9s %11s %9s %11s\n", "token", "attention", "grad x in", "LOO", "IG");
+  const bool transformer = !m.rollout.empty();
+  std::printf("  attention: %s; gradient x input %s; leave-one-out |dy|; integrated gradients (zero baseline, %zu "
+              "tokens)%s\n",
+              transformer ? "the last layer's [CLS] row averaged over heads, without [CLS]"
+                          : loaded.model->attention_description().c_str(),
+              transformer ? "(full gradient)" : "with the attention held constant", s.tokens.size(),
+              transformer ? "; [CLS]'s attention rollout and flow" : "");
+  std::printf("  %-18s %9s %11s %9s %11s", "token", "attention", "grad x in", "LOO", "IG");
+  if (transformer) std::printf(" %9s %9s", "rollout", "flow");
+  std::printf("\n");
   for (size_t i = 0; i < s.tokens.size(); ++i) {
     const std::string loo = m.has_leave_one_out ? std::to_string(m.leave_one_out[i]).substr(0, 8) : "n/a";
-    std::printf("  %-18s %9.4f %11.5f %9s %11.5f\n", s.tokens[i].c_str(), m.attention[i], m.gradient[i], loo.c_str(),
+    std::printf("  %-18s %9.4f %11.5f %9s %11.5f", s.tokens[i].c_str(), m.attention[i], m.gradient[i], loo.c_str(),
                 m.integrated_gradients[i]);
+    if (transformer) std::printf(" %9.4f %9.4f", m.rollout[i], m.flow[i]);
+    std::printf("\n");
   }
   if (!m.has_leave_one_out) std::printf("  (one token: leave-one-out would leave nothing to classify; tau is undefined)\n");
   std::printf("  IG completeness error %.3g (sum of IG vs y(x) - y(0) = %.4f - %.4f)\n", m.ig_completeness_error,
               m.probability, m.baseline_probability);
-  std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
-              m.permutation_deltas.size(), m.permutation_median,
-              *std::max_element(m.attention.begin(), m.attention.end()));
-  for (const auto& pair : explain::tau_pairs())
+  if (m.has_permutations())
+    std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
+                m.permutation_deltas.size(), m.permutation_median,
+                *std::max_element(m.attention.begin(), m.attention.end()));
+  for (const auto& pair : explain::tau_pairs_for(m))
     std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
 }
 
-void run_split(const train::LoadedClassifier& loaded, AttnClassifier& model, const Args& a) {
+void run_split(const train::LoadedClassifier& loaded, const Explainable& model, const Args& a) {
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
   const auto start = std::chrono::steady_clock::now();
@@ -107,8 +129,8 @@ void run_split(const train::LoadedClassifier& loaded, AttnClassifier& model, con
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const nlohmann::json context = {{"model", a.model},
-                                  {"kind", model.kind()},
-                                  {"config", model.config_json()},
+                                  {"kind", loaded.model->kind()},
+                                  {"config", loaded.model->config_json()},
                                   {"data", a.data},
                                   {"split", a.split},
                                   {"limit", a.limit},
@@ -139,8 +161,8 @@ void add_explain_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "explain", "Is the attention an explanation? Attention against gradient, leave-one-out and integrated gradients "
-                 "(Jain & Wallace 2019) for a bilstm-attn checkpoint");
-  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors) of kind bilstm-attn")->required();
+                 "(Jain & Wallace 2019) for a bilstm-attn or transformer-cls checkpoint; rollout and flow for transformer-cls");
+  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors) of kind bilstm-attn or transformer-cls")->required();
   cmd->add_option("--text", args->text, "One sentence: the measures side by side in the terminal");
   cmd->add_option("--data", args->data, "The data folder (holding sst2/): explain a whole split");
   cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
@@ -168,9 +190,9 @@ void add_explain_command(CLI::App& app) {
     const std::string format = attn_checkpoint_format(a.model);
     if (format != "attn-classifier")
       throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
-                       "'); attn explain supports 'bilstm-attn' classifier checkpoints");
+                       "'); attn explain supports 'bilstm-attn' and 'transformer-cls' classifier checkpoints");
     train::LoadedClassifier loaded = train::load_classifier(a.model);
-    AttnClassifier& model = explainable(loaded, a.model);
+    const Explainable model = explainable(loaded, a.model);
     if (one) {
       const std::string text = data::valid_utf8(a.text);
       if (data::sst2_tokens(text).empty()) throw UsageError("--text has no tokens: there is nothing to explain");

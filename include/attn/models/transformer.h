@@ -156,6 +156,13 @@ class TransformerClassifier : public nn::Module {
   // (B, H, S + 1, S + 1), queries by keys over [CLS] + tokens, zero at padded keys; not
   // recorded (in training mode with dropout they are the dropped weights: eval() first).
   std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths);
+  // The pieces of logits(), for importance measures that differentiate with respect to the
+  // token embeddings: embed(ids) = √D·E[ids] (B, S, D), recorded; logits_from_embeddings
+  // takes those (or any (B, S, D) values) in their place, [CLS] and positions added inside,
+  // and gives every layer's weights when `weights` is given.
+  Tensor embed(const Tensor& ids);
+  Tensor logits_from_embeddings(const Tensor& embeddings, const Tensor& lengths,
+                                std::vector<nn::LayerAttention>* weights = nullptr);
 
   nn::Embedding embedding;
   Tensor cls;  // (D) the learned [CLS] vector, registered as "cls"
@@ -164,8 +171,6 @@ class TransformerClassifier : public nn::Module {
   nn::Linear head;
 
  private:
-  // logits (B, classes); weights (when given) per encoder layer.
-  Tensor forward(const Tensor& ids, const Tensor& lengths, std::vector<nn::LayerAttention>* weights);
   nn::Dropout dropout_;
 };
 
