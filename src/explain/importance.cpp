@@ -116,6 +116,19 @@ std::vector<float> class_probability(const EmbeddingClassifier& model, const Ten
   return column(softmax(model.logits(model.embed(ids), lengths)), label);
 }
 
+std::vector<int32_t> predicted_labels(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths) {
+  InspectionGuard guard(*model.module);
+  autodiff::NoGradGuard no_grad;
+  const Tensor logits = model.logits(model.embed(ids), lengths);  // (B, C)
+  const int64_t B = logits.dim(0), C = logits.dim(1);
+  std::vector<int32_t> out;
+  for (int64_t b = 0; b < B; ++b) {
+    const float* row = logits.f32() + b * C;
+    out.push_back(static_cast<int32_t>(std::max_element(row, row + C) - row));
+  }
+  return out;
+}
+
 std::vector<float> class_probability(AttnClassifier& model, const Tensor& ids, const Tensor& lengths, int32_t label) {
   return class_probability(embedding_classifier(model), ids, lengths, label);
 }

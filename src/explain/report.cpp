@@ -65,6 +65,48 @@ float max_attention(const SentenceImportance& s) {
 
 std::string pair_name(const TauPair& p) { return p.first + "-" + p.second; }
 
+ErasureSummary summarise_erasure(const std::vector<ExplainedSentence>& sentences) {
+  ErasureSummary e;
+  struct Sums {
+    double flipped = 0.0, fractions = 0.0;
+  } attention, gradient, random;
+  const auto add = [](Sums& sums, const ErasureOrder& o) {
+    if (!o.flipped()) return;
+    sums.flipped += 1.0;
+    sums.fractions += o.fraction;
+  };
+  for (const auto& s : sentences) {
+    const SentenceErasure& x = s.erasure;
+    if (!x.defined) continue;
+    ++e.defined;
+    e.top_delta += x.top_delta;
+    e.random_delta += x.random_delta;
+    e.top_flip_share += x.top_flips;
+    e.random_flip_share += x.random_flip_share;
+    add(attention, x.attention);
+    add(gradient, x.gradient);
+    add(random, x.random);
+  }
+  if (e.defined == 0) return e;
+  const double n = static_cast<double>(e.defined);
+  e.top_delta /= n;
+  e.random_delta /= n;
+  e.top_flip_share /= n;
+  e.random_flip_share /= n;
+  const auto order = [n](const Sums& sums) {
+    return ErasureOrderSummary{sums.flipped / n, sums.flipped > 0 ? sums.fractions / sums.flipped : 0.0};
+  };
+  e.attention = order(attention);
+  e.gradient = order(gradient);
+  e.random = order(random);
+  return e;
+}
+
+json erasure_order_json(const ErasureOrder& o) {
+  return {{"removed_to_flip", o.flipped() ? json(o.removed_to_flip) : json(nullptr)},
+          {"fraction", o.flipped() ? json(o.fraction) : json(nullptr)}};
+}
+
 }  // namespace
 
 ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skipped_empty) {
@@ -125,9 +167,29 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
   }
   if (r.with_permutations > 0) r.share_permutation_median_below_001 /= static_cast<double>(r.with_permutations);
   r.permutation_median_of_medians = median(medians);
+  r.erasure = summarise_erasure(r.sentences);
   if (r.labelled > 0) r.accuracy = right / static_cast<double>(r.labelled);
   return r;
 }
+
+namespace {
+
+json erasure_json(const ErasureSummary& e) {
+  if (e.defined == 0) return nullptr;
+  const auto order = [](const ErasureOrderSummary& o) {
+    return json{{"share_flipped", o.share_flipped}, {"mean_fraction_removed", o.mean_fraction}};
+  };
+  return {{"sentences", e.defined},
+          {"top_attention_delta", e.top_delta},
+          {"random_token_delta", e.random_delta},
+          {"top_attention_flip_share", e.top_flip_share},
+          {"random_token_flip_share", e.random_flip_share},
+          {"attention_order", order(e.attention)},
+          {"gradient_order", order(e.gradient)},
+          {"random_order", order(e.random)}};
+}
+
+}  // namespace
 
 json report_json(const ExplainReport& r, const json& context) {
   json taus = json::object();
@@ -159,6 +221,15 @@ json report_json(const ExplainReport& r, const json& context) {
                          {"permutation_median", m.has_permutations() ? json(m.permutation_median) : json(nullptr)},
                          {"permutation_deltas", m.permutation_deltas},
                          {"tau", tau}});
+    const SentenceErasure& x = s.erasure;
+    sentences.back()["erasure"] = x.defined ? json{{"top_delta", x.top_delta},
+                                                   {"top_flips", x.top_flips},
+                                                   {"random_delta", x.random_delta},
+                                                   {"random_flip_share", x.random_flip_share},
+                                                   {"attention_order", erasure_order_json(x.attention)},
+                                                   {"gradient_order", erasure_order_json(x.gradient)},
+                                                   {"random_order", erasure_order_json(x.random)}}
+                                            : json(nullptr);
     if (r.transformer) {
       sentences.back()["rollout"] = m.rollout;
       sentences.back()["flow"] = m.flow;
@@ -190,6 +261,7 @@ json report_json(const ExplainReport& r, const json& context) {
                                      {"sentences", r.with_permutations}}
                               : json(nullptr)},
           {"heads", heads},
+          {"erasure", erasure_json(r.erasure)},
           {"ig_completeness_error", {{"mean", r.ig_completeness_mean}, {"max", r.ig_completeness_max}}},
           {"jain_wallace_sst_bilstm_tanh",
            {{"attention-gradient", {{"mean", 0.35}, {"sd", 0.21}, {"share_significant", 0.49}}},
@@ -216,6 +288,22 @@ const TauSummary& find(const ExplainReport& r, const std::string& first, const s
 std::string cell(const TauSummary& t) {
   if (t.defined == 0) return "n/a (no sentence of 2+ tokens)";
   return format("%.2f ± %.2f, %.0f %% sig.", t.mean, t.sd, 100.0 * t.share_significant);
+}
+
+// Serrano & Smith's two tables: the single erasure, and the orders of erasure.
+std::string erasure_markdown(const ErasureSummary& e) {
+  std::string md = "## Erasure (Serrano & Smith 2019)\n\n";
+  md += format("Over %.0f sentences of 2+ tokens. Deleting one token:\n\n", static_cast<double>(e.defined));
+  md += "| deleted | mean \\|Δŷ\\| | decision flips |\n|---|---|---|\n";
+  md += format("| the top-attended token | %.4f | %.1f %% |\n", e.top_delta, 100.0 * e.top_flip_share);
+  md += format("| a random token (expectation) | %.4f | %.1f %% |\n\n", e.random_delta, 100.0 * e.random_flip_share);
+  md += "Deleting tokens in order until the decision flips (at most n − 1 of n):\n\n";
+  md += "| order | sentences that flip | mean fraction removed at the flip |\n|---|---|---|\n";
+  const auto row = [](const char* name, const ErasureOrderSummary& o) {
+    return std::string("| ") + name + format(" | %.1f %% | %.3f |\n", 100.0 * o.share_flipped, o.mean_fraction);
+  };
+  md += row("attention", e.attention) + row("\\|gradient × input\\|", e.gradient) + row("random", e.random) + "\n";
+  return md;
 }
 
 // Rollout and flow against the raw last-layer [CLS] attention, and the per-head table.
@@ -274,6 +362,7 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
                  "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "
                  "report.json holds each sentence's median beside its maximum attention weight.\n\n",
                  r.permutation_median_of_medians, 100.0 * r.share_permutation_median_below_001);
+  if (r.erasure.defined > 0) md += erasure_markdown(r.erasure);
   if (r.transformer) md += transformer_markdown(r);
   md += "## Verdict\n\n";
   if (gl.defined == 0) {

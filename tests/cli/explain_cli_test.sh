@@ -35,6 +35,7 @@ r = json.load(open(sys.argv[1] + "/report.json"))
 md = open(sys.argv[1] + "/report.md").read()
 assert r["sentences_explained"] == 12 and len(r["sentences"]) == 12, r["sentences_explained"]
 assert "0.35 ± 0.21" in md and "| attn (this model) |" in md and "## Verdict" in md, md
+assert "## Erasure (Serrano & Smith 2019)" in md and r["erasure"]["sentences"] >= 1, r["erasure"]
 right = 0
 for s in r["sentences"]:
     n = len(s["tokens"])
@@ -45,6 +46,11 @@ for s in r["sentences"]:
         assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in s[key]), (key, s)
     assert abs(sum(s["attention"]) - 1) < 1e-4
     right += s["gold"] == s["label"]
+    if n >= 2:  # Serrano & Smith: the top-attended deletion is that token's leave-one-out
+        top = max(range(n), key=lambda i: (s["attention"][i], -i))
+        assert abs(s["erasure"]["top_delta"] - s["leave_one_out"][top]) < 1e-7, s["erasure"]
+    else:
+        assert s["erasure"] is None
     if n >= 2:
         # τ-b of attention against leave-one-out, recomputed from the vectors (no ties here).
         a, l = s["attention"], s["leave_one_out"]

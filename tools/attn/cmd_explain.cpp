@@ -62,6 +62,11 @@ explain::ExplainedSentence explain_text(const Explainable& model, const data::Vo
   for (const auto& t : s.tokens) ids.push_back(vocab.id(t));
   s.importance = model.attention_pooling ? explain::explain_sentence(*model.attention_pooling, ids, options)
                                          : explain::explain_sentence(*model.transformer, ids, s.tokens, options);
+  const explain::EmbeddingClassifier differentiable = model.attention_pooling
+                                                          ? explain::embedding_classifier(*model.attention_pooling)
+                                                          : explain::embedding_classifier(*model.transformer);
+  s.erasure = explain::erasure(differentiable, ids, s.importance.label, s.importance.attention, s.importance.gradient,
+                               options.seed);
   return s;
 }
 
@@ -105,6 +110,15 @@ void print_sentence(const train::LoadedClassifier& loaded, const explain::Explai
     std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
                 m.permutation_deltas.size(), m.permutation_median,
                 *std::max_element(m.attention.begin(), m.attention.end()));
+  if (s.erasure.defined) {
+    const auto flip = [](const explain::ErasureOrder& o) {
+      return o.flipped() ? std::to_string(o.removed_to_flip) : std::string("none");
+    };
+    std::printf("  erasure: the top-attended token |dy| %.4f (%s), a random token %.4f on average; tokens removed "
+                "until the decision flips: attention order %s, gradient order %s, random order %s\n",
+                s.erasure.top_delta, s.erasure.top_flips ? "flips" : "no flip", s.erasure.random_delta,
+                flip(s.erasure.attention).c_str(), flip(s.erasure.gradient).c_str(), flip(s.erasure.random).c_str());
+  }
   for (const auto& pair : explain::tau_pairs_for(m))
     std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
 }

@@ -94,6 +94,8 @@ IntegratedGradients integrated_gradients(models::AttnClassifier& model, const st
 // The kind-independent forms: Σ_d ∂ŷ/∂e_{s,d} · e_{s,d} with nothing held constant; LOO; IG.
 std::vector<float> class_probability(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths,
                                      int32_t label);
+// The predicted class (argmax) of each row of ids (B, S) with lengths (B).
+std::vector<int32_t> predicted_labels(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths);
 std::vector<float> full_gradient_times_input(const EmbeddingClassifier& model, const std::vector<int32_t>& ids,
                                              int32_t label);
 std::vector<float> leave_one_out(const EmbeddingClassifier& model, const std::vector<int32_t>& ids, int32_t label);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/explain/erasure.h"
 #include "attn/explain/importance.h"
 #include "attn/explain/kendall.h"
 
@@ -23,6 +24,19 @@ struct ExplainedSentence {
   std::vector<std::string> tokens;
   int32_t gold = -1;  // -1: unknown (a --text sentence)
   SentenceImportance importance;
+  SentenceErasure erasure;  // Serrano & Smith; left undefined when not run
+};
+
+// Serrano & Smith over the sentences whose erasure is defined.
+struct ErasureOrderSummary {
+  double share_flipped = 0.0;  // sentences whose decision flipped within n − 1 deletions
+  double mean_fraction = 0.0;  // of tokens removed at the flip, over those that flipped
+};
+struct ErasureSummary {
+  int64_t defined = 0;
+  double top_delta = 0.0, random_delta = 0.0;            // mean |Δŷ|
+  double top_flip_share = 0.0, random_flip_share = 0.0;  // decision flips
+  ErasureOrderSummary attention, gradient, random;
 };
 
 // The measures a τ is computed between, as the report names them.
@@ -58,6 +72,7 @@ struct ExplainReport {
   double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
   bool transformer = false;       // the sentences carry rollout, flow and head statistics
   int64_t with_permutations = 0;  // sentences with a permutation test (bilstm-attn)
+  ErasureSummary erasure;
   std::vector<HeadStatistics> heads;  // pooled over the sentences, layer-major
   int64_t heads_per_layer = 0;
 };
