@@ -36,6 +36,10 @@ md = open(sys.argv[1] + "/report.md").read()
 assert r["sentences_explained"] == 12 and len(r["sentences"]) == 12, r["sentences_explained"]
 assert "0.35 ± 0.21" in md and "| attn (this model) |" in md and "## Verdict" in md, md
 assert "## Erasure (Serrano & Smith 2019)" in md and r["erasure"]["sentences"] >= 1, r["erasure"]
+import os
+for picture in ("tau", "erasure", "permutation"):
+    for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
+        assert open(sys.argv[1] + "/" + picture + ext, "rb").read(5).startswith(magic), picture + ext
 right = 0
 for s in r["sentences"]:
     n = len(s["tokens"])
@@ -101,6 +105,9 @@ r = json.load(open(sys.argv[1] + "/report.json"))
 md = open(sys.argv[1] + "/report.md").read()
 assert r["sentences_explained"] == 6 and r["permutation"] is None, r["permutation"]
 assert "| rollout |" in md and "| flow |" in md and "Random permutation" not in md, md
+import os
+assert os.path.exists(sys.argv[1] + "/tau.png") and os.path.exists(sys.argv[1] + "/erasure.svg")
+assert not os.path.exists(sys.argv[1] + "/permutation.png")  # no permutation test for transformer-cls
 assert len(r["heads"]) == 2 * 2 and all(0 <= h["cls"] <= 1 for h in r["heads"]), r["heads"]
 for s in r["sentences"]:
     n = len(s["tokens"])
@@ -112,7 +119,13 @@ for s in r["sentences"]:
     if n >= 2:
         assert s["tau"]["rollout-loo"]["tau"] is None or -1 <= s["tau"]["rollout-loo"]["tau"] <= 1, s
 PY
-expect 0 "rollout      flow" -- "$attn" explain --model "$work/tf/model.safetensors" --text "a gorgeous , witty film"
+expect 0 "rollout      flow" -- "$attn" explain --model "$work/tf/model.safetensors" --text "a gorgeous , witty film" \
+  --picture "$work/tf-sentence.png"
+head -c 4 "$work/tf-sentence.png" | grep -q PNG || fail "--picture wrote no PNG"
+expect 0 "grad x in" -- "$attn" explain --model "$m" --text "brilliant" --picture "$work/one.svg"
+grep -q "<svg" "$work/one.svg" || fail "--picture wrote no SVG for a one-token sentence"
+expect 2 "--picture applies to --text" -- "$attn" explain --model "$m" --data "$data" --out "$work/x" --picture "$work/p.png"
+expect 1 "" -- "$attn" explain --model "$m" --text "good film" --picture "$work/p.bmp"
 
 # Bad input.
 expect 2 "--limit must be >= 1, got 0" -- "$attn" explain --model "$m" --data "$data" --limit 0 --out "$work/x"

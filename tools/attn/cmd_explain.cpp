@@ -4,6 +4,7 @@
 // transformer-cls (rollout, flow and per-head statistics besides).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -17,6 +18,7 @@
 #include "attn/train/checkpoint.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/progress.h"
+#include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
 
@@ -25,7 +27,7 @@ namespace {
 using models::AttnClassifier;
 
 struct Args {
-  std::string model, data, split = "test", text, out;
+  std::string model, data, split = "test", text, out, picture;
   int64_t limit = 0;
   bool json = false;
   explain::ImportanceOptions options;
@@ -123,6 +125,99 @@ void print_sentence(const train::LoadedClassifier& loaded, const explain::Explai
     std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
 }
 
+// One sentence's measures as a heatmap (PNG, SVG or PDF by the extension): one row per measure
+// (attention, |gradient x input|, LOO, |IG|, and rollout and flow for transformer-cls), each
+// divided by its row's maximum so the darkest cell is the token that measure ranks first.
+void write_sentence_picture(const explain::ExplainedSentence& s, const std::string& path) {
+  const explain::SentenceImportance& m = s.importance;
+  viz::Heatmap map;
+  map.title = "Token importance, each row scaled to its maximum: " + s.text;
+  map.col_labels = s.tokens;
+  std::vector<float> panel;
+  for (const char* measure : {"attention", "gradient", "loo", "ig", "rollout", "flow"}) {
+    const std::vector<float> row = explain::ranking(m, measure);
+    if (row.empty()) continue;  // LOO of one token; rollout and flow of bilstm-attn
+    const float top = *std::max_element(row.begin(), row.end());
+    for (float v : row) panel.push_back(top > 0.0f ? v / top : 0.0f);
+    const std::string name = measure;
+    map.row_labels.push_back(name == "gradient" ? "|grad x input|" : name == "ig" ? "|IG|" : name);
+  }
+  map.panels = {panel};
+  viz::write_heatmap(map, path);
+}
+
+// plot as DIR/name.png and DIR/name.svg.
+void write_both(const viz::LinePlot& plot, const std::string& dir, const std::string& name) {
+  for (const char* extension : {".png", ".svg"})
+    viz::write_line_plot(plot, (std::filesystem::path(dir) / (name + extension)).string());
+}
+
+// The report's pictures: the τ histograms (as frequency polygons: the share of sentences in
+// each τ bin of width 0.1), the erasure curves (the share of sentences whose decision has
+// flipped with at most a fraction f of their tokens removed), and for bilstm-attn the
+// permutation medians against the maximum attention weight (the mean median per bin of 0.1).
+void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
+  viz::LinePlot tau{"Kendall tau per sentence", "tau (bin centre; bins of 0.1)", "share of sentences", {}, 0.0, {}};
+  for (const auto& t : r.taus) {
+    const std::string name = t.pair.first + "-" + t.pair.second;
+    if (t.defined == 0 || name == "attention-ig" || name == "ig-loo" || name == "gradient-ig" ||
+        name == "attention-rollout" || name == "attention-flow" || name == "rollout-gradient" || name == "flow-gradient")
+      continue;
+    viz::Series series{name, {}, {}};
+    std::vector<double> counts(20, 0.0);
+    for (const auto& k : t.per_sentence)
+      if (k.defined) counts[static_cast<size_t>(std::clamp(static_cast<int>(std::floor((k.tau + 1.0) / 0.1)), 0, 19))] += 1;
+    for (int b = 0; b < 20; ++b) {
+      series.x.push_back(-0.95 + 0.1 * b);
+      series.y.push_back(counts[static_cast<size_t>(b)] / static_cast<double>(t.defined));
+    }
+    tau.series.push_back(series);
+  }
+  if (!tau.series.empty()) write_both(tau, dir, "tau");
+
+  if (r.erasure.defined > 0) {
+    viz::LinePlot erasure{"Erasure until the decision flips (Serrano & Smith)", "fraction of tokens removed, at most",
+                          "share of sentences flipped", {}, 0.0, 1.0};
+    const std::vector<std::pair<std::string, const explain::ErasureOrder explain::SentenceErasure::*>> orders = {
+        {"attention order", &explain::SentenceErasure::attention},
+        {"|gradient x input| order", &explain::SentenceErasure::gradient},
+        {"random order", &explain::SentenceErasure::random}};
+    for (const auto& [name, member] : orders) {
+      viz::Series series{name, {}, {}};
+      for (int step = 0; step <= 20; ++step) {
+        const double f = 0.05 * step;
+        double flipped = 0.0;
+        for (const auto& s : r.sentences)
+          if (s.erasure.defined && (s.erasure.*member).flipped() && (s.erasure.*member).fraction <= f + 1e-12) flipped += 1;
+        series.x.push_back(f);
+        series.y.push_back(flipped / static_cast<double>(r.erasure.defined));
+      }
+      erasure.series.push_back(series);
+    }
+    write_both(erasure, dir, "erasure");
+  }
+
+  if (r.with_permutations > 0) {
+    viz::LinePlot permutation{"Permuting the attention (Jain & Wallace)", "maximum attention weight (bin centre)",
+                              "mean of the per-sentence median |dy|", {}, 0.0, {}};
+    std::vector<double> sums(10, 0.0), counts(10, 0.0);
+    for (const auto& s : r.sentences) {
+      if (!s.importance.has_permutations()) continue;
+      const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
+      const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
+      sums[bin] += s.importance.permutation_median;
+      counts[bin] += 1;
+    }
+    viz::Series series{"median |dy| over the permutations", {}, {}};
+    for (size_t b = 0; b < 10; ++b) {
+      series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
+      series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));  // an empty bin: a gap
+    }
+    permutation.series.push_back(series);
+    write_both(permutation, dir, "permutation");
+  }
+}
+
 void run_split(const train::LoadedClassifier& loaded, const Explainable& model, const Args& a) {
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
@@ -158,6 +253,7 @@ void run_split(const train::LoadedClassifier& loaded, const Explainable& model, 
   io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), j.dump(1) + "\n");
   io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(),
                             explain::report_markdown(report, context));
+  write_pictures(report, a.out);
   if (a.json) {
     nlohmann::json summary = j;
     summary.erase("sentences");
@@ -182,6 +278,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
   cmd->add_option("--limit", args->limit, "Explain the first N sentences of the split (N >= 1; default all)");
   cmd->add_option("--out", args->out, "--data: the folder for report.json and report.md");
+  cmd->add_option("--picture", args->picture, "--text: the measures as a heatmap, FILE.png, .svg or .pdf");
   cmd->add_flag("--json", args->json, "--text: the sentence as JSON; --data: the summary as JSON on stdout");
   cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
   cmd->add_option("--permutations", args->options.permutations, "Random permutations of the attention per sentence")
@@ -199,6 +296,7 @@ void add_explain_command(CLI::App& app) {
     if (a.options.permutations < 1)
       throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));
     if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
+    if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
     if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))
       throw UsageError("--out, --limit and --split apply to --data, not --text");
     const std::string format = attn_checkpoint_format(a.model);
@@ -210,7 +308,9 @@ void add_explain_command(CLI::App& app) {
     if (one) {
       const std::string text = data::valid_utf8(a.text);
       if (data::sst2_tokens(text).empty()) throw UsageError("--text has no tokens: there is nothing to explain");
-      print_sentence(loaded, explain_text(model, loaded.vocab, text, -1, a.options), a.json);
+      const explain::ExplainedSentence s = explain_text(model, loaded.vocab, text, -1, a.options);
+      print_sentence(loaded, s, a.json);
+      if (!a.picture.empty()) write_sentence_picture(s, a.picture);
       return;
     }
     run_split(loaded, model, a);
