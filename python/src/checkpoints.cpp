@@ -19,10 +19,10 @@
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/classifier_trainer.h"
-#include "attn/train/lm_trainer.h"
+#include "attn/decode/classify.h"
+#include "attn/decode/sample.h"
 #include "attn/train/seq2seq_trainer.h"
-#include "attn/train/translation_trainer.h"
+#include "attn/decode/translate.h"
 
 #include "nn_module.h"
 
@@ -36,9 +36,9 @@ struct LoadedCheckpoint {
   std::string path, format;
   nlohmann::json metadata;
   std::unique_ptr<train::LoadedModel> seq2seq;
-  std::unique_ptr<train::LoadedTranslator> translator;
-  std::unique_ptr<train::LoadedClassifier> classifier;
-  std::unique_ptr<train::LoadedLm> lm;
+  std::unique_ptr<decode::LoadedTranslator> translator;
+  std::unique_ptr<decode::LoadedClassifier> classifier;
+  std::unique_ptr<decode::LoadedLm> lm;
 
   nn::Module& module() {
     if (seq2seq) return *seq2seq->model;
@@ -65,11 +65,11 @@ std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
   if (c->format == "attn-seq2seq") {
     c->seq2seq = std::make_unique<train::LoadedModel>(train::load_checkpoint(path));
   } else if (c->format == "attn-translation") {
-    c->translator = std::make_unique<train::LoadedTranslator>(train::load_translator(path));
+    c->translator = std::make_unique<decode::LoadedTranslator>(decode::load_translator(path));
   } else if (c->format == "attn-classifier") {
-    c->classifier = std::make_unique<train::LoadedClassifier>(train::load_classifier(path));
+    c->classifier = std::make_unique<decode::LoadedClassifier>(decode::load_classifier(path));
   } else if (c->format == "attn-lm") {
-    c->lm = std::make_unique<train::LoadedLm>(train::load_char_lm(path));
+    c->lm = std::make_unique<decode::LoadedLm>(decode::load_char_lm(path));
   } else {
     throw IoError(path + ": not an attn checkpoint (format '" + c->format +
                   "'; expected attn-seq2seq, attn-translation, attn-classifier or attn-lm)");
@@ -183,9 +183,9 @@ void register_checkpoints(py::module_& m) {
         if (c.translator) {
           const bool one = py::isinstance<py::str>(input);
           const auto lines = one ? std::vector<std::string>{input.cast<std::string>()} : input.cast<std::vector<std::string>>();
-          train::TranslateOptions o{.beam = beam, .length_penalty = length_penalty, .max_len = max_len};
+          decode::TranslateOptions o{.beam = beam, .length_penalty = length_penalty, .max_len = max_len};
           py::list out;
-          for (const auto& t : train::translate(*c.translator, lines, o)) out.append(t.text);
+          for (const auto& t : decode::translate(*c.translator, lines, o)) out.append(t.text);
           return one ? out[0] : py::object(out);
         }
         const bool one = py::isinstance<py::sequence>(input) && py::len(input) > 0 &&
@@ -210,13 +210,13 @@ void register_checkpoints(py::module_& m) {
           out["output"] = py::cast(r.tokens[0]);
           out["weights"] = py::cast(r.attention.empty() ? std::vector<std::vector<float>>{} : r.attention[0]);
         } else if (c.translator) {
-          train::Translation t = train::translate(*c.translator, {input.cast<std::string>()}, train::TranslateOptions{}, true)[0];
+          decode::Translation t = decode::translate(*c.translator, {input.cast<std::string>()}, decode::TranslateOptions{.attention = true})[0];
           out["text"] = t.text;
           out["source"] = t.src_pieces;
           out["output"] = t.out_pieces;
           out["weights"] = t.weights;
         } else {
-          train::Classification r = train::classify_text(*c.classifier->model, c.classifier->vocab, input.cast<std::string>());
+          decode::Classification r = decode::classify_text(*c.classifier->model, c.classifier->vocab, input.cast<std::string>());
           out["tokens"] = r.tokens;
           out["weights"] = r.attention;
         }
@@ -226,7 +226,7 @@ void register_checkpoints(py::module_& m) {
          "classifier {tokens, weights (per token; empty when the model has none)}")
       .def("classify", [](LoadedCheckpoint& c, const std::string& text) {
         c.require("classify", {"attn-classifier"});
-        train::Classification r = train::classify_text(*c.classifier->model, c.classifier->vocab, text);
+        decode::Classification r = decode::classify_text(*c.classifier->model, c.classifier->vocab, text);
         py::dict out;
         out["label"] = r.label;
         out["name"] = c.classifier->labels.at(static_cast<size_t>(r.label));
@@ -241,7 +241,7 @@ void register_checkpoints(py::module_& m) {
         if (!(temperature >= 0.0f)) throw ValueError("generate: temperature must be >= 0");
         if (top_k < 0) throw ValueError("generate: top_k must be >= 0, got " + std::to_string(top_k));
         models::SampleOptions o{.max_len = max_chars, .temperature = temperature, .top_k = top_k, .seed = seed};
-        return train::sample_text(*c.lm, prompt, o);
+        return decode::sample_text(*c.lm, prompt, o);
       }, py::arg("prompt") = "", py::kw_only(), py::arg("max_chars") = 200, py::arg("temperature") = 1.0f,
          py::arg("top_k") = 0, py::arg("seed") = 1, "Continues prompt with up to max_chars characters")
       .def("__repr__", [](const LoadedCheckpoint& c) { return "attn.Model(format='" + c.format + "', path='" + c.path + "')"; });

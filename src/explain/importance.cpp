@@ -6,6 +6,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/ops/reduce.h"
+#include "attn/explain/rollout.h"
 #include "attn/ops/softmax.h"
 #include "attn/random.h"
 
@@ -18,7 +19,7 @@ namespace {
 // parameter gradients the measures' backward passes left are released.
 class InspectionGuard {
  public:
-  explicit InspectionGuard(AttnClassifier& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
+  explicit InspectionGuard(nn::Module& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
   ~InspectionGuard() {
     model_.zero_grad();
     model_.train(was_training_);
@@ -27,7 +28,7 @@ class InspectionGuard {
   InspectionGuard& operator=(const InspectionGuard&) = delete;
 
  private:
-  AttnClassifier& model_;
+  nn::Module& model_;
   bool was_training_;
 };
 
@@ -59,14 +60,13 @@ Tensor one_hot_seed(const Tensor& probabilities, int32_t label) {
   return seed;
 }
 
-void check_label(const AttnClassifier& model, int32_t label) {
-  if (label < 0 || label >= model.config().classes)
-    throw ValueError("explain: label " + std::to_string(label) + " is out of range [0, " +
-                     std::to_string(model.config().classes) + ")");
+void check_label(int64_t classes, int32_t label) {
+  if (label < 0 || label >= classes)
+    throw ValueError("explain: label " + std::to_string(label) + " is out of range [0, " + std::to_string(classes) + ")");
 }
 
 // Embeddings of `rows` copies of the sentence, as a leaf (rows, n, emb) without the tape.
-Tensor embedding_leaf(AttnClassifier& model, const Tensor& ids) {
+Tensor embedding_leaf(const EmbeddingClassifier& model, const Tensor& ids) {
   Tensor e;
   {
     autodiff::NoGradGuard no_grad;
@@ -76,22 +76,71 @@ Tensor embedding_leaf(AttnClassifier& model, const Tensor& ids) {
   return e;
 }
 
+// Σ_d values[s, d] · grad[s, d] for each token s of a (n, D) block.
+std::vector<float> summed_over_embedding(const float* values, const float* grad, int64_t n, int64_t D) {
+  std::vector<float> out(static_cast<size_t>(n), 0.0f);
+  for (int64_t s = 0; s < n; ++s) {
+    double total = 0.0;
+    for (int64_t d = 0; d < D; ++d) total += static_cast<double>(grad[s * D + d]) * values[s * D + d];
+    out[static_cast<size_t>(s)] = static_cast<float>(total);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<float> class_probability(AttnClassifier& model, const Tensor& ids, const Tensor& lengths, int32_t label) {
-  check_label(model, label);
-  InspectionGuard guard(model);
+EmbeddingClassifier embedding_classifier(AttnClassifier& model) {
+  EmbeddingClassifier c;
+  c.module = &model;
+  c.classes = model.config().classes;
+  c.embed = [&model](const Tensor& ids) { return model.embed(ids); };
+  c.logits = [&model](const Tensor& e, const Tensor& lengths) {
+    return model.output(model.pool(model.encode(e, lengths), lengths).context);
+  };
+  return c;
+}
+
+EmbeddingClassifier embedding_classifier(models::TransformerClassifier& model) {
+  EmbeddingClassifier c;
+  c.module = &model;
+  c.classes = model.config().classes;
+  c.embed = [&model](const Tensor& ids) { return model.embed(ids); };
+  c.logits = [&model](const Tensor& e, const Tensor& lengths) { return model.logits_from_embeddings(e, lengths); };
+  return c;
+}
+
+std::vector<float> class_probability(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths,
+                                     int32_t label) {
+  check_label(model.classes, label);
+  InspectionGuard guard(*model.module);
   autodiff::NoGradGuard no_grad;
-  return column(softmax(model.logits(ids, lengths)), label);
+  return column(softmax(model.logits(model.embed(ids), lengths)), label);
+}
+
+std::vector<int32_t> predicted_labels(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths) {
+  InspectionGuard guard(*model.module);
+  autodiff::NoGradGuard no_grad;
+  const Tensor logits = model.logits(model.embed(ids), lengths);  // (B, C)
+  const int64_t B = logits.dim(0), C = logits.dim(1);
+  std::vector<int32_t> out;
+  for (int64_t b = 0; b < B; ++b) {
+    const float* row = logits.f32() + b * C;
+    out.push_back(static_cast<int32_t>(std::max_element(row, row + C) - row));
+  }
+  return out;
+}
+
+std::vector<float> class_probability(AttnClassifier& model, const Tensor& ids, const Tensor& lengths, int32_t label) {
+  return class_probability(embedding_classifier(model), ids, lengths, label);
 }
 
 std::vector<float> gradient_times_input(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label) {
   check_sentence(ids, "gradient_times_input");
-  check_label(model, label);
+  check_label(model.config().classes, label);
   InspectionGuard guard(model);
   Tensor ids_t, lengths;
   repeated(ids, 1, &ids_t, &lengths);
-  const Tensor e = embedding_leaf(model, ids_t);  // (1, n, emb)
+  const Tensor e = embedding_leaf(embedding_classifier(model), ids_t);  // (1, n, emb)
   const Tensor states = model.encode(e, lengths);  // (1, n, E)
   Tensor weights;                                  // (1, n), a constant
   {
@@ -100,18 +149,21 @@ std::vector<float> gradient_times_input(AttnClassifier& model, const std::vector
   }
   const Tensor probabilities = softmax(model.output(model.pool_with(weights, states)));
   backward(probabilities, one_hot_seed(probabilities, label));
-  const int64_t n = e.dim(1), D = e.dim(2);
-  std::vector<float> g(static_cast<size_t>(n), 0.0f);
-  const float* grad = e.grad().f32();
-  for (int64_t s = 0; s < n; ++s) {
-    double total = 0.0;
-    for (int64_t d = 0; d < D; ++d) total += static_cast<double>(grad[s * D + d]) * e.f32()[s * D + d];
-    g[static_cast<size_t>(s)] = static_cast<float>(total);
-  }
-  return g;
+  return summed_over_embedding(e.f32(), e.grad().f32(), e.dim(1), e.dim(2));
+}
+
+// One integrated-gradients step at α = 1 is e · ∂ŷ/∂e: the full gradient × input.
+std::vector<float> full_gradient_times_input(const EmbeddingClassifier& model, const std::vector<int32_t>& ids,
+                                             int32_t label) {
+  check_sentence(ids, "full_gradient_times_input");
+  return integrated_gradients(model, ids, label, 1).attributions;
 }
 
 std::vector<float> leave_one_out(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label) {
+  return leave_one_out(embedding_classifier(model), ids, label);
+}
+
+std::vector<float> leave_one_out(const EmbeddingClassifier& model, const std::vector<int32_t>& ids, int32_t label) {
   check_sentence(ids, "leave_one_out");
   if (ids.size() < 2) throw ValueError("leave_one_out: a one-token sentence has nothing left to classify");
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -130,10 +182,15 @@ std::vector<float> leave_one_out(AttnClassifier& model, const std::vector<int32_
 
 IntegratedGradients integrated_gradients(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label,
                                          int steps) {
+  return integrated_gradients(embedding_classifier(model), ids, label, steps);
+}
+
+IntegratedGradients integrated_gradients(const EmbeddingClassifier& model, const std::vector<int32_t>& ids,
+                                         int32_t label, int steps) {
   check_sentence(ids, "integrated_gradients");
-  check_label(model, label);
+  check_label(model.classes, label);
   if (steps < 1) throw ValueError("integrated_gradients: steps must be >= 1, got " + std::to_string(steps));
-  InspectionGuard guard(model);
+  InspectionGuard guard(*model.module);
   Tensor ids_t, lengths;
   repeated(ids, steps, &ids_t, &lengths);
   Tensor e = embedding_leaf(model, ids_t);  // (m, n, emb), row k − 1 scaled by k / m below
@@ -142,8 +199,7 @@ IntegratedGradients integrated_gradients(AttnClassifier& model, const std::vecto
     const float alpha = static_cast<float>(k + 1) / static_cast<float>(steps);
     for (int64_t i = 0; i < n * D; ++i) e.f32()[k * n * D + i] *= alpha;
   }
-  const Tensor states = model.encode(e, lengths);
-  const Tensor probabilities = softmax(model.output(model.pool(states, lengths).context));  // (m, C)
+  const Tensor probabilities = softmax(model.logits(e, lengths));  // (m, C)
   backward(probabilities, one_hot_seed(probabilities, label));
   IntegratedGradients r;
   r.attributions.assign(static_cast<size_t>(n), 0.0f);
@@ -166,8 +222,7 @@ IntegratedGradients integrated_gradients(AttnClassifier& model, const std::vecto
     Tensor one_ids, one_length;
     repeated(ids, 1, &one_ids, &one_length);
     const Tensor zero = Tensor::zeros({1, n, D});
-    r.baseline_probability =
-        column(softmax(model.output(model.pool(model.encode(zero, one_length), one_length).context)), label)[0];
+    r.baseline_probability = column(softmax(model.logits(zero, one_length)), label)[0];
   }
   r.completeness_error = static_cast<float>(std::fabs(total - (at_input - r.baseline_probability)));
   return r;
@@ -176,7 +231,7 @@ IntegratedGradients integrated_gradients(AttnClassifier& model, const std::vecto
 std::vector<float> permutation_deltas(AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label,
                                       int permutations, uint64_t seed) {
   check_sentence(ids, "permutation_deltas");
-  check_label(model, label);
+  check_label(model.config().classes, label);
   if (permutations < 1) throw ValueError("permutation_deltas: permutations must be >= 1, got " + std::to_string(permutations));
   InspectionGuard guard(model);
   autodiff::NoGradGuard no_grad;
@@ -202,6 +257,34 @@ std::vector<float> permutation_deltas(AttnClassifier& model, const std::vector<i
   return deltas;
 }
 
+namespace {
+
+// label = argmax, probability = ŷ, from probabilities (1, C).
+void set_prediction(const Tensor& probabilities, SentenceImportance& r) {
+  const std::vector<float> p = probabilities.to_vector();
+  r.label = static_cast<int32_t>(argmax(p.data(), static_cast<int64_t>(p.size())));
+  r.probability = p[static_cast<size_t>(r.label)];
+}
+
+// Leave-one-out (2+ tokens) and integrated gradients, for either kind.
+void add_perturbation_measures(const EmbeddingClassifier& model, const std::vector<int32_t>& ids,
+                               const ImportanceOptions& options, SentenceImportance& r) {
+  r.has_leave_one_out = ids.size() >= 2;
+  if (r.has_leave_one_out) r.leave_one_out = leave_one_out(model, ids, r.label);
+  IntegratedGradients ig = integrated_gradients(model, ids, r.label, options.ig_steps);
+  r.integrated_gradients = ig.attributions;
+  r.ig_completeness_error = ig.completeness_error;
+  r.baseline_probability = ig.baseline_probability;
+}
+
+// Positions 1..N−1 of a row over [CLS] + tokens.
+std::vector<float> token_columns(const Tensor& rows, int64_t row) {
+  const int64_t N = rows.dim(1);
+  return std::vector<float>(rows.f32() + row * N + 1, rows.f32() + (row + 1) * N);
+}
+
+}  // namespace
+
 SentenceImportance explain_sentence(AttnClassifier& model, const std::vector<int32_t>& ids,
                                     const ImportanceOptions& options) {
   check_sentence(ids, "explain_sentence");
@@ -212,24 +295,53 @@ SentenceImportance explain_sentence(AttnClassifier& model, const std::vector<int
     InspectionGuard guard(model);
     autodiff::NoGradGuard no_grad;
     Tensor attention;
-    const Tensor probabilities = softmax(model.logits(ids_t, lengths, &attention));
-    const std::vector<float> p = probabilities.to_vector();
-    r.label = argmax(p.data(), static_cast<int64_t>(p.size()));
-    r.probability = p[static_cast<size_t>(r.label)];
+    set_prediction(softmax(model.logits(ids_t, lengths, &attention)), r);
     r.attention = attention.to_vector();
   }
   r.gradient = gradient_times_input(model, ids, r.label);
-  r.has_leave_one_out = ids.size() >= 2;
-  if (r.has_leave_one_out) r.leave_one_out = leave_one_out(model, ids, r.label);
-  IntegratedGradients ig = integrated_gradients(model, ids, r.label, options.ig_steps);
-  r.integrated_gradients = ig.attributions;
-  r.ig_completeness_error = ig.completeness_error;
-  r.baseline_probability = ig.baseline_probability;
+  add_perturbation_measures(embedding_classifier(model), ids, options, r);
   r.permutation_deltas = permutation_deltas(model, ids, r.label, options.permutations, options.seed);
   std::vector<float> sorted = r.permutation_deltas;
   std::sort(sorted.begin(), sorted.end());
   const size_t m = sorted.size();
   r.permutation_median = m % 2 ? sorted[m / 2] : 0.5f * (sorted[m / 2 - 1] + sorted[m / 2]);
+  return r;
+}
+
+SentenceImportance explain_sentence(models::TransformerClassifier& model, const std::vector<int32_t>& ids,
+                                    const std::vector<std::string>& tokens, const ImportanceOptions& options) {
+  check_sentence(ids, "explain_sentence");
+  if (tokens.size() != ids.size())
+    throw ShapeError("explain_sentence: 'tokens' expected one per id (" + std::to_string(ids.size()) + "), got " +
+                     std::to_string(tokens.size()));
+  SentenceImportance r;
+  const int64_t N = static_cast<int64_t>(ids.size()) + 1;  // [CLS] + tokens
+  std::vector<Tensor> layers;                               // per layer (H, N, N)
+  {
+    InspectionGuard guard(model);
+    autodiff::NoGradGuard no_grad;
+    Tensor ids_t, lengths;
+    repeated(ids, 1, &ids_t, &lengths);
+    std::vector<nn::LayerAttention> weights;
+    set_prediction(softmax(model.logits_from_embeddings(model.embed(ids_t), lengths, &weights)), r);
+    std::vector<Tensor> batch;
+    for (const auto& w : weights) batch.push_back(w.self_weights);
+    layers = sentence_layers(batch, 0, N);
+  }
+  const Tensor& last = layers.back();  // (H, N, N)
+  const int64_t H = last.dim(0);
+  r.attention.assign(static_cast<size_t>(N - 1), 0.0f);
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t s = 1; s < N; ++s) r.attention[static_cast<size_t>(s - 1)] += last.f32()[h * N * N + s] / H;
+  r.rollout = token_columns(attention_rollout(layers), 0);
+  r.flow = token_columns(attention_flow(layers, {0}), 0);
+  std::vector<bool> punctuation;
+  for (const auto& t : tokens) punctuation.push_back(is_punctuation(t));
+  r.heads = head_statistics(layers, punctuation);
+  r.heads_per_layer = H;
+  const EmbeddingClassifier differentiable = embedding_classifier(model);
+  r.gradient = full_gradient_times_input(differentiable, ids, r.label);
+  add_perturbation_measures(differentiable, ids, options, r);
   return r;
 }
 

@@ -54,11 +54,17 @@ TransformerClassifier::TransformerClassifier(const TransformerConfig& config)
   register_module("dropout", dropout_);
 }
 
-// x_0 = cls, x_{1+s} = √D · E[ids_s] (s < S); x += PE[0 .. S]; dropout. [CLS] sits at
+Tensor TransformerClassifier::embed(const Tensor& ids) {
+  return scale(embedding.forward(ids), std::sqrt(static_cast<float>(config_.d_model)));  // (B, S, D)
+}
+
+// x_0 = cls, x_{1+s} = embeddings_s (s < S); x += PE[0 .. S]; dropout. [CLS] sits at
 // position 0, the tokens at 1..S, so a row's result does not depend on the padding after it.
-Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention) {
+Tensor TransformerClassifier::logits_from_embeddings(const Tensor& embeddings, const Tensor& lengths,
+                                                     std::vector<nn::LayerAttention>* weights) {
   ShapeContract c("TransformerClassifier.logits");
-  c.check("ids", ids, {"B", "S"}, DType::i32);
+  c.bind("D", config_.d_model);
+  c.check("embeddings", embeddings, {"B", "S", "D"});
   c.check("lengths", lengths, {"B"}, DType::i32);
   const int64_t B = c["B"], S = c["S"], D = config_.d_model;
   detail::check_lengths(c.op(), "lengths", lengths, 1, "S", S);
@@ -66,22 +72,26 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
   if (S + 1 > config_.max_len)
     throw ValueError(fmt::format("{}: S={} plus [CLS] exceeds max_len={}", c.op(), S, config_.max_len));
 
-  const Tensor e = scale(embedding.forward(ids), std::sqrt(static_cast<float>(D)));          // (B, S, D)
   const Tensor cls_rows = gather_rows(cls.reshape({1, D}), Tensor::zeros({B}, DType::i32));  // (B, D)
-  Tensor x = concat({cls_rows, e.reshape({B, S * D})}).reshape({B, S + 1, D});               // (B, S + 1, D)
+  Tensor x = concat({cls_rows, embeddings.reshape({B, S * D})}).reshape({B, S + 1, D});      // (B, S + 1, D)
   x = dropout_.forward(positions.forward(x, 0));
   Tensor key_lengths = Tensor::empty({B}, DType::i32);  // (B): [CLS] + the row's tokens
   for (int64_t b = 0; b < B; ++b) key_lengths.i32()[b] = lengths.i32()[b] + 1;
 
-  std::vector<nn::LayerAttention> weights;
-  const Tensor h = encoder.forward(x, key_lengths, cls_attention ? &weights : nullptr);  // (B, S + 1, D)
-  const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];                // (B, D)
-  const Tensor out = head.forward(first);                                                // (B, classes)
+  const Tensor h = encoder.forward(x, key_lengths, weights);                // (B, S + 1, D)
+  const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];  // (B, D)
+  return head.forward(first);                                              // (B, classes)
+}
 
+Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention) {
+  ShapeContract c("TransformerClassifier.logits");
+  c.check("ids", ids, {"B", "S"}, DType::i32);
+  std::vector<nn::LayerAttention> weights;
+  const Tensor out = logits_from_embeddings(embed(ids), lengths, cls_attention ? &weights : nullptr);
   if (cls_attention) {
     // The last layer's weights (B, H, S + 1, S + 1): row 0 averaged over the heads.
     const Tensor& w = weights.back().self_weights;
-    const int64_t H = w.dim(1), N = S + 1;
+    const int64_t B = w.dim(0), H = w.dim(1), N = w.dim(2);
     Tensor a = Tensor::zeros({B, N});
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hh = 0; hh < H; ++hh) {
@@ -91,6 +101,16 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
     *cls_attention = a;
   }
   return out;
+}
+
+std::vector<Tensor> TransformerClassifier::self_attention(const Tensor& ids, const Tensor& lengths) {
+  autodiff::NoGradGuard no_grad;
+  std::vector<nn::LayerAttention> weights;
+  ShapeContract("TransformerClassifier.self_attention").check("ids", ids, {"B", "S"}, DType::i32);
+  logits_from_embeddings(embed(ids), lengths, &weights);
+  std::vector<Tensor> layers;
+  for (const nn::LayerAttention& w : weights) layers.push_back(w.self_weights);
+  return layers;
 }
 
 }  // namespace attn::models

@@ -35,6 +35,11 @@ r = json.load(open(sys.argv[1] + "/report.json"))
 md = open(sys.argv[1] + "/report.md").read()
 assert r["sentences_explained"] == 12 and len(r["sentences"]) == 12, r["sentences_explained"]
 assert "0.35 ± 0.21" in md and "| attn (this model) |" in md and "## Verdict" in md, md
+assert "## Erasure (Serrano & Smith 2019)" in md and r["erasure"]["sentences"] >= 1, r["erasure"]
+import os
+for picture in ("tau", "erasure", "permutation"):
+    for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
+        assert open(sys.argv[1] + "/" + picture + ext, "rb").read(5).startswith(magic), picture + ext
 right = 0
 for s in r["sentences"]:
     n = len(s["tokens"])
@@ -45,6 +50,11 @@ for s in r["sentences"]:
         assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in s[key]), (key, s)
     assert abs(sum(s["attention"]) - 1) < 1e-4
     right += s["gold"] == s["label"]
+    if n >= 2:  # Serrano & Smith: the top-attended deletion is that token's leave-one-out
+        top = max(range(n), key=lambda i: (s["attention"][i], -i))
+        assert abs(s["erasure"]["top_delta"] - s["leave_one_out"][top]) < 1e-7, s["erasure"]
+    else:
+        assert s["erasure"] is None
     if n >= 2:
         # τ-b of attention against leave-one-out, recomputed from the vectors (no ties here).
         a, l = s["attention"], s["leave_one_out"]
@@ -83,6 +93,40 @@ assert d["leave_one_out"] is None and d["tau"]["attention-gradient"]["undefined"
 assert all(math.isfinite(x) for x in d["attention"] + d["gradient"] + d["integrated_gradients"]), d' \
   || fail "one-token json: $out"
 
+# transformer-cls: the same measures (full gradient, no permutations), rollout and flow of
+# [CLS], the per-head table; the vectors line up with the tokens.
+expect 0 "trained 4 steps" -- "$attn" train --task sst2 --model transformer-cls --data "$data" --d-model 16 --heads 2 \
+  --ffn 32 --enc-layers 2 --steps 4 --train-limit 200 --dev-limit 20 --threads 1 --out "$work/tf"
+expect 0 "## Heads" -- "$attn" explain --model "$work/tf/model.safetensors" --data "$data" --split test --limit 6 \
+  --ig-steps 5 --out "$work/report-tf" --threads 1
+/usr/bin/python3 - "$work/report-tf" <<'PY' || fail "report of transformer-cls"
+import json, math, sys
+r = json.load(open(sys.argv[1] + "/report.json"))
+md = open(sys.argv[1] + "/report.md").read()
+assert r["sentences_explained"] == 6 and r["permutation"] is None, r["permutation"]
+assert "| rollout |" in md and "| flow |" in md and "Random permutation" not in md, md
+import os
+assert os.path.exists(sys.argv[1] + "/tau.png") and os.path.exists(sys.argv[1] + "/erasure.svg")
+assert not os.path.exists(sys.argv[1] + "/permutation.png")  # no permutation test for transformer-cls
+assert len(r["heads"]) == 2 * 2 and all(0 <= h["cls"] <= 1 for h in r["heads"]), r["heads"]
+for s in r["sentences"]:
+    n = len(s["tokens"])
+    assert len(s["rollout"]) == n and len(s["flow"]) == n and len(s["attention"]) == n, s
+    assert s["permutation_deltas"] == [] and s["permutation_median"] is None, s
+    assert all(math.isfinite(x) and x >= 0 for x in s["rollout"] + s["flow"]), s
+    # The flow row over [CLS] + tokens sums to 1: over the tokens, at most 1.
+    assert sum(s["flow"]) <= 1 + 1e-5 and sum(s["rollout"]) <= 1 + 1e-5, s
+    if n >= 2:
+        assert s["tau"]["rollout-loo"]["tau"] is None or -1 <= s["tau"]["rollout-loo"]["tau"] <= 1, s
+PY
+expect 0 "rollout      flow" -- "$attn" explain --model "$work/tf/model.safetensors" --text "a gorgeous , witty film" \
+  --picture "$work/tf-sentence.png"
+head -c 4 "$work/tf-sentence.png" | grep -q PNG || fail "--picture wrote no PNG"
+expect 0 "grad x in" -- "$attn" explain --model "$m" --text "brilliant" --picture "$work/one.svg"
+grep -q "<svg" "$work/one.svg" || fail "--picture wrote no SVG for a one-token sentence"
+expect 2 "--picture applies to --text" -- "$attn" explain --model "$m" --data "$data" --out "$work/x" --picture "$work/p.png"
+expect 1 "" -- "$attn" explain --model "$m" --text "good film" --picture "$work/p.bmp"
+
 # Bad input.
 expect 2 "--limit must be >= 1, got 0" -- "$attn" explain --model "$m" --data "$data" --limit 0 --out "$work/x"
 expect 2 "--limit must be >= 1, got -3" -- "$attn" explain --model "$m" --data "$data" --limit -3 --out "$work/x"
@@ -90,6 +134,6 @@ expect 2 "give exactly one of --text or --data" -- "$attn" explain --model "$m"
 expect 2 "--data needs --out" -- "$attn" explain --model "$m" --data "$data"
 expect 2 "--split must be dev or test" -- "$attn" explain --model "$m" --data "$data" --split train --out "$work/x"
 expect 2 "--text has no tokens" -- "$attn" explain --model "$m" --text "   "
-expect 1 "attn explain supports 'bilstm-attn'" -- "$attn" explain --model "$work/bilstm/model.safetensors" --text "good"
+expect 1 "attn explain supports 'bilstm-attn' and 'transformer-cls'" -- "$attn" explain --model "$work/bilstm/model.safetensors" --text "good"
 expect 1 "" -- "$attn" explain --model "$work/missing.safetensors" --text "good"
 finish explain

@@ -1,8 +1,10 @@
 // attn explain: how far a classifier's attention tracks token importance (Jain & Wallace
 // 2019). Over a data split: report.json and report.md in --out; for one --text: attention,
-// gradient × input, leave-one-out and integrated gradients side by side.
+// gradient × input, leave-one-out and integrated gradients side by side. bilstm-attn and
+// transformer-cls (rollout, flow and per-head statistics besides).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -16,6 +18,7 @@
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/progress.h"
+#include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
 
@@ -24,31 +27,48 @@ namespace {
 using models::AttnClassifier;
 
 struct Args {
-  std::string model, data, split = "test", text, out;
+  std::string model, data, split = "test", text, out, picture;
   int64_t limit = 0;
   bool json = false;
   explain::ImportanceOptions options;
 };
 
-// The checkpoint's model, when it is one explain supports.
-AttnClassifier& explainable(decode::LoadedClassifier& loaded, const std::string& path) {
-  auto* model = dynamic_cast<AttnClassifier*>(loaded.model.get());
-  if (model == nullptr)
+// The checkpoint's model, when it is of a kind explain supports: exactly one of the two set.
+struct Explainable {
+  AttnClassifier* attention_pooling = nullptr;
+  models::TransformerClassifier* transformer = nullptr;
+  int64_t max_tokens = 0;  // 0: any
+};
+
+Explainable explainable(decode::LoadedClassifier& loaded, const std::string& path) {
+  Explainable e;
+  e.attention_pooling = dynamic_cast<AttnClassifier*>(loaded.model.get());
+  if (e.attention_pooling == nullptr) e.transformer = dynamic_cast<models::TransformerClassifier*>(&loaded.model->module());
+  if (e.attention_pooling == nullptr && e.transformer == nullptr)
     throw ValueError(path + " is a '" + loaded.model->kind() +
-                     "' classifier; attn explain supports 'bilstm-attn' checkpoints (attention pooling: train one "
-                     "with attn train --task sst2 --model bilstm-attn)");
-  return *model;
+                     "' classifier; attn explain supports 'bilstm-attn' and 'transformer-cls' checkpoints (models with "
+                     "attention: train one with attn train --task sst2 --model bilstm-attn)");
+  e.max_tokens = loaded.model->max_tokens();
+  return e;
 }
 
-explain::ExplainedSentence explain_text(AttnClassifier& model, const data::Vocab& vocab, const std::string& text,
+explain::ExplainedSentence explain_text(const Explainable& model, const data::Vocab& vocab, const std::string& text,
                                         int32_t gold, const explain::ImportanceOptions& options) {
   explain::ExplainedSentence s;
   s.text = text;
   s.tokens = data::sst2_tokens(text);
+  if (model.max_tokens > 0 && static_cast<int64_t>(s.tokens.size()) > model.max_tokens)
+    s.tokens.resize(static_cast<size_t>(model.max_tokens));  // as attn classify keeps the first ones
   s.gold = gold;
   std::vector<int32_t> ids;
   for (const auto& t : s.tokens) ids.push_back(vocab.id(t));
-  s.importance = explain::explain_sentence(model, ids, options);
+  s.importance = model.attention_pooling ? explain::explain_sentence(*model.attention_pooling, ids, options)
+                                         : explain::explain_sentence(*model.transformer, ids, s.tokens, options);
+  const explain::EmbeddingClassifier differentiable = model.attention_pooling
+                                                          ? explain::embedding_classifier(*model.attention_pooling)
+                                                          : explain::embedding_classifier(*model.transformer);
+  s.erasure = explain::erasure(differentiable, ids, s.importance.label, s.importance.attention, s.importance.gradient,
+                               options.seed);
   return s;
 }
 
@@ -68,26 +88,137 @@ void print_sentence(const decode::LoadedClassifier& loaded, const explain::Expla
     return;
   }
   std::printf("%s %.4f  %s\n", loaded.labels.at(static_cast<size_t>(m.label)).c_str(), m.probability, s.text.c_str());
-  std::printf("  attention: %s; gradient x input with the attention held constant; leave-one-out |dy|; "
-              "integrated gradients (zero baseline, %zu tokens)\n",
-              loaded.model->attention_description().c_str(), s.tokens.size());
-  std::printf("  %-18s %9s %11s %9s %11s\n", "token", "attention", "grad x in", "LOO", "IG");
+  const bool transformer = !m.rollout.empty();
+  std::printf("  attention: %s; gradient x input %s; leave-one-out |dy|; integrated gradients (zero baseline, %zu "
+              "tokens)%s\n",
+              transformer ? "the last layer's [CLS] row averaged over heads, without [CLS]"
+                          : loaded.model->attention_description().c_str(),
+              transformer ? "(full gradient)" : "with the attention held constant", s.tokens.size(),
+              transformer ? "; [CLS]'s attention rollout and flow" : "");
+  std::printf("  %-18s %9s %11s %9s %11s", "token", "attention", "grad x in", "LOO", "IG");
+  if (transformer) std::printf(" %9s %9s", "rollout", "flow");
+  std::printf("\n");
   for (size_t i = 0; i < s.tokens.size(); ++i) {
     const std::string loo = m.has_leave_one_out ? std::to_string(m.leave_one_out[i]).substr(0, 8) : "n/a";
-    std::printf("  %-18s %9.4f %11.5f %9s %11.5f\n", s.tokens[i].c_str(), m.attention[i], m.gradient[i], loo.c_str(),
+    std::printf("  %-18s %9.4f %11.5f %9s %11.5f", s.tokens[i].c_str(), m.attention[i], m.gradient[i], loo.c_str(),
                 m.integrated_gradients[i]);
+    if (transformer) std::printf(" %9.4f %9.4f", m.rollout[i], m.flow[i]);
+    std::printf("\n");
   }
   if (!m.has_leave_one_out) std::printf("  (one token: leave-one-out would leave nothing to classify; tau is undefined)\n");
   std::printf("  IG completeness error %.3g (sum of IG vs y(x) - y(0) = %.4f - %.4f)\n", m.ig_completeness_error,
               m.probability, m.baseline_probability);
-  std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
-              m.permutation_deltas.size(), m.permutation_median,
-              *std::max_element(m.attention.begin(), m.attention.end()));
-  for (const auto& pair : explain::tau_pairs())
+  if (m.has_permutations())
+    std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
+                m.permutation_deltas.size(), m.permutation_median,
+                *std::max_element(m.attention.begin(), m.attention.end()));
+  if (s.erasure.defined) {
+    const auto flip = [](const explain::ErasureOrder& o) {
+      return o.flipped() ? std::to_string(o.removed_to_flip) : std::string("none");
+    };
+    std::printf("  erasure: the top-attended token |dy| %.4f (%s), a random token %.4f on average; tokens removed "
+                "until the decision flips: attention order %s, gradient order %s, random order %s\n",
+                s.erasure.top_delta, s.erasure.top_flips ? "flips" : "no flip", s.erasure.random_delta,
+                flip(s.erasure.attention).c_str(), flip(s.erasure.gradient).c_str(), flip(s.erasure.random).c_str());
+  }
+  for (const auto& pair : explain::tau_pairs_for(m))
     std::printf("  tau %-20s %s\n", (pair.first + "-" + pair.second).c_str(), tau_text(m, pair).c_str());
 }
 
-void run_split(const decode::LoadedClassifier& loaded, AttnClassifier& model, const Args& a) {
+// One sentence's measures as a heatmap (PNG, SVG or PDF by the extension): one row per measure
+// (attention, |gradient x input|, LOO, |IG|, and rollout and flow for transformer-cls), each
+// divided by its row's maximum so the darkest cell is the token that measure ranks first.
+void write_sentence_picture(const explain::ExplainedSentence& s, const std::string& path) {
+  const explain::SentenceImportance& m = s.importance;
+  viz::Heatmap map;
+  map.title = "Token importance, each row scaled to its maximum: " + s.text;
+  map.col_labels = s.tokens;
+  std::vector<float> panel;
+  for (const char* measure : {"attention", "gradient", "loo", "ig", "rollout", "flow"}) {
+    const std::vector<float> row = explain::ranking(m, measure);
+    if (row.empty()) continue;  // LOO of one token; rollout and flow of bilstm-attn
+    const float top = *std::max_element(row.begin(), row.end());
+    for (float v : row) panel.push_back(top > 0.0f ? v / top : 0.0f);
+    const std::string name = measure;
+    map.row_labels.push_back(name == "gradient" ? "|grad x input|" : name == "ig" ? "|IG|" : name);
+  }
+  map.panels = {panel};
+  viz::write_heatmap(map, path);
+}
+
+// plot as DIR/name.png and DIR/name.svg.
+void write_both(const viz::LinePlot& plot, const std::string& dir, const std::string& name) {
+  for (const char* extension : {".png", ".svg"})
+    viz::write_line_plot(plot, (std::filesystem::path(dir) / (name + extension)).string());
+}
+
+// The report's pictures: the τ histograms (as frequency polygons: the share of sentences in
+// each τ bin of width 0.1), the erasure curves (the share of sentences whose decision has
+// flipped with at most a fraction f of their tokens removed), and for bilstm-attn the
+// permutation medians against the maximum attention weight (the mean median per bin of 0.1).
+void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
+  viz::LinePlot tau{"Kendall tau per sentence", "tau (bin centre; bins of 0.1)", "share of sentences", {}, 0.0, {}};
+  for (const auto& t : r.taus) {
+    const std::string name = t.pair.first + "-" + t.pair.second;
+    if (t.defined == 0 || name == "attention-ig" || name == "ig-loo" || name == "gradient-ig" ||
+        name == "attention-rollout" || name == "attention-flow" || name == "rollout-gradient" || name == "flow-gradient")
+      continue;
+    viz::Series series{name, {}, {}};
+    std::vector<double> counts(20, 0.0);
+    for (const auto& k : t.per_sentence)
+      if (k.defined) counts[static_cast<size_t>(std::clamp(static_cast<int>(std::floor((k.tau + 1.0) / 0.1)), 0, 19))] += 1;
+    for (int b = 0; b < 20; ++b) {
+      series.x.push_back(-0.95 + 0.1 * b);
+      series.y.push_back(counts[static_cast<size_t>(b)] / static_cast<double>(t.defined));
+    }
+    tau.series.push_back(series);
+  }
+  if (!tau.series.empty()) write_both(tau, dir, "tau");
+
+  if (r.erasure.defined > 0) {
+    viz::LinePlot erasure{"Erasure until the decision flips (Serrano & Smith)", "fraction of tokens removed, at most",
+                          "share of sentences flipped", {}, 0.0, 1.0};
+    const std::vector<std::pair<std::string, const explain::ErasureOrder explain::SentenceErasure::*>> orders = {
+        {"attention order", &explain::SentenceErasure::attention},
+        {"|gradient x input| order", &explain::SentenceErasure::gradient},
+        {"random order", &explain::SentenceErasure::random}};
+    for (const auto& [name, member] : orders) {
+      viz::Series series{name, {}, {}};
+      for (int step = 0; step <= 20; ++step) {
+        const double f = 0.05 * step;
+        double flipped = 0.0;
+        for (const auto& s : r.sentences)
+          if (s.erasure.defined && (s.erasure.*member).flipped() && (s.erasure.*member).fraction <= f + 1e-12) flipped += 1;
+        series.x.push_back(f);
+        series.y.push_back(flipped / static_cast<double>(r.erasure.defined));
+      }
+      erasure.series.push_back(series);
+    }
+    write_both(erasure, dir, "erasure");
+  }
+
+  if (r.with_permutations > 0) {
+    viz::LinePlot permutation{"Permuting the attention (Jain & Wallace)", "maximum attention weight (bin centre)",
+                              "mean of the per-sentence median |dy|", {}, 0.0, {}};
+    std::vector<double> sums(10, 0.0), counts(10, 0.0);
+    for (const auto& s : r.sentences) {
+      if (!s.importance.has_permutations()) continue;
+      const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
+      const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
+      sums[bin] += s.importance.permutation_median;
+      counts[bin] += 1;
+    }
+    viz::Series series{"median |dy| over the permutations", {}, {}};
+    for (size_t b = 0; b < 10; ++b) {
+      series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
+      series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));  // an empty bin: a gap
+    }
+    permutation.series.push_back(series);
+    write_both(permutation, dir, "permutation");
+  }
+}
+
+void run_split(const decode::LoadedClassifier& loaded, const Explainable& model, const Args& a) {
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
   const auto start = std::chrono::steady_clock::now();
@@ -107,8 +238,8 @@ void run_split(const decode::LoadedClassifier& loaded, AttnClassifier& model, co
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const nlohmann::json context = {{"model", a.model},
-                                  {"kind", model.kind()},
-                                  {"config", model.config_json()},
+                                  {"kind", loaded.model->kind()},
+                                  {"config", loaded.model->config_json()},
                                   {"data", a.data},
                                   {"split", a.split},
                                   {"limit", a.limit},
@@ -122,6 +253,7 @@ void run_split(const decode::LoadedClassifier& loaded, AttnClassifier& model, co
   io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), j.dump(1) + "\n");
   io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(),
                             explain::report_markdown(report, context));
+  write_pictures(report, a.out);
   if (a.json) {
     nlohmann::json summary = j;
     summary.erase("sentences");
@@ -139,13 +271,14 @@ void add_explain_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "explain", "Is the attention an explanation? Attention against gradient, leave-one-out and integrated gradients "
-                 "(Jain & Wallace 2019) for a bilstm-attn checkpoint");
-  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors) of kind bilstm-attn")->required();
+                 "(Jain & Wallace 2019) for a bilstm-attn or transformer-cls checkpoint; rollout and flow for transformer-cls");
+  cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors) of kind bilstm-attn or transformer-cls")->required();
   cmd->add_option("--text", args->text, "One sentence: the measures side by side in the terminal");
   cmd->add_option("--data", args->data, "The data folder (holding sst2/): explain a whole split");
   cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
   cmd->add_option("--limit", args->limit, "Explain the first N sentences of the split (N >= 1; default all)");
   cmd->add_option("--out", args->out, "--data: the folder for report.json and report.md");
+  cmd->add_option("--picture", args->picture, "--text: the measures as a heatmap, FILE.png, .svg or .pdf");
   cmd->add_flag("--json", args->json, "--text: the sentence as JSON; --data: the summary as JSON on stdout");
   cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
   cmd->add_option("--permutations", args->options.permutations, "Random permutations of the attention per sentence")
@@ -163,18 +296,21 @@ void add_explain_command(CLI::App& app) {
     if (a.options.permutations < 1)
       throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));
     if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
+    if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
     if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))
       throw UsageError("--out, --limit and --split apply to --data, not --text");
     const std::string format = attn_checkpoint_format(a.model);
     if (format != "attn-classifier")
       throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
-                       "'); attn explain supports 'bilstm-attn' classifier checkpoints");
+                       "'); attn explain supports 'bilstm-attn' and 'transformer-cls' classifier checkpoints");
     decode::LoadedClassifier loaded = decode::load_classifier(a.model);
-    AttnClassifier& model = explainable(loaded, a.model);
+    const Explainable model = explainable(loaded, a.model);
     if (one) {
       const std::string text = data::valid_utf8(a.text);
       if (data::sst2_tokens(text).empty()) throw UsageError("--text has no tokens: there is nothing to explain");
-      print_sentence(loaded, explain_text(model, loaded.vocab, text, -1, a.options), a.json);
+      const explain::ExplainedSentence s = explain_text(model, loaded.vocab, text, -1, a.options);
+      print_sentence(loaded, s, a.json);
+      if (!a.picture.empty()) write_sentence_picture(s, a.picture);
       return;
     }
     run_split(loaded, model, a);

@@ -18,7 +18,7 @@
 #include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/seq2seq_trainer.h"
-#include "attn/train/translation_trainer.h"
+#include "attn/decode/translate.h"
 #include "commands.h"
 #include "common.h"
 
@@ -65,7 +65,7 @@ Exported load_exportable(const std::string& path) {
     return {"rnn", rnn_config(loaded.model->config()), rnn_parameters(loaded.model->named_parameters())};
   }
   if (format == "attn-translation") {
-    train::LoadedTranslator loaded = train::load_translator(path);
+    decode::LoadedTranslator loaded = decode::load_translator(path);
     const std::string kind = loaded.model->kind();
     if (kind == "rnn")
       return {kind, rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),

@@ -6,12 +6,14 @@
 // accuracy; as JSON (every figure and the per-sentence vectors) and as a Markdown table in
 // the paper's layout, beside its SST BiLSTM+tanh row.
 //
-// The τ tests rank tokens by attention, |gradient × input|, leave-one-out and |IG|.
+// The τ tests rank tokens by attention, |gradient × input|, leave-one-out and |IG|, and for
+// transformer-cls by [CLS]'s rollout and flow too. Sentences of one report are of one kind.
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/explain/erasure.h"
 #include "attn/explain/importance.h"
 #include "attn/explain/kendall.h"
 
@@ -22,6 +24,19 @@ struct ExplainedSentence {
   std::vector<std::string> tokens;
   int32_t gold = -1;  // -1: unknown (a --text sentence)
   SentenceImportance importance;
+  SentenceErasure erasure;  // Serrano & Smith; left undefined when not run
+};
+
+// Serrano & Smith over the sentences whose erasure is defined.
+struct ErasureOrderSummary {
+  double share_flipped = 0.0;  // sentences whose decision flipped within n − 1 deletions
+  double mean_fraction = 0.0;  // of tokens removed at the flip, over those that flipped
+};
+struct ErasureSummary {
+  int64_t defined = 0;
+  double top_delta = 0.0, random_delta = 0.0;            // mean |Δŷ|
+  double top_flip_share = 0.0, random_flip_share = 0.0;  // decision flips
+  ErasureOrderSummary attention, gradient, random;
 };
 
 // The measures a τ is computed between, as the report names them.
@@ -29,6 +44,11 @@ struct TauPair {
   std::string first, second;  // "attention", "gradient", "loo", "ig"
 };
 const std::vector<TauPair>& tau_pairs();
+// transformer-cls: tau_pairs() and then rollout and flow against gradient and LOO, and the
+// raw [CLS] attention against rollout and flow.
+const std::vector<TauPair>& transformer_tau_pairs();
+// The pairs for a sentence: transformer_tau_pairs() when it has a rollout, else tau_pairs().
+const std::vector<TauPair>& tau_pairs_for(const SentenceImportance& s);
 // The ranking a measure gives one sentence (empty when it has none: LOO of one token).
 std::vector<float> ranking(const SentenceImportance& s, const std::string& measure);
 
@@ -50,6 +70,11 @@ struct ExplainReport {
   double permutation_median_of_medians = 0.0;
   double share_permutation_median_below_001 = 0.0;  // sentences whose median |Δŷ| < 0.01
   double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
+  bool transformer = false;       // the sentences carry rollout, flow and head statistics
+  int64_t with_permutations = 0;  // sentences with a permutation test (bilstm-attn)
+  ErasureSummary erasure;
+  std::vector<HeadStatistics> heads;  // pooled over the sentences, layer-major
+  int64_t heads_per_layer = 0;
 };
 
 // skipped_empty is the caller's count of texts it could not explain (no tokens).

@@ -152,6 +152,17 @@ class TransformerClassifier : public nn::Module {
   // With cls_attention, it receives the last layer's head-averaged attention of [CLS] over
   // [CLS] + tokens: (B, S + 1), zero at padding, not recorded.
   Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr);
+  // Every layer's self-attention for inspection (rollout, per-head statistics): per layer
+  // (B, H, S + 1, S + 1), queries by keys over [CLS] + tokens, zero at padded keys; not
+  // recorded (in training mode with dropout they are the dropped weights: eval() first).
+  std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths);
+  // The pieces of logits(), for importance measures that differentiate with respect to the
+  // token embeddings: embed(ids) = √D·E[ids] (B, S, D), recorded; logits_from_embeddings
+  // takes those (or any (B, S, D) values) in their place, [CLS] and positions added inside,
+  // and gives every layer's weights when `weights` is given.
+  Tensor embed(const Tensor& ids);
+  Tensor logits_from_embeddings(const Tensor& embeddings, const Tensor& lengths,
+                                std::vector<nn::LayerAttention>* weights = nullptr);
 
   nn::Embedding embedding;
   Tensor cls;  // (D) the learned [CLS] vector, registered as "cls"
