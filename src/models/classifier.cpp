@@ -187,6 +187,12 @@ class TransformerTextClassifier : public TextClassifier {
     return "[CLS] attention of the last layer, averaged over heads, renormalised over the tokens";
   }
   int64_t max_tokens() const override { return model_.config().max_len - 1; }  // [CLS] takes a position
+  std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths) override {
+    autodiff::NoGradGuard no_grad;
+    std::vector<Tensor> layers;
+    model_.logits(ids, lengths, nullptr, &layers);
+    return layers;
+  }
 
  private:
   TransformerClassifier model_;

@@ -54,6 +54,9 @@ class TransformerTranslator : public Translator {
 
   int attention_layers() const override { return model_.config().decoder_layers; }
   int attention_heads() const override { return static_cast<int>(model_.config().heads); }
+  TransformerSeq2Seq::AttentionMaps attention_maps(const data::Batch& batch) override {
+    return model_.attention_maps(batch);
+  }
 
  private:
   TransformerSeq2Seq model_;
