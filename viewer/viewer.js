@@ -117,7 +117,9 @@
     canvas.height = Math.max(1, Math.round(h * r));
     canvas.style.width = `${w}px`;
     canvas.style.height = `${h}px`;
-    const g = canvas.getContext('2d');
+    // A CPU-backed canvas: drawn once per change and read back for exports, it rasterises
+    // thousands of lines faster than a GPU-backed one does without a GPU.
+    const g = canvas.getContext('2d', { willReadFrequently: true });
     g.setTransform(r, 0, 0, r, 0, 0);
     return g;
   }
@@ -226,6 +228,7 @@
       pieces.push(current.el);
       note.textContent = `${m.name} attention · ${m.layers} layer(s) × ${m.heads} head(s) · ${m.rows.length} queries × ${m.cols.length} keys` +
         (state.mode === 'heads' ? ' · click a token to pin it' : state.mode === 'model' ? ' · click a panel to open it' : ' · hover a cell');
+      if (state.mode === 'heads' && drawn.capped) note.textContent += ` · at most the ${drawn.capped} strongest lines per head`;
       view.replaceChildren(note, legend, ...pieces);
       exportSlot.replaceChildren(exportButtons(current));
       drawn.mode = state.mode;
@@ -322,30 +325,46 @@
       const width = lw + gap + rw, height = Math.max(R, C) * rowH + 8;
       const canvas = $('canvas', { id: 'heads', tabIndex: 0, 'aria-label': `head view, layer ${state.layer}` });
       const mats = shown.map((h) => matrix(m, state.layer, h));
-      let lines = 0;
-      const draw = (g) => {
+      // The lines each head draws: weights >= 0.01 of the pinned token (or of all), at most
+      // MAX_LINES per head, strongest first, so a 200-token input stays quick to draw.
+      const MAX_LINES = 400;
+      const pin = state.pinned;
+      let capped = false;
+      const chosen = mats.map((w) => {
+        const list = [];
+        for (let r = 0; r < R; r++) {
+          if (pin && pin.side === 'query' && pin.index !== r) continue;
+          for (let c = 0; c < C; c++) {
+            if (pin && pin.side === 'key' && pin.index !== c) continue;
+            if (w[r * C + c] >= 0.01) list.push(r * C + c);
+          }
+        }
+        if (list.length <= MAX_LINES) return list;
+        capped = true;
+        // Keep the strongest: the smallest threshold (of 1024 steps) that leaves <= MAX_LINES.
+        const bins = new Uint32Array(1025);
+        for (const i of list) bins[Math.min(1024, Math.floor(w[i] * 1024))]++;
+        let keep = 0, t = 1024;
+        while (t > 0 && keep + bins[t] <= MAX_LINES) keep += bins[t--];
+        return list.filter((i) => Math.floor(w[i] * 1024) > t);
+      });
+      const lines = chosen.reduce((n, l) => n + l.length, 0);
+            const draw = (g) => {
         g.fillStyle = '#fff';
         g.fillRect(0, 0, width, height);
-        const pin = state.pinned;
-        lines = 0;
         shown.forEach((h, k) => {
           const w = mats[k];
           g.strokeStyle = headColour(h);
+          g.lineWidth = 1;
           // Ten opacity levels, one path each: thousands of lines stay one draw call per level.
           for (let level = 1; level <= 10; level++) {
             g.globalAlpha = level / 10;
-            g.lineWidth = 1 + level / 5;
             g.beginPath();
-            for (let r = 0; r < R; r++) {
-              if (pin && pin.side === 'query' && pin.index !== r) continue;
-              for (let c = 0; c < C; c++) {
-                if (pin && pin.side === 'key' && pin.index !== c) continue;
-                const v = w[r * C + c];
-                if (Math.ceil(v * 10) !== level || v < 0.01) continue;
-                g.moveTo(lw, (c + 0.5) * rowH + 4);
-                g.lineTo(lw + gap, (r + 0.5) * rowH + 4);
-                lines++;
-              }
+            for (const i of chosen[k]) {
+              if (Math.ceil(w[i] * 10) !== level) continue;
+              const r = Math.floor(i / C), c = i % C;
+              g.moveTo(lw, (c + 0.5) * rowH + 4);
+              g.lineTo(lw + gap, (r + 0.5) * rowH + 4);
             }
             g.stroke();
           }
@@ -367,6 +386,7 @@
       };
       draw(sizedCanvas(canvas, width, height));
       drawn.rows = R; drawn.cols = C; drawn.heads = shown.length; drawn.lines = lines; drawn.thumbnails = 0;
+      drawn.capped = capped ? MAX_LINES : 0;
       const tokenAt = (ev) => {
         const rect = canvas.getBoundingClientRect();
         const x = ev.clientX - rect.left, i = Math.floor((ev.clientY - rect.top - 4) / rowH);
@@ -397,9 +417,8 @@
         toSVG: () => {
           const parts = [];
           shown.forEach((h, k) => {
-            for (let r = 0; r < R; r++) for (let c = 0; c < C; c++) {
-              const v = mats[k][r * C + c];
-              if (v < 0.01) continue;
+            for (const i of chosen[k]) {
+              const v = mats[k][i], r = Math.floor(i / C), c = i % C;
               parts.push(`<line x1="${lw}" y1="${(c + 0.5) * rowH + 4}" x2="${lw + gap}" y2="${(r + 0.5) * rowH + 4}" stroke="${headColour(h)}" stroke-opacity="${v.toFixed(3)}"/>`);
             }
           });
