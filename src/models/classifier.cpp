@@ -188,10 +188,7 @@ class TransformerTextClassifier : public TextClassifier {
   }
   int64_t max_tokens() const override { return model_.config().max_len - 1; }  // [CLS] takes a position
   std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths) override {
-    autodiff::NoGradGuard no_grad;
-    std::vector<Tensor> layers;
-    model_.logits(ids, lengths, nullptr, &layers);
-    return layers;
+    return model_.self_attention(ids, lengths);
   }
 
  private:

@@ -56,8 +56,7 @@ TransformerClassifier::TransformerClassifier(const TransformerConfig& config)
 
 // x_0 = cls, x_{1+s} = √D · E[ids_s] (s < S); x += PE[0 .. S]; dropout. [CLS] sits at
 // position 0, the tokens at 1..S, so a row's result does not depend on the padding after it.
-Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention,
-                                     std::vector<Tensor>* layer_attention) {
+Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention) {
   ShapeContract c("TransformerClassifier.logits");
   c.check("ids", ids, {"B", "S"}, DType::i32);
   c.check("lengths", lengths, {"B"}, DType::i32);
@@ -75,8 +74,7 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
   for (int64_t b = 0; b < B; ++b) key_lengths.i32()[b] = lengths.i32()[b] + 1;
 
   std::vector<nn::LayerAttention> weights;
-  const bool keep = cls_attention != nullptr || layer_attention != nullptr;
-  const Tensor h = encoder.forward(x, key_lengths, keep ? &weights : nullptr);  // (B, S + 1, D)
+  const Tensor h = encoder.forward(x, key_lengths, cls_attention ? &weights : nullptr);  // (B, S + 1, D)
   const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];                // (B, D)
   const Tensor out = head.forward(first);                                                // (B, classes)
 
@@ -92,8 +90,6 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
       }
     *cls_attention = a;
   }
-  if (layer_attention)
-    for (const nn::LayerAttention& w : weights) layer_attention->push_back(w.self_weights);  // (B, H, S + 1, S + 1)
   return out;
 }
 

@@ -163,10 +163,7 @@ class TransformerClassifier : public nn::Module {
   // max_len), dropout, encoder with key lengths + 1, the state at position 0, head.
   // With cls_attention, it receives the last layer's head-averaged attention of [CLS] over
   // [CLS] + tokens: (B, S + 1), zero at padding, not recorded.
-  // With layer_attention, it receives every layer's weights (B, H, S + 1, S + 1) ([CLS] is
-  // position 0).
-  Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr,
-                std::vector<Tensor>* layer_attention = nullptr);
+  Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr);
 
   nn::Embedding embedding;
   Tensor cls;  // (D) the learned [CLS] vector, registered as "cls"
