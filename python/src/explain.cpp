@@ -1,11 +1,14 @@
 // attn.models.AttnClassifier (include/attn/models/attention_classifier.h) and attn.explain
-// (include/attn/explain/): the importance measures and Kendall's τ-b, for the parity tests.
+// (include/attn/explain/): the importance measures and Kendall's τ-b, for the parity tests;
+// attn.models.TransformerClassifier's self-attention with rollout and flow over it.
 #include <string>
 #include <vector>
 
 #include "attn/explain/importance.h"
 #include "attn/explain/kendall.h"
+#include "attn/explain/rollout.h"
 #include "attn/models/attention_classifier.h"
+#include "attn/models/transformer.h"
 
 #include "nn_module.h"
 
@@ -30,7 +33,26 @@ void register_explain(py::module_& m) {
         return py::make_tuple(y, attention);
       }, py::arg("ids"), py::arg("lengths"), "(logits (B, classes), attention (B, S))");
 
+  py::class_<models::TransformerClassifier, nn::Module>(md, "TransformerClassifier")
+      .def(py::init([](const std::string& config_json) {
+             return new models::TransformerClassifier(
+                 models::TransformerConfig::from_json(nlohmann::json::parse(config_json)));
+           }),
+           py::arg("config_json"), "transformer-cls from a JSON configuration (TransformerConfig's fields)")
+      .def("logits", [](models::TransformerClassifier& c, const Tensor& ids, const Tensor& lengths) {
+        Tensor attention;
+        Tensor y = c.logits(ids, lengths, &attention);
+        return py::make_tuple(y, attention);
+      }, py::arg("ids"), py::arg("lengths"), "(logits (B, classes), [CLS] attention (B, S + 1))")
+      .def("self_attention", &models::TransformerClassifier::self_attention, py::arg("ids"), py::arg("lengths"),
+           "per layer (B, H, S + 1, S + 1)");
+
   py::module_ e = m.def_submodule("explain", "Importance measures and Jain & Wallace's tests");
+  e.def("sentence_layers", &explain::sentence_layers, py::arg("batch_layers"), py::arg("b"), py::arg("n"),
+        "row b of per-layer (B, H, S, S) weights trimmed to n positions: per layer (H, n, n)");
+  e.def("residual_attention", &explain::residual_attention, py::arg("layers"));
+  e.def("attention_rollout", &explain::attention_rollout, py::arg("layers"));
+  e.def("attention_flow", &explain::attention_flow, py::arg("layers"), py::arg("rows"));
   e.def("gradient_times_input", &explain::gradient_times_input, py::arg("model"), py::arg("ids"), py::arg("label"));
   e.def("leave_one_out", &explain::leave_one_out, py::arg("model"), py::arg("ids"), py::arg("label"));
   e.def("integrated_gradients", [](AttnClassifier& c, const std::vector<int32_t>& ids, int32_t label, int steps) {

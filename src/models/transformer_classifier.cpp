@@ -56,7 +56,8 @@ TransformerClassifier::TransformerClassifier(const TransformerConfig& config)
 
 // x_0 = cls, x_{1+s} = √D · E[ids_s] (s < S); x += PE[0 .. S]; dropout. [CLS] sits at
 // position 0, the tokens at 1..S, so a row's result does not depend on the padding after it.
-Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention) {
+Tensor TransformerClassifier::forward(const Tensor& ids, const Tensor& lengths,
+                                      std::vector<nn::LayerAttention>* weights) {
   ShapeContract c("TransformerClassifier.logits");
   c.check("ids", ids, {"B", "S"}, DType::i32);
   c.check("lengths", lengths, {"B"}, DType::i32);
@@ -73,15 +74,18 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
   Tensor key_lengths = Tensor::empty({B}, DType::i32);  // (B): [CLS] + the row's tokens
   for (int64_t b = 0; b < B; ++b) key_lengths.i32()[b] = lengths.i32()[b] + 1;
 
-  std::vector<nn::LayerAttention> weights;
-  const Tensor h = encoder.forward(x, key_lengths, cls_attention ? &weights : nullptr);  // (B, S + 1, D)
-  const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];                // (B, D)
-  const Tensor out = head.forward(first);                                                // (B, classes)
+  const Tensor h = encoder.forward(x, key_lengths, weights);                // (B, S + 1, D)
+  const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];  // (B, D)
+  return head.forward(first);                                              // (B, classes)
+}
 
+Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention) {
+  std::vector<nn::LayerAttention> weights;
+  const Tensor out = forward(ids, lengths, cls_attention ? &weights : nullptr);
   if (cls_attention) {
     // The last layer's weights (B, H, S + 1, S + 1): row 0 averaged over the heads.
     const Tensor& w = weights.back().self_weights;
-    const int64_t H = w.dim(1), N = S + 1;
+    const int64_t B = w.dim(0), H = w.dim(1), N = w.dim(2);
     Tensor a = Tensor::zeros({B, N});
     for (int64_t b = 0; b < B; ++b)
       for (int64_t hh = 0; hh < H; ++hh) {
@@ -91,6 +95,15 @@ Tensor TransformerClassifier::logits(const Tensor& ids, const Tensor& lengths, T
     *cls_attention = a;
   }
   return out;
+}
+
+std::vector<Tensor> TransformerClassifier::self_attention(const Tensor& ids, const Tensor& lengths) {
+  autodiff::NoGradGuard no_grad;
+  std::vector<nn::LayerAttention> weights;
+  forward(ids, lengths, &weights);
+  std::vector<Tensor> layers;
+  for (const nn::LayerAttention& w : weights) layers.push_back(w.self_weights);
+  return layers;
 }
 
 }  // namespace attn::models

@@ -164,6 +164,10 @@ class TransformerClassifier : public nn::Module {
   // With cls_attention, it receives the last layer's head-averaged attention of [CLS] over
   // [CLS] + tokens: (B, S + 1), zero at padding, not recorded.
   Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* cls_attention = nullptr);
+  // Every layer's self-attention for inspection (rollout, per-head statistics): per layer
+  // (B, H, S + 1, S + 1), queries by keys over [CLS] + tokens, zero at padded keys; not
+  // recorded (in training mode with dropout they are the dropped weights: eval() first).
+  std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths);
 
   nn::Embedding embedding;
   Tensor cls;  // (D) the learned [CLS] vector, registered as "cls"
@@ -172,6 +176,8 @@ class TransformerClassifier : public nn::Module {
   nn::Linear head;
 
  private:
+  // logits (B, classes); weights (when given) per encoder layer.
+  Tensor forward(const Tensor& ids, const Tensor& lengths, std::vector<nn::LayerAttention>* weights);
   nn::Dropout dropout_;
 };
 
