@@ -187,15 +187,17 @@ test('Transformer translation: attention menu, head view, model view', { skip: s
   const { page, problems } = await open(out);
   await checkInjection(page);
   const names = raw.hypotheses[0].maps.map((m) => m.name);
-  assert.deepEqual(names, ['encoder self', 'decoder self', 'cross']);
-  assert.deepEqual(raw.hypotheses[0].maps.map((m) => m.layers), [2, 3, 3]);
-  assert.equal(await page.evaluate(() => document.getElementById('map').options.length), 3);
-  const a = await checkCells(page, raw, 0, 2, 2, 1);
-  const b = await checkCells(page, raw, 0, 2, 0, 1);
+  assert.deepEqual(names, ['encoder self', 'encoder self rollout', 'decoder self', 'cross']);
+  assert.deepEqual(raw.hypotheses[0].maps.map((m) => m.layers), [2, 1, 3, 3]);
+  assert.equal(await page.evaluate(() => document.getElementById('map').options.length), 4);
+  const a = await checkCells(page, raw, 0, 3, 2, 1);
+  const b = await checkCells(page, raw, 0, 3, 0, 1);
   assert.notDeepEqual(a, b, 'switching layer did not change the matrix');
   await checkCells(page, raw, 0, 0, 1, 0);
+  await checkCells(page, raw, 0, 1, 0, 0);  // the rollout
+  await checkCells(page, raw, raw.hypotheses.length - 1, 2, 2, 0);  // the last beam hypothesis' decoder self-attention
   // Keyboard: ↓ moves to the next layer, → to the next head.
-  await set(page, { map: 2, layer: 0, head: 0, mode: 'matrix' });
+  await set(page, { map: 3, layer: 0, head: 0, mode: 'matrix' });
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowRight');
   assert.deepEqual(await page.evaluate(() => [window.attnView.state.layer, window.attnView.state.head]), [1, 1]);
@@ -233,7 +235,11 @@ test('Transformer LM: causal self-attention', { skip: skipWithout('tatoeba-fra-e
   assert.equal(m.layers, 2);
   await checkCells(page, raw, 0, 0, 1, 1);
   assert.equal(m.weights[0][0][0][1], 0, 'causal: the first position sees only itself');
-  await set(page, { mode: 'model' });
+  const rollout = raw.hypotheses[0].maps[1];
+  assert.equal(rollout.name, 'decoder self rollout');
+  for (const row of rollout.weights[0][0]) assert.ok(Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-5, 'rollout rows sum to 1');
+  await checkCells(page, raw, 0, 1, 0, 0);
+  await set(page, { map: 0, mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 4);
   assert.deepEqual(problems, []);
   await page.close();
@@ -336,6 +342,29 @@ test('run folder: training curves', async () => {
   assert.ok(tip.text.includes(String(Number(first.loss.toPrecision(6)))), `hover shows the loss: ${tip.text}`);
   await screenshot(page, 'run');
   await checkExports(page, 'figure');
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// ---- Sweep folder: each decoder's curves, and accuracy against length per decoder.
+test('sweep folder: curves per decoder and accuracy by length', async () => {
+  const dir = path.join(work, 'sweep');
+  run('sweep', '--task', 'copy', '--attention', 'none,bahdanau', '--hidden', '16', '--emb', '8', '--min-len', '3', '--max-len', '6',
+    '--batch', '8', '--steps', '10', '--log-every', '5', '--eval-every', '10', '--eval-lengths', '3,6', '--samples', '4',
+    '--threads', '2', '--out', dir);
+  const { out, raw } = view('sweep', ['--run', dir]);
+  assert.deepEqual(raw.runs.map((r) => r.name), ['bahdanau', 'none']);
+  assert.equal(raw.sweep.length, 4);
+  const { page, problems } = await open(out);
+  assert.equal(await page.locator('#sweep canvas.chart').count(), 2);
+  const chart = page.locator('#sweep canvas.chart[data-title="token_accuracy"]');
+  await chart.scrollIntoViewIfNeeded();
+  const box = await chart.boundingBox();
+  await page.mouse.move(box.x + 57, box.y + 100);  // the left edge: the shortest length
+  const tip = await page.evaluate(() => document.getElementById('tooltip').textContent);
+  for (const r of raw.sweep.filter((x) => x.length === 3))
+    assert.ok(tip.includes(`${r.attention} token_accuracy: ${Number(r.token_accuracy.toPrecision(6))}`), `readout: ${tip}`);
+  await screenshot(page, 'sweep');
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -24,6 +24,7 @@
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
 #include "attn/explain/report.h"
+#include "attn/explain/rollout.h"
 #include "attn/io/atomic_file.h"
 #include "attn/models/attention_classifier.h"
 #include "attn/train/checkpoint.h"
@@ -101,6 +102,15 @@ AttentionMap map_from_layers(std::string name, std::vector<std::string> rows, st
       }
   }
   return m;
+}
+
+// Attention rollout (explain/rollout.h) of a self-attention stack over `tokens`, per layer
+// (1, H, N', N') with N' >= N: one (N, N) matrix, shown as a map of 1 layer and 1 head.
+AttentionMap rollout_map(const std::string& name, const std::vector<std::string>& tokens,
+                         const std::vector<Tensor>& layers) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const Tensor r = explain::attention_rollout(explain::sentence_layers(layers, 0, n));  // (N, N)
+  return map_from_layers(name + " rollout", tokens, tokens, {r.reshape({1, 1, n, n})});
 }
 
 // An RNN decoder's weights per output step (H·S, head-major) as one layer of H heads.
@@ -250,6 +260,7 @@ View view_translation(const ViewArgs& a, const std::string& text) {
       std::vector<std::string> in_pieces = {"<s>"};
       for (const std::string& p : spm.pieces(all_but_last(d.tokens))) in_pieces.push_back(p);
       h.maps.push_back(map_from_layers("encoder self", src_pieces, src_pieces, maps.encoder_self));
+      h.maps.push_back(rollout_map("encoder self", src_pieces, maps.encoder_self));
       h.maps.push_back(map_from_layers("decoder self", out_pieces, in_pieces, maps.decoder_self));
       h.maps.push_back(map_from_layers("cross", out_pieces, src_pieces, maps.cross));
     }
@@ -275,7 +286,8 @@ View view_lm(const ViewArgs& a, const std::string& text) {
   tokens.insert(tokens.end(), chars.begin(), chars.end());
   const std::vector<Tensor> layers = lm.model->self_attention(Tensor::from_vector(ids, {1, static_cast<int64_t>(ids.size())}));
   View v("transformer-lm", "character language model: causal self-attention", text);
-  v.hypotheses.push_back({"input", text, nullptr, {map_from_layers("decoder self", tokens, tokens, layers)}});
+  v.hypotheses.push_back({"input", text, nullptr,
+                          {map_from_layers("decoder self", tokens, tokens, layers), rollout_map("decoder self", tokens, layers)}});
   return v;
 }
 
@@ -330,7 +342,8 @@ View view_classifier(const ViewArgs& a, const std::string& text) {
   if (!layers.empty()) {
     std::vector<std::string> tokens = {"[CLS]"};
     tokens.insert(tokens.end(), c.tokens.begin(), c.tokens.end());
-    v.hypotheses.push_back({"input", text, nullptr, {map_from_layers("encoder self", tokens, tokens, layers)}});
+    v.hypotheses.push_back({"input", text, nullptr,
+                            {map_from_layers("encoder self", tokens, tokens, layers), rollout_map("encoder self", tokens, layers)}});
   }
   return v;
 }
