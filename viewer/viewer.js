@@ -238,7 +238,8 @@
 
     // ---- heatmap: rows (queries) × cols (keys) on one canvas, labels on both axes.
     function cellSize(m) {
-      const base = Math.max(4, Math.min(28, Math.floor(640 / Math.max(m.rows.length, m.cols.length))));
+      // At least 10 px a cell, so that 200 tokens keep readable labels (the box scrolls).
+      const base = Math.max(10, Math.min(28, Math.floor(640 / Math.max(m.rows.length, m.cols.length))));
       return Math.max(2, Math.round(base * Math.pow(1.35, state.zoom)));
     }
     function matrixView(m) {
@@ -301,7 +302,7 @@
     function drawLabels(g, rows, cols, left, top, cell) {
       if (cell < 6) return;  // too small to read: zoom in
       g.fillStyle = '#1d1d1f';
-      g.font = LABEL_FONT;
+      g.font = `${Math.min(12, cell - 1)}px system-ui, sans-serif`;
       g.textBaseline = 'middle';
       g.textAlign = 'right';
       rows.forEach((l, r) => g.fillText(l, left - 4, top + (r + 0.5) * cell, left - 6));
