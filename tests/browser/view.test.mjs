@@ -19,8 +19,14 @@ const shots = process.env.ATTN_SCREENSHOTS ? path.resolve(process.env.ATTN_SCREE
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'attn-view-'));
 const env = { ...process.env, ATTN_NUM_THREADS: '2', OMP_WAIT_POLICY: 'PASSIVE' };
 const TOLERANCE = 1e-6;
+// The issue's bound on any interaction of the 200-token page (the performance timeline's
+// longest event or long task); ATTN_VIEW_MAX_INTERACTION_MS changes it (docs/viewer.md).
+const MAX_INTERACTION_MS = Number(process.env.ATTN_VIEW_MAX_INTERACTION_MS || 100);
 const INJECTED = '</script><script>window.__pwned = 1</script>&"\'<b>';
 
+// A copy-task model of a few seconds' training (the run and sweep folders).
+const TINY_COPY = ['--task', 'copy', '--hidden', '16', '--emb', '8', '--min-len', '3', '--max-len', '6', '--batch', '8',
+  '--log-every', '5', '--eval-every', '10', '--threads', '2'];
 const run = (...args) => execFileSync(attn, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 const haveData = (file) => fs.existsSync(path.join(data, file));
 // Skip a test for want of data, unless ATTN_REQUIRE_DATA=1 (.ci/run): then it runs and fails.
@@ -86,8 +92,9 @@ async function hover(page, r, c) {
     return { x, y };
   }, [r, c]);
   await page.mouse.move(p.x, p.y);
-  return page.evaluate(() => ({ ...document.getElementById('tooltip').dataset, text: document.getElementById('tooltip').textContent }));
+  return tooltip(page);
 }
+const tooltip = (page) => page.evaluate(() => ({ ...document.getElementById('tooltip').dataset, text: document.getElementById('tooltip').textContent }));
 
 const set = (page, changes) => page.evaluate((c) => window.attnView.set(c), changes);
 const drawn = (page) => page.evaluate(() => ({ ...window.attnView.drawn }));
@@ -314,7 +321,7 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
   const worst = timeline.reduce((w, e) => Math.max(w, e.duration), 0);
   console.log(`# scale: page ${(bytes / 1e6).toFixed(2)} MB, load ${loadMs} ms, ${timeline.length} timeline entries over 16 ms after load, worst ${worst.toFixed(0)} ms; script time per render (ms): ${JSON.stringify(renders)}`);
   const slow = [...new Map(timeline.filter((e) => e.duration > 100).map((e) => [e.start, `${e.type} ${e.name} at +${Math.round(e.start - mark)} ms: ${Math.round(e.duration)} ms`])).values()];
-  assert.ok(worst <= 100, `slow interactions (steps at ${JSON.stringify(steps)}): ${slow.join('; ')}`);
+  assert.ok(worst <= MAX_INTERACTION_MS, `slow interactions (steps at ${JSON.stringify(steps)}): ${slow.join('; ')}`);
   assert.equal((await drawn(page)).thumbnails, 0);
   await set(page, { mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 48);
@@ -326,8 +333,7 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
 // ---- Run and sweep folders: a curve per logged field, with hover readouts.
 test('run folder: training curves', async () => {
   const dir = path.join(work, 'run');
-  run('train', '--task', 'copy', '--attention', 'bahdanau', '--hidden', '16', '--emb', '8', '--min-len', '3', '--max-len', '6',
-    '--batch', '8', '--steps', '20', '--log-every', '5', '--eval-every', '10', '--eval-samples', '4', '--threads', '2', '--out', dir);
+  run('train', ...TINY_COPY, '--attention', 'bahdanau', '--steps', '20', '--eval-samples', '4', '--out', dir);
   const { out, raw } = view('run', ['--run', dir]);
   const { page, problems } = await open(out);
   const fields = new Set();
@@ -336,7 +342,7 @@ test('run folder: training curves', async () => {
   const canvas = page.locator('canvas.chart[data-title="loss"]');
   const box = await canvas.boundingBox();
   await page.mouse.move(box.x + 60, box.y + 100);
-  const tip = await page.evaluate(() => ({ ...document.getElementById('tooltip').dataset, text: document.getElementById('tooltip').textContent }));
+  const tip = await tooltip(page);
   const first = raw.runs[0].records.find((r) => typeof r.loss === 'number');
   assert.equal(Number(tip.x), first.step, `hover readout: ${tip.text}`);
   assert.ok(tip.text.includes(String(Number(first.loss.toPrecision(6)))), `hover shows the loss: ${tip.text}`);
@@ -349,9 +355,7 @@ test('run folder: training curves', async () => {
 // ---- Sweep folder: each decoder's curves, and accuracy against length per decoder.
 test('sweep folder: curves per decoder and accuracy by length', async () => {
   const dir = path.join(work, 'sweep');
-  run('sweep', '--task', 'copy', '--attention', 'none,bahdanau', '--hidden', '16', '--emb', '8', '--min-len', '3', '--max-len', '6',
-    '--batch', '8', '--steps', '10', '--log-every', '5', '--eval-every', '10', '--eval-lengths', '3,6', '--samples', '4',
-    '--threads', '2', '--out', dir);
+  run('sweep', ...TINY_COPY, '--attention', 'none,bahdanau', '--steps', '10', '--eval-lengths', '3,6', '--samples', '4', '--out', dir);
   const { out, raw } = view('sweep', ['--run', dir]);
   assert.deepEqual(raw.runs.map((r) => r.name), ['bahdanau', 'none']);
   assert.equal(raw.sweep.length, 4);
@@ -361,7 +365,7 @@ test('sweep folder: curves per decoder and accuracy by length', async () => {
   await chart.scrollIntoViewIfNeeded();
   const box = await chart.boundingBox();
   await page.mouse.move(box.x + 57, box.y + 100);  // the left edge: the shortest length
-  const tip = await page.evaluate(() => document.getElementById('tooltip').textContent);
+  const tip = (await tooltip(page)).text;
   for (const r of raw.sweep.filter((x) => x.length === 3))
     assert.ok(tip.includes(`${r.attention} token_accuracy: ${Number(r.token_accuracy.toPrecision(6))}`), `readout: ${tip}`);
   await screenshot(page, 'sweep');
