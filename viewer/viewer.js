@@ -214,6 +214,7 @@
 
     function render() {
       const t0 = performance.now();
+      hideTip();  // it described the view being replaced
       const m = currentMap();
       mapSel.select.value = String(state.map);
       layerSel.select.value = String(state.layer);
