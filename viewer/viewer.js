@@ -105,8 +105,8 @@
     Object.assign(tooltip.dataset, data || {});
     const x = Math.min(ev.clientX + 14, window.innerWidth - tooltip.offsetWidth - 4);
     const y = Math.min(ev.clientY + 14, window.innerHeight - tooltip.offsetHeight - 4);
-    tooltip.style.left = `${Math.max(0, x)}px`;
-    tooltip.style.top = `${Math.max(0, y)}px`;
+    // A transform moves it on the compositor, without repainting the canvas below.
+    tooltip.style.transform = `translate(${Math.max(0, x)}px, ${Math.max(0, y)}px)`;
   }
   const hideTip = () => { tooltip.hidden = true; };
 
