@@ -16,6 +16,9 @@ packages=(
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   # `pip install .` / `python3 -m build --wheel` of the Python package (setup.py, pyproject.toml)
   python3-pip python3-setuptools python3-wheel python3-build python3-venv
+  # the browser tests of `attn view` (tests/browser): Debian's chromium, driven by
+  # playwright-core from npm (tests/browser/package-lock.json), which downloads no browser
+  chromium nodejs npm
   clang-15 libfuzzer-15-dev    # the libFuzzer targets in fuzz/ (scripts/fuzz.sh, docs/fuzzing.md)
 )
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs missing dependencies, then
-#   1. the native Release build (-march=native): C++ suite, CLI tests and PyTorch parity suite;
+#   1. the native Release build (-march=native): C++ suite, CLI tests, the browser tests of
+#      attn view (headless chromium) and the PyTorch parity suite;
 #   2. a portable build (ATTN_NATIVE=OFF: x86-64-v2, SSE4.2 at most) with AddressSanitizer +
 #      UndefinedBehaviorSanitizer: the C++ suite and CLI tests;
 #   3. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
@@ -35,6 +36,8 @@ configure() {  # configure DIR CMAKE-ARGS...: every time, so an older folder get
 
 step "build (native)" bash scripts/build.sh
 step "tests (native)" ctest --test-dir build --output-on-failure -j 2
+# attn view's page in headless chromium (tests/browser/run.sh: npm ci, then node --test).
+step "browser tests (attn view)" bash tests/browser/run.sh build/attn
 
 # -O1 -g1 (line tables for ASan's stack traces, no variable info) compiles 2-3x faster
 # than RelWithDebInfo's -O2 -g under the sanitizers. Without MPI: the native step runs the

@@ -109,50 +109,51 @@ DecodeResult BeamSearch::result() const {
     const auto begin = weights_[static_cast<size_t>(step)].begin() + static_cast<int64_t>(beam) * W_;
     return std::vector<float>(begin, begin + W_);
   };
-  DecodeResult result;
-  result.tokens.resize(static_cast<size_t>(batch_));
-  result.attention.resize(static_cast<size_t>(batch_));
-  for (int64_t b = 0; b < batch_; ++b) {
-    int last_step;
-    bool eos = false;
-    int beam_at;  // global beam index in last_step's "new beam" list, or the parent for EOS
-    const std::vector<Finished>& fin = finished_[static_cast<size_t>(b)];
-    if (!fin.empty()) {
-      const Finished* best = &fin[0];
-      for (const Finished& f : fin)
-        if (f.normalized > best->normalized) best = &f;
-      last_step = best->step;
-      eos = true;
-      beam_at = static_cast<int>(b * K + best->parent);
-    } else {
-      // No EOS within max_len: the best alive hypothesis of the last step (the row was not
-      // done, so its alive scores are valid).
-      last_step = steps - 1;
-      beam_at = static_cast<int>(b * K);
-      for (int k = 1; k < K; ++k)
-        if (score_[static_cast<size_t>(b * K + k)] > score_[static_cast<size_t>(beam_at)])
-          beam_at = static_cast<int>(b * K + k);
-    }
-    std::vector<int32_t> out;
-    std::vector<std::vector<float>> att;
-    int t = last_step;
-    int j = beam_at;
+  // The hypothesis whose last token came at step t as global beam j (with eos: EOS at
+  // step t, extending hypothesis j, a new beam of step t - 1), rebuilt through the
+  // backpointers.
+  auto trace = [&](int t, int j, bool eos, float score) {
+    DecodeResult::Hypothesis h;
+    h.score = score;
     if (eos) {
-      // EOS at step t, extending hypothesis j (a new beam of step t - 1).
-      out.push_back(kEos);
-      if (W_ > 0) att.push_back(weights_of(t, j));
+      h.tokens.push_back(kEos);
+      if (W_ > 0) h.attention.push_back(weights_of(t, j));
       --t;
     }
     for (; t >= 0; --t) {
       const int parent = parents_[static_cast<size_t>(t)][static_cast<size_t>(j)];
-      out.push_back(tokens_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
-      if (W_ > 0) att.push_back(weights_of(t, parent));
+      h.tokens.push_back(tokens_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
+      if (W_ > 0) h.attention.push_back(weights_of(t, parent));
       j = parent;
     }
-    std::reverse(out.begin(), out.end());
-    std::reverse(att.begin(), att.end());
-    result.tokens[static_cast<size_t>(b)] = std::move(out);
-    if (W_ > 0) result.attention[static_cast<size_t>(b)] = std::move(att);
+    std::reverse(h.tokens.begin(), h.tokens.end());
+    std::reverse(h.attention.begin(), h.attention.end());
+    return h;
+  };
+  DecodeResult result;
+  result.tokens.resize(static_cast<size_t>(batch_));
+  result.attention.resize(static_cast<size_t>(batch_));
+  result.hypotheses.resize(static_cast<size_t>(batch_));
+  for (int64_t b = 0; b < batch_; ++b) {
+    std::vector<DecodeResult::Hypothesis>& list = result.hypotheses[static_cast<size_t>(b)];
+    std::vector<Finished> fin = finished_[static_cast<size_t>(b)];
+    if (!fin.empty()) {
+      // Best first; equal scores keep the order they finished in (the winner is the first).
+      std::stable_sort(fin.begin(), fin.end(),
+                       [](const Finished& x, const Finished& y) { return x.normalized > y.normalized; });
+      for (size_t i = 0; i < fin.size() && i < static_cast<size_t>(K); ++i)
+        list.push_back(trace(fin[i].step, static_cast<int>(b * K + fin[i].parent), true, fin[i].normalized));
+    } else {
+      // No EOS within max_len: the best alive hypothesis of the last step (the row was not
+      // done, so its alive scores are valid).
+      int beam_at = static_cast<int>(b * K);
+      for (int k = 1; k < K; ++k)
+        if (score_[static_cast<size_t>(b * K + k)] > score_[static_cast<size_t>(beam_at)])
+          beam_at = static_cast<int>(b * K + k);
+      list.push_back(trace(steps - 1, beam_at, false, score_[static_cast<size_t>(beam_at)] / lp(steps)));
+    }
+    result.tokens[static_cast<size_t>(b)] = list.front().tokens;
+    if (W_ > 0) result.attention[static_cast<size_t>(b)] = list.front().attention;
   }
   return result;
 }

@@ -154,6 +154,9 @@ class TransformerTextClassifier : public TextClassifier {
     return "[CLS] attention of the last layer, averaged over heads, renormalised over the tokens";
   }
   int64_t max_tokens() const override { return model_.config().max_len - 1; }  // [CLS] takes a position
+  std::vector<Tensor> self_attention(const Tensor& ids, const Tensor& lengths) override {
+    return model_.self_attention(ids, lengths);
+  }
 
  private:
   TransformerClassifier model_;

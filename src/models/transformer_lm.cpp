@@ -62,6 +62,17 @@ Tensor TransformerLM::logits(const Tensor& ids, const Tensor& lengths) {
   return output_logits(decoder.forward(x, lengths));                           // (B, T, V)
 }
 
+std::vector<Tensor> TransformerLM::self_attention(const Tensor& ids) {
+  ShapeContract c("TransformerLM.self_attention");
+  c.check("ids", ids, {"B", "T"}, DType::i32);
+  autodiff::NoGradGuard no_grad;
+  std::vector<nn::LayerAttention> weights;
+  decoder.forward(detail::embed_tokens(embedding, positions, dropout_, ids), Tensor(), &weights);
+  std::vector<Tensor> out;
+  for (const nn::LayerAttention& w : weights) out.push_back(w.self_weights);  // (B, H, T, T)
+  return out;
+}
+
 Tensor TransformerLM::loss(const Tensor& ids) {
   ShapeContract c("TransformerLM.loss");
   c.check("ids", ids, {"B", "T"}, DType::i32);

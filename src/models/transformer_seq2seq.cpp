@@ -105,20 +105,22 @@ AttentionSelect TransformerSeq2Seq::checked_select(const char* op, AttentionSele
   return select;
 }
 
-Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_lengths) {
+Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_lengths,
+                                  std::vector<nn::LayerAttention>* weights) {
   ShapeContract c("TransformerSeq2Seq.encode");
   c.check("src", src, {"B", "S"}, DType::i32);
   c.check("src_lengths", src_lengths, {"B"}, DType::i32);
   detail::check_lengths(c.op(), "src_lengths", src_lengths, 1, "S", c["S"]);
   const Tensor x = detail::embed_tokens(source_embedding(), positions, dropout_, src);  // (B, S, D)
-  return encoder.forward(x, src_lengths);                                               // (B, S, D)
+  return encoder.forward(x, src_lengths, weights);                                      // (B, S, D)
 }
 
-Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights) {
+Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights,
+                                                 std::vector<nn::LayerAttention>* encoder_weights) {
   ShapeContract c("TransformerSeq2Seq.logits");
   c.check("src", batch.src, {"B", "S"}, DType::i32);
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
-  const Tensor memory = encode(batch.src, batch.src_lengths);                                    // (B, S, D)
+  const Tensor memory = encode(batch.src, batch.src_lengths, encoder_weights);                   // (B, S, D)
   const Tensor y = detail::embed_tokens(target_embedding(), positions, dropout_, batch.tgt_in);  // (B, T, D)
   return decoder.forward(y, memory, batch.src_lengths, weights);                                 // (B, T, D)
 }
@@ -136,12 +138,20 @@ Tensor TransformerSeq2Seq::loss(const Batch& batch, float label_smoothing) {
 }
 
 std::vector<Tensor> TransformerSeq2Seq::cross_attention(const Batch& batch) {
+  return attention_maps(batch).cross;
+}
+
+TransformerSeq2Seq::AttentionMaps TransformerSeq2Seq::attention_maps(const Batch& batch) {
   autodiff::NoGradGuard no_grad;
-  std::vector<nn::LayerAttention> weights;
-  decode_teacher_forced(batch, &weights);
-  std::vector<Tensor> out;
-  for (const nn::LayerAttention& w : weights) out.push_back(w.cross_weights);  // (B, H, T, S)
-  return out;
+  std::vector<nn::LayerAttention> decoder_weights, encoder_weights;
+  decode_teacher_forced(batch, &decoder_weights, &encoder_weights);
+  AttentionMaps maps;
+  for (const nn::LayerAttention& w : encoder_weights) maps.encoder_self.push_back(w.self_weights);  // (B, H, S, S)
+  for (const nn::LayerAttention& w : decoder_weights) {
+    maps.decoder_self.push_back(w.self_weights);  // (B, H, T, T)
+    maps.cross.push_back(w.cross_weights);        // (B, H, T, S)
+  }
+  return maps;
 }
 
 DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len,

@@ -47,6 +47,9 @@ class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, Transfo
   int64_t vocab() const override { return model_.config().tgt_vocab; }
   int attention_layers() const override { return model_.config().decoder_layers; }
   int attention_heads() const override { return static_cast<int>(model_.config().heads); }
+  TransformerSeq2Seq::AttentionMaps attention_maps(const Batch& batch) override {
+    return model_.attention_maps(batch);
+  }
 };
 
 }  // namespace

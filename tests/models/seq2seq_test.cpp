@@ -530,6 +530,21 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
     const DecodeResult b4 = model.beam(batch.src, batch.src_lengths, {.width = 4, .length_penalty = 1.0f, .max_len = 10});
     EXPECT_EQ(b4.tokens, g.tokens);
     for (size_t r = 0; r < sources.size(); ++r) EXPECT_EQ(b4.attention[r].size(), b4.tokens[r].size());
+    // The n-best list: at most 4 hypotheses per row, best first, the first the winner.
+    ASSERT_EQ(b4.hypotheses.size(), sources.size());
+    EXPECT_TRUE(g.hypotheses.empty());
+    for (size_t r = 0; r < sources.size(); ++r) {
+      const auto& list = b4.hypotheses[r];
+      ASSERT_GE(list.size(), 1u);
+      ASSERT_LE(list.size(), 4u);
+      EXPECT_EQ(list.front().tokens, b4.tokens[r]);
+      EXPECT_EQ(list.front().attention, b4.attention[r]);
+      for (size_t k = 0; k < list.size(); ++k) {
+        EXPECT_EQ(list[k].attention.size(), list[k].tokens.size()) << "row " << r << " hypothesis " << k;
+        EXPECT_EQ(list[k].tokens.back(), data::kEos);
+        if (k > 0) EXPECT_LE(list[k].score, list[k - 1].score) << "row " << r << " hypothesis " << k;
+      }
+    }
   }
 }
 

@@ -439,6 +439,39 @@ TransformerConfig lm_config() {
   return c;
 }
 
+// attention_maps (for attn view): every layer's encoder self, decoder self and cross
+// weights, rows summing to 1 over the real keys, the decoder's causal, cross = cross_attention.
+TEST(TransformerSeq2Seq, AttentionMapsCoverEveryLayer) {
+  TransformerSeq2Seq model(tiny_config());
+  model.eval();
+  const data::Batch batch = ragged_batch();
+  const TransformerSeq2Seq::AttentionMaps maps = model.attention_maps(batch);
+  const int64_t B = 3, H = 2, S = 5, T = 6;
+  ASSERT_EQ(maps.encoder_self.size(), 2u);
+  ASSERT_EQ(maps.decoder_self.size(), 2u);
+  ASSERT_EQ(maps.cross.size(), 2u);
+  const std::vector<Tensor> cross = model.cross_attention(batch);
+  for (size_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(maps.encoder_self[l].shape(), (Shape{B, H, S, S}));
+    EXPECT_EQ(maps.decoder_self[l].shape(), (Shape{B, H, T, T}));
+    EXPECT_TRUE(tensors_close(maps.cross[l], cross[l], 0.0f, 0.0f));
+    const float* e = maps.encoder_self[l].f32();
+    const float* d = maps.decoder_self[l].f32();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t len = batch.src_lengths.i32()[b];
+      for (int64_t h = 0; h < H; ++h) {
+        for (int64_t q = 0; q < len; ++q) {
+          double sum = 0.0;
+          for (int64_t k = 0; k < S; ++k) sum += e[((b * H + h) * S + q) * S + k];
+          EXPECT_NEAR(sum, 1.0, 1e-5) << "encoder layer " << l << " row " << b << " head " << h << " query " << q;
+        }
+        for (int64_t q = 0; q < T; ++q)
+          for (int64_t k = q + 1; k < T; ++k) EXPECT_EQ(d[((b * H + h) * T + q) * T + k], 0.0f) << "causal";
+      }
+    }
+  }
+}
+
 TEST(TransformerLM, ShapesNamesAndPaddingIgnoredByLoss) {
   TransformerLM model(lm_config());
   const Tensor ids = random_ids({2, 6}, 20, 3);
@@ -505,6 +538,28 @@ TEST_P(TransformerLMSample, TemperatureZeroEqualsArgmaxOfFullLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, TransformerLMSample, ::testing::Values(0, 1));
+
+TEST(TransformerLM, SelfAttentionPerLayerIsCausal) {
+  TransformerConfig c = tiny_config();
+  TransformerLM model(c);
+  model.eval();
+  const Tensor ids = Tensor::from_vector(std::vector<int32_t>{1, 5, 6, 7}, {1, 4});
+  const std::vector<Tensor> layers = model.self_attention(ids);
+  ASSERT_EQ(layers.size(), static_cast<size_t>(c.decoder_layers));
+  for (const Tensor& w : layers) {
+    ASSERT_EQ(w.shape(), (Shape{1, 2, 4, 4}));
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t q = 0; q < 4; ++q) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < 4; ++k) {
+          const float v = w.f32()[(h * 4 + q) * 4 + k];
+          if (k > q) EXPECT_EQ(v, 0.0f);
+          sum += v;
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-5);
+      }
+  }
+}
 
 TEST(TransformerLM, SamplingIsSeededAndStaysInTopK) {
   TransformerLM model(lm_config());

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,10 @@ class TextClassifier {
   // The longest token sequence logits() takes (0: any); the trainer and classify keep the
   // first max_tokens() tokens of a longer text.
   virtual int64_t max_tokens() const { return 0; }
+  // Self-attention models (transformer-cls): every layer's weights (B, H, N, N) for ids and
+  // lengths as logits() takes them, with N = S + 1 ([CLS] first), not recorded. Empty for
+  // the kinds without self-attention.
+  virtual std::vector<Tensor> self_attention(const Tensor& /*ids*/, const Tensor& /*lengths*/) { return {}; }
 };
 
 struct BiLstmConfig {

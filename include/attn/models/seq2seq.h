@@ -89,6 +89,15 @@ struct DecodeResult {
   // Per row, per output step: the S attention weights over the row's source (S = the
   // batch's source length; positions past the row's length are 0). Empty for "none".
   std::vector<std::vector<std::vector<float>>> attention;
+  // Beam search only (empty for greedy): per row, up to `width` finished hypotheses, best
+  // first by length-normalised score (the first is tokens / attention above); the best
+  // unfinished one alone when none reached EOS within max_len.
+  struct Hypothesis {
+    std::vector<int32_t> tokens;
+    std::vector<std::vector<float>> attention;  // as `attention`, per output step
+    float score = 0.0f;                         // log-prob / lp(length)
+  };
+  std::vector<std::vector<Hypothesis>> hypotheses;
 };
 
 struct BeamOptions {

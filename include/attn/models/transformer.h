@@ -72,8 +72,9 @@ class TransformerSeq2Seq : public nn::Module {
   // Mean cross-entropy over non-PAD targets, with label smoothing ε.
   Tensor loss(const Batch& batch, float label_smoothing = 0.0f);
 
-  // Encoder states (B, S, D) for src (B, S), src_lengths (B).
-  Tensor encode(const Tensor& src, const Tensor& src_lengths);
+  // Encoder states (B, S, D) for src (B, S), src_lengths (B); weights (when given) per
+  // encoder layer.
+  Tensor encode(const Tensor& src, const Tensor& src_lengths, std::vector<nn::LayerAttention>* weights = nullptr);
 
   // No recording (NoGradGuard inside); call eval() first to switch dropout off.
   // attention[b][t] holds S weights of the selected layer/head (zeros past row b's length).
@@ -87,6 +88,13 @@ class TransformerSeq2Seq : public nn::Module {
   // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S),
   // not recorded (in training mode with dropout they are the dropped weights: eval() first).
   std::vector<Tensor> cross_attention(const Batch& batch);
+  // Every attention of that teacher-forced pass, per layer (for `attn view`).
+  struct AttentionMaps {
+    std::vector<Tensor> encoder_self;  // (B, H, S, S)
+    std::vector<Tensor> decoder_self;  // (B, H, T, T), zero above the diagonal
+    std::vector<Tensor> cross;         // (B, H, T, S)
+  };
+  AttentionMaps attention_maps(const Batch& batch);
 
   std::unique_ptr<nn::Embedding> src_embedding, tgt_embedding, embedding;  // embedding: shared
   nn::PositionalEncoding positions;
@@ -99,7 +107,8 @@ class TransformerSeq2Seq : public nn::Module {
   const nn::Embedding& target_embedding() const;  // tgt_embedding, or the shared one
   Tensor output_logits(const Tensor& h) const;    // (..., D) → (..., V)
   // Decoder states (B, T, D) of teacher forcing; weights (when given) per decoder layer.
-  Tensor decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights);
+  Tensor decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights,
+                               std::vector<nn::LayerAttention>* encoder_weights = nullptr);
   AttentionSelect checked_select(const char* op, AttentionSelect select) const;
   nn::Dropout dropout_;
 };
@@ -128,6 +137,9 @@ class TransformerLM : public nn::Module {
   // tokens (positions end at max_len). Draws: softmax(logits / temperature) over the top_k
   // ids (ties by lower id), one Rng(seed) uniform per token. No recording.
   std::vector<int32_t> sample(const std::vector<int32_t>& prefix, const SampleOptions& options);
+  // The causal self-attention of every layer for ids (B, T): per layer (B, H, T, T), zero
+  // above the diagonal. Not recorded (eval() first to switch dropout off).
+  std::vector<Tensor> self_attention(const Tensor& ids);
 
   nn::Embedding embedding;
   nn::PositionalEncoding positions;
