@@ -28,9 +28,10 @@
 #include "attn/io/atomic_file.h"
 #include "attn/models/attention_classifier.h"
 #include "attn/train/checkpoint.h"
-#include "attn/train/classifier_trainer.h"
-#include "attn/train/lm_trainer.h"
-#include "attn/train/translation_trainer.h"
+#include "attn/data/char_vocab.h"
+#include "attn/decode/classify.h"
+#include "attn/decode/sample.h"
+#include "attn/decode/translate.h"
 #include "attn/viz/html_view.h"
 #include "commands.h"
 #include "common.h"
@@ -219,7 +220,7 @@ std::vector<int32_t> all_but_last(std::vector<int32_t> ids) {
 }
 
 View view_translation(const ViewArgs& a, const std::string& text) {
-  train::LoadedTranslator loaded = train::load_translator(a.model);
+  decode::LoadedTranslator loaded = decode::load_translator(a.model);
   models::Translator& model = *loaded.model;
   if (model.attention_layers() == 0)
     throw UsageError("the model has no attention (--attention none): there is nothing to view");
@@ -243,7 +244,7 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   View v(transformer ? "transformer-translation" : "rnn-translation", transformer ? "Transformer translation" : "RNN translation: " + loaded.info.config.value("attention", std::string()),
          text);
   const std::vector<std::string> src_pieces = spm.pieces(ids);
-  for (const Decoded& d : greedy_and_beam(a.beam, [&](int width) { return model.decode(src, lengths, width, max_len); })) {
+  for (const Decoded& d : greedy_and_beam(a.beam, [&](int width) { return model.decode(src, lengths, {.beam = width, .max_len = max_len}); })) {
     Hypothesis h{d.name, spm.decode(d.tokens), d.score, {}};
     const std::vector<std::string> out_pieces = spm.pieces(d.tokens);
     if (!transformer) {
@@ -270,13 +271,13 @@ View view_translation(const ViewArgs& a, const std::string& text) {
 }
 
 View view_lm(const ViewArgs& a, const std::string& text) {
-  train::LoadedLm lm = train::load_char_lm(a.model);
+  decode::LoadedLm lm = decode::load_char_lm(a.model);
   lm.model->eval();
-  const std::vector<std::string> chars = train::utf8_characters(text);
+  const std::vector<std::string> chars = data::utf8_characters(text);
   if (chars.empty()) throw UsageError("--text is empty");
   std::vector<int32_t> ids = {data::kBos};
   for (int32_t id : lm.vocab.encode(text)) ids.push_back(id);
-  if (std::count(ids.begin() + 1, ids.end(), train::CharVocab::kUnk) == static_cast<std::ptrdiff_t>(chars.size()))
+  if (std::count(ids.begin() + 1, ids.end(), data::CharVocab::kUnk) == static_cast<std::ptrdiff_t>(chars.size()))
     throw UsageError("the model's vocabulary cannot encode --text (every character is unknown)");
   const int64_t max_len = lm.model->config().max_len;
   if (static_cast<int64_t>(ids.size()) > max_len)
@@ -313,10 +314,10 @@ json explained_tokens(models::AttnClassifier& model, const data::Vocab& vocab, c
 }
 
 View view_classifier(const ViewArgs& a, const std::string& text) {
-  train::LoadedClassifier loaded = train::load_classifier(a.model);
+  decode::LoadedClassifier loaded = decode::load_classifier(a.model);
   models::TextClassifier& model = *loaded.model;
-  train::Classification c;
-  as_usage([&] { c = train::classify_text(model, loaded.vocab, text); });
+  decode::Classification c;
+  as_usage([&] { c = decode::classify_text(model, loaded.vocab, text); });
   if (c.attention.empty())
     throw UsageError(a.model + " is a '" + model.kind() + "' classifier, which has no attention: there is nothing to view");
   if (std::count(c.ids.begin(), c.ids.end(), data::Vocab::kUnk) == static_cast<std::ptrdiff_t>(c.ids.size()))
