@@ -11,7 +11,6 @@
 #include <cstring>
 
 #include "attn/parallel.h"
-#include "small_gemm.h"
 
 namespace attn::kernels {
 namespace {
@@ -40,8 +39,6 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return;
   }
-  // Few rows (a recurrent or decoder step): attn's kernel, which packs nothing.
-  if (!transpose_a && small_gemm(transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
   sync_blas_threads();
   cblas_sgemm(CblasRowMajor, transpose_a ? CblasTrans : CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
