@@ -28,9 +28,9 @@ RESULTS=$OUT/results.txt
 S2S="--batch 64 --emb 64 --hidden 256 --vocab 32 --len 40 --threads 1 --json"
 # name | bench arguments | the repeated flag | low count | high count
 BENCHES=(
-  "bahdanau-train|seq2seq --attention bahdanau $S2S --warmup 1 --greedy-reps 0|--steps|1|4"
+  "bahdanau-train|seq2seq --attention bahdanau $S2S --warmup 1 --greedy-reps 0|--steps|1|5"
   "bahdanau-greedy|seq2seq --attention bahdanau $S2S --warmup 0 --steps 1|--greedy-reps|1|4"
-  "luong-train|seq2seq --attention luong $S2S --warmup 1 --greedy-reps 0|--steps|1|4"
+  "luong-train|seq2seq --attention luong $S2S --warmup 1 --greedy-reps 0|--steps|1|5"
   "luong-greedy|seq2seq --attention luong $S2S --warmup 0 --steps 1|--greedy-reps|1|4"
   "transformer-train|transformer --threads 1 --json --warmup 1 --beam-sentences 4 --beam-reps 1|--steps|1|3"
   "transformer-beam5|transformer --threads 1 --json --warmup 0 --steps 1 --beam-sentences 64|--beam-reps|1|2"
