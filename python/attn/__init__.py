@@ -48,6 +48,7 @@ import importlib as _importlib  # noqa: E402
 # import_module, since `from . import nn` would return the native submodule already bound.
 nn = _importlib.import_module(".nn", __name__)
 from . import safetensors  # noqa: F401,E402  (attn.safetensors.load / save: plain tensor dicts)
+from .checkpoint import load, save  # noqa: F401,E402  (attn.load / attn.save: attn checkpoints)
 
 
 def machine_report(sgemm_seconds=1.0):

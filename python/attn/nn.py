@@ -253,8 +253,8 @@ class MultiheadAttention(Wrapper):
             average_attn_weights=True) -> (attn_output, attn_output_weights or None)
       query (T, B, D), key (S, B, kdim), value (S, B, vdim); (B, T, D) ... with batch_first.
       key_padding_mask  bool (B, S), True = ignore this key.
-      attn_mask         bool (T, S), True = not allowed, or float (T, S) added to the scores
-                        ((B·H, T, S) masks are not supported yet: an error).
+      attn_mask         bool (T, S) or (B·H, T, S), True = not allowed, or float of those shapes
+                        added to the scores (an attn.Tensor that requires grad gets its gradient)
       weights           (B, T, S) averaged over heads, or (B, H, T, S)."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
@@ -264,6 +264,7 @@ class MultiheadAttention(Wrapper):
         super().__init__(_native.MultiheadAttention(embed_dim, num_heads, kdim=kdim or 0, vdim=vdim or 0, bias=bias,
                                                     dropout=dropout, seed=seed))
         self.batch_first = batch_first
+        self.num_heads = num_heads
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True):
@@ -285,9 +286,10 @@ class MultiheadAttention(Wrapper):
             options["key_keep_mask"] = _attn.tensor(~kpm)
         if attn_mask is not None:
             mask = mask_array(attn_mask, "MultiheadAttention attn_mask")
-            if mask.shape != (T, S):
-                raise ShapeError(f"MultiheadAttention: 'attn_mask' expected (T={T}, S={S}), got {mask.shape} "
-                                 f"((B·H, T, S) masks are not supported yet)")
+            BH = B * self.num_heads
+            if mask.shape not in ((T, S), (BH, T, S)):
+                raise ShapeError(f"MultiheadAttention: 'attn_mask' expected (T={T}, S={S}) or (B·H={BH}, T, S), "
+                                 f"got {mask.shape}")
             if mask.dtype == np.bool_:
                 mask = np.where(mask, np.float32(-np.inf), np.float32(0))
             elif mask.dtype.kind != "f":

@@ -9,11 +9,19 @@ Functions (torch.autograd.Function, differentiable in every float input):
         Bahdanau: e = vᵀ tanh(W_q q + k̃_s + b), masked softmax, context = Σ a_s values_s.
         query (B, D) or (B, T, D), projected_keys (B, S, A) = keys W_kᵀ, values (B, S, E)
         -> context (B, E) / (B, T, E), weights (B, S) / (B, T, S)
-    sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None)
+    sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None, is_causal=False)
         q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dv) -> out (B, H, T, Dv), weights (B, H, T, S)
+        bias (T, S), (B·H, T, S) or (B, H, T, S), differentiable (a learned relative-position or
+        ALiBi bias); causal True / "lower_right" (attn's) or "upper_left" = is_causal=True (torch's)
     gru_cell(x, h, w_ih, w_hh, b_ih, b_hh) -> h'           torch.nn.GRUCell's math and layout
     lstm_cell(x, h, c, w_ih, w_hh, b_ih, b_hh) -> (h', c')  torch.nn.LSTMCell's
-Modules: AdditiveAttention, ScaledDotProductAttention, GRUCell, LSTMCell (torch's
+    luong_attention(query, keys, values, lengths=None, score="dot", w=None, v=None)
+    location_attention(query, values, w_a, b_a, lengths=None)
+    local_attention(query, keys, values, lengths=None, mode="monotonic", window=10,
+                    score="general", w=None, positions=None, w_p=None, v_p=None)
+        -> context, weights, as attn's ops of those names
+Modules: AdditiveAttention, LuongAttention, LocationAttention, LocalAttention,
+ScaledDotProductAttention, GRUCell, LSTMCell (torch's
 parameter names for the cells, so their state dicts load into torch.nn.GRUCell/LSTMCell).
 
 Data: float inputs must be float32 CPU tensors. A CUDA tensor, or float64 / float16 data,
@@ -38,7 +46,8 @@ import numpy as np
 
 from . import _attn
 
-__all__ = ["additive_attention", "sdpa", "gru_cell", "lstm_cell", "AdditiveAttention",
+__all__ = ["additive_attention", "luong_attention", "location_attention", "local_attention", "sdpa", "gru_cell",
+           "lstm_cell", "AdditiveAttention", "LuongAttention", "LocationAttention", "LocalAttention",
            "ScaledDotProductAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
 
 
@@ -123,15 +132,40 @@ def additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None
                   ("bias", bias), ("v", v), ("lengths", lengths)], (True,) * 6 + (False,))
 
 
-def sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None):
-    if bias is not None and bias.requires_grad:
-        raise ValueError("attn.torch.sdpa: 'bias' requires grad, but attn's sdpa has no gradient for its bias yet")
+def luong_attention(query, keys, values, lengths=None, score="dot", w=None, v=None):
+    def call(q, k, vals, lens, ww, vv):
+        return as_tuple(_attn.luong_attention(q, k, vals, lens, score=score, w=ww, v=vv, need_weights=True))
+    return apply(call, "attn.torch.luong_attention",
+                 [("query", query), ("keys", keys), ("values", values), ("lengths", lengths), ("w", w), ("v", v)],
+                 (True, True, True, False, True, True))
+
+
+def location_attention(query, values, w_a, b_a, lengths=None):
+    def call(q, vals, wa, ba, lens):
+        return as_tuple(_attn.location_attention(q, vals, wa, ba, lens, need_weights=True))
+    return apply(call, "attn.torch.location_attention",
+                 [("query", query), ("values", values), ("w_a", w_a), ("b_a", b_a), ("lengths", lengths)],
+                 (True, True, True, True, False))
+
+
+def local_attention(query, keys, values, lengths=None, mode="monotonic", window=10, score="general", w=None,
+                    positions=None, w_p=None, v_p=None):
+    def call(q, k, vals, lens, ww, pos, wp, vp):
+        return as_tuple(_attn.local_attention(q, k, vals, lens, mode=mode, window=window, score=score, w=ww,
+                                              positions=pos, w_p=wp, v_p=vp, need_weights=True))
+    return apply(call, "attn.torch.local_attention",
+                 [("query", query), ("keys", keys), ("values", values), ("lengths", lengths), ("w", w),
+                  ("positions", positions), ("w_p", w_p), ("v_p", v_p)],
+                 (True, True, True, False, True, False, True, True))
+
+
+def sdpa(q, k, v, key_lengths=None, causal=False, bias=None, scale=None, is_causal=False):
     def call(qa, ka, va, lens, b):
-        out, weights = _attn.sdpa(qa, ka, va, key_lengths=lens, causal=causal, bias=b,
+        out, weights = _attn.sdpa(qa, ka, va, key_lengths=lens, causal=causal, is_causal=is_causal, bias=b,
                                   scale=0.0 if scale is None else float(scale), need_weights=True)
         return out, weights
     return apply(call, "attn.torch.sdpa", [("q", q), ("k", k), ("v", v), ("key_lengths", key_lengths),
-                                           ("bias", bias)], (True, True, True, False, False))
+                                           ("bias", bias)], (True, True, True, False, True))
 
 
 def gru_cell(x, h, w_ih, w_hh, b_ih, b_hh):
@@ -173,15 +207,66 @@ class AdditiveAttention(torch.nn.Module):
                                   self.v, lengths)
 
 
+def parameters_from(module, init):
+    """Registers attn's initialised parameters (a {name: attn.Tensor} dict) as torch Parameters."""
+    for name, value in init.items():
+        if value is not None:
+            module.register_parameter(name, torch.nn.Parameter(torch.from_numpy(np.array(value.numpy()))))
+
+
+class LuongAttention(torch.nn.Module):
+    """Luong global attention with attn's fused kernel: score "dot" (no parameters), "general"
+    (w (D, E)) or "concat" (w (A, D+E), v (A)). forward(query (B, D), keys (B, S, E),
+    values=None (the keys), lengths=None) -> (context (B, E), weights (B, S))."""
+
+    def __init__(self, score, query_dim, key_dim, attn_dim=0, seed=0):
+        super().__init__()
+        self.score = score
+        parameters_from(self, _attn.luong_attention_init(score, query_dim, key_dim, attn_dim, seed=seed))
+
+    def forward(self, query, keys, values=None, lengths=None):
+        return luong_attention(query, keys, keys if values is None else values, lengths, self.score,
+                               getattr(self, "w", None), getattr(self, "v", None))
+
+
+class LocationAttention(torch.nn.Module):
+    """Luong location attention: weights = softmax over the first S of W_a q + b_a, parameters
+    w_a (S_max, D), b_a (S_max). forward(query (B, D), values (B, S, E), lengths=None)."""
+
+    def __init__(self, query_dim, max_src_len, seed=0):
+        super().__init__()
+        parameters_from(self, _attn.location_attention_init(query_dim, max_src_len, seed=seed))
+
+    def forward(self, query, values, lengths=None):
+        return location_attention(query, values, self.w_a, self.b_a, lengths)
+
+
+class LocalAttention(torch.nn.Module):
+    """Luong local attention: mode "monotonic" (local-m: p_t = t, or `positions`) or
+    "predictive" (local-p: p_t = S·sigmoid(v_pᵀ tanh(W_p h_t)), parameters w_p (A, D), v_p (A)),
+    a window of ±window, score "dot" or "general" (w (D, E)).
+    forward(query (B, D), keys (B, S, E), values=None, lengths=None, positions=None)."""
+
+    def __init__(self, mode, score, query_dim, key_dim, attn_dim=0, window=10, seed=0):
+        super().__init__()
+        self.mode, self.score, self.window = mode, score, window
+        parameters_from(self, _attn.local_attention_init(mode, score, query_dim, key_dim, attn_dim, seed=seed))
+
+    def forward(self, query, keys, values=None, lengths=None, positions=None):
+        return local_attention(query, keys, keys if values is None else values, lengths, self.mode, self.window,
+                               self.score, getattr(self, "w", None), positions, getattr(self, "w_p", None),
+                               getattr(self, "v_p", None))
+
+
 class ScaledDotProductAttention(torch.nn.Module):
     """softmax(q kᵀ / √Dh + bias, causal / length masks) v, returning the weights too."""
 
-    def __init__(self, causal=False):
+    def __init__(self, causal=False, is_causal=False):
         super().__init__()
-        self.causal = causal
+        self.causal, self.is_causal = causal, is_causal
 
     def forward(self, q, k, v, key_lengths=None, bias=None):
-        return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias)
+        return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias, is_causal=self.is_causal)
 
 
 class CellBase(torch.nn.Module):

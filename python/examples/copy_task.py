@@ -1,7 +1,9 @@
 """Trains a GRU + Bahdanau seq2seq on the copy task from Python, then reports greedy token
 accuracy (EOS included) on fresh examples, as `attn eval` does.
 
-  PYTHONPATH=build/python /usr/bin/python3 python/examples/copy_task.py [STEPS]
+  PYTHONPATH=build/python /usr/bin/python3 python/examples/copy_task.py [STEPS] [CHECKPOINT]
+
+With CHECKPOINT, the trained model is saved there (attn.save), for `attn eval --model`.
 """
 import sys
 
@@ -21,6 +23,9 @@ for step in range(1, steps + 1):
     opt.zero_grad()
     if step % 100 == 0:
         print(f"step {step} loss {loss.item():.4f}", flush=True)
+
+if len(sys.argv) > 2:
+    attn.save(model, sys.argv[2], task="copy", min_len=5, max_len=20, step=steps)
 
 model.eval()
 test = attn.data.TaskGenerator("copy", 5, 20, seed=2)

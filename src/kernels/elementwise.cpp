@@ -47,6 +47,18 @@ void sigmoid_forward(const float* x, float* y, int64_t n) {
 void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t n) {
   for_each_chunk(n, [=](int64_t i) { dx[i] += dy[i] * y[i] * (1.0f - y[i]); });
 }
+void exp_forward(const float* x, float* y, int64_t n) {
+  for_each_chunk(n, [=](int64_t i) { y[i] = std::exp(x[i]); });
+}
+void exp_backward(const float* y, const float* dy, float* dx, int64_t n) {
+  for_each_chunk(n, [=](int64_t i) { dx[i] += dy[i] * y[i]; });
+}
+void log_forward(const float* x, float* y, int64_t n) {
+  for_each_chunk(n, [=](int64_t i) { y[i] = std::log(x[i]); });
+}
+void log_backward(const float* x, const float* dy, float* dx, int64_t n) {
+  for_each_chunk(n, [=](int64_t i) { dx[i] += dy[i] / x[i]; });
+}
 void relu_forward(const float* x, float* y, int64_t n) {
   for_each_chunk(n, [=](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
 }

@@ -97,12 +97,15 @@ ATTN_SDPA_CLONES void row_softmax_grad(float* ds, const float* p, int64_t n, flo
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Causal masking: query t sees keys s <= t + shift (S - T bottom-right aligned, 0 top-left).
+int64_t causal_shift(const SdpaProblem& p) { return p.causal_upper_left ? 0 : p.S - p.T; }
+
 // Keys [0, key_end) can be visible to some row of the query tile ending (exclusive) at
 // t_end; tiles at or beyond it are skipped entirely.
 int64_t key_end(const SdpaProblem& p, int64_t b, int64_t t_end) {
   int64_t e = p.S;
   if (p.key_lengths) e = std::min<int64_t>(e, p.key_lengths[b]);
-  if (p.causal) e = std::min(e, t_end + p.S - p.T);
+  if (p.causal) e = std::min(e, t_end + causal_shift(p));
   return std::max<int64_t>(e, 0);
 }
 
@@ -118,12 +121,13 @@ bool tile_has_keys(const SdpaProblem& p, int64_t b, int64_t s0, int64_t n) {
 // sc (rows, n; row stride ld) holds scale · log2 e · q kᵀ (base 2) for queries t0.. and keys
 // s0..: adds log2 e · bias and sets masked scores to -inf. (Keys beyond key_lengths never
 // reach a tile.)
-void finish_scores(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t s0, int64_t n, float* sc,
+void finish_scores(const SdpaProblem& p, int64_t bh, int64_t t0, int64_t rows, int64_t s0, int64_t n, float* sc,
                    int64_t ld) {
+  const int64_t b = bh / p.H;
   if (p.bias) {
     for (int64_t i = 0; i < rows; ++i) {
       float* r = sc + i * ld;
-      const float* br = p.bias + (t0 + i) * p.S + s0;
+      const float* br = p.bias + bh * p.bias_head_stride + (t0 + i) * p.S + s0;
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) r[j] += kLog2e * br[j];
     }
@@ -137,7 +141,7 @@ void finish_scores(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, in
     }
   }
   if (p.causal) {
-    const int64_t shift = p.S - p.T;
+    const int64_t shift = causal_shift(p);
     for (int64_t i = 0; i < rows; ++i) {
       // Query t0 + i sees keys s <= t0 + i + shift: columns from `first` on are masked.
       const int64_t first = std::max<int64_t>(0, t0 + i + shift + 1 - s0);
@@ -295,11 +299,13 @@ ATTN_SDPA_CLONES void final_weights_tile(float* st, int64_t n, int64_t cols, int
 
 // The forward's twin of finish_scores: sᵀ (n, ld) for queries t0.. (lanes [0, cols)) and
 // keys s0.. (rows), in base 2: adds log2 e · bias and sets masked scores to -inf.
-void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, int64_t cols, int64_t s0, int64_t n,
+void finish_scores_t(const SdpaProblem& p, int64_t bh, int64_t t0, int64_t rows, int64_t cols, int64_t s0, int64_t n,
                      float* st, int64_t ld) {
+  const int64_t b = bh / p.H;
   if (p.bias) {
+    const float* bias = p.bias + bh * p.bias_head_stride;
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t i = 0; i < rows; ++i) st[j * ld + i] += kLog2e * p.bias[(t0 + i) * p.S + s0 + j];
+      for (int64_t i = 0; i < rows; ++i) st[j * ld + i] += kLog2e * bias[(t0 + i) * p.S + s0 + j];
   }
   if (p.key_padding_mask) {
     const int32_t* mask = p.key_padding_mask + b * p.S + s0;
@@ -307,9 +313,9 @@ void finish_scores_t(const SdpaProblem& p, int64_t b, int64_t t0, int64_t rows, 
       if (mask[j] == 0) std::fill(st + j * ld, st + j * ld + cols, -kInf);
   }
   if (p.causal) {
-    // Key s0 + j is visible to query t0 + i iff s0 + j <= t0 + i + (S - T): lanes below
+    // Key s0 + j is visible to query t0 + i iff s0 + j <= t0 + i + shift: lanes below
     // `end` are masked.
-    const int64_t shift = p.S - p.T;
+    const int64_t shift = causal_shift(p);
     for (int64_t j = 0; j < n; ++j) {
       const int64_t end = std::clamp<int64_t>(s0 + j - shift - t0, 0, cols);
       std::fill(st + j * ld, st + j * ld + end, -kInf);
@@ -432,7 +438,7 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
     broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
-    finish_scores_t(p, b, t0, rows, cols, s0, n, s_t, kBq);
+    finish_scores_t(p, bh, t0, rows, cols, s0, n, s_t, kBq);
     online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv);
     broadcast_gemm(p.Dv, cols, n, vh + s0 * p.Dv, 1, p.Dv, s_t, kBq, o_t, kBq, true);
   }
@@ -459,7 +465,7 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
     broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
-    finish_scores_t(p, b, t0, rows, cols, s0, n, s_t, kBq);
+    finish_scores_t(p, bh, t0, rows, cols, s0, n, s_t, kBq);
     final_weights_tile(s_t, n, cols, kBq, z);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < n; ++j) w[i * p.S + s0 + j] = s_t[j * kBq + i];
@@ -509,10 +515,10 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   for (int64_t j = 0; j < n; ++j)
     for (int64_t d = 0; d < p.Dh; ++d) k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
   broadcast_gemm(rows, n, p.Dh, qt, p.Dh, 1, k_t, kBkb, P, kBkb, false);
-  finish_scores(p, b, t0, rows, s0, n, P, kBkb);
+  finish_scores(p, bh, t0, rows, s0, n, P, kBkb);
   for (int64_t i = 0; i < rows; ++i) row_exp2(P + i * kBkb, n, kLog2e * row_lse[i]);  // lse = +inf → 0
   if (dv && dot) broadcast_gemm(n, p.Dv, rows, P, 1, kBkb, dot, p.Dv, dv + (bh * p.S + s0) * p.Dv, p.Dv, true);
-  if (!dq && !dk) return;
+  if (!dq && !dk && !p.dscores) return;
 
   if (dot) {
     for (int64_t j = 0; j < n; ++j)
@@ -529,7 +535,15 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
 #pragma omp simd
       for (int64_t j = 0; j < n; ++j) ds[j] += dw[j];
     }
-    row_softmax_grad(ds, pr, n, row_delta[i], p.scale);
+    if (p.dscores) {  // dS itself (unscaled): ∂L/∂bias
+      row_softmax_grad(ds, pr, n, row_delta[i], 1.0f);
+      float* out = p.dscores + (bh * p.T + t0 + i) * p.S + s0;
+      std::copy(ds, ds + n, out);
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) ds[j] *= p.scale;
+    } else {
+      row_softmax_grad(ds, pr, n, row_delta[i], p.scale);
+    }
   }
   if (dq) broadcast_gemm(rows, p.Dh, n, dS, kBkb, 1, kt, p.Dh, dq + (bh * p.T + t0) * p.Dh, p.Dh, true);
   if (dk) broadcast_gemm(n, p.Dh, rows, dS, 1, kBkb, qt, p.Dh, dk + (bh * p.S + s0) * p.Dh, p.Dh, true);
@@ -578,7 +592,7 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
       delta[r] = d;
     }
   });
-  if (!dq && !dk && !dv) return;
+  if (!dq && !dk && !dv && !p.dscores) return;
 
   const BackwardInputs in{q, k, v, lse, dout, dweights, delta};
   const int64_t nq = ceil_div(p.T, kBq);
@@ -601,7 +615,7 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
       for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
     });
   }
-  if (dq) {
+  if (dq || p.dscores) {  // dscores: each (t, s') of a head written by one item
     run_items(heads * nq, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nq;
       const int64_t qi = item % nq;

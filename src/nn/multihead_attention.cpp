@@ -45,10 +45,15 @@ void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
         throw ValueError(op + ": key_lengths[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
   }
   if (call.key_padding_mask.defined()) c.check("key_padding_mask", call.key_padding_mask, {"B", "S"}, DType::i32);
-  if (call.attn_bias.defined()) {
-    c.check("attn_bias", call.attn_bias, {"T", "S"});
-    if (call.attn_bias.requires_grad())
-      throw ValueError(op + ": attn_bias gradients are not supported ('attn_bias' requires grad); pass attn_bias.detach()");
+  if (call.attn_bias.defined()) {  // torch's float attn_mask shapes, one for all heads or one per (b, h)
+    const Tensor& b = call.attn_bias;
+    const int64_t T = c["T"];
+    const Shape& s = b.shape();
+    const bool ok = s == Shape({T, S}) || s == Shape({B * H, T, S}) || s == Shape({B, H, T, S});
+    if (!ok || b.dtype() != DType::f32)
+      throw ShapeError(op + ": 'attn_bias' expected float32 (T=" + str(T) + ", S=" + str(S) + "), (B·H=" + str(B * H) +
+                       ", T, S) or (B=" + str(B) + ", H=" + str(H) + ", T, S), got " + s.str() + " " +
+                       dtype_name(b.dtype()));
   }
   if (!(call.temperature > 0.0f) || !std::isfinite(call.temperature))
     throw ValueError(op + ": temperature must be a finite value > 0, got " + format_number(call.temperature));

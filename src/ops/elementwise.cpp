@@ -90,6 +90,16 @@ Tensor tanh(const Tensor& x) { return unary("tanh", x, kernels::tanh_forward, ke
 Tensor sigmoid(const Tensor& x) {
   return unary("sigmoid", x, kernels::sigmoid_forward, kernels::sigmoid_backward, true);
 }
+Tensor exp(const Tensor& x) { return unary("exp", x, kernels::exp_forward, kernels::exp_backward, true); }
+Tensor log(const Tensor& x) {
+  check_float("log", x);
+  const float* p = x.f32();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i)
+    if (!(p[i] >= 0.0f))
+      throw ValueError("log: 'x' must be >= 0 (log of a negative number or NaN is NaN), got " + std::to_string(p[i]) +
+                       " at flat index " + std::to_string(i));
+  return unary("log", x, kernels::log_forward, kernels::log_backward, false);
+}
 Tensor relu(const Tensor& x) { return unary("relu", x, kernels::relu_forward, kernels::relu_backward, false); }
 Tensor gelu(const Tensor& x) { return unary("gelu", x, kernels::gelu_forward, kernels::gelu_backward, false); }
 

@@ -27,10 +27,17 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
                          " is outside [0, S=" + std::to_string(S) + "]");
   }
   if (options.key_padding_mask.defined()) c.check("key_padding_mask", options.key_padding_mask, {"B", "S"}, DType::i32);
+  int64_t bias_head_stride = 0;
   if (options.bias.defined()) {
-    c.check("bias", options.bias, {"T", "S"});
-    if (options.bias.requires_grad())
-      throw ValueError("sdpa: bias gradients are not supported ('bias' requires grad); pass bias.detach()");
+    const Tensor& b = options.bias;
+    const auto& d = b.shape().dims();
+    const bool per_head = (d.size() == 3 && d[0] == B * H && d[1] == T && d[2] == S) ||
+                          (d.size() == 4 && d[0] == B && d[1] == H && d[2] == T && d[3] == S);
+    if (b.dtype() != DType::f32 || !(per_head || (d.size() == 2 && d[0] == T && d[1] == S)))
+      throw ShapeError("sdpa: 'bias' expected float32 (T=" + std::to_string(T) + ", S=" + std::to_string(S) +
+                       "), (B·H=" + std::to_string(B * H) + ", T, S) or (B=" + std::to_string(B) + ", H=" +
+                       std::to_string(H) + ", T, S), got " + b.shape().str() + " " + dtype_name(b.dtype()));
+    if (per_head) bias_head_stride = T * S;
   }
   if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
     throw ValueError("sdpa: temperature must be a finite value > 0, got " + format_number(options.temperature));
@@ -49,11 +56,14 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
   p.Dv = Dv;
   p.scale = base_scale / options.temperature;
   p.causal = options.causal;
+  p.causal_upper_left = options.causal_align == CausalAlign::upper_left;
+  p.bias_head_stride = bias_head_stride;
 
   Tensor out = Tensor::empty({B, H, T, Dv});
   Tensor lse = Tensor::empty({B, H, T});
   Tensor weights = options.need_weights ? Tensor::empty({B, H, T, S}) : Tensor();
   Tensor bias = options.bias.defined() ? options.bias.detach() : Tensor();
+  const Tensor learned_bias = options.bias.defined() && autodiff::needs_grad(options.bias) ? options.bias : Tensor();
   Tensor lengths = options.key_lengths;
   Tensor padding = options.key_padding_mask;
   {
@@ -67,10 +77,10 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
                           weights.defined() ? weights.f32() : nullptr, scratch.f32(), workers);
   }
 
-  if (autodiff::needs_grad(q, k, v)) {
+  if (autodiff::needs_grad(q, k, v) || learned_bias.defined()) {
     // One node for the whole attention. D = rowsum(dO ⊙ O) + rowsum(dW ⊙ W);
     // dS = P ⊙ (dO vᵀ + dW - D); dq += scale' dS k, dk += scale' dSᵀ q, dv += Pᵀ dO.
-    auto backward_fn = [q, k, v, out, lse, weights, bias, lengths, padding, p]() mutable {
+    auto backward_fn = [q, k, v, out, lse, weights, bias, learned_bias, lengths, padding, p]() mutable {
       const Tensor dout = out.has_grad() ? out.grad() : Tensor();
       const Tensor dweights = weights.defined() && weights.has_grad() ? weights.grad() : Tensor();
       if (!dout.defined() && !dweights.defined()) return;
@@ -78,6 +88,10 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
       bp.bias = bias.defined() ? bias.f32() : nullptr;
       bp.key_lengths = lengths.defined() ? lengths.i32() : nullptr;
       bp.key_padding_mask = padding.defined() ? padding.i32() : nullptr;
+      // dbias = dS: per (b, h) into a zeroed (B, H, T, S), then added (or summed over b, h
+      // in a fixed order for a shared (T, S) bias) into the bias's gradient.
+      Tensor dscores = learned_bias.defined() ? Tensor::zeros({bp.B, bp.H, bp.T, bp.S}) : Tensor();
+      bp.dscores = dscores.defined() ? dscores.f32() : nullptr;
 
       // When q, k or v are the same tensor their gradients share one buffer; accumulate
       // into separate zeroed buffers first so the sum does not depend on the schedule.
@@ -100,6 +114,14 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
                              dweights.defined() ? dweights.f32() : nullptr, dq.defined() ? dq.f32() : nullptr,
                              dk.defined() ? dk.f32() : nullptr, dv.defined() ? dv.f32() : nullptr, delta.f32(),
                              scratch.f32(), workers);
+      if (dscores.defined()) {
+        const int64_t plane = bp.T * bp.S, heads = bp.B * bp.H;
+        float* db = learned_bias.grad_accumulator().f32();
+        if (bp.bias_head_stride)
+          kernels::add_into(db, dscores.f32(), heads * plane);
+        else
+          for (int64_t bh = 0; bh < heads; ++bh) kernels::add_into(db, dscores.f32() + bh * plane, plane);
+      }
       if (aliased) {
         if (dq.defined()) kernels::add_into(q.grad_accumulator().f32(), dq.f32(), dq.numel());
         if (dk.defined()) kernels::add_into(k.grad_accumulator().f32(), dk.f32(), dk.numel());

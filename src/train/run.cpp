@@ -16,6 +16,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
+#include "attn/io/atomic_file.h"
 #include "attn/parallel.h"
 #include "attn/version.h"
 #include "attn/train/checkpoint.h"
@@ -251,6 +252,7 @@ RunResult run(Task& task, const RunOptions& o) {
   }
   JsonlLog log((dir / "log.jsonl").string(), o.resume);
   log.write({{"run", o.provenance.to_json()}, {"step", state.step}, {"resume", o.resume}});
+  if (!o.config_toml.empty()) io::write_file_atomically((dir / "config.toml").string(), o.config_toml);
 
   const auto run_start = std::chrono::steady_clock::now();
   auto last_save = run_start;

@@ -342,6 +342,40 @@ TEST(Sdpa, Gradcheck) {
   biased.scale = 0.8f;
   biased.key_lengths = ints({3, 4}, {2});
   EXPECT_TRUE(check_grads(biased, 2, 1, 3, 4, 3, 2, 14));
+
+  SdpaOptions upper_left;  // torch's is_causal: query t sees keys s <= t
+  upper_left.causal = true;
+  upper_left.causal_align = CausalAlign::upper_left;
+  EXPECT_TRUE(check_grads(upper_left, 2, 1, 3, 5, 2, 3, 15));  // T < S
+  EXPECT_TRUE(check_grads(upper_left, 1, 2, 5, 3, 2, 2, 16));  // T > S: no row fully masked
+}
+
+// A learned bias of each shape torch's attn_mask takes: its gradient is checked with q, k, v's.
+TEST(Sdpa, GradcheckLearnedBias) {
+  const int64_t B = 2, H = 2, T = 3, S = 4;
+  for (const Shape& shape : {Shape({T, S}), Shape({B * H, T, S}), Shape({B, H, T, S})}) {
+    for (bool weights_output : {false, true}) {
+      auto fn = [weights_output](const std::vector<Tensor>& in) {
+        SdpaOptions o;
+        o.bias = in[3];
+        o.key_lengths = ints({4, 2}, {2});
+        o.causal = true;
+        o.need_weights = weights_output;
+        SdpaResult r = sdpa(in[0], in[1], in[2], o);
+        return weights_output ? r.weights : r.out;
+      };
+      EXPECT_TRUE(gradcheck(fn, {leaf({B, H, T, 3}, 30), leaf({B, H, S, 3}, 31), leaf({B, H, S, 2}, 32), leaf(shape, 33)}))
+          << shape.str() << " weights_output=" << weights_output;
+    }
+  }
+  // The bias alone requires grad.
+  auto bias_only = [](const std::vector<Tensor>& in) {
+    SdpaOptions o;
+    o.bias = in[0];
+    return sdpa(random_tensor({1, 2, 3, 4}, 40, -1, 1), random_tensor({1, 2, 5, 4}, 41, -1, 1),
+                random_tensor({1, 2, 5, 2}, 42, -1, 1), o).out;
+  };
+  EXPECT_TRUE(gradcheck(bias_only, {leaf({1, 2, 3, 5}, 43)}));
 }
 
 TEST(Sdpa, GradcheckSelfAttentionSharedInput) {
@@ -629,11 +663,14 @@ TEST(Sdpa, ErrorsNameArgumentsAndShapes) {
 
   SdpaOptions bias;
   bias.bias = Tensor::zeros({2, 5, 9});
-  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "sdpa: 'bias' expected (T=5, S=9), got (2, 5, 9)");
+  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError,
+                   "sdpa: 'bias' expected float32 (T=5, S=9), (B·H=8, T, S) or (B=2, H=4, T, S), got (2, 5, 9) float32");
   bias.bias = Tensor::zeros({9, 5});
-  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "sdpa: 'bias' expected (T=5, S=9), got (9, 5)");
-  bias.bias = Tensor::zeros({5, 9}).set_requires_grad(true);
-  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ValueError, "sdpa: bias gradients are not supported");
+  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "got (9, 5) float32");
+  bias.bias = Tensor::zeros({4, 2, 5, 9});
+  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "got (4, 2, 5, 9) float32");
+  bias.bias = Tensor::zeros({5, 9}, DType::i32);
+  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "got (5, 9) int32");
 
   SdpaOptions temp;
   temp.temperature = 0.0f;

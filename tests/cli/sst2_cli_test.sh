@@ -94,7 +94,7 @@ expect 0 "trained 30 steps" -- "$attn" train "${part[@]}" --steps 30 --out "$wor
 cmp -s "$work/whole/last.safetensors" "$work/parts/last.safetensors" || fail "a resumed sst2 run differs from the uninterrupted one"
 # Options that would be ignored are refused.
 expect 2 "--attention does not apply to --task sst2" -- "$attn" train "${tiny[@]}" --attention luong --out "$work/bad7"
-expect 2 "--d-model does not apply to --model bilstm" -- "$attn" train "${tiny[@]}" --d-model 64 --out "$work/bad8"
+expect 2 "--d-model does not apply to --task sst2 --model bilstm" -- "$attn" train "${tiny[@]}" --d-model 64 --out "$work/bad8"
 expect 2 "--seed: must be a non-negative integer, got '-1'" -- "$attn" train "${tiny[@]}" --seed -1 --out "$work/bad9"
 expect 1 "sentiment-train.gz" -- "$attn" train --task sst2 --data "$work/nowhere" --out "$work/bad5"
 expect 2 "unknown --split 'valid' (valid: train, dev, test)" -- "$attn" eval --model "$work/run/model.safetensors" --data "$data" --split valid

@@ -563,11 +563,11 @@ TEST(MultiheadAttention, Errors) {
                    "multihead_attention: 'key_padding_mask' expected (B=2, S=7), got (2, 1)");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.key_lengths = i32({1, 1}, {2}), .key_padding_mask = Tensor::zeros({2, 7}, DType::i32)}),
                    ValueError, "key_lengths and key_padding_mask are exclusive");
-  // A (B, T, S) bias is not "made to fit" the documented (T, S).
+  // A (B, T, S) bias is not "made to fit" one of the documented shapes.
   EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = Tensor::zeros({2, 5, 7})}), ShapeError,
-                   "multihead_attention: 'attn_bias' expected (T=5, S=7), got (2, 5, 7)");
-  Tensor grad_bias = Tensor::zeros({5, 7}).set_requires_grad(true);
-  EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = grad_bias}), ValueError, "attn_bias gradients are not supported");
+                   "multihead_attention: 'attn_bias' expected float32 (T=5, S=7), (B·H=8, T, S) or (B=2, H=4, T, S), "
+                   "got (2, 5, 7) float32");
+  EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = Tensor::zeros({5, 7}, DType::i32)}), ShapeError, "got (5, 7) int32");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.temperature = 0.0f}), ValueError, "temperature must be a finite value > 0, got 0");
 }
 

@@ -1,6 +1,7 @@
 #include "attn/ops/elementwise.h"
 
 #include <cmath>
+#include <limits>
 
 #include "attn/autodiff/tape.h"
 #include "test_support.h"
@@ -25,6 +26,11 @@ TEST(Elementwise, ForwardValues) {
   EXPECT_FLOAT_EQ(sigmoid(a).to_vector()[0], 1.0f / (1.0f + std::exp(1.0f)));
   // gelu(x) = x Φ(x); Φ(2) = 0.97724987
   EXPECT_NEAR(gelu(a).to_vector()[2], 2.0f * 0.97724987f, 1e-6f);
+  EXPECT_FLOAT_EQ(exp(a).to_vector()[1], std::exp(0.5f));
+  EXPECT_EQ(log(Tensor::from_vector(std::vector<float>{3.0f, 0.25f}, {2})).to_vector(),
+            (std::vector<float>{std::log(3.0f), std::log(0.25f)}));
+  Tensor zero = Tensor::zeros({1});
+  EXPECT_EQ(log(zero).to_vector()[0], -std::numeric_limits<float>::infinity());  // as torch.log(0)
 }
 
 TEST(Elementwise, SigmoidIsStableForLargeInputs) {
@@ -39,6 +45,8 @@ TEST(Elementwise, Gradcheck) {
   EXPECT_TRUE(gradcheck(unary(tanh), {leaf({3, 4}, 1)}));
   EXPECT_TRUE(gradcheck(unary(sigmoid), {leaf({3, 4}, 2)}));
   EXPECT_TRUE(gradcheck(unary(gelu), {leaf({3, 4}, 3)}));
+  EXPECT_TRUE(gradcheck(unary(exp), {leaf({3, 4}, 12)}));
+  EXPECT_TRUE(gradcheck(unary(log), {leaf({3, 4}, 13, 0.2f, 3.0f)}));  // away from the pole at 0
   // relu away from the kink at 0
   EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 4, 0.1f, 2.0f)}));
   EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 5, -2.0f, -0.1f)}));
@@ -58,6 +66,10 @@ TEST(Elementwise, ErrorsNameOpAndShapes) {
   EXPECT_THROW_MSG(add(a, b), ShapeError, "add: 'b' expected (2, 3) (the shape of 'a', no broadcasting), got (3, 2)");
   EXPECT_THROW_MSG(mul(a, Tensor::zeros({2, 3}, DType::i32)), ShapeError, "mul: operands must be float32");
   EXPECT_THROW_MSG(tanh(Tensor::zeros({2}, DType::i32)), ShapeError, "tanh: 'x' expected float32, got int32");
+  EXPECT_THROW_MSG(exp(Tensor::zeros({2}, DType::i32)), ShapeError, "exp: 'x' expected float32, got int32");
+  EXPECT_THROW_MSG(log(Tensor::from_vector(std::vector<float>{1.0f, -0.5f}, {2})), ValueError,
+                   "log: 'x' must be >= 0 (log of a negative number or NaN is NaN), got -0.500000 at flat index 1");
+  EXPECT_THROW_MSG(log(Tensor::from_vector(std::vector<float>{std::nanf("")}, {1})), ValueError, "at flat index 0");
   EXPECT_THROW_MSG(relu(Tensor()), ShapeError, "relu: 'x' is undefined");
 }
 

@@ -1,37 +1,26 @@
 """A straightforward PyTorch re-implementation of attn.models.Seq2Seq
 (include/attn/models/seq2seq.h, src/models/{encoder,decoder,seq2seq}.cpp), written from the
-documented equations with stock torch modules, for whole-model parity tests.
-
-  encoder   nn.Embedding(padding_idx=PAD) -> nn.GRU / nn.LSTM (layers, bidirectional) over a
-            packed sequence (pack_padded_sequence, so padding never changes a result; outputs
-            at padded positions are 0); bidirectional: decoder initial state per layer
-            tanh(bridge_h_l{k}([h_fwd; h_bwd])) (and bridge_c for the LSTM cell).
-  decoder   one nn.GRUCell / nn.LSTMCell per layer, D = H, stepped over the target:
-    none      s_t = RNN(emb(y_{t-1}), s_{t-1});                         logits = W_o s_t
-    bahdanau  c_t = attend(s_{t-1}^{top}); s_t = RNN([emb; c_t], s_{t-1}); logits = W_o [s_t; c_t; emb]
-    luong     s_t = RNN([emb; h~_{t-1}], s_{t-1}) (input feeding; emb only without, h~_0 = 0);
-              c_t = attend(s_t); h~_t = tanh(W_c [c_t; s_t]) (no bias);  logits = W_o h~_t
-  scores    additive             v^T tanh(W_q q + b + W_k k)
-            additive_normalized  (g v / |v|)^T tanh(W_q q + b + W_k k)
-            dot / general / concat   q^T k / q^T W k / v^T tanh(W [q; k])
-            location             (W_a q + b_a)[:S]
-            scaled_dot           q^T k / sqrt(D)
-            multihead            F.multi_head_attention_forward (separate q/k/v projections,
-                                 in_proj_bias, out_proj), context size D, weights (B, H·S)
-            then softmax over the real positions s < length, c = sum_s a_s values_s.
-  loss      cross entropy, mean over the non-PAD target tokens.
+documented equations with stock torch modules, for whole-model parity tests. The modules
+(Encoder, Decoder, Attention: embedding, GRU/LSTM over the packed source, the bridge, the
+decoder cells, every score) are those of tools/attn/torch_model.py, the file
+`attn export --to torch` writes, so this suite checks the exported model too; this file adds
+attn's names, numpy inputs, the loss and a greedy loop that reports its logit margins.
 
 Parameters carry the attn names: `attn_names()` maps each attn parameter name to the torch
 tensor that plays its role, so weights are copied (and gradients compared) by name.
 """
+import importlib.util
 import json
-import math
+import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+_spec = importlib.util.spec_from_file_location(
+    "attn_torch_model", os.path.join(os.path.dirname(__file__), "..", "..", "tools", "attn", "torch_model.py"))
+torch_model = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(torch_model)
 
 PAD, BOS, EOS = 0, 1, 2
 
@@ -52,170 +41,10 @@ def full_config(config):
     return c
 
 
-class Attention(nn.Module):
-    """The decoder's scoring module: parameters named as attn's decoder.attention.*"""
-
-    def __init__(self, kind, score, D, E, max_src_len, heads=1):
-        super().__init__()
-        self.kind, self.score = kind, score
-        A = D
-        z = torch.zeros
-        if kind == "bahdanau":
-            self.w_q, self.w_k = nn.Parameter(z(A, D)), nn.Parameter(z(A, E))
-            self.bias, self.v = nn.Parameter(z(A)), nn.Parameter(z(A))
-            if score == "additive_normalized":
-                self.g = nn.Parameter(z(()))
-        elif score == "general":
-            self.w = nn.Parameter(z(D, E))
-        elif score == "concat":
-            self.w, self.v = nn.Parameter(z(A, D + E)), nn.Parameter(z(A))
-        elif score == "location":
-            self.w_a, self.b_a = nn.Parameter(z(max_src_len, D)), nn.Parameter(z(max_src_len))
-        elif score == "multihead":
-            # torch.nn.MultiheadAttention(D, H, kdim=E, vdim=E)'s parameters, always with
-            # separate projections (torch packs them into in_proj_weight when E == D).
-            self.heads = heads
-            self.q_proj_weight, self.k_proj_weight = nn.Parameter(z(D, D)), nn.Parameter(z(D, E))
-            self.v_proj_weight, self.in_proj_bias = nn.Parameter(z(D, E)), nn.Parameter(z(3 * D))
-            self.out_proj = nn.Linear(D, D)
-
-    def scores(self, q, keys):
-        """q (B, D), keys (B, S, E) -> e (B, S)."""
-        S = keys.shape[1]
-        if self.kind == "bahdanau":
-            v = self.v
-            if self.score == "additive_normalized":
-                v = self.g * v / v.norm()
-            u = q @ self.w_q.T + self.bias                                   # (B, A)
-            return torch.tanh(u[:, None, :] + keys @ self.w_k.T) @ v         # (B, S)
-        if self.score == "dot":
-            return torch.einsum("bd,bsd->bs", q, keys)
-        if self.score == "scaled_dot":
-            return torch.einsum("bd,bsd->bs", q, keys) / math.sqrt(q.shape[1])
-        if self.score == "general":
-            return torch.einsum("be,bse->bs", q @ self.w, keys)
-        if self.score == "concat":
-            D = q.shape[1]
-            wq, wk = self.w[:, :D], self.w[:, D:]
-            return torch.tanh((q @ wq.T)[:, None, :] + keys @ wk.T) @ self.v
-        if self.score == "location":
-            return (q @ self.w_a.T + self.b_a)[:, :S]
-        raise ValueError(self.score)
-
-    def forward(self, q, values, lengths):
-        """-> context (B, E), weights (B, S)."""
-        S = values.shape[1]
-        keep = torch.arange(S)[None, :] < lengths[:, None]
-        if self.score == "multihead":
-            D = q.shape[1]
-            ctx, a = F.multi_head_attention_forward(
-                q[None], values.transpose(0, 1), values.transpose(0, 1), D, self.heads, None, self.in_proj_bias,
-                None, None, False, 0.0, self.out_proj.weight, self.out_proj.bias, training=False,
-                key_padding_mask=~keep, need_weights=True, use_separate_proj_weight=True,
-                q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
-                v_proj_weight=self.v_proj_weight, average_attn_weights=False)
-            return ctx[0], a.reshape(a.shape[0], -1)                         # (B, D), (B, H·S)
-        e = self.scores(q, values)
-        keep = torch.arange(S)[None, :] < lengths[:, None]
-        a = torch.softmax(e.masked_fill(~keep, float("-inf")), dim=1)
-        return torch.einsum("bs,bse->be", a, values), a
-
-
-class Encoder(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        H, L = c["hidden"], c["layers"]
-        self.lstm = c["encoder"] == "lstm"
-        self.embedding = nn.Embedding(c["vocab"], c["emb"], padding_idx=PAD)
-        rnn = nn.LSTM if self.lstm else nn.GRU
-        self.rnn = rnn(c["emb"], H, num_layers=L, bidirectional=c["bidirectional"])
-        self.bidirectional = c["bidirectional"]
-        if self.bidirectional:
-            self.bridge = nn.ModuleDict()
-            for l in range(L):
-                self.bridge[f"h_l{l}"] = nn.Linear(2 * H, H)
-                if self.lstm:
-                    self.bridge[f"c_l{l}"] = nn.Linear(2 * H, H)
-
-    def forward(self, src, lengths):
-        """src (B, S) long, lengths (B) long -> outputs (B, S, E), [h per layer], [c per layer]."""
-        S = src.shape[1]
-        x = self.embedding(src.T)                                            # (S, B, emb)
-        packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
-        out, state = self.rnn(packed)
-        out, _ = pad_packed_sequence(out, total_length=S)                    # (S, B, E), 0 at padding
-        h_n, c_n = state if self.lstm else (state, None)                     # (L·dirs, B, H)
-        L = self.rnn.num_layers
-        hs, cs = [], []
-        for l in range(L):
-            if self.bidirectional:
-                hs.append(torch.tanh(self.bridge[f"h_l{l}"](torch.cat([h_n[2 * l], h_n[2 * l + 1]], 1))))
-                if self.lstm:
-                    cs.append(torch.tanh(self.bridge[f"c_l{l}"](torch.cat([c_n[2 * l], c_n[2 * l + 1]], 1))))
-            else:
-                hs.append(h_n[l])
-                if self.lstm:
-                    cs.append(c_n[l])
-        return out.transpose(0, 1), hs, cs
-
-
-class Decoder(nn.Module):
-    def __init__(self, c, E):
-        super().__init__()
-        H, L, emb = c["hidden"], c["layers"], c["emb"]
-        self.c = c
-        self.kind = c["attention"]
-        self.lstm = c["encoder"] == "lstm"
-        self.feeding = self.kind == "luong" and c["input_feeding"]
-        self.embedding = nn.Embedding(c["vocab"], emb, padding_idx=PAD)
-        in0 = emb + (E if self.kind == "bahdanau" else H if self.feeding else 0)
-        cell = nn.LSTMCell if self.lstm else nn.GRUCell
-        self.cells = nn.ModuleList([cell(in0 if l == 0 else H, H) for l in range(L)])
-        if self.kind != "none":
-            self.attention = Attention(self.kind, c["score"], H, E, c["max_src_len"], c["heads"])
-        if self.kind == "luong":
-            context = H if c["score"] == "multihead" else E
-            self.linear_out = nn.Linear(context + H, H, bias=False)
-        features = H + E + emb if self.kind == "bahdanau" else H
-        self.out = nn.Linear(features, c["vocab"])
-
-    def init_state(self, hs, cs, B):
-        return {"h": list(hs), "c": list(cs),
-                "feed": torch.zeros(B, self.c["hidden"]) if self.feeding else None}
-
-    def step(self, emb_prev, state, values, lengths):
-        """One step: -> logits (B, V), attention weights (B, S) or None. Updates state."""
-        x, ctx, weights = emb_prev, None, None
-        if self.kind == "bahdanau":
-            ctx, weights = self.attention(state["h"][-1], values, lengths)  # queries with s_{t-1}
-            x = torch.cat([emb_prev, ctx], 1)
-        elif self.feeding:
-            x = torch.cat([emb_prev, state["feed"]], 1)
-        for l, cell in enumerate(self.cells):
-            if self.lstm:
-                state["h"][l], state["c"][l] = cell(x, (state["h"][l], state["c"][l]))
-            else:
-                state["h"][l] = cell(x, state["h"][l])
-            x = state["h"][l]
-        top = x
-        if self.kind == "bahdanau":
-            return self.out(torch.cat([top, ctx, emb_prev], 1)), weights
-        if self.kind == "luong":
-            ctx, weights = self.attention(top, values, lengths)            # queries with s_t
-            feature = torch.tanh(self.linear_out(torch.cat([ctx, top], 1)))
-            if self.feeding:
-                state["feed"] = feature
-            return self.out(feature), weights
-        return self.out(top), None
-
-
-class Seq2SeqRef(nn.Module):
+class Seq2SeqRef(torch_model.RnnSeq2Seq):
     def __init__(self, config):
-        super().__init__()
         self.c = full_config(config)
-        self.encoder = Encoder(self.c)
-        E = self.c["hidden"] * (2 if self.c["bidirectional"] else 1)
-        self.decoder = Decoder(self.c, E)
+        super().__init__(self.c)
 
     # ---- names ----------------------------------------------------------------------------
 
@@ -249,13 +78,7 @@ class Seq2SeqRef(nn.Module):
 
     def logits(self, src, src_lengths, tgt_in):
         """-> logits (T, B, V), time-major, like attn."""
-        src, lengths, tgt_in = self._long(src), self._long(src_lengths), self._long(tgt_in)
-        values, hs, cs = self.encoder(src, lengths)
-        B, T = tgt_in.shape
-        emb = self.decoder.embedding(tgt_in.T)                              # (T, B, emb)
-        state = self.decoder.init_state(hs, cs, B)
-        steps = [self.decoder.step(emb[t], state, values, lengths)[0] for t in range(T)]
-        return torch.stack(steps)
+        return super().logits(self._long(src), self._long(src_lengths), self._long(tgt_in)).transpose(0, 1)
 
     def loss(self, src, src_lengths, tgt_in, tgt_out):
         logits = self.logits(src, src_lengths, tgt_in)
@@ -270,9 +93,8 @@ class Seq2SeqRef(nn.Module):
         top-1 minus top-2 logit gap of any emitted token, to tell a real disagreement
         from a float tie."""
         src, lengths = self._long(src), self._long(src_lengths)
-        values, hs, cs = self.encoder(src, lengths)
+        values, state = self.start(src, lengths)
         B = src.shape[0]
-        state = self.decoder.init_state(hs, cs, B)
         prev = torch.full((B,), BOS, dtype=torch.long)
         tokens, weights = [[] for _ in range(B)], [[] for _ in range(B)]
         finished, margin = [False] * B, float("inf")

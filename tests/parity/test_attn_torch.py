@@ -114,6 +114,35 @@ def test_gradcheck_float32():
     q, k, v = (torch.randn(1, 2, 3, 2, requires_grad=True) for _ in range(3))
     assert torch.autograd.gradcheck(lambda q, k, v: at.sdpa(q, k, v, causal=True), (q, k, v), eps=1e-2,
                                     atol=2e-3, rtol=2e-2)
+    bias = torch.randn(1, 2, 3, 3, requires_grad=True)  # a learned (B, H, T, S) bias, top-left causal
+    assert torch.autograd.gradcheck(lambda q, k, v, b: at.sdpa(q, k, v, bias=b, is_causal=True), (q, k, v, bias),
+                                    eps=1e-2, atol=2e-3, rtol=2e-2)
+
+
+@pytest.mark.parametrize("bias_shape", [(5, 7), (6, 5, 7), (2, 3, 5, 7)])
+def test_sdpa_learned_bias_and_is_causal_match_torch(bias_shape):
+    """A learned bias (ALiBi-like) of each attn_mask shape, with torch's is_causal (top-left,
+    T != S): outputs and every gradient, bias included, against torch's composed ops."""
+    B, H, T, S, D = 2, 3, 5, 7, 4
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (torch.randn(B, H, n, D, generator=gen, requires_grad=True) for n in (T, S, S))
+    bias = torch.randn(*bias_shape, generator=gen, requires_grad=True)
+    out, weights = at.sdpa(q, k, v, bias=bias, is_causal=True)
+    seed_out, seed_w = torch.randn(out.shape, generator=gen), torch.randn(weights.shape, generator=gen)
+    ((out * seed_out).sum() + (weights * seed_w).sum()).backward()
+    grads = [t.grad.clone() for t in (q, k, v, bias)]
+    for t in (q, k, v, bias):
+        t.grad = None
+    scores = q @ k.transpose(-1, -2) / D ** 0.5 + (bias.reshape(B, H, T, S) if bias.dim() == 3 else bias)
+    scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool).triu(1), float("-inf"))  # torch's is_causal
+    w_t = torch.softmax(scores, -1)
+    out_t = w_t @ v
+    ((out_t * seed_out).sum() + (w_t * seed_w).sum()).backward()
+    case = f"bias {bias_shape}"
+    assert_close("sdpa", case, "out", out.detach(), out_t.detach())
+    assert_close("sdpa", case, "weights", weights.detach(), w_t.detach())
+    for name, g, t in zip(("q", "k", "v", "bias"), grads, (q, k, v, bias)):
+        assert_close("sdpa", case, "d" + name, g, t.grad)
 
 
 def test_decoder_loop_with_calls_in_flight():
@@ -157,8 +186,8 @@ def test_inputs_attn_cannot_take_are_errors():
         at.sdpa(q, torch.empty(1, 1, 2, 3, device="meta"), v)  # what a CUDA tensor gets, on a CPU-only torch
     with pytest.raises(TypeError, match="'v' must be a torch.Tensor, got ndarray"):
         at.sdpa(q, k, v.numpy())
-    with pytest.raises(ValueError, match="'bias' requires grad"):
-        at.sdpa(q, k, v, bias=torch.zeros(2, 2, requires_grad=True))
+    with pytest.raises(attn.ShapeError, match=r"'bias' expected float32 \(T=2, S=2\), \(B·H=1, T, S\)"):
+        at.sdpa(q, k, v, bias=torch.zeros(3, 2, requires_grad=True))
     with pytest.raises(attn.ShapeError, match="sdpa"):
         at.sdpa(q, torch.randn(1, 1, 2, 4), v)
     with pytest.raises(ValueError, match="does not fit in int32"):
@@ -167,3 +196,101 @@ def test_inputs_attn_cannot_take_are_errors():
     kt = torch.randn(1, 1, 3, 2).transpose(-1, -2)
     assert not kt.is_contiguous()
     assert torch.equal(at.sdpa(q, kt, v)[0], at.sdpa(q, kt.contiguous(), v)[0])
+
+
+def luong_reference(score, q, keys, lengths, w=None, v=None):
+    """Luong scores (dot: qᵀk; general: qᵀ W k; concat: vᵀ tanh(W [q; k])), masked softmax, context."""
+    if score == "dot":
+        e = torch.einsum("bd,bsd->bs", q, keys)
+    elif score == "general":
+        e = torch.einsum("be,bse->bs", q @ w, keys)
+    else:
+        D = q.shape[1]
+        e = torch.tanh((q @ w[:, :D].T)[:, None, :] + keys @ w[:, D:].T) @ v
+    ignore = torch.arange(keys.shape[1])[None, :] >= lengths[:, None]
+    a = torch.softmax(e.masked_fill(ignore, float("-inf")), 1)
+    return torch.einsum("bs,bse->be", a, keys), a
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_luong_and_location_modules_match_torch(score):
+    B, S, D = 3, 6, 5
+    gen = torch.Generator().manual_seed(7)
+    lengths = torch.tensor([6, 2, 4])
+    attention = at.LuongAttention(score, D, D, attn_dim=4, seed=2)
+    assert sorted(n for n, _ in attention.named_parameters()) == {"dot": [], "general": ["w"], "concat": ["v", "w"]}[score]
+    q, keys = torch.randn(B, D, generator=gen, requires_grad=True), torch.randn(B, S, D, generator=gen, requires_grad=True)
+    ctx, w = attention(q, keys, lengths=lengths)
+    seed_c, seed_w = torch.randn(ctx.shape, generator=gen), torch.randn(w.shape, generator=gen)
+    ((ctx * seed_c).sum() + (w * seed_w).sum()).backward()
+    got = [q.grad.clone(), keys.grad.clone()] + [p.grad.clone() for _, p in attention.named_parameters()]
+    q.grad = keys.grad = None
+    for p in attention.parameters():
+        p.grad = None
+    ctx_t, w_t = luong_reference(score, q, keys, lengths, getattr(attention, "w", None), getattr(attention, "v", None))
+    ((ctx_t * seed_c).sum() + (w_t * seed_w).sum()).backward()
+    expected = [q.grad, keys.grad] + [p.grad for _, p in attention.named_parameters()]
+    case = f"luong {score}"
+    assert_close("attention", case, "context", ctx.detach(), ctx_t.detach())
+    assert_close("attention", case, "weights", w.detach(), w_t.detach())
+    for name, g, e in zip(["query", "keys"] + [n for n, _ in attention.named_parameters()], got, expected):
+        assert_close("attention", case, "d" + name, g, e)
+
+    location = at.LocationAttention(D, 8, seed=3)
+    with torch.no_grad():
+        location.b_a.normal_(generator=gen)
+    ctx, w = location(q, keys, lengths=lengths)
+    ignore = torch.arange(S)[None, :] >= lengths[:, None]
+    w_t = torch.softmax((q @ location.w_a.T + location.b_a)[:, :S].masked_fill(ignore, float("-inf")), 1)
+    assert_close("attention", "location", "weights", w.detach(), w_t.detach())
+    assert_close("attention", "location", "context", ctx.detach(), torch.einsum("bs,bse->be", w_t, keys).detach())
+    (ctx.sum() + w[:, 0].sum()).backward()
+    grad_w_a = location.w_a.grad.clone()
+    location.w_a.grad = None
+    (torch.einsum("bs,bse->be", w_t, keys).sum() + w_t[:, 0].sum()).backward()
+    assert_close("attention", "location", "dw_a", grad_w_a, location.w_a.grad)
+
+
+@pytest.mark.parametrize("mode", ["monotonic", "predictive"])
+def test_local_attention_module_matches_attn_and_gradchecks(mode):
+    """local-m / local-p (their torch parity is test_local_attention.py): the module gives attn's
+    op's outputs, and torch.autograd.gradcheck passes through it."""
+    B, S, D = 2, 7, 4
+    gen = torch.Generator().manual_seed(8)
+    attention = at.LocalAttention(mode, "general", D, D, attn_dim=3, window=2, seed=4)
+    q, keys = torch.randn(B, D, generator=gen), torch.randn(B, S, D, generator=gen)
+    lengths = torch.tensor([7, 5])
+    positions = torch.tensor([3, 1], dtype=torch.int32) if mode == "monotonic" else None
+    ctx, w = attention(q, keys, lengths=lengths, positions=positions)
+    native = _native_local(mode, attention, q, keys, lengths, positions)
+    np.testing.assert_array_equal(ctx.detach().numpy(), native[0].numpy())
+    np.testing.assert_array_equal(w.detach().numpy(), native[1].numpy())
+    params = [p for _, p in attention.named_parameters()]
+    q.requires_grad_(True)
+    keys.requires_grad_(True)
+
+    def fn(q, keys, *p):
+        named = dict(zip([n for n, _ in attention.named_parameters()], p))
+        return at.local_attention(q, keys, keys, lengths, mode, 2, "general", named.get("w"), positions,
+                                  named.get("w_p"), named.get("v_p"))
+    assert torch.autograd.gradcheck(fn, (q, keys, *params), eps=1e-2, atol=3e-3, rtol=3e-2)
+
+
+def _native_local(mode, attention, q, keys, lengths, positions):
+    ta = lambda t: None if t is None else attn.tensor(t.detach().numpy())  # noqa: E731
+    return tuple(attn.local_attention(ta(q), ta(keys), ta(keys), ta(lengths), mode=mode, window=2, score="general",
+                                      w=ta(getattr(attention, "w", None)), positions=ta(positions),
+                                      w_p=ta(getattr(attention, "w_p", None)), v_p=ta(getattr(attention, "v_p", None)),
+                                      need_weights=True))
+
+
+def test_luong_wrapper_errors():
+    q, keys = torch.randn(2, 4), torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match="score"):
+        at.luong_attention(q, keys, keys, score="nope")
+    with pytest.raises(attn.ShapeError, match="luong_attention"):
+        at.luong_attention(q, torch.randn(2, 3, 5), torch.randn(2, 3, 5))
+    with pytest.raises(TypeError, match="'keys' must be float32"):
+        at.luong_attention(q, keys.double(), keys)
+    with pytest.raises(ValueError, match="'query' is on meta"):
+        at.location_attention(torch.empty(2, 4, device="meta"), keys, torch.randn(5, 4), torch.randn(5))

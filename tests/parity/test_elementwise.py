@@ -27,6 +27,30 @@ def test_unary(name, torch_fn, shape, magnitude):
     assert_close(name, case, "grad x", xa.grad, xt.grad)
 
 
+@pytest.mark.parametrize("name,torch_fn", [("exp", torch.exp), ("log", torch.log)])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_exp_log(name, torch_fn, shape):
+    # exp over [-30, 30] (no overflow), log over (0, 1e3] (away from the pole at 0)
+    x = randn(6, *shape, scale=10.0) if name == "exp" else np.abs(randn(6, *shape, scale=100.0)) + 1e-3
+    seed = randn(7, *shape)
+    xa = to_attn(x, requires_grad=True)
+    ya = getattr(xa, name)()  # the Tensor method, which calls attn.exp / attn.log
+    attn.backward(ya, seed)
+    xt = to_torch(x, requires_grad=True)
+    yt = torch_fn(xt)
+    yt.backward(torch.tensor(seed))
+    assert_close("elementwise", f"{name} shape={shape}", "output", ya, yt)
+    assert_close("elementwise", f"{name} shape={shape}", "grad x", xa.grad, xt.grad)
+
+
+def test_exp_log_errors():
+    assert np.isneginf(attn.log(attn.tensor(np.zeros(2, np.float32))).numpy()).all()  # torch.log(0) too
+    with pytest.raises(ValueError, match=r"log: 'x' must be >= 0 .* got -1.000000 at flat index 2"):
+        attn.log(attn.tensor(np.array([1, 2, -1], np.float32)))
+    with pytest.raises(ValueError, match=r"exp: 'x' expected float32, got int32"):
+        attn.exp(attn.tensor(np.array([1, 2], np.int32)))
+
+
 @pytest.mark.parametrize("name,torch_fn", [("add", torch.add), ("mul", torch.mul)])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_binary(name, torch_fn, shape):

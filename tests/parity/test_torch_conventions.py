@@ -70,8 +70,12 @@ def test_multihead_attention_state_dict_and_masks(batch_first, kv):
     kpm[2, 1] = True           # any pattern
     bool_mask = np.triu(np.ones((T, S), bool), k=2)  # True = not allowed; every row keeps a key
     float_mask = randn(4, T, S)
+    per_head_mask = randn(5, B * H, T, S)  # torch's (B·H, T, S) float attn_mask
+    per_head_bool = np.broadcast_to(bool_mask, (B * H, T, S)).copy()
+    per_head_bool[1] = np.triu(np.ones((T, S), bool), k=1)
     cases = [dict(), dict(key_padding_mask=kpm), dict(attn_mask=bool_mask),
-             dict(attn_mask=float_mask, key_padding_mask=kpm)]
+             dict(attn_mask=float_mask, key_padding_mask=kpm), dict(attn_mask=per_head_mask),
+             dict(attn_mask=per_head_bool, key_padding_mask=kpm)]
 
     def compare(direction):
         for masks in cases:
@@ -100,12 +104,15 @@ def test_multihead_attention_gradients_match_torch():
     x = randn(1, B, T, E)
     kpm = np.array([[False, False, True], [False, False, False]])
     xa, xt = to_attn(x, True), to_torch(x, True)
-    out_a, _ = a(xa, xa, xa, key_padding_mask=kpm)
-    out_t, _ = t(xt, xt, xt, key_padding_mask=torch.tensor(kpm))
+    bias = randn(3, B * H, T, T)  # a learned (B·H, T, S) float attn_mask
+    ba, bt = to_attn(bias, True), to_torch(bias, True)
+    out_a, _ = a(xa, xa, xa, key_padding_mask=kpm, attn_mask=ba)
+    out_t, _ = t(xt, xt, xt, key_padding_mask=torch.tensor(kpm), attn_mask=bt)
     seed = randn(2, B, T, E)
     attn.backward(attn.sum(attn.mul(out_a, to_attn(seed))))
     (out_t * torch.tensor(seed)).sum().backward()
     assert_close("default", "mha grad", "grad x", xa.grad, xt.grad)
+    assert_close("default", "mha grad", "grad attn_mask", ba.grad, bt.grad)
     for name, p in a.named_parameters():
         assert_close("default", "mha grad", f"grad {name}", p.grad, dict(t.named_parameters())[name].grad)
 
@@ -122,8 +129,8 @@ def test_masks_of_the_wrong_dtype_or_shape_are_errors():
         a(x, x, x, key_padding_mask=torch.zeros(2, 3))
     with pytest.raises(attn.ShapeError, match=r"'key_padding_mask' expected \(B=2, S=3\), got \(3, 2\)"):
         a(x, x, x, key_padding_mask=np.zeros((3, 2), bool))
-    with pytest.raises(attn.ShapeError, match=r"'attn_mask' expected \(T=3, S=3\), got \(4, 3, 3\)"):
-        a(x, x, x, attn_mask=np.zeros((4, 3, 3), np.float32))
+    with pytest.raises(attn.ShapeError, match=r"'attn_mask' expected \(T=3, S=3\) or \(B·H=4, T, S\), got \(5, 3, 3\)"):
+        a(x, x, x, attn_mask=np.zeros((5, 3, 3), np.float32))
     with pytest.raises(TypeError, match="attn_mask must be boolean or float"):
         a(x, x, x, attn_mask=np.zeros((3, 3), np.int64))
     with pytest.raises(attn.ShapeError, match=r"'query' expected a 3-d attn.Tensor \(B, L, E\), got \(3, 8\)"):

@@ -1,12 +1,17 @@
-// attn train: trains one seq2seq model on a synthetic task (copy / reverse / sort), or a
-// sentence classifier on SST-2 (--task sst2 --model bilstm|bilstm-attn|transformer-cls --data DIR).
+// attn train: trains one seq2seq model on a synthetic task (copy / reverse / sort), a
+// sentence classifier on SST-2 (--task sst2 --model bilstm|bilstm-attn|transformer-cls --data DIR),
+// a translation model (--task translate, train_text_tasks.cpp) or a character LM (--task charlm).
+// Its options are registered here in groups (train_option_groups.h): an option outside the
+// chosen task's groups is refused, and --config FILE reads them from a TOML file.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/models/memory_estimate.h"
 #include "attn/train/classifier_trainer.h"
 #include "commands.h"
 #include "common.h"
+#include "train_option_groups.h"
 #include "train_text_tasks.h"
 
 namespace attn::cli {
@@ -97,25 +102,8 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   return o;
 }
 
-// A UsageError for the first of `flags` given on the command line: it would be ignored.
-void refuse_unused(CLI::App* cmd, std::initializer_list<const char*> flags, const std::string& context) {
-  for (const char* flag : flags)
-    if (cmd->count(flag)) throw UsageError(std::string(flag) + " does not apply to " + context);
-}
-
 void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
                     const ClassifierArgs& a, const TextTaskArgs& text) {
-  if (a.model != "bilstm-attn") refuse_unused(cmd, {"--encoder", "--pooling"}, "--task sst2 without --model bilstm-attn");
-  refuse_unused(cmd,
-                {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding",
-                 "--min-len", "--max-len", "--eval-samples", "--src", "--tgt", "--tokenizer", "--vocab-size",
-                 "--max-tokens", "--max-sentences", "--label-smoothing", "--eval-sentences",
-                 "--dec-layers"},
-                "--task sst2");
-  if (a.model == "bilstm" || a.model == "bilstm-attn")
-    refuse_unused(cmd, {"--d-model", "--ffn", "--enc-layers", "--norm", "--positions", "--activation", "--heads"},
-                  "--model " + a.model);
-  if (a.model == "transformer-cls") refuse_unused(cmd, {"--emb", "--hidden"}, "--model transformer-cls (--d-model)");
   if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
   train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a, text);
   as_usage([&] {
@@ -133,6 +121,85 @@ void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const tr
   std::printf("model: %s\n", r.model_path.c_str());
 }
 
+// The options of the shared helpers (add_model_options, add_training_options,
+// add_threads_option, add_run_control_options) in their groups; where a default depends on
+// the task, --help shows each task's default instead of one.
+void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& groups) {
+  auto place = [&](const char* name, const std::vector<const OptionGroup*>& in, const char* defaults = nullptr) {
+    CLI::Option* option = cmd->get_option(name);
+    if (defaults) option->default_str("")->description(option->get_description() + " (default: " + defaults + ")");
+    groups.add(option, in);
+  };
+  // Their descriptions in the other commands speak of the RNN seq2seq model only.
+  cmd->get_option("--heads")->description("Attention heads: --score multihead (dividing --hidden), the Transformers");
+  cmd->get_option("--dropout")->description("Dropout: between RNN layers, in the Transformers and the classifiers");
+  place("--task", {&g.run});
+  place("--steps", {&g.run}, "copy / reverse / sort 1500, translate 10000, charlm 3000, sst2 0: --epochs");
+  place("--lr", {&g.run}, "1e-3; translate --model transformer 7e-4, sst2 --model transformer-cls 5e-4");
+  place("--lr-schedule", {&g.run}, "copy / reverse / sort constant, translate inverse_sqrt, charlm and sst2 cosine");
+  place("--warmup", {&g.run},
+        "copy / reverse / sort 0, translate 200 (--model transformer 1000); charlm 200, sst2 100 "
+        "(transformer-cls 200), each at most a tenth of the run");
+  place("--clip", {&g.run}, "1; sst2 5");
+  place("--seed", {&g.run});
+  place("--log-every", {&g.run}, "50; translate and charlm 100");
+  place("--eval-every", {&g.run}, "copy / reverse / sort 250, translate 1000, charlm 500, sst2 200 (transformer-cls 300)");
+  place("--dropout", {&g.run},
+        "copy / reverse / sort and translate --model rnn 0, the Transformers 0.1, sst2 bilstm and bilstm-attn 0.5");
+  place("--threads", {&g.run});
+  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every"}) place(name, {&g.run});
+  place("--min-len", {&g.synthetic});
+  place("--eval-samples", {&g.synthetic});
+  place("--batch", {&g.synthetic, &g.classifier, &g.lm});
+  place("--max-len", {&g.synthetic, &g.translation, &g.lm}, "copy / reverse / sort 80, translate 100, charlm 128");
+  place("--bucket", {&g.synthetic, &g.classifier}, "copy / reverse / sort 1 (off), sst2 50");
+  place("--encoder", {&g.rnn, &g.pooling}, "gru; sst2 --model bilstm-attn: lstm | average, default lstm");
+  place("--layers", {&g.rnn, &g.bilstm, &g.transformer_classifier},
+        "1; sst2 --model transformer-cls: its encoder layers, 2 (or --enc-layers)");
+  place("--emb", {&g.rnn, &g.bilstm}, "copy / reverse / sort 64, translate 256, sst2 300");
+  place("--hidden", {&g.rnn, &g.bilstm}, "256; sst2 150");
+  place("--heads", {&g.rnn, &g.transformer});
+  for (const char* name : {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding"})
+    place(name, {&g.rnn});
+}
+
+void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups& g, OptionGroups& groups) {
+  groups.add(cmd->add_option("--model", c.model,
+                             "sst2: bilstm (default) | bilstm-attn | transformer-cls; translate: rnn (default) | "
+                             "transformer; charlm: transformer"),
+             {&g.text_data});
+  groups.add(cmd->add_option("--data", c.data,
+                             "The data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)"),
+             {&g.text_data});
+  groups.add(cmd->add_option("--train-limit", c.train_limit, "Use the first N training examples (default 0: all)"),
+             {&g.text_data});
+  groups.add(cmd->add_option("--epochs", c.epochs,
+                             "Epochs over the training split, unless --steps (default 4, transformer-cls 2). The model's "
+                             "recipe in docs/results.md applies to what is not given: see the defaults of --lr, "
+                             "--lr-schedule, --warmup, --eval-every, --d-model, --ffn"),
+             {&g.classifier});
+  groups.add(cmd->add_option("--min-freq", c.min_freq, "Vocabulary keeps words seen this often")->capture_default_str(),
+             {&g.classifier});
+  groups.add(cmd->add_option("--max-vocab", c.max_vocab, "Vocabulary size limit (0: all)")->capture_default_str(),
+             {&g.classifier});
+  groups.add(cmd->add_option("--weight-decay", c.weight_decay, "AdamW decoupled weight decay (0: Adam)")
+                 ->capture_default_str(),
+             {&g.classifier});
+  groups.add(cmd->add_option("--model-config", c.model_config, "JSON object merged into the model configuration"),
+             {&g.classifier});
+  groups.add(cmd->add_option("--dev-limit", c.dev_limit, "Evaluate on the first N dev examples (default 0: all)"),
+             {&g.classifier});
+  groups.add(cmd->add_option("--pooling", c.pooling,
+                             "Attention pooling: additive (v^T tanh(W h + b)) | dot (a learned query); --encoder "
+                             "lstm | average picks its encoder")
+                 ->capture_default_str(),
+             {&g.pooling});
+  groups.add(cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)"),
+             {&g.transformer});
+  groups.add(cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (default: translate 1024, sst2 and charlm 512)"),
+             {&g.transformer});
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app) {
@@ -141,64 +208,65 @@ void add_train_command(CLI::App& app) {
     train::TrainOptions options;
     ClassifierArgs classifier;
     TextTaskArgs text;
+    std::string config_file;
+    TrainGroups groups;
+    OptionGroups registry;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model: seq2seq on copy / reverse / sort, a classifier on SST-2 (--task sst2), translation on Multi30k (--task translate) or a character LM on Tatoeba (--task charlm)");
-  add_model_options(cmd, args->config);
+      "train", "Train a model: seq2seq on copy / reverse / sort, a classifier on SST-2 (--task sst2), translation on "
+               "Multi30k (--task translate) or a character LM on Tatoeba (--task charlm). Options outside the task's "
+               "groups are refused.");
+  const TrainGroups& g = args->groups;
+  OptionGroups& groups = args->registry;
   add_training_options(cmd, args->options);
+  groups.add(cmd->add_option("--out", args->options.out_dir,
+                             "Run directory (model.safetensors, last.safetensors, log.jsonl, config.toml); required"),
+             {&g.run});
+  groups.add(cmd->add_option("--config", args->config_file,
+                             "Read options from a TOML file (name = value lines, as in a run's config.toml); options "
+                             "on the command line override it")
+                 ->configurable(false),
+             {&g.run});
+  add_model_options(cmd, args->config);
   add_threads_option(cmd);
-  cmd->add_option("--out", args->options.out_dir, "Run directory (model.safetensors, last.safetensors, log.jsonl)")
-      ->required();
   add_run_control_options(cmd, args->options);
-  ClassifierArgs& c = args->classifier;
-  const char* sst2 = "SST-2";
-  cmd->add_option("--model", c.model, "--task sst2: bilstm | bilstm-attn | transformer-cls; translate: rnn | transformer; charlm: transformer")->capture_default_str()->group(sst2);
-  cmd->add_option("--data", c.data, "--task sst2|translate|charlm: the data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)")->group(sst2);
-  cmd->add_option("--epochs", c.epochs,
-                  "--task sst2: epochs over the training split (unless --steps; default 4, transformer-cls 2). "
-                  "Without --lr, --lr-schedule, --warmup, --d-model, --ffn the model's recipe in docs/results.md "
-                  "applies: bilstm lr 1e-3, transformer-cls lr 5e-4, d-model 128, ffn 512; cosine decay after 100 "
-                  "(transformer-cls 200) warm-up steps, at most a tenth of the run; --eval-every 200 (transformer-cls 300)")
-      ->group(sst2);
-  cmd->add_option("--pooling", c.pooling,
-                  "--model bilstm-attn: attention pooling additive (v^T tanh(W h + b)) | dot (a learned query); "
-                  "--encoder lstm | average picks its encoder")
-      ->capture_default_str()->group(sst2);
-  cmd->add_option("--min-freq", c.min_freq, "--task sst2: vocabulary keeps words seen this often")
-      ->capture_default_str()->group(sst2);
-  cmd->add_option("--max-vocab", c.max_vocab, "--task sst2: vocabulary size limit (0: all)")->capture_default_str()->group(sst2);
-  cmd->add_option("--weight-decay", c.weight_decay, "--task sst2: AdamW decoupled weight decay (0: Adam)")
-      ->capture_default_str()->group(sst2);
-  cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)")->group(sst2);
-  cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (default: translate 1024, sst2 and charlm 512)")->group(sst2);
-  cmd->add_option("--model-config", c.model_config, "--task sst2: JSON object merged into the model configuration")
-      ->group(sst2);
-  cmd->add_option("--train-limit", c.train_limit, "--task sst2|translate|charlm: use the first N training examples (0: all)")->group(sst2);
-  cmd->add_option("--dev-limit", c.dev_limit, "--task sst2: evaluate on the first N dev examples (0: all)")->group(sst2);
-  add_text_task_options(cmd, args->text);
+  place_shared_options(cmd, g, groups);
+  add_classifier_options(cmd, args->classifier, g, groups);
+  add_text_task_options(cmd, args->text, g, groups);
   cmd->callback([args, cmd] {
+    if (!args->config_file.empty()) apply_config_file(cmd, args->config_file);
+    const std::string& task = args->options.task;
+    const TrainTarget target = train_target(task, args->classifier.model, cmd->count("--model") > 0);
+    args->registry.refuse_outside(cmd, target, task);
     args->options.provenance = train::current_provenance(command_line());
-    if (args->options.task == "sst2") {
+    args->options.config_toml = run_config_text(cmd, args->options.provenance);
+    if (task == "sst2") {
       run_classifier(cmd, args->config, args->options, args->classifier, args->text);
       return;
     }
-    if (args->options.task == "translate" || args->options.task == "charlm") {
+    if (task == "translate" || task == "charlm") {
       const ClassifierArgs& c = args->classifier;
       const SharedTrainArgs shared{c.model, c.data, c.d_model, c.ffn, c.train_limit};
-      if (args->options.task == "translate")
+      if (task == "translate")
         run_translation(cmd, args->config, args->options, shared, args->text);
       else
         run_char_lm(cmd, args->config, args->options, shared, args->text);
       return;
     }
+    const models::Seq2SeqConfig& config = args->config;
+    const train::TrainOptions& o = args->options;
     as_usage([&] {
-      args->options.validate();
-      args->config.validate();
+      o.validate();
+      config.validate();
+      // A model or a batch beyond memory is an impossible request: refused before anything
+      // is written (docs/reliability.md, exit codes).
+      models::check_parameter_memory(config);
+      models::check_training_memory(config, o.batch, o.max_len, static_cast<int64_t>(o.max_len) + 1);
     });
-    args->options.stop = &install_interrupt_flag();
-    train::TrainResult r = train::train_seq2seq(args->config, args->options);
-    report_interrupt(r.interrupted, r.steps_done, args->options.out_dir);
+      args->options.stop = &install_interrupt_flag();
+    train::TrainResult r = train::train_seq2seq(config, o);
+    report_interrupt(r.interrupted, r.steps_done, o.out_dir);
     std::printf("trained %lld steps: final loss %.4f, best validation token accuracy %.1f %%, %.0f tokens/s\n",
                 static_cast<long long>(r.steps_done), r.final_loss, 100 * r.best_token_accuracy, r.tokens_per_second);
     std::printf("model: %s\n", r.model_path.c_str());

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/models/memory_estimate.h"
 #include "attn/train/lm_trainer.h"
 #include "attn/train/translation_trainer.h"
 #include "commands.h"
@@ -46,8 +47,11 @@ std::string command_line() {
 }
 
 void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
-  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors (bit-identical to an uninterrupted run)");
-  cmd->add_flag("--overwrite", o.overwrite, "Replace the run that --out holds (its models, log and tokenizer)");
+  // Not from a --config file: they say how this invocation treats the folder, not what the run is.
+  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors (bit-identical to an uninterrupted run)")
+      ->configurable(false);
+  cmd->add_flag("--overwrite", o.overwrite, "Replace the run that --out holds (its models, log and tokenizer)")
+      ->configurable(false);
   cmd->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time, validation excluded (0: off)")
       ->capture_default_str();
   cmd->add_option("--save-every", o.save_every_minutes,
@@ -62,33 +66,36 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
   to.max_minutes = from.max_minutes;
   to.save_every_minutes = from.save_every_minutes;
   to.provenance = from.provenance;
+  to.config_toml = from.config_toml;
 }
 
-void add_text_task_options(CLI::App* cmd, TextTaskArgs& a) {
-  const char* group = "Translation and language model";
-  cmd->add_option("--src", a.src, "--task translate: source language")->capture_default_str()->group(group);
-  cmd->add_option("--tgt", a.tgt, "--task translate: target language")->capture_default_str()->group(group);
-  cmd->add_option("--tokenizer", a.tokenizer, "--task translate: a SentencePiece model (default: learn a shared one)")
-      ->group(group);
-  cmd->add_option("--vocab-size", a.vocab_size, "--task translate: pieces of the learned SentencePiece model")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--max-tokens", a.max_tokens, "--task translate: padded source + target tokens per batch")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--max-sentences", a.max_sentences, "--task translate: sentences per batch at most")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--label-smoothing", a.label_smoothing, "--task translate: label smoothing epsilon")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--eval-sentences", a.eval_sentences, "--task translate|charlm: validation sentences (0: all)")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--enc-layers", a.encoder_layers,
-                  "--model transformer: encoder layers (--model transformer-cls: default 2, or --layers)")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--dec-layers", a.decoder_layers, "--model transformer, --task charlm: decoder layers")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str()->group(group);
-  cmd->add_option("--positions", a.positions, "Transformer positions: sinusoidal | learned")->capture_default_str()->group(group);
-  cmd->add_option("--activation", a.activation, "Transformer feed-forward activation: relu | gelu")
-      ->capture_default_str()->group(group);
+void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g, OptionGroups& groups) {
+  const std::vector<const OptionGroup*> translation = {&g.translation};
+  groups.add(cmd->add_option("--src", a.src, "Source language")->capture_default_str(), translation);
+  groups.add(cmd->add_option("--tgt", a.tgt, "Target language")->capture_default_str(), translation);
+  groups.add(cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece model (default: learn a shared one)"), translation);
+  groups.add(cmd->add_option("--vocab-size", a.vocab_size, "Pieces of the learned SentencePiece model")->capture_default_str(),
+             translation);
+  groups.add(cmd->add_option("--max-tokens", a.max_tokens, "Padded source + target tokens per batch")->capture_default_str(),
+             translation);
+  groups.add(cmd->add_option("--max-sentences", a.max_sentences, "Sentences per batch at most")->capture_default_str(),
+             translation);
+  groups.add(cmd->add_option("--label-smoothing", a.label_smoothing, "Label smoothing epsilon")->capture_default_str(),
+             translation);
+  groups.add(cmd->add_option("--eval-sentences", a.eval_sentences,
+                             "Validation sentences, 0: all (default: translate 0, charlm 2000)"),
+             {&g.translation, &g.lm});
+  groups.add(cmd->add_option("--enc-layers", a.encoder_layers,
+                             "Transformer encoder layers (default: translate 3, sst2 transformer-cls 2 or --layers)"),
+             {&g.transformer_seq2seq, &g.transformer_classifier});
+  groups.add(cmd->add_option("--dec-layers", a.decoder_layers, "Transformer decoder layers (default: translate 3, charlm 4)"),
+             {&g.transformer_seq2seq, &g.lm});
+  groups.add(cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str(), {&g.transformer});
+  groups.add(cmd->add_option("--positions", a.positions, "Transformer positions: sinusoidal | learned")->capture_default_str(),
+             {&g.transformer});
+  groups.add(cmd->add_option("--activation", a.activation, "Transformer feed-forward activation: relu | gelu")
+                 ->capture_default_str(),
+             {&g.transformer});
 }
 
 namespace {
@@ -203,6 +210,7 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
   as_usage([&] {
     o.validate();
     config = models::TransformerConfig::from_json(j);
+    models::check_parameter_memory(config, "the character LM");  // an impossible size: exit 2
   });
   o.stop = &install_interrupt_flag();
   const train::LmResult r = train::train_char_lm(config, o);

@@ -10,6 +10,7 @@
 
 #include "attn/models/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"
+#include "train_option_groups.h"
 
 namespace attn::cli {
 
@@ -28,8 +29,8 @@ struct TextTaskArgs {
 };
 
 // Adds --src --tgt --tokenizer --vocab-size --max-tokens --max-sentences --label-smoothing
-// --eval-sentences --enc-layers --dec-layers --norm --positions --activation.
-void add_text_task_options(CLI::App* cmd, TextTaskArgs& args);
+// --eval-sentences --enc-layers --dec-layers --norm --positions --activation, in their groups.
+void add_text_task_options(CLI::App* cmd, TextTaskArgs& args, const TrainGroups& g, OptionGroups& groups);
 
 // The shared options the two runs read besides their own.
 struct SharedTrainArgs {
@@ -39,7 +40,7 @@ struct SharedTrainArgs {
 
 // --resume, --max-minutes, --save-every: how every task's run is stopped, saved and continued.
 void add_run_control_options(CLI::App* cmd, train::RunOptions& options);
-// Copies those, --out and the provenance of this command line from `from` into `to`.
+// Copies those, --out, the provenance of this command line and its config.toml from `from` into `to`.
 void copy_run_controls(const train::RunOptions& from, train::RunOptions& to);
 
 // After a run: when it was interrupted, says so (naming the signal) and throws Interrupted

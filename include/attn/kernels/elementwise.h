@@ -16,6 +16,10 @@ void tanh_backward(const float* y, const float* dy, float* dx, int64_t n);     /
 void sigmoid_forward(const float* x, float* y, int64_t n);
 void sigmoid_backward(const float* y, const float* dy, float* dx, int64_t n);  // dx += dy y (1 - y)
 void relu_forward(const float* x, float* y, int64_t n);
+void exp_forward(const float* x, float* y, int64_t n);
+void exp_backward(const float* y, const float* dy, float* dx, int64_t n);      // dx += dy y
+void log_forward(const float* x, float* y, int64_t n);
+void log_backward(const float* x, const float* dy, float* dx, int64_t n);      // dx += dy / x
 void relu_backward(const float* x, const float* dy, float* dx, int64_t n);     // dx += dy [x > 0]
 void gelu_forward(const float* x, float* y, int64_t n);                        // x Φ(x), exact erf form
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);     // dx += dy (Φ(x) + x φ(x))

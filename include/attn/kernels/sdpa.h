@@ -26,7 +26,10 @@ struct SdpaProblem {
   int64_t B = 0, H = 0, T = 0, S = 0, Dh = 0, Dv = 0;
   float scale = 1.0f;                         // multiplies q·k (already divided by the temperature)
   bool causal = false;                        // key s' visible to query t iff s' <= t + (S - T)
+  bool causal_upper_left = false;             // with causal: iff s' <= t instead (torch's is_causal)
   const float* bias = nullptr;                // (T, S) additive, or null
+  int64_t bias_head_stride = 0;               // 0: one (T, S) bias; T·S: one per (b, h) ((B, H, T, S))
+  float* dscores = nullptr;                   // (B, H, T, S) zeroed, or null: the backward writes dS there
   const int32_t* key_lengths = nullptr;       // (B), each in [0, S], or null
   const int32_t* key_padding_mask = nullptr;  // (B, S), nonzero = keep, or null
 };
@@ -55,7 +58,9 @@ void sdpa_forward(const SdpaProblem& p, const float* q, const float* k, const fl
 //   P = exp(s - lse), dP = dout vᵀ + dweights, dS = P ⊙ (dP - D)
 //   dv += Pᵀ dout,  dq += scale · dS k,  dk += scale · dSᵀ q
 // dout (B, H, T, Dv) or null (no gradient reached out); dweights (B, H, T, S) or null, in
-// which case weights may be null too. delta is (B, H, T) scratch.
+// which case weights may be null too. delta is (B, H, T) scratch. With p.dscores, the score
+// gradient dS = ∂L/∂s (also the bias's: s = scale q·k + bias) is written there (=) for every
+// visible (t, s'); masked entries are left as they are (the op zeroes the buffer).
 void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const float* v, const float* out,
                    const float* lse, const float* dout, const float* weights, const float* dweights, float* dq,
                    float* dk, float* dv, float* delta, float* scratch, int64_t workers);

@@ -43,8 +43,9 @@
 //                     with key_lengths.
 //   causal            query t sees keys s <= t + (S - T) (bottom-right aligned; the usual
 //                     lower triangle when T == S).
-//   attn_bias         float32 (T, S), added to the scores of every batch row and head, like
-//                     PyTorch's float attn_mask of shape (T, S); no gradient flows into it.
+//   attn_bias         float32 (T, S), added to the scores of every batch row and head, or one
+//                     per (b, h): (B·H, T, S) or (B, H, T, S), like PyTorch's float attn_mask;
+//                     it may require grad (a learned bias; ops/sdpa.h).
 // A query row that sees no key gets zero weights and a zero attention output (so `out` is
 // out_proj.bias there), and zero gradients; never NaN (PyTorch gives NaN).
 #include <cstdint>
@@ -76,7 +77,7 @@ struct MhaCallOptions {
   Tensor key_lengths{};          // int32 (B), or undefined
   Tensor key_padding_mask{};     // int32 (B, S), nonzero = keep (PyTorch: True = ignore), or undefined
   bool causal = false;
-  Tensor attn_bias{};            // float32 (T, S), additive, or undefined
+  Tensor attn_bias{};            // float32 (T, S), (B·H, T, S) or (B, H, T, S), additive, or undefined
   float temperature = 1.0f;      // τ > 0 divides the scores (not the bias)
   bool need_weights = false;
   std::vector<int> heads{};      // return weights only for these heads (in this order); empty = all

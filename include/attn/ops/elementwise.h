@@ -10,6 +10,10 @@ Tensor mul(const Tensor& a, const Tensor& b);  // a * b (elementwise)
 Tensor scale(const Tensor& x, float alpha);    // alpha * x
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+Tensor exp(const Tensor& x);  // e^x; overflows to inf past x ≈ 88.7, as torch.exp
+// ln x for x >= 0 (log 0 = -inf, as torch.log); a negative or NaN entry is a ValueError
+// naming its flat index (torch would give NaN).
+Tensor log(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact (erf) form, as torch.nn.functional.gelu
 

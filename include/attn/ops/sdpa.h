@@ -13,20 +13,29 @@
 // Masks (combinable with causal and bias):
 // - key_lengths int32 (B): keys at positions >= key_lengths[b] are masked; 0 <= length <= S.
 // - key_padding_mask int32 (B, S): nonzero = keep. Exclusive with key_lengths.
-// - causal: query t sees keys s <= t + (S - T), i.e. bottom-right aligned (the last query
-//   sees every key, as in FlashAttention and torch's is_causal for decoding with a cache).
-//   With T == S this is the usual lower triangle, equal to torch's is_causal=True. With
-//   T > S the first T - S queries see nothing and are fully masked.
+// - causal, aligned as causal_align says (the names of PyTorch 2's torch.nn.attention.bias):
+//   lower_right (the default): query t sees keys s <= t + (S - T), so the last query sees
+//     every key (FlashAttention's convention, and what decoding with a KV cache needs: the
+//     transformer's cached step, T = 1 query over S cached keys, uses it);
+//   upper_left: query t sees keys s <= t, torch's is_causal=True for any T, S.
+//   With T == S both are the usual lower triangle. A query that sees no key (lower_right
+//   with T > S: the first T - S) is fully masked.
+// - bias float32 (T, S), shared by every batch row and head, or one per (b, h): (B·H, T, S)
+//   or (B, H, T, S), as torch's attn_mask. It may require grad (a learned relative-position
+//   or ALiBi bias): its gradient is the score gradient dS, summed over (b, h) for (T, S).
 // A fully masked query row gives zero output, zero weights and zero gradient, never NaN.
 #include "attn/tensor.h"
 
 namespace attn {
 
+enum class CausalAlign { lower_right, upper_left };
+
 struct SdpaOptions {
   Tensor key_lengths;       // int32 (B), or undefined
   Tensor key_padding_mask;  // int32 (B, S), nonzero = keep, or undefined
   bool causal = false;
-  Tensor bias;              // float32 (T, S), added to every batch and head; no gradient
+  CausalAlign causal_align = CausalAlign::lower_right;
+  Tensor bias;              // float32 (T, S), (B·H, T, S) or (B, H, T, S), added to the scores
   float scale = 0.0f;       // multiplies q kᵀ; 0 means 1 / sqrt(Dh)
   float temperature = 1.0f; // divides q kᵀ · scale (not the bias); must be > 0
   bool need_weights = false;
@@ -38,8 +47,7 @@ struct SdpaResult {
 };
 
 // Throws ShapeError for a shape or dtype that breaks the contract above, ValueError for
-// a key length outside [0, S], both masks given, temperature <= 0, a non-finite scale,
-// or a bias that requires grad.
+// a key length outside [0, S], both masks given, temperature <= 0 or a non-finite scale.
 SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options = {});
 
 }  // namespace attn

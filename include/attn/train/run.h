@@ -51,8 +51,8 @@ namespace attn::train {
 class Communicator;
 class Optimizer;
 
-// What the run folder records about how it was made (run.json and log.jsonl's first
-// record): {"command_line", "attn_version", "threads", "machine"}.
+// What the run folder records about how it was made (log.jsonl's first record; the
+// CLI's config.toml too): {"command_line", "attn_version", "threads", "machine"}.
 struct Provenance {
   std::string command_line;
   std::string attn_version;  // "0.1.0 (commit)"
@@ -92,7 +92,10 @@ struct RunOptions {
   // > 0: stop as *stop would once this many steps are done (a session of a longer run;
   // the resume tests interrupt at an exact step with it).
   int64_t stop_at_step = 0;
-  Provenance provenance;      // recorded in run.json and log.jsonl
+  Provenance provenance;      // recorded in log.jsonl's first record
+  // Not empty: written to out_dir/config.toml (atomically) once the folder is this run's
+  // (locked, and a resume accepted): the CLI's configuration that repeats the run.
+  std::string config_toml;
   // Gradient all-reduce between backward and the optimizer step; nullptr: one process.
   Communicator* communicator = nullptr;
 

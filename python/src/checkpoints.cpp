@@ -1,0 +1,259 @@
+// attn.Model: a checkpoint that `attn train` (or attn.save) wrote, loaded with its model,
+// vocabulary and tokenizer (python/attn/checkpoint.py wraps it as attn.load / attn.save).
+// One class for the four formats; a method the format has no use for is a ValueError
+// naming the format and the formats that have it.
+//   attn-seq2seq      translate (token ids), attend, logits
+//   attn-translation  translate (text), attend, logits
+//   attn-classifier   classify, attend
+//   attn-lm           generate
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn/data/tasks.h"
+#include "attn/autodiff/tape.h"
+#include "attn/io/checksum.h"
+#include "attn/io/safetensors.h"
+#include "attn/models/transformer.h"
+#include "attn/train/checkpoint.h"
+#include "attn/train/classifier_trainer.h"
+#include "attn/train/lm_trainer.h"
+#include "attn/train/seq2seq_trainer.h"
+#include "attn/train/translation_trainer.h"
+
+#include "nn_module.h"
+
+namespace py = pybind11;
+
+namespace {
+
+using namespace attn;
+
+struct LoadedCheckpoint {
+  std::string path, format;
+  nlohmann::json metadata;
+  std::unique_ptr<train::LoadedModel> seq2seq;
+  std::unique_ptr<train::LoadedTranslator> translator;
+  std::unique_ptr<train::LoadedClassifier> classifier;
+  std::unique_ptr<train::LoadedLm> lm;
+
+  nn::Module& module() {
+    if (seq2seq) return *seq2seq->model;
+    if (translator) return translator->model->module();
+    if (classifier) return classifier->model->module();
+    return *lm->model;
+  }
+
+  // ValueError unless this checkpoint is one of `formats` (a " or "-joined list).
+  void require(const std::string& method, std::initializer_list<const char*> formats) const {
+    std::string names;
+    for (const char* f : formats) {
+      if (format == f) return;
+      names += (names.empty() ? "" : " or ") + std::string(f);
+    }
+    throw ValueError(method + ": '" + path + "' is an " + format + " checkpoint; " + method + " needs " + names);
+  }
+};
+
+std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
+  auto c = std::make_unique<LoadedCheckpoint>();
+  c->path = path;
+  c->format = train::checkpoint_format(path);
+  if (c->format == "attn-seq2seq") {
+    c->seq2seq = std::make_unique<train::LoadedModel>(train::load_checkpoint(path));
+  } else if (c->format == "attn-translation") {
+    c->translator = std::make_unique<train::LoadedTranslator>(train::load_translator(path));
+  } else if (c->format == "attn-classifier") {
+    c->classifier = std::make_unique<train::LoadedClassifier>(train::load_classifier(path));
+  } else if (c->format == "attn-lm") {
+    c->lm = std::make_unique<train::LoadedLm>(train::load_char_lm(path));
+  } else {
+    throw IoError(path + ": not an attn checkpoint (format '" + c->format +
+                  "'; expected attn-seq2seq, attn-translation, attn-classifier or attn-lm)");
+  }
+  io::SafetensorsFile file = io::load_safetensors(path);
+  c->metadata = nlohmann::json::parse(file.metadata.at(io::kAttnMetadataKey));
+  return c;
+}
+
+// Token-id sources (content symbols 3..31) → one padded batch (B, S) and lengths (B).
+std::pair<Tensor, Tensor> source_batch(const std::vector<std::vector<int32_t>>& sources) {
+  if (sources.empty()) throw ValueError("translate: no sources given");
+  for (size_t b = 0; b < sources.size(); ++b) {
+    if (sources[b].empty()) throw ValueError("translate: source " + std::to_string(b) + " is empty");
+    for (size_t s = 0; s < sources[b].size(); ++s)
+      if (sources[b][s] < data::kFirstSymbol || sources[b][s] >= data::kVocabSize)
+        throw ValueError("translate: token id " + std::to_string(sources[b][s]) + " at position " + std::to_string(s) +
+                         " of source " + std::to_string(b) + " is not a content symbol (3..31)");
+  }
+  data::Batch b = data::make_batch(data::TaskKind::copy, sources);
+  return {b.src, b.src_lengths};
+}
+
+int longest(const std::vector<std::vector<int32_t>>& sources) {
+  size_t n = 0;
+  for (const auto& s : sources) n = std::max(n, s.size());
+  return static_cast<int>(n);
+}
+
+models::DecodeResult decode_seq2seq(LoadedCheckpoint& c, const std::vector<std::vector<int32_t>>& sources, int beam,
+                                    float length_penalty, int max_len) {
+  if (beam < 1) throw ValueError("translate: beam must be >= 1, got " + std::to_string(beam));
+  if (max_len < 0) throw ValueError("translate: max_len must be >= 0 (0: 2 x source + 10), got " + std::to_string(max_len));
+  auto [src, lengths] = source_batch(sources);
+  const int limit = max_len > 0 ? max_len : 2 * longest(sources) + 10;
+  models::Seq2Seq& model = *c.seq2seq->model;
+  model.eval();
+  if (beam == 1) return model.greedy(src, lengths, limit);
+  return model.beam(src, lengths, models::BeamOptions{.width = beam, .length_penalty = length_penalty, .max_len = limit});
+}
+
+// The ids without the final EOS.
+std::vector<int32_t> strip_eos(std::vector<int32_t> ids) {
+  if (!ids.empty() && ids.back() == data::kEos) ids.pop_back();
+  return ids;
+}
+
+// A translation checkpoint names its tokenizer by file name beside it: copy it there when
+// missing; a different file of that name there is an IoError (nothing is overwritten).
+void place_tokenizer(const LoadedCheckpoint& c, const std::string& path) {
+  namespace fs = std::filesystem;
+  const std::string& from = c.translator->info.tokenizer;
+  const fs::path to = fs::path(path).parent_path() / fs::path(from).filename();
+  if (!fs::exists(to)) {
+    std::error_code error;
+    if (!fs::copy_file(from, to, error))
+      throw IoError(path + ": cannot copy its tokenizer " + from + " to " + to.string() + ": " + error.message());
+  } else if (io::file_crc32_hex(to.string()) != io::file_crc32_hex(from)) {
+    throw IoError(path + ": " + to.string() + " is another tokenizer than the checkpoint's " + from +
+                  "; save into another directory");
+  }
+}
+
+void save_loaded(LoadedCheckpoint& c, const std::string& path) {
+  if (c.translator) place_tokenizer(c, path);
+  train::save_run_checkpoint(path, c.module().named_parameters(), c.metadata);
+}
+
+// Teacher-forced logits (B, T, V) of an encoder-decoder checkpoint, as numpy (the RNN's
+// time-major (T, B, V) transposed).
+py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Tensor& src_lengths, const Tensor& tgt_in) {
+  c.require("logits", {"attn-seq2seq", "attn-translation"});
+  if (tgt_in.dtype() != DType::i32 || tgt_in.shape().rank() != 2)
+    throw ShapeError("logits: 'tgt_in' expected (B, T) int32, got " + tgt_in.shape().str() + " " + dtype_name(tgt_in.dtype()));
+  const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
+  Tensor tgt_lengths = Tensor::empty(Shape({B}), DType::i32);
+  for (int64_t b = 0; b < B; ++b) tgt_lengths.i32()[b] = static_cast<int32_t>(T);
+  const data::Batch batch{src, src_lengths, tgt_in, tgt_in, tgt_lengths};
+  autodiff::NoGradGuard no_grad;
+  c.module().eval();
+  auto* transformer = dynamic_cast<models::TransformerSeq2Seq*>(&c.module());
+  if (transformer) return attn::python::to_numpy(transformer->logits(batch));
+  auto& rnn = dynamic_cast<models::Seq2Seq&>(c.module());
+  py::array time_major = attn::python::to_numpy(rnn.logits(batch));  // (T, B, V)
+  return py::module_::import("numpy").attr("ascontiguousarray")(time_major.attr("transpose")(1, 0, 2));
+}
+
+py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+void register_checkpoints(py::module_& m) {
+  py::class_<LoadedCheckpoint>(m, "Model", "A loaded attn checkpoint: attn.load(path)")
+      .def(py::init(&load_checkpoint_any), py::arg("path"))
+      .def_readonly("path", &LoadedCheckpoint::path)
+      .def_readonly("format", &LoadedCheckpoint::format, "attn-seq2seq | attn-translation | attn-classifier | attn-lm")
+      .def_property_readonly("metadata", [](const LoadedCheckpoint& c) { return json_to_python(c.metadata); },
+                             "The checkpoint's 'attn' metadata (configuration, vocabulary, progress) as a dict")
+      .def_property_readonly("module", [](const py::object& self) -> py::object {
+        // reference_internal: the module keeps its attn.Model (which owns it) alive.
+        auto& c = self.cast<LoadedCheckpoint&>();
+        constexpr auto policy = py::return_value_policy::reference_internal;
+        if (c.seq2seq) return py::cast(c.seq2seq->model.get(), policy, self);
+        return py::cast(&c.module(), policy, self);
+      }, "The model as an attn.nn.Module (attn.models.Seq2Seq for attn-seq2seq)")
+      .def("state_dict", [](LoadedCheckpoint& c) { return attn::python::parameter_dict(c.module()); },
+           "{name: Tensor}, the live parameters under PyTorch's names")
+      .def("save", &save_loaded, py::arg("path"),
+           "Writes the (possibly changed) parameters with the same metadata, atomically (a translation "
+           "checkpoint's tokenizer is copied beside it when it is not there)")
+      .def("translate", [](LoadedCheckpoint& c, const py::object& input, int beam, float length_penalty, int max_len) -> py::object {
+        c.require("translate", {"attn-seq2seq", "attn-translation"});
+        if (c.translator) {
+          const bool one = py::isinstance<py::str>(input);
+          const auto lines = one ? std::vector<std::string>{input.cast<std::string>()} : input.cast<std::vector<std::string>>();
+          train::TranslateOptions o{.beam = beam, .length_penalty = length_penalty, .max_len = max_len};
+          py::list out;
+          for (const auto& t : train::translate(*c.translator, lines, o)) out.append(t.text);
+          return one ? out[0] : py::object(out);
+        }
+        const bool one = py::isinstance<py::sequence>(input) && py::len(input) > 0 &&
+                         py::isinstance<py::int_>(input.cast<py::sequence>()[0]);
+        const auto sources = one ? std::vector<std::vector<int32_t>>{input.cast<std::vector<int32_t>>()}
+                                 : input.cast<std::vector<std::vector<int32_t>>>();
+        py::list out;
+        for (auto& ids : decode_seq2seq(c, sources, beam, length_penalty, max_len).tokens) out.append(py::cast(strip_eos(ids)));
+        return one ? out[0] : py::object(out);
+      }, py::arg("input"), py::kw_only(), py::arg("beam") = 1, py::arg("length_penalty") = 1.0f, py::arg("max_len") = 0,
+         "attn-translation: a sentence (or a list) -> its translation(s); attn-seq2seq: token ids 3..31 (or a list of "
+         "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10")
+      .def("logits", &teacher_forced_logits, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"),
+           "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
+           "-> logits (B, T, V) as numpy")
+      .def("attend", [](LoadedCheckpoint& c, const py::object& input) -> py::object {
+        c.require("attend", {"attn-seq2seq", "attn-translation", "attn-classifier"});
+        py::dict out;
+        if (c.seq2seq) {
+          const auto source = input.cast<std::vector<int32_t>>();
+          models::DecodeResult r = decode_seq2seq(c, {source}, 1, 1.0f, 0);
+          out["output"] = py::cast(r.tokens[0]);
+          out["weights"] = py::cast(r.attention.empty() ? std::vector<std::vector<float>>{} : r.attention[0]);
+        } else if (c.translator) {
+          train::Translation t = train::translate(*c.translator, {input.cast<std::string>()}, train::TranslateOptions{}, true)[0];
+          out["text"] = t.text;
+          out["source"] = t.src_pieces;
+          out["output"] = t.out_pieces;
+          out["weights"] = t.weights;
+        } else {
+          train::Classification r = train::classify_text(*c.classifier->model, c.classifier->vocab, input.cast<std::string>());
+          out["tokens"] = r.tokens;
+          out["weights"] = r.attention;
+        }
+        return out;
+      }, py::arg("input"),
+         "The attention weights: seq2seq {output, weights (step x source)}; translation {text, source, output, weights}; "
+         "classifier {tokens, weights (per token; empty when the model has none)}")
+      .def("classify", [](LoadedCheckpoint& c, const std::string& text) {
+        c.require("classify", {"attn-classifier"});
+        train::Classification r = train::classify_text(*c.classifier->model, c.classifier->vocab, text);
+        py::dict out;
+        out["label"] = r.label;
+        out["name"] = c.classifier->labels.at(static_cast<size_t>(r.label));
+        out["probability"] = r.probability;
+        out["probabilities"] = r.probabilities;
+        return out;
+      }, py::arg("text"), "{label, name, probability, probabilities}")
+      .def("generate", [](LoadedCheckpoint& c, const std::string& prompt, int max_chars, float temperature, int top_k,
+                          uint64_t seed) {
+        c.require("generate", {"attn-lm"});
+        if (max_chars < 1) throw ValueError("generate: max_chars must be >= 1, got " + std::to_string(max_chars));
+        if (!(temperature >= 0.0f)) throw ValueError("generate: temperature must be >= 0");
+        if (top_k < 0) throw ValueError("generate: top_k must be >= 0, got " + std::to_string(top_k));
+        models::SampleOptions o{.max_len = max_chars, .temperature = temperature, .top_k = top_k, .seed = seed};
+        return train::sample_text(*c.lm, prompt, o);
+      }, py::arg("prompt") = "", py::kw_only(), py::arg("max_chars") = 200, py::arg("temperature") = 1.0f,
+         py::arg("top_k") = 0, py::arg("seed") = 1, "Continues prompt with up to max_chars characters")
+      .def("__repr__", [](const LoadedCheckpoint& c) { return "attn.Model(format='" + c.format + "', path='" + c.path + "')"; });
+
+  m.def("_save_seq2seq", [](models::Seq2Seq& model, const std::string& path, const std::string& task, int min_len,
+                            int max_len, int64_t step) {
+    data::parse_task(task);  // ValueError listing the tasks
+    train::CheckpointInfo info{.config = model.config(), .task = task, .min_len = min_len, .max_len = max_len, .step = step};
+    train::save_checkpoint(path, model, info);
+  }, py::arg("model"), py::arg("path"), py::arg("task"), py::arg("min_len"), py::arg("max_len"), py::arg("step"));
+}
+
+}  // namespace
+
+ATTN_PYTHON_REGISTER(register_checkpoints);

@@ -1,0 +1,184 @@
+// `attn train`'s option groups and run configuration file (see train_option_groups.h).
+#include "train_option_groups.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "attn/data/tasks.h"
+#include "attn/error.h"
+#include "attn/models/classifier.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+
+TrainTarget train_target(const std::string& task, const std::string& model, bool model_given) {
+  if (task == "sst2") {
+    if (model == "bilstm") return TrainTarget::sst2_bilstm;
+    if (model == "bilstm-attn") return TrainTarget::sst2_bilstm_attn;
+    if (model == "transformer-cls") return TrainTarget::sst2_transformer_cls;
+    throw UsageError("--task sst2: unknown --model '" + model + "' (valid: " + models::classifier_kinds() + ")");
+  }
+  if (task == "translate") {
+    if (!model_given || model == "rnn") return TrainTarget::translate_rnn;
+    if (model == "transformer") return TrainTarget::translate_transformer;
+    throw UsageError("--task translate: --model must be rnn or transformer, got '" + model + "'");
+  }
+  if (task == "charlm") {
+    if (!model_given || model == "transformer") return TrainTarget::charlm;
+    throw UsageError("--task charlm: --model must be transformer (a decoder-only causal Transformer)");
+  }
+  try {
+    data::parse_task(task);
+  } catch (const ValueError& e) {
+    throw UsageError(std::string(e.what()) + "; attn train also: sst2, translate, charlm");
+  }
+  return TrainTarget::seq2seq;
+}
+
+std::string target_flags(TrainTarget target, const std::string& task) {
+  switch (target) {
+    case TrainTarget::seq2seq: return "--task " + task;
+    case TrainTarget::translate_rnn: return "--task translate --model rnn";
+    case TrainTarget::translate_transformer: return "--task translate --model transformer";
+    case TrainTarget::sst2_bilstm: return "--task sst2 --model bilstm";
+    case TrainTarget::sst2_bilstm_attn: return "--task sst2 --model bilstm-attn";
+    case TrainTarget::sst2_transformer_cls: return "--task sst2 --model transformer-cls";
+    case TrainTarget::charlm: return "--task charlm";
+  }
+  return "--task " + task;
+}
+
+TrainGroups::TrainGroups() {
+  using T = TrainTarget;
+  const std::vector<T> sst2 = {T::sst2_bilstm, T::sst2_bilstm_attn, T::sst2_transformer_cls};
+  run = {"Every task",
+         {T::seq2seq, T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
+          T::sst2_transformer_cls, T::charlm}};
+  synthetic = {"Synthetic seq2seq (--task copy | reverse | sort)", {T::seq2seq}};
+  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate --model rnn)", {T::seq2seq, T::translate_rnn}};
+  text_data = {"Text data (--task sst2 | translate | charlm)",
+               {T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
+                T::sst2_transformer_cls, T::charlm}};
+  classifier = {"Classifier (--task sst2)", sst2};
+  bilstm = {"BiLSTM classifier (--task sst2 --model bilstm | bilstm-attn)", {T::sst2_bilstm, T::sst2_bilstm_attn}};
+  pooling = {"Attention pooling (--task sst2 --model bilstm-attn)", {T::sst2_bilstm_attn}};
+  translation = {"Translation (--task translate)", {T::translate_rnn, T::translate_transformer}};
+  lm = {"Character LM (--task charlm)", {T::charlm}};
+  transformer = {"Transformer (--task translate --model transformer, --task charlm, --task sst2 --model transformer-cls)",
+                 {T::translate_transformer, T::charlm, T::sst2_transformer_cls}};
+  transformer_seq2seq = {"Transformer encoder-decoder (--task translate --model transformer)", {T::translate_transformer}};
+  transformer_classifier = {"Transformer classifier (--task sst2 --model transformer-cls)", {T::sst2_transformer_cls}};
+}
+
+CLI::Option* OptionGroups::add(CLI::Option* option, const std::vector<const OptionGroup*>& groups) {
+  option->group(groups.at(0)->heading);
+  std::string also;
+  for (size_t i = 1; i < groups.size(); ++i) also += (also.empty() ? "" : "; ") + groups[i]->heading;
+  if (!also.empty()) option->description(option->get_description() + " [also: " + also + "]");
+  groups_of_[option->get_name()] = groups;
+  return option;
+}
+
+void OptionGroups::add(CLI::App* cmd, const std::string& name, const std::vector<const OptionGroup*>& groups) {
+  add(cmd->get_option(name), groups);
+}
+
+void OptionGroups::refuse_outside(const CLI::App* cmd, TrainTarget target, const std::string& task) const {
+  for (const CLI::Option* option : cmd->get_options()) {
+    if (option->count() == 0) continue;
+    const auto found = groups_of_.find(option->get_name());
+    if (found == groups_of_.end()) continue;  // help, or an option placed in no group: every task
+    const auto& groups = found->second;
+    const bool applies = std::any_of(groups.begin(), groups.end(), [&](const OptionGroup* g) {
+      return std::find(g->targets.begin(), g->targets.end(), target) != g->targets.end();
+    });
+    if (applies) continue;
+    std::string owners;
+    for (const OptionGroup* g : groups) owners += (owners.empty() ? "" : "; ") + g->heading;
+    throw UsageError(option->get_name() + " does not apply to " + target_flags(target, task) + " (it is an option of " +
+                     owners + ")");
+  }
+}
+
+namespace {
+
+// An option a config file may not set: it says how this invocation treats the folder, not
+// what the run is.
+bool per_invocation(const CLI::Option* option) { return !option->get_configurable(); }
+
+}  // namespace
+
+void apply_config_file(CLI::App* cmd, const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw IoError("--config " + path + ": not a readable regular file");
+  CLI::ConfigTOML reader;
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = reader.from_file(path);
+  } catch (const CLI::Error& e) {
+    throw IoError("--config " + path + ": " + e.what());
+  }
+  std::set<std::string> seen;
+  for (const CLI::ConfigItem& item : items) {
+    if (!item.parents.empty())
+      throw UsageError("--config " + path + ": sections are not supported ([" + item.parents.front() +
+                       "]); write the train options as name = value lines");
+    CLI::Option* option = cmd->get_option_no_throw("--" + item.name);
+    if (option == nullptr || option == cmd->get_help_ptr())
+      throw UsageError("--config " + path + ": unknown option '" + item.name + "' (see attn train --help)");
+    if (per_invocation(option))
+      throw UsageError("--config " + path + ": " + option->get_name() + " cannot come from a file; give it on the command line");
+    // (A second line would be taken for the command line's value below, and dropped.)
+    if (!seen.insert(option->get_name()).second)
+      throw UsageError("--config " + path + ": " + item.name + " is set twice");
+    if (option->get_expected_max() == 1 && item.inputs.size() > 1)  // CLI11's reader joins repeated lines
+      throw UsageError("--config " + path + ": " + item.name + " takes one value, got " +
+                       std::to_string(item.inputs.size()) + " (set twice, or a list)");
+    if (option->count() > 0) continue;  // the command line overrides the file
+    try {
+      if (option->get_expected_min() == 0)
+        option->add_result(option->get_flag_value(item.name, reader.to_flag(item)));
+      else
+        option->add_result(item.inputs);
+      option->run_callback();
+    } catch (const CLI::ParseError& e) {  // a value CLI11 cannot convert, or one a check refuses
+      throw UsageError("--config " + path + ": " + e.what());
+    }
+  }
+}
+
+std::string run_config_text(const CLI::App* cmd, const train::Provenance& provenance) {
+  auto one_line = [](std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
+  };
+  std::string out =
+      "# attn train run configuration: `attn train --config config.toml --out DIR` repeats this run (options\n"
+      "# on the command line override the file). Options not listed had their defaults.\n"
+      "# command line: " + one_line(provenance.command_line) + "\n"
+      "# attn version: " + one_line(provenance.attn_version) + "\n"
+      "# threads: " + std::to_string(provenance.threads) + "\n"
+      "# machine: " + one_line(provenance.machine) + "\n";
+  for (const CLI::Option* option : cmd->get_options()) {
+    if (option->count() == 0 || per_invocation(option) || option->get_name() == "--threads") continue;
+    const std::string name = option->get_single_name();
+    const std::vector<std::string> results = option->results();
+    std::string value;
+    if (option->get_expected_min() == 0) {
+      // A flag: "true" when given as a bare flag (--no-input-feeding stores "false").
+      value = results.back() == option->get_flag_value(name, "") ? "true" : "false";
+    } else {
+      for (const std::string& r : results) value += (value.empty() ? "" : ",") + CLI::detail::convert_arg_for_ini(r);
+      if (results.size() > 1) value = "[" + value + "]";
+    }
+    out += name + " = " + value + "\n";
+  }
+  // Results are bit-identical for a fixed seed and thread count, not across thread counts.
+  out += "threads = " + std::to_string(provenance.threads) + "\n";
+  return out;
+}
+
+}  // namespace attn::cli
