@@ -348,7 +348,7 @@ ATTN_SDPA_CLONES void forward_one_query(const SdpaProblem& p, int64_t bh, int64_
     for (int64_t j = 0; j < n; ++j)
       for (int64_t d = 0; d < p.Dh; ++d) k_t[d * n + j] = kh[(s0 + j) * p.Dh + d];
     broadcast_gemm(1, n, p.Dh, qs, 0, 1, k_t, n, s_row, n, false);
-    finish_scores(p, b, t0, 1, s0, n, s_row, n);
+    finish_scores(p, bh, t0, 1, s0, n, s_row, n);
   };
 
   float m = -kInf, l = 0.0f;
