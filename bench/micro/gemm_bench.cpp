@@ -48,6 +48,24 @@ void BM_CblasSgemm(benchmark::State& state) {
   set_flops(state, 2.0 * n * n * n);
 }
 
+// cblas_sgemm itself on the step shapes (OpenBLAS packs both operands on every call): the
+// reference for a small-row kernel that packs nothing (one was tried at adcec3c and lost,
+// docs/performance.md).
+void BM_CblasStep(benchmark::State& state) {
+  const bool tb = state.range(0) != 0;
+  const int64_t m = state.range(1), n = state.range(2), k = state.range(3);
+  Rng rng(1);
+  Tensor a = randn({m, k}, rng), w = tb ? randn({n, k}, rng) : randn({k, n}, rng), c = Tensor::zeros({m, n});
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a.f32(), static_cast<blasint>(k), w.f32(),
+                static_cast<blasint>(tb ? k : n), 0.0f, c.f32(), static_cast<blasint>(n));
+    benchmark::DoNotOptimize(c.f32());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * m * n * k);
+}
+
 // Large square products: the peak.
 BENCHMARK(BM_Gemm)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({2048, 2048, 2048})
     ->ArgNames({"m", "n", "k"})->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -66,7 +84,24 @@ BENCHMARK(BM_GemmNT)
     ->Args({2560, 768, 64})
     ->Args({2560, 256, 256})
     ->Args({2624, 32, 576})
+    ->Args({320, 1024, 256})
+    ->Args({320, 256, 256})
     ->ArgNames({"m", "n", "k"})
+    ->UseRealTime();
+// The step products' backward (dX = dY W, B = W not transposed):
+//   64 x 256 x 768    dh = dG W_hh,  64 x 320 x 768  d[emb; c] = dG W_ih,  64 x 256 x 256  ds = du W_q
+BENCHMARK(BM_Gemm)->Args({64, 256, 768})->Args({64, 320, 768})->Args({64, 256, 256})->Args({320, 256, 1024})
+    ->ArgNames({"m", "n", "k"})->UseRealTime();
+BENCHMARK(BM_CblasStep)
+    ->Args({1, 64, 768, 256})
+    ->Args({1, 64, 768, 320})
+    ->Args({1, 64, 256, 256})
+    ->Args({0, 64, 256, 768})
+    ->Args({0, 64, 320, 768})
+    ->Args({0, 64, 256, 256})
+    ->Args({1, 320, 1024, 256})
+    ->Args({1, 320, 256, 256})
+    ->ArgNames({"tb", "m", "n", "k"})
     ->UseRealTime();
 
 }  // namespace

@@ -101,5 +101,23 @@ BENCHMARK(BM_SdpaForward)->Args({8, 1024, 32})->Args({8, 1024, 64})->ArgNames({"
 BENCHMARK(BM_SdpaForwardBackward)->Args({8, 1024, 32})->Args({8, 1024, 64})->ArgNames({"H", "T", "Dh"})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Decoding: T queries per (hypothesis, head) against S cached keys, the Transformer
+// benchmark's beam-5 shapes (64 sentences × 5 hypotheses, 4 heads of 64). T = 1 takes the
+// kernel's one-query path; T = 2 the tiled path, which computes 16 query lanes either way, so
+// its time per call is what T = 1 cost before that path (docs/performance.md).
+void BM_SdpaDecode(benchmark::State& state) {
+  const int64_t B = 320, H = 4, T = state.range(0), S = state.range(1), Dh = 64;
+  Rng rng(1);
+  const Tensor q = randn({B, H, T, Dh}, rng), k = randn({B, H, S, Dh}, rng), v = randn({B, H, S, Dh}, rng);
+  autodiff::NoGradGuard no_grad;
+  for (auto _ : state) {
+    SdpaResult r = sdpa(q, k, v);
+    benchmark::DoNotOptimize(r.out.f32());
+  }
+  set_flops(state, 4.0 * B * H * T * S * Dh);
+}
+BENCHMARK(BM_SdpaDecode)->Args({1, 16})->Args({2, 16})->Args({1, 30})->Args({2, 30})->ArgNames({"T", "S"})
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace attn::bench

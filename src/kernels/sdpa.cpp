@@ -323,6 +323,81 @@ void finish_scores_t(const SdpaProblem& p, int64_t bh, int64_t t0, int64_t rows,
   }
 }
 
+// Forward for a tile of one query (decoding: T = 1), which the lane layout below would
+// compute 16 times over (one used lane of 16). Keys go along the lanes instead: each key
+// tile is transposed into (Dh, n), so the scores are one broadcast product of the query, and
+// the output accumulates as a row, o += P_j v_j. Every element goes through the same
+// operations in the same order as lane 0 of the tiled path (same key tiles, the same
+// fused multiply-adds over d and over j, the same online-softmax updates), so the results
+// are bit-identical to it (tests/attention/sdpa_test.cpp). Needs Dh <= kBq (scratch).
+ATTN_SDPA_CLONES void forward_one_query(const SdpaProblem& p, int64_t bh, int64_t t0, const float* q, const float* k,
+                                        const float* v, float* out, float* lse, float* weights, float* scratch) {
+  const int64_t b = bh / p.H;
+  const float* kh = k + bh * p.S * p.Dh;  // (S, Dh)
+  const float* vh = v + bh * p.S * p.Dv;  // (S, Dv)
+  float* o = out + (bh * p.T + t0) * p.Dv;
+  float* s_row = scratch;          // (Bk) scores, then probabilities
+  float* qs = s_row + kBk;         // (Dh) scale · log2 e · q
+  float* k_t = qs + p.Dh;          // (Dh, Bk) the key tile transposed
+  const float scale2 = p.scale * kLog2e;
+  const float* qt = q + (bh * p.T + t0) * p.Dh;
+  for (int64_t d = 0; d < p.Dh; ++d) qs[d] = scale2 * qt[d];
+  const int64_t kend = key_end(p, b, t0 + 1);
+  // s_row[0, n) = scores of keys s0.. in base 2, finished (bias, masks).
+  auto scores = [&](int64_t s0, int64_t n) {
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < p.Dh; ++d) k_t[d * n + j] = kh[(s0 + j) * p.Dh + d];
+    broadcast_gemm(1, n, p.Dh, qs, 0, 1, k_t, n, s_row, n, false);
+    finish_scores(p, bh, t0, 1, s0, n, s_row, n);
+  };
+
+  float m = -kInf, l = 0.0f;
+  std::fill(o, o + p.Dv, 0.0f);  // the output accumulator until the final division
+  for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
+    const int64_t n = std::min(kBk, kend - s0);
+    if (!tile_has_keys(p, b, s0, n)) continue;
+    scores(s0, n);
+    float mx = -kInf;
+    for (int64_t j = 0; j < n; ++j) mx = s_row[j] > mx ? s_row[j] : mx;
+    const float new_m = mx > m ? mx : m;
+    const float sub = new_m == -kInf ? 0.0f : new_m;
+    const float alpha = exp2_8(splat(m - sub))[0];  // 1 if the max stayed, 0 if m was -inf
+    row_exp2(s_row, n, sub);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) sum += s_row[j];
+    l = l * alpha + sum;
+    m = new_m;
+    for (int64_t d = 0; d < p.Dv; ++d) o[d] *= alpha;
+    for (int64_t j = 0; j < n; ++j) {  // o += P_j v_j
+      const float pj = s_row[j];
+      const float* vj = vh + (s0 + j) * p.Dv;
+      for (int64_t d = 0; d < p.Dv; ++d) o[d] += vj[d] * pj;
+    }
+  }
+
+  float z = kInf;
+  if (l > 0.0f) {
+    const float inv = 1.0f / l;
+    for (int64_t d = 0; d < p.Dv; ++d) o[d] = o[d] * inv;
+    z = m + std::log2(l);
+    lse[bh * p.T + t0] = kLn2 * z;
+  } else {  // fully masked row: zero output, and exp(s - lse) = 0 everywhere
+    std::fill(o, o + p.Dv, 0.0f);
+    lse[bh * p.T + t0] = kInf;
+  }
+
+  if (!weights) return;
+  float* w = weights + (bh * p.T + t0) * p.S;  // (S)
+  std::fill(w, w + p.S, 0.0f);
+  for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
+    const int64_t n = std::min(kBk, kend - s0);
+    if (!tile_has_keys(p, b, s0, n)) continue;
+    scores(s0, n);
+    row_exp2(s_row, n, z);
+    std::copy(s_row, s_row + n, w + s0);
+  }
+}
+
 // Forward: one (b, h, query tile) item, keys in tiles of Bk with the online softmax in base 2
 // (2^(s log2 e) = e^s, and exp2 is cheaper than exp); finally out = Oᵀᵀ / l and the natural
 // lse = ln 2 · (m + log2 l).
@@ -333,6 +408,7 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   const int64_t t0 = (item % nq) * kBq;
   const int64_t b = bh / p.H;
   const int64_t rows = std::min(kBq, p.T - t0);
+  if (rows == 1 && p.Dh <= kBq) return forward_one_query(p, bh, t0, q, k, v, out, lse, weights, scratch);
   const int64_t cols = ceil_div(rows, 2 * kLanes) * 2 * kLanes;  // lanes computed: rows rounded up to 16
   const float* qt = q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
   const float* kh = k + bh * p.S * p.Dh;         // (S, Dh)

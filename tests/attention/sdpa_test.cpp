@@ -543,6 +543,67 @@ TEST(Sdpa, DeterministicAcrossThreadCounts) {
   }
 }
 
+// A one-query tile (decoding, T = 1) has its own path in the forward kernel (keys along the
+// lanes); it must give exactly what the tiled path gives that query's lane. Query 0 of a
+// T = 2 problem goes through the tiled path, the same query alone through the one-query path:
+// outputs and weights must be bit-identical (and the backward, which reads the saved lse,
+// sees the same statistics). Two key tiles with a tail (S = 300), masks, a shared and a
+// per-head bias, upper-left causal, Dv != Dh, and
+// Dh beyond the path's limit (the tiled fallback).
+TEST(Sdpa, OneQueryPathIsBitIdenticalToTiledPath) {
+  struct Variant {
+    std::string name;
+    int64_t Dh, Dv;
+    bool lengths, padding, bias;
+    bool per_head_bias = false, causal_upper_left = false;  // upper-left: query 0 sees key 0 for any T
+  };
+  const int64_t B = 2, H = 3, S = 300;
+  for (const Variant& c : {Variant{"plain", 32, 32, false, false, false}, Variant{"lengths", 64, 5, true, false, false},
+                           Variant{"padding mask + bias", 16, 24, false, true, true},
+                           Variant{"Dh 200 (tiled fallback)", 200, 8, true, false, true},
+                           Variant{"per-head bias + upper-left causal", 32, 32, true, false, true, true, true}}) {
+    SCOPED_TRACE(c.name);
+    const Tensor q2 = random_tensor({B, H, 2, c.Dh}, 901);
+    const Tensor k = random_tensor({B, H, S, c.Dh}, 902);
+    const Tensor v = random_tensor({B, H, S, c.Dv}, 903);
+    const std::vector<float> q2v = q2.to_vector();
+    std::vector<float> q1v;
+    for (int64_t bh = 0; bh < B * H; ++bh) q1v.insert(q1v.end(), q2v.begin() + bh * 2 * c.Dh, q2v.begin() + (bh * 2 + 1) * c.Dh);
+    const Tensor q1 = Tensor::from_vector(q1v, {B, H, 1, c.Dh});
+    SdpaOptions o2;
+    o2.need_weights = true;
+    if (c.lengths) o2.key_lengths = ints({300, 157}, {B});
+    if (c.padding) o2.key_padding_mask = padding_mask(B, S, 904);
+    SdpaOptions o1 = o2;
+    // Row 0 of each (b, h) of a (B, H, 2, width) tensor.
+    auto first_rows = [&](const Tensor& t, int64_t width) {
+      const std::vector<float> x = t.to_vector();
+      std::vector<float> rows;
+      for (int64_t bh = 0; bh < B * H; ++bh) rows.insert(rows.end(), x.begin() + bh * 2 * width, x.begin() + (bh * 2 + 1) * width);
+      return Tensor::from_vector(rows, {B, H, 1, width});
+    };
+    if (c.causal_upper_left) {
+      o2.causal = o1.causal = true;
+      o2.causal_align = o1.causal_align = CausalAlign::upper_left;
+    }
+    if (c.bias && c.per_head_bias) {
+      o2.bias = random_tensor({B, H, 2, S}, 906, -2.0f, 2.0f);
+      o1.bias = first_rows(o2.bias, S);
+    } else if (c.bias) {
+      o2.bias = random_tensor({2, S}, 905, -2.0f, 2.0f);
+      const std::vector<float> bv = o2.bias.to_vector();
+      o1.bias = Tensor::from_vector(std::vector<float>(bv.begin(), bv.begin() + S), {1, S});
+    }
+    autodiff::NoGradGuard no_grad;
+    const SdpaResult r2 = sdpa(q2, k, v, o2), r1 = sdpa(q1, k, v, o1);
+    EXPECT_TRUE(bit_identical(r1.out, first_rows(r2.out, c.Dv))) << "out";
+    EXPECT_TRUE(bit_identical(r1.weights, first_rows(r2.weights, S))) << "weights";
+    // The double reference here knows a (T, S) bias and no causal mask.
+    if (!c.per_head_bias && !c.causal_upper_left)
+      EXPECT_TRUE(tensors_close(r1.out, reference(q1, k, v, o1).out, kAtol, kRtol));
+  }
+}
+
 TEST(Sdpa, DoesNotMaterialiseScores) {
   // T = S = 2048, H = 2: a (T, S) float score matrix is 16 MiB per head. The fused op must
   // stay far below that: outputs (512 KiB), row statistics and per-thread tiles.
