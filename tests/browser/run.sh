@@ -18,4 +18,8 @@ export ATTN="$attn"
 export ATTN_DATA_DIR="${ATTN_DATA_DIR:-$(realpath -m "$here/../../../shared/data")}"
 export ATTN_NUM_THREADS="${ATTN_NUM_THREADS:-2}" OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}"
 cd "$here"
-node --test view.test.mjs
+if [[ -n "${ATTN_VIEW_TEST_PATTERN:-}" ]]; then
+  node --test --test-name-pattern="$ATTN_VIEW_TEST_PATTERN" view.test.mjs
+else
+  node --test view.test.mjs
+fi
