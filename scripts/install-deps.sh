@@ -18,9 +18,15 @@ packages=(
   python3-pip python3-setuptools python3-wheel python3-build python3-venv
   # the browser tests of `attn view` (tests/browser): Debian's chromium, driven by
   # playwright-core from npm (tests/browser/package-lock.json), which downloads no browser
-  chromium nodejs npm
+  chromium                     # (nodejs and npm: below)
   clang-15 libfuzzer-15-dev    # the libFuzzer targets in fuzz/ (scripts/fuzz.sh, docs/fuzzing.md)
 )
+
+# Node.js and npm from Debian unless a node and npm are already on PATH: a machine with
+# another Node.js (NodeSource's, which bundles npm) cannot take Debian's npm package beside it.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
