@@ -40,6 +40,15 @@ inline QueryShape check_query(ShapeContract& c, const Tensor& query) {
                    (query.defined() ? query.shape().str() : std::string("an undefined tensor")) + hint);
 }
 
+// The query and the keys (B, S, E) and values (B, S, E) that the Luong-family ops read.
+inline QueryShape check_query_keys_values(ShapeContract& c, const Tensor& query, const Tensor& keys,
+                                          const Tensor& values) {
+  const QueryShape q = check_query(c, query);
+  c.check("keys", keys, {"B", "S", "E"});
+  c.check("values", values, {"B", "S", "E"});
+  return q;
+}
+
 // lengths: int32 (B), each in [0, S].
 inline void check_lengths(ShapeContract& c, const Tensor& lengths, int64_t S) {
   if (lengths.defined() && lengths.dtype() != DType::i32)

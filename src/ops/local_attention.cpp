@@ -71,9 +71,7 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   const bool predictive = options.mode == LocalMode::predictive;
   const std::string op = predictive ? "local_attention(local-p)" : "local_attention(local-m)";
   ShapeContract c(op);
-  const attention_detail::QueryShape q = attention_detail::check_query(c, query);
-  c.check("keys", keys, {"B", "S", "E"});
-  c.check("values", values, {"B", "S", "E"});
+  const attention_detail::QueryShape q = attention_detail::check_query_keys_values(c, query, keys, values);
   const int64_t B = q.B, T = q.T, D = q.D, S = c["S"], E = c["E"], N = B * T;
   const Tensor& w = options.w;
   const LuongScore score = options.score;

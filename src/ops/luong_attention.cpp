@@ -53,9 +53,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
     throw ValueError("luong_attention: unknown score function " + std::to_string(static_cast<int>(score)));
   const std::string op = luong_op_name(score);
   ShapeContract c(op);
-  const attention_detail::QueryShape q = attention_detail::check_query(c, query);
-  c.check("keys", keys, {"B", "S", "E"});
-  c.check("values", values, {"B", "S", "E"});
+  const attention_detail::QueryShape q = attention_detail::check_query_keys_values(c, query, keys, values);
   const int64_t B = q.B, T = q.T, D = q.D, S = c["S"], E = c["E"], N = B * T;
   const Tensor& w = options.w;
   const Tensor& v = options.v;

@@ -328,6 +328,17 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
   await set(page, { mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 48);
   await screenshot(page, 'model-view-200');
+  // transformer-cls carries attn explain's measures too, with [CLS]'s rollout and flow rows.
+  const c = raw.classifier;
+  assert.deepEqual(Object.keys(c.measures).sort(),
+    ['attention', 'flow', 'gradient × input', 'integrated gradients', 'leave-one-out', 'rollout']);
+  for (const measure of ['rollout', 'gradient × input']) {
+    await page.locator(`button[data-measure="${measure}"]`).click();
+    const shown = await page.evaluate(() => [...document.querySelectorAll('#sentence span')].map((s) => Number(s.dataset.value)));
+    assert.equal(shown.length, 200);
+    shown.forEach((v, i) => assert.ok(Math.abs(v - c.measures[measure][i]) <= TOLERANCE * Math.max(1, Math.abs(v)), `${measure} token ${i}`));
+  }
+  assert.ok(c.taus.some((t) => t.first === 'rollout'));
   assert.deepEqual(problems, []);
   await page.close();
 });

@@ -27,6 +27,7 @@
 #include "attn/explain/rollout.h"
 #include "attn/io/atomic_file.h"
 #include "attn/models/attention_classifier.h"
+#include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
 #include "attn/data/char_vocab.h"
 #include "attn/decode/classify.h"
@@ -292,18 +293,27 @@ View view_lm(const ViewArgs& a, const std::string& text) {
   return v;
 }
 
-// The bilstm-attn classifier's attention beside the importance measures of attn explain.
-json explained_tokens(models::AttnClassifier& model, const data::Vocab& vocab, const std::string& text) {
+// A classifier's attention beside the importance measures of attn explain (bilstm-attn and
+// transformer-cls; for transformer-cls also [CLS]'s rollout and flow rows).
+json explained_tokens(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text) {
   const std::vector<std::string> tokens = data::sst2_tokens(text);
   std::vector<int32_t> ids;
   for (const auto& t : tokens) ids.push_back(vocab.id(t));
-  const explain::SentenceImportance m = explain::explain_sentence(model, ids, {});
+  explain::SentenceImportance m;
+  if (auto* pooling = dynamic_cast<models::AttnClassifier*>(&model))
+    m = explain::explain_sentence(*pooling, ids, {});
+  else if (auto* transformer = dynamic_cast<models::TransformerClassifier*>(&model.module()))
+    m = explain::explain_sentence(*transformer, ids, tokens, {});
+  else
+    return nullptr;
   json measures = {{"attention", m.attention},
                    {"gradient × input", m.gradient},
                    {"integrated gradients", m.integrated_gradients}};
   if (m.has_leave_one_out) measures["leave-one-out"] = m.leave_one_out;
+  if (!m.rollout.empty()) measures["rollout"] = m.rollout;
+  if (!m.flow.empty()) measures["flow"] = m.flow;
   json taus = json::array();
-  for (const explain::TauPair& pair : explain::tau_pairs()) {
+  for (const explain::TauPair& pair : explain::tau_pairs_for(m)) {
     const explain::KendallTau k = explain::sentence_tau(m, pair);
     taus.push_back({{"first", pair.first}, {"second", pair.second}, {"defined", k.defined},
                     {"tau", k.defined ? json(k.tau) : json(nullptr)}, {"p", k.defined ? json(k.p_value) : json(nullptr)},
@@ -324,14 +334,12 @@ View view_classifier(const ViewArgs& a, const std::string& text) {
     throw UsageError("the model's vocabulary cannot encode --text (every token is unknown)");
   View v(model.kind(), "classifier (" + model.kind() + "): " + model.attention_description(),
          text);
-  auto* attn_classifier = dynamic_cast<models::AttnClassifier*>(&model);
-  if (attn_classifier != nullptr) {
-    v.classifier = explained_tokens(*attn_classifier, loaded.vocab, text);
-  } else {
+  v.classifier = explained_tokens(model, loaded.vocab, text);
+  if (v.classifier.is_null()) {
     v.classifier = {{"tokens", c.tokens}, {"label_index", c.label}, {"probability", c.probability},
                     {"measures", {{"attention", c.attention}}}, {"taus", json::array()}};
     v.notes.push_back("gradient × input, leave-one-out and integrated gradients: attn explain computes them for "
-                      "bilstm-attn classifiers only");
+                      "bilstm-attn and transformer-cls classifiers");
   }
   const int32_t label = v.classifier.at("label_index").get<int32_t>();
   v.classifier["label"] = loaded.labels.at(static_cast<size_t>(label));
