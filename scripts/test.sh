@@ -5,7 +5,8 @@
 #   2. a portable build (ATTN_NATIVE=OFF: x86-64-v2, SSE4.2 at most) with AddressSanitizer +
 #      UndefinedBehaviorSanitizer: the C++ suite and CLI tests;
 #   3. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
-#      run under): the parity suite.
+#      run under) and the portable attn binary beside it (the parity tests that train or
+#      export through the CLI, test_load_save.py and test_export.py, run it): the parity suite.
 # 2 and 3 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
 # OPENBLAS_CORETYPE), so rounding that depends on the vector width of attn's kernels or of
 # the BLAS kernel fails here, on the developer's machine, and not only on a user's CPU.
@@ -55,7 +56,7 @@ step "tests (portable, sanitizers, OPENBLAS_CORETYPE=$portable_coretype)" \
 
 step "configure (portable Python module)" configure build-portable -DCMAKE_BUILD_TYPE=Release \
   -DATTN_NATIVE=OFF -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3
-step "build (portable Python module)" cmake --build build-portable --target _attn
+step "build (portable Python module and CLI)" cmake --build build-portable --target _attn attn
 step "parity (portable, OPENBLAS_CORETYPE=$portable_coretype)" \
   env OPENBLAS_CORETYPE="$portable_coretype" PYTHONPATH="$root/build-portable/python" OMP_NUM_THREADS=2 \
   /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/parity
