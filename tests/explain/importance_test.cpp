@@ -5,6 +5,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/decode/classify.h"
 #include "attn/ops/softmax.h"
+#include "scaled_row_derivative.h"
 #include "test_support.h"
 
 namespace attn::explain {
@@ -54,15 +55,9 @@ TEST(Importance, GradientTimesInputIsTheDirectionalDerivativeWithAttentionFixed)
       e = model.embed(ids_t).clone();
       weights = model.pool(model.encode(e, lengths), lengths).weights;
     }
-    const int64_t D = e.dim(2);
-    const double h = 1e-2;
     for (int64_t s = 0; s < 5; ++s) {
-      auto scaled = [&](double t) {
-        Tensor x = e.clone();
-        for (int64_t d = 0; d < D; ++d) x.f32()[s * D + d] *= static_cast<float>(1 + t);
-        return static_cast<double>(probability_with_weights(model, x, weights, label));
-      };
-      const double numeric = (scaled(h) - scaled(-h)) / (2 * h);
+      const double numeric = attn::testing::scaled_row_derivative(
+          e, s, [&](const Tensor& x) { return probability_with_weights(model, x, weights, label); });
       EXPECT_NEAR(g[static_cast<size_t>(s)], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "token " << s;
     }
     model.train();

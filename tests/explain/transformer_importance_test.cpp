@@ -7,6 +7,7 @@
 #include "attn/explain/report.h"
 #include "attn/explain/rollout.h"
 #include "attn/ops/softmax.h"
+#include "scaled_row_derivative.h"
 #include "test_support.h"
 #include "tiny_transformer.h"
 
@@ -51,15 +52,10 @@ TEST(TransformerImportance, FullGradientTimesInputIsTheDirectionalDerivative) {
   autodiff::NoGradGuard no_grad;
   const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{5}, {1});
   const Tensor e = model.embed(Tensor::from_vector(kIds, {1, 5})).clone();
-  const int64_t D = e.dim(2);
-  const double h = 1e-2;
   for (int64_t s = 0; s < 5; ++s) {
-    auto scaled = [&](double t) {
-      Tensor x = e.clone();
-      for (int64_t d = 0; d < D; ++d) x.f32()[s * D + d] *= static_cast<float>(1 + t);
-      return static_cast<double>(softmax(model.logits_from_embeddings(x, lengths)).f32()[label]);
-    };
-    EXPECT_NEAR(g[static_cast<size_t>(s)], (scaled(h) - scaled(-h)) / (2 * h), 2e-3) << "token " << s;
+    const double numeric = attn::testing::scaled_row_derivative(
+        e, s, [&](const Tensor& x) { return softmax(model.logits_from_embeddings(x, lengths)).f32()[label]; });
+    EXPECT_NEAR(g[static_cast<size_t>(s)], numeric, 2e-3) << "token " << s;
   }
 }
 
