@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -52,6 +53,14 @@ double seconds_since(Clock::time_point start) {
 }
 
 // A field of /proc/self/status in MiB ("VmRSS", "VmHWM"); -1 when unreadable.
+// CPU seconds of the whole process (every thread): on a loaded machine steadier than wall
+// time, which also counts the time this process waited for a core.
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 double proc_status_mb(const std::string& field) {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -169,12 +178,13 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   for (int i = 0; i < a.warmup + a.steps; ++i) batches.push_back(generator.fixed_length(a.batch, a.len));
   const data::Batch greedy_batch = generator.fixed_length(a.batch, a.len);
 
-  double t_forward = 0, t_backward = 0, t_optimizer = 0, train_seconds = 0;
+  double t_forward = 0, t_backward = 0, t_optimizer = 0, train_seconds = 0, train_cpu = 0;
   double last_loss = 0;
   model.train();
   for (int i = 0; i < a.warmup + a.steps; ++i) {
     const bool timed = i >= a.warmup;
     const data::Batch& batch = batches[static_cast<size_t>(i)];
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     Tensor loss = model.loss(batch);
     last_loss = loss.item();
@@ -188,6 +198,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
       t_backward += std::chrono::duration<double>(t2 - t1).count();
       t_optimizer += std::chrono::duration<double>(t3 - t2).count();
       train_seconds += std::chrono::duration<double>(t3 - t0).count();
+      train_cpu += process_cpu_seconds() - cpu0;
     }
   }
 
@@ -197,15 +208,18 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   model.eval();
   const int max_len = a.len + 1;
   int64_t greedy_steps = 0;
-  double greedy_seconds = 0;
+  double greedy_seconds = 0, greedy_cpu = 0;
   for (int r = 0; r < 1 + a.greedy_reps; ++r) {
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     models::DecodeResult d = model.greedy(greedy_batch.src, greedy_batch.src_lengths, max_len);
     const double s = seconds_since(t0);
+    const double cpu = process_cpu_seconds() - cpu0;
     size_t longest = 0;
     for (const auto& row : d.tokens) longest = std::max(longest, row.size());
     if (r > 0 || a.greedy_reps == 0) {
       greedy_seconds += s;
+      greedy_cpu += cpu;
       greedy_steps += static_cast<int64_t>(longest);
     }
   }
@@ -233,6 +247,10 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   j["warmup"] = a.warmup;
   j["seconds"] = train_seconds;
   j["step_ms"] = 1e3 * train_seconds / steps;
+  j["train_cpu_seconds"] = train_cpu;  // CPU time of the timed steps, all threads
+  j["train_tokens_per_cpu_s"] = steps * B * T / train_cpu;
+  j["greedy_cpu_seconds"] = greedy_cpu;
+  j["greedy_tokens_per_cpu_s"] = B * static_cast<double>(greedy_steps) / greedy_cpu;
   j["phase_ms_per_step"] = {{"forward", 1e3 * t_forward / steps},
                             {"backward", 1e3 * t_backward / steps},
                             {"clip_adam", 1e3 * t_optimizer / steps}};
