@@ -144,7 +144,7 @@ peak = float(sys.argv[2])
 # metric, higher is better?
 metrics = {
     "seq2seq": [("train_tokens_per_s", True), ("greedy_tokens_per_s", True), ("gflops_per_s", True),
-                ("greedy_gflops_per_s", True)],
+                ("greedy_gflops_per_s", True), ("train_tokens_per_cpu_s", True), ("greedy_tokens_per_cpu_s", True)],
     "attention": [("forward_ms", False), ("forward_backward_ms", False), ("growth_mb", False)],
     "transformer": [("train_tokens_per_s", True), ("beam_tokens_per_s", True), ("beam_sentences_per_s", True),
                     ("gflops_per_s", True)],
@@ -182,7 +182,7 @@ if gru:
     print()
     print("| GRU layer (B 64, S 40, in 64, hidden 256) | attn ms | oneDNN ms | oneDNN/attn (range) |")
     print("|---|---:|---:|---:|")
-    for phase in ("forward", "forward_backward"):
+    for phase in ("forward", "forward_backward", "forward_cpu", "forward_backward_cpu"):
         ratios = [r[f"{phase}_ratio"] for r in gru]
         rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
         print(f"| {phase} | {statistics.median(r[f'attn_{phase}_ms'] for r in gru):.2f} | "
@@ -225,11 +225,13 @@ for att in ("bahdanau", "luong"):
         targets.append((f"seq2seq {att}: training step, % of the run's sgemm peak", f"{v:.0f} %", v >= 50, "≥ 50 %",
                         f"{0.5 * peak:.1f} GFLOP/s"))
     for key, gkey, what, goal in (("train_tokens_per_s", "gflops_per_s", "training", 3.5),
-                                  ("greedy_tokens_per_s", "greedy_gflops_per_s", "greedy decoding", 4.5)):
+                                  ("greedy_tokens_per_s", "greedy_gflops_per_s", "greedy decoding", 4.5),
+                                  ("train_tokens_per_cpu_s", None, "training, CPU time", 3.5),
+                                  ("greedy_tokens_per_cpu_s", None, "greedy decoding, CPU time", 4.5)):
         r = ratio_of_rounds(label, key)
         if r:
             targets.append((f"seq2seq {att}: {what} vs PyTorch", times(r), r[0] >= goal, f"≥ {goal}×",
-                            needs(label, gkey, goal)))
+                            needs(label, gkey, goal) if gkey else ""))
 r = ratio_of_rounds("attention mha T=4096", "forward_ms", higher=False)
 if r:
     targets.append(("MHA T=4096 forward vs nn.MultiheadAttention", times(r), r[0] >= 4.5, "≥ 4.5×",

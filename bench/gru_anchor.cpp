@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -38,16 +39,28 @@ double median_ms(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double process_cpu_ms() {  // every thread's CPU time: on a loaded machine steadier than wall time
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
+
+struct Times {
+  std::vector<std::vector<double>> wall, cpu;  // ms, per function, per round
+};
+
 // Runs every function once untimed, then `reps` rounds of each in turn (interleaved, so that
-// load on a shared machine falls on all of them alike); the times in ms, per function.
-std::vector<std::vector<double>> interleaved_ms(int reps, const std::vector<std::function<void()>>& fns) {
+// load on a shared machine falls on all of them alike); wall and process CPU ms, per function.
+Times interleaved_ms(int reps, const std::vector<std::function<void()>>& fns) {
   for (const auto& f : fns) f();
-  std::vector<std::vector<double>> out(fns.size());
+  Times out{std::vector<std::vector<double>>(fns.size()), std::vector<std::vector<double>>(fns.size())};
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < fns.size(); ++i) {
+      const double c0 = process_cpu_ms();
       const auto t0 = Clock::now();
       fns[i]();
-      out[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      out.wall[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      out.cpu[i].push_back(process_cpu_ms() - c0);
     }
   return out;
 }
@@ -213,8 +226,11 @@ int main(int argc, char** argv) {
   float max_diff = 0.0f;
   const float* d = static_cast<const float*>(dst.get_data_handle());
   for (int64_t i = 0; i < S * B * H; ++i) max_diff = std::max(max_diff, std::fabs(d[i] - attn_out.f32()[i]));
-  const auto ms = interleaved_ms(a.reps, {attn_forward, dnnl_forward, attn_forward_backward, dnnl_forward_backward});
+  const Times times = interleaved_ms(a.reps, {attn_forward, dnnl_forward, attn_forward_backward, dnnl_forward_backward});
 
+  const auto& ms = times.wall;
+  const auto& cpu = times.cpu;
+  const double caf = median_ms(cpu[0]), cdf = median_ms(cpu[1]), cafb = median_ms(cpu[2]), cdfb = median_ms(cpu[3]);
   const double af = median_ms(ms[0]), df = median_ms(ms[1]), afb = median_ms(ms[2]), dfb = median_ms(ms[3]);
   const double flops = 2.0 * S * B * (I + H) * 3 * H;  // forward products; training 3x
   std::printf(
@@ -222,10 +238,12 @@ int main(int argc, char** argv) {
       "\"onednn_forward_ms\": %.4f, \"onednn_forward_backward_ms\": %.4f, \"forward_ratio\": %.4f, "
       "\"forward_backward_ratio\": %.4f, \"attn_forward_gflops_per_s\": %.2f, \"attn_forward_backward_gflops_per_s\": "
       "%.2f, \"onednn_forward_gflops_per_s\": %.2f, \"onednn_forward_backward_gflops_per_s\": %.2f, "
+      "\"attn_forward_cpu_ms\": %.4f, \"attn_forward_backward_cpu_ms\": %.4f, \"onednn_forward_cpu_ms\": %.4f, "
+      "\"onednn_forward_backward_cpu_ms\": %.4f, \"forward_cpu_ratio\": %.4f, \"forward_backward_cpu_ratio\": %.4f, "
       "\"forward_max_abs_diff\": %.3g, \"onednn\": \"%d.%d.%d\", \"reps\": %d, \"threads\": %d, "
       "\"config\": {\"batch\": %ld, \"len\": %ld, \"input\": %ld, \"hidden\": %ld}}\n",
       af, afb, df, dfb, df / af, dfb / afb, flops / af / 1e6, 3 * flops / afb / 1e6, flops / df / 1e6,
-      3 * flops / dfb / 1e6, max_diff, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, a.reps,
+      3 * flops / dfb / 1e6, caf, cafb, cdf, cdfb, cdf / caf, cdfb / cafb, max_diff, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, a.reps,
       attn::num_threads(), static_cast<long>(B), static_cast<long>(S), static_cast<long>(I), static_cast<long>(H));
   return 0;
 }

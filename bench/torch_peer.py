@@ -188,10 +188,11 @@ def bench_seq2seq(a):
     batches = [copy_batch(gen, a.batch, a.len) for _ in range(a.warmup + a.steps)]
     greedy_batch = copy_batch(gen, a.batch, a.len)
     V = a.vocab
-    t_fwd = t_bwd = t_opt = train_seconds = 0.0
+    t_fwd = t_bwd = t_opt = train_seconds = train_cpu = 0.0
     loss_value = 0.0
     model.train()
     for i, (src, lengths, tgt_in, tgt_out) in enumerate(batches):
+        c0 = time.process_time()  # every thread's CPU time, as attn's train_cpu_seconds
         t0 = time.perf_counter()
         logits = model.logits(src, lengths, tgt_in)
         loss = F.cross_entropy(logits.reshape(-1, V), tgt_out.reshape(-1), ignore_index=PAD)
@@ -208,17 +209,21 @@ def bench_seq2seq(a):
             t_bwd += t2 - t1
             t_opt += t3 - t2
             train_seconds += t3 - t0
+            train_cpu += time.process_time() - c0
 
     model.eval()
     src, lengths, _, _ = greedy_batch
     greedy_steps = 0
-    greedy_seconds = 0.0
+    greedy_seconds = greedy_cpu = 0.0
     for r in range(1 + a.greedy_reps):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         n = model.greedy(src, lengths, a.len + 1)
         s = time.perf_counter() - t0
+        c = time.process_time() - c0
         if r > 0 or a.greedy_reps == 0:
             greedy_seconds += s
+            greedy_cpu += c
             greedy_steps += n
 
     B, S, T = a.batch, a.len, a.len + 1
@@ -232,6 +237,10 @@ def bench_seq2seq(a):
         "attention": a.attention,
         "train_tokens_per_s": a.steps * B * T / train_seconds,
         "greedy_tokens_per_s": B * greedy_steps / greedy_seconds,
+        "train_cpu_seconds": train_cpu,
+        "train_tokens_per_cpu_s": a.steps * B * T / train_cpu,
+        "greedy_cpu_seconds": greedy_cpu,
+        "greedy_tokens_per_cpu_s": B * greedy_steps / greedy_cpu,
         "gflops_per_s": train_flops * a.steps / train_seconds / 1e9,
         "greedy_gflops_per_s": greedy_flops / greedy_seconds / 1e9,
         "train_flops_per_step": train_flops,
