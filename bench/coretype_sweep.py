@@ -5,7 +5,7 @@ thread (attn_micro, thread CPU time per call: steady on a loaded machine), the 2
 THREADS threads in wall time (attn doctor), and a whole `attn bench seq2seq` run (wall and
 process CPU time of its timed training steps and greedy decodes). Prints medians and ranges.
 
-  bench/coretype_sweep.py [--build build] [--rounds 3] [--cores "Zen Haswell SkylakeX Cooperlake"]
+  bench/coretype_sweep.py [--build build] [--rounds 3] [--cores "Zen Haswell SkylakeX Cooperlake"] [--micro-only]
 """
 import argparse
 import json
@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--cores", default="Zen Haswell SkylakeX Cooperlake")
     ap.add_argument("--jsonl", help="append every raw measurement here")
+    ap.add_argument("--micro-only", action="store_true", help="only the one-thread attn_micro products")
     a = ap.parse_args()
     cores = a.cores.split()
     attn, micro = os.path.join(a.build, "attn"), os.path.join(a.build, "attn_micro")
@@ -52,6 +53,8 @@ def main():
             for b in m["benchmarks"]:
                 name = b["name"].replace("/real_time", "")
                 add(core, name + " us_cpu", b["cpu_time"] * {"ns": 1e-3, "us": 1, "ms": 1e3}[b["time_unit"]])
+            if a.micro_only:
+                continue
             d = run_json([attn, "doctor", "--json", "--seconds", "2"], core, a.threads)
             assert d["gemm"]["kernel"].lower() == core.lower(), d["gemm"]
             add(core, "sgemm 2048 wall GFLOP/s (%d threads)" % a.threads, d["sgemm"]["gflops_per_s"])

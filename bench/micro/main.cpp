@@ -10,6 +10,8 @@
 
 #include "attn/parallel.h"
 
+extern "C" void openblas_set_num_threads(int);
+
 int main(int argc, char** argv) {
   std::vector<char*> rest;
   int threads = 0;
@@ -21,6 +23,9 @@ int main(int argc, char** argv) {
     }
   }
   attn::set_num_threads(threads);
+  // The direct cblas_sgemm benchmarks too (kernels::gemm syncs OpenBLAS on its first call, but
+  // a filter may select only BM_Cblas*, which then ran OpenBLAS's default: every core).
+  openblas_set_num_threads(attn::num_threads());
   benchmark::AddCustomContext("attn_threads", std::to_string(attn::num_threads()));
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
