@@ -135,45 +135,6 @@ void TransformerLayerOptions::validate() const {
 
 // ---- KvCache ----------------------------------------------------------------------------------------
 
-namespace {
-
-// (B): row i's class is row i - 1's when their cross_k and cross_v are byte-identical in every
-// layer, else i. Rows of one class are then identical (runs of adjacent equal rows: beam
-// search lays out a source's hypotheses next to each other). No cross caches: one class.
-std::vector<int32_t> identical_cross_rows(const std::vector<LayerKvCache>& layers, int64_t B) {
-  std::vector<int32_t> cls(static_cast<size_t>(B));
-  for (int64_t i = 0; i < B; ++i) {
-    bool same = i > 0;
-    for (const LayerKvCache& l : layers)
-      for (const Tensor* t : {&l.cross_k, &l.cross_v})
-        if (same && t->defined()) {
-          const int64_t row = t->numel() / B;
-          same = std::memcmp(t->f32() + i * row, t->f32() + (i - 1) * row, sizeof(float) * row) == 0;
-        }
-    cls[static_cast<size_t>(i)] = same ? cls[static_cast<size_t>(i - 1)] : static_cast<int32_t>(i);
-  }
-  return cls;
-}
-
-std::vector<Tensor> cross_tensors(const std::vector<LayerKvCache>& layers) {
-  std::vector<Tensor> out;
-  for (const LayerKvCache& l : layers)
-    for (const Tensor* t : {&l.cross_k, &l.cross_v})
-      if (t->defined()) out.push_back(*t);
-  return out;
-}
-
-// Whether `held` are the layers' cross tensors (the same storage: held, so not reused).
-bool describes(const std::vector<Tensor>& held, const std::vector<LayerKvCache>& layers) {
-  const std::vector<Tensor> now = cross_tensors(layers);
-  if (now.size() != held.size()) return false;
-  for (size_t i = 0; i < now.size(); ++i)
-    if (now[i].f32() != held[i].f32()) return false;
-  return true;
-}
-
-}  // namespace
-
 void KvCache::select_rows(const Tensor& rows) {
   if (!rows.defined() || rows.dtype() != DType::i32 || rows.rank() != 1)
     throw ShapeError("KvCache::select_rows: 'rows' expected int32 (B'), got " +
@@ -197,29 +158,9 @@ void KvCache::select_rows(const Tensor& rows) {
       throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
                        " is out of range [0, B=" + str(B) + ")");
   autodiff::NoGradGuard no_grad;
-  // The cross keys and values never change once projected. When every new row i takes a row
-  // whose cross caches are byte-identical to row i's (a beam reorder among one source's
-  // hypotheses), they hold the right values already and are not copied.
-  if (!describes(cross_rows.of, layers) || static_cast<int64_t>(cross_rows.of_row.size()) != B) {
-    cross_rows.of = cross_tensors(layers);
-    cross_rows.of_row = identical_cross_rows(layers, B);
-  }
-  const std::vector<int32_t>& cls = cross_rows.of_row;
-  bool keep_cross = m == B;
-  for (int64_t i = 0; keep_cross && i < m; ++i) keep_cross = cls[static_cast<size_t>(r[i])] == cls[static_cast<size_t>(i)];
-  for (LayerKvCache& l : layers) {
-    for (Tensor* t : {&l.self_k, &l.self_v})
+  for (LayerKvCache& l : layers)
+    for (Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
       if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
-    if (!keep_cross)
-      for (Tensor* t : {&l.cross_k, &l.cross_v})
-        if (t->defined()) *t = gather_rows(*t, rows);
-  }
-  if (!keep_cross) {  // row i now holds old row r[i]'s values, so it takes that row's class
-    std::vector<int32_t> moved(static_cast<size_t>(m));
-    for (int64_t i = 0; i < m; ++i) moved[static_cast<size_t>(i)] = cls[static_cast<size_t>(r[i])];
-    cross_rows.of_row = std::move(moved);
-    cross_rows.of = cross_tensors(layers);
-  }
   if (memory_lengths.defined()) {
     Tensor out = Tensor::empty({m}, DType::i32);
     for (int64_t i = 0; i < m; ++i) out.i32()[i] = memory_lengths.i32()[r[i]];

@@ -442,61 +442,6 @@ TEST(TransformerCache, DecoderAfterSelectRows) {
   }
 }
 
-// Beam search's layout: the hypotheses of one source are adjacent rows with the same memory.
-// A reorder among them leaves the cross caches as they are (not copied: the same storage); a
-// reorder across sources, or rows whose memory differs, copies them. The step after either
-// still equals the full pass.
-TEST(TransformerCache, SelectRowsCopiesCrossCachesOnlyWhenTheyDiffer) {
-  TransformerDecoder dec(small(false), 2);
-  randomize(dec, 91);
-  autodiff::NoGradGuard no_grad;
-  const Tensor mem = pick(random_tensor({2, 4, 8}, 31), {0, 0, 1, 1});  // 2 sources x 2 hypotheses
-  const Tensor mem_len = i32({4, 4, 3, 3});
-  Tensor tgt = random_tensor({4, 4, 8}, 32);
-  KvCache cache = dec.start(mem_len);
-  dec.step(positions(tgt, 0, 1), mem, cache);
-  const auto cross_data = [&cache] { return cache.layers[1].cross_v.f32(); };
-  const float* before = cross_data();
-  std::vector<float> self_k = cache.layers[0].self_k.to_vector();
-
-  const std::vector<int32_t> within = {1, 1, 3, 2};  // each row keeps its source
-  cache.select_rows(i32(within));
-  EXPECT_EQ(cross_data(), before);
-  EXPECT_EQ(cache.layers[0].self_k.to_vector(), pick(Tensor::from_vector(self_k, {4, 2, 1, 4}), within).to_vector());
-
-  const std::vector<int32_t> across = {2, 3, 0, 1};  // the sources swap places
-  const std::vector<float> cross_v = cache.layers[1].cross_v.to_vector();
-  cache.select_rows(i32(across));
-  EXPECT_NE(cross_data(), before);
-  EXPECT_EQ(cache.layers[1].cross_v.to_vector(), pick(Tensor::from_vector(cross_v, {4, 2, 4, 4}), across).to_vector());
-  before = cross_data();
-  cache.select_rows(i32({1, 0, 3, 2}));  // within the sources' new places
-  EXPECT_EQ(cross_data(), before);
-
-  // The same rows reach the same state as the full pass over the reordered inputs.
-  std::vector<int32_t> rows = {1, 1, 3, 2};  // the three reorders composed: row i holds input row rows[i]
-  for (const std::vector<int32_t>& step : {across, std::vector<int32_t>{1, 0, 3, 2}}) {
-    std::vector<int32_t> next(4);
-    for (size_t i = 0; i < 4; ++i) next[i] = rows[static_cast<size_t>(step[i])];
-    rows = next;
-  }
-  Tensor tgt_r = pick(tgt, rows);
-  const Tensor mem_r = pick(mem, rows);
-  for (int64_t d = 0; d < 8; ++d) tgt_r.f32()[(0 * 4 + 1) * 8 + d] += 0.5f;  // rows 0 and 1 differ from here on
-  for (int64_t t = 2; t <= 3; ++t) {
-    Tensor y = dec.step(positions(tgt_r, t - 1, t), mem_r, cache);
-    Tensor full = dec.forward(positions(tgt_r, 0, t), mem_r, pick(mem_len, rows));
-    EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kCacheAtol, kCacheRtol)) << "step " << t;
-  }
-
-  // Rows whose memory differs are copied even by a reorder that looks like a beam's.
-  KvCache distinct = dec.start(mem_len);
-  dec.step(positions(tgt, 0, 1), random_tensor({4, 4, 8}, 33), distinct);
-  const float* d0 = distinct.layers[0].cross_k.f32();
-  distinct.select_rows(i32({1, 0, 2, 3}));
-  EXPECT_NE(distinct.layers[0].cross_k.f32(), d0);
-}
-
 TEST(TransformerCache, CausalStepEqualsFullPass) {
   for (bool norm_first : {false, true}) {
     CausalTransformer lm(small(norm_first, "relu"), 2);

@@ -106,13 +106,6 @@ struct KvCache {
   // for rows not int32 (B'), ValueError naming a row outside [0, B). The caller reorders
   // its own memory tensor (it is read again only if the cross keys were never projected).
   void select_rows(const Tensor& rows);
-  // Which rows hold byte-identical cross_k/cross_v in every layer (beam search's hypotheses
-  // of one source): select_rows does not copy those caches when every row keeps its class.
-  // Filled by select_rows for the cross tensors whose data it names; not for callers.
-  struct CrossRowClasses {
-    std::vector<int32_t> of_row;     // (B): rows with one class have identical cross caches
-    std::vector<Tensor> of;          // the cross tensors it describes (held: their storage stays theirs)
-  } cross_rows;
 };
 
 class TransformerDecoderLayer : public Module {
