@@ -92,6 +92,23 @@ TEST(BlasCoreFor, AmdZen4WithAvX512AndBf16) {
   EXPECT_STREQ(kernels::blas_core_for(f), "Cooperlake");
 }
 
+// The development machine of 2026-12-02: AMD EPYC "Genoa" under KVM (family 25, model 17),
+// AVX-512 F/CD/DQ/BW/VL/VNNI/BF16, no AMX. OpenBLAS 0.3.21 picks Cooperlake there itself;
+// measured against Zen, Haswell and SkylakeX (docs/performance.md), Cooperlake was the fastest
+// on the 2048^3 product and within the noise on the step shapes, so AMD's AVX-512 (double-pumped
+// 256-bit units on Zen 4) keeps the AVX-512 rule.
+TEST(BlasCoreFor, AmdGenoaKeepsTheAvX512Kernels) {
+  CpuFeatures f = x86("AuthenticAMD", 25, 17);
+  with_avx512(f).avx512_bf16 = true;
+  f.avx512_vnni = true;
+  EXPECT_STREQ(kernels::blas_core_for(f), "Cooperlake");
+  EXPECT_EQ(kernels::blas_cpu_level(f), kernels::blas_core_level("Cooperlake"));  // no AMX: not SapphireRapids
+  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Cooperlake", kernels::blas_core_for(f)));
+  EXPECT_TRUE(kernels::blas_core_should_switch(nullptr, "Zen", kernels::blas_core_for(f)));
+  f.avx512_bf16 = false;  // an AMD AVX-512 CPU without BF16 gets SkylakeX, not Zen
+  EXPECT_STREQ(kernels::blas_core_for(f), "SkylakeX");
+}
+
 TEST(BlasCoreFor, Avx2OnlyIntelIsHaswell) {
   CpuFeatures f = x86("GenuineIntel", 6, 158);
   EXPECT_STREQ(kernels::blas_core_for(with_avx2(f)), "Haswell");
