@@ -20,6 +20,7 @@
 #   OMP_WAIT_POLICY  passed to both sides; PASSIVE unless set (on a shared, loaded machine
 #                spinning OpenMP workers make every parallel region wait for a descheduled
 #                thread; both libraries use libgomp, so both get the same policy).
+#   SEQ_STEPS    timed seq2seq training steps (20)
 #   SEQ_ARGS, ATTN_ARGS, TF_ARGS  extra arguments for the seq2seq, attention and transformer runs
 #   ATTENTION_SPECS  kind:len pairs (default "mha:4096"; the earlier set: "mha:4096 sdpa:4096 additive:1024")
 set -euo pipefail
@@ -94,7 +95,7 @@ run() {  # run <label> <command...>: appends one JSON line tagged with the label
     "$line" "$label" "$ROUND" >>"$RESULTS"
 }
 
-SEQ=(--batch 64 --emb 64 --hidden 256 --vocab 32 --len 40 --steps 20 --threads "$THREADS" ${SEQ_ARGS:-})
+SEQ=(--batch 64 --emb 64 --hidden 256 --vocab 32 --len 40 --steps "${SEQ_STEPS:-20}" --threads "$THREADS" ${SEQ_ARGS:-})
 ATT=(--batch 1 --heads 8 --dim 256 --threads "$THREADS" ${ATTN_ARGS:-})
 TF=(--threads "$THREADS" ${TF_ARGS:-})
 for ROUND in $(seq 1 "$ROUNDS"); do
