@@ -162,7 +162,7 @@
         options.map((o, i) => $('option', { value: String(i), text: o })));
       return { el: $('label', {}, [document.createTextNode(label), s]), select: s };
     };
-    const hypSel = select('hypothesis', 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); render(); });
+    const hypSel = select('hypothesis', 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); rebuildSelects(); render(); });
     if (hyps.length < 2) hypSel.el.hidden = true;
     let mapSel, layerSel, headSel;
     const modeButtons = {};
@@ -492,6 +492,8 @@
         showTip(ev, `${t.side} ${t.index}: ${label}`, { side: t.side, index: String(t.index) });
       });
       sizer.addEventListener('mouseleave', hideTip);
+      // The matrices the head view draws, per shown head (the tests compare them with --json).
+      api.headMatrices = () => shown.map((h, k) => ({ head: h, weights: Array.from(mats[k]) }));
       api.tokenCenter = (side, i) => {
         const rect = sizer.getBoundingClientRect();
         return { x: rect.left + (side === 'key' ? lw / 2 : lw + gap + rw / 2), y: rect.top + (i + 0.5) * rowH + 4 };

@@ -175,6 +175,28 @@ test('RNN seq2seq: alignment per hypothesis and head', async () => {
   assert.notDeepEqual(h0, h1, 'switching head did not change the matrix');
   const last = raw.hypotheses.length - 1;
   await checkCells(page, raw, last, 0, 0, 1);
+  // The hovered weights are those `attn align --json` gives (greedy, and a beam of 3's best,
+  // which the page lists as "beam 3 #1"), per head.
+  const model = path.join(dir, 'model.safetensors');
+  for (const [beam, hyp] of [[1, 0], [3, 1]]) {
+    const file = path.join(work, `align-${beam}.json`);
+    run('align', '--model', model, '--input', '5 9 3 17 4 8', '--beam', String(beam), '--out', path.join(work, `align-${beam}.png`), '--json', file);
+    const align = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(raw.hypotheses[hyp].name, beam === 1 ? 'greedy' : 'beam 3 #1');
+    assert.equal(align.output, raw.hypotheses[hyp].text, 'align decodes the same output');
+    assert.deepEqual(align.rows, raw.hypotheses[hyp].maps[0].rows);
+    assert.deepEqual(align.cols, m.cols);
+    assert.equal(align.panels.length, 2, 'a panel per head');
+    for (const panel of align.panels) {
+      await set(page, { hyp, map: 0, layer: 0, head: panel.head, mode: 'matrix' });
+      const R = align.rows.length, C = align.cols.length;
+      for (const [r, c] of [[0, 0], [R - 1, C - 1], [Math.floor(R / 2), 2], [1, C - 2]]) {
+        const tip = await hover(page, r, c);
+        assert.ok(Math.abs(Number(tip.weight) - panel.weights[r][c]) <= TOLERANCE,
+          `beam ${beam} head ${panel.head} cell (${r}, ${c}): page ${tip.weight}, attn align --json ${panel.weights[r][c]}`);
+      }
+    }
+  }
   assert.equal(await page.evaluate(() => document.getElementById('hypothesis').options.length), raw.hypotheses.length);
   await set(page, { hyp: 0, mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 2, 'one panel per head');
@@ -204,7 +226,46 @@ test('Transformer translation: attention menu, head view, model view', { skip: s
   assert.notDeepEqual(a, b, 'switching layer did not change the matrix');
   await checkCells(page, raw, 0, 0, 1, 0);
   await checkCells(page, raw, 0, 1, 0, 0);  // the rollout
+  // "mean over heads" (head -1) is the mean of the raw heads.
+  await set(page, { hyp: 0, map: 3, layer: 1, head: -1, mode: 'matrix' });
+  const mean = await page.evaluate(() => window.attnView.matrix());
+  const cross = mapOf(raw, 0, 'cross');
+  const want = cross.weights[1][0].flat().map((v, i) => (v + cross.weights[1][1].flat()[i]) / 2);
+  assert.ok(mean.every((v, i) => Math.abs(v - want[i]) <= TOLERANCE), 'the mean over heads');
   await checkCells(page, raw, raw.hypotheses.length - 1, 2, 2, 0);  // the last beam hypothesis' decoder self-attention
+  // The output menu switches between greedy and each beam hypothesis, in the heatmap and the
+  // head view: the drawn matrices become that hypothesis' (its own output tokens as queries).
+  // (An 8-step model finishes no hypothesis, so the beam gives its best unfinished one.)
+  assert.ok(raw.hypotheses.length >= 2, 'greedy and a beam hypothesis');
+  assert.equal(await page.evaluate(() => document.getElementById('hypothesis').closest('label').hidden), false, 'the output menu is shown');
+  const other = raw.hypotheses.findIndex((h, i) => i > 0 && h.text !== raw.hypotheses[0].text);
+  assert.ok(other > 0, 'a beam hypothesis differs from the greedy output');
+  await set(page, { hyp: 0, map: 3, layer: 2, head: 1, mode: 'matrix' });
+  const before = await page.evaluate(() => window.attnView.matrix());
+  for (const hyp of [other, 0, raw.hypotheses.length - 1]) {
+    await page.selectOption('#hypothesis', String(hyp));
+    const want = mapOf(raw, hyp, 'cross');
+    assert.equal(await page.evaluate(() => window.attnView.state.hyp), hyp);
+    assert.equal((await drawn(page)).rows, want.rows.length, `hypothesis ${hyp}: rows drawn`);
+    const shown = await page.evaluate(() => window.attnView.matrix());
+    const flat = want.weights[2][1].flat();
+    assert.equal(shown.length, flat.length);
+    assert.ok(shown.every((v, i) => Math.abs(v - flat[i]) <= TOLERANCE), `hypothesis ${hyp}: the heatmap is not its cross-attention`);
+    if (hyp === other) assert.notDeepEqual(shown, before, 'switching hypothesis did not change the matrix');
+  }
+  await set(page, { mode: 'heads', layer: 1, pinned: null });
+  for (const hyp of [0, other]) {
+    await page.selectOption('#hypothesis', String(hyp));
+    const want = mapOf(raw, hyp, 'cross');
+    const heads = await page.evaluate(() => window.attnView.headMatrices());
+    assert.deepEqual(heads.map((x) => x.head), [0, 1]);
+    for (const { head, weights } of heads) {
+      const flat = want.weights[1][head].flat();
+      assert.ok(weights.length === flat.length && weights.every((v, i) => Math.abs(v - flat[i]) <= TOLERANCE),
+        `head view, hypothesis ${hyp} head ${head}: not its cross-attention`);
+    }
+  }
+  await page.selectOption('#hypothesis', '0');
   // Keyboard: ↓ moves to the next layer, → to the next head.
   await set(page, { map: 3, layer: 0, head: 0, mode: 'matrix' });
   await page.keyboard.press('ArrowDown');
@@ -224,6 +285,8 @@ test('Transformer translation: attention menu, head view, model view', { skip: s
   const d = await drawn(page);
   assert.equal(d.thumbnails, 3 * 2);
   assert.equal(await page.locator('canvas.thumb').count(), 6);
+  await page.evaluate(() => window.attnView.settled());
+  assert.equal(await page.locator('canvas.thumb[data-drawn="true"]').count(), 6, 'every thumbnail is drawn');
   await screenshot(page, 'model-view');
   await page.locator('canvas.thumb[data-layer="1"][data-head="0"]').click();
   assert.deepEqual(await page.evaluate(() => [window.attnView.state.mode, window.attnView.state.layer, window.attnView.state.head]), ['matrix', 1, 0]);
