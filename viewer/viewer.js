@@ -138,8 +138,8 @@
   function attentionPage(root, controls) {
     const hyps = DATA.hypotheses;
     const state = { hyp: 0, map: 0, layer: 0, head: 0, mode: 'matrix', zoom: 0, pinned: null, shown: null };
-    const drawn = {};
     const api = window.attnView;
+    const drawn = api.drawn;
     api.state = state;
     api.drawn = drawn;
     const currentMap = () => hyps[state.hyp].maps[state.map];
@@ -162,7 +162,7 @@
         options.map((o, i) => $('option', { value: String(i), text: o })));
       return { el: $('label', {}, [document.createTextNode(label), s]), select: s };
     };
-    const hypSel = select('hypothesis', 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); rebuildSelects(); render(); });
+    const hypSel = select('hypothesis', DATA.kind === 'run' ? 'model ' : 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); rebuildSelects(); render(); });
     if (hyps.length < 2) hypSel.el.hidden = true;
     let mapSel, layerSel, headSel;
     const modeButtons = {};
@@ -220,6 +220,7 @@
       layerSel.select.value = String(state.layer);
       headSel.select.value = String(state.head + 1);
       hypSel.select.value = String(state.hyp);
+      zoom.value = String(state.zoom);
       for (const [k, b] of Object.entries(modeButtons)) b.setAttribute('aria-pressed', String(k === state.mode));
       headChecks.hidden = state.mode !== 'heads';
       layerSel.el.hidden = state.mode === 'model';
@@ -333,6 +334,7 @@
       const pic = scrolledPicture('matrix', `attention heatmap, ${R} by ${C}`, fullW, fullH, paint);
       const sizer = pic.sizer;
       drawn.rows = R; drawn.cols = C; drawn.cells = R * C; drawn.thumbnails = 0;
+      drawn.cell = cell; drawn.labelPx = cell < 6 ? 0 : Math.min(12, cell - 1);  // label font size, 0: none
       const cellAt = (ev) => {
         const rect = sizer.getBoundingClientRect();
         const c = Math.floor((ev.clientX - rect.left - left) / cell), r = Math.floor((ev.clientY - rect.top - top) / cell);
@@ -859,21 +861,31 @@
   }
 
   // =========================================================================================
+  async function unpackAll() {
+    for (const h of DATA.hypotheses)
+      for (const m of h.maps) m.values = await unpack(m.data, m.layers * m.heads * m.rows.length * m.cols.length);
+  }
   async function main() {
     window.attnView = { drawn: {} };
     document.getElementById('title').textContent = DATA.title || 'attn view';
     const controls = document.getElementById('controls');
     const root = document.getElementById('views');
     if (DATA.kind === 'run') {
-      controls.hidden = true;
       runPage(root);
+      // A sweep folder: each model's alignment of one example (the output menu picks the model).
+      if (Array.isArray(DATA.hypotheses) && DATA.hypotheses.length) {
+        await unpackAll();
+        root.append($('h2', { text: `each model's alignment of ${DATA.input}${(DATA.notes || []).length ? ` (${DATA.notes.join('; ')})` : ''}` }));
+        attentionPage(root, controls);
+      } else {
+        controls.hidden = true;
+      }
     } else {
       const sub = [];
       if (DATA.input) sub.push(`input: ${DATA.input}`);
       for (const n of DATA.notes || []) sub.push(n);
       document.getElementById('subtitle').textContent = sub.join('\n');
-      for (const h of DATA.hypotheses)
-        for (const m of h.maps) m.values = await unpack(m.data, m.layers * m.heads * m.rows.length * m.cols.length);
+      await unpackAll();
       if (DATA.classifier) classifierPanel(root, controls);
       if (DATA.hypotheses.length) attentionPage(root, controls);
       else controls.hidden = true;

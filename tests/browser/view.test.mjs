@@ -355,6 +355,8 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
   const m = raw.hypotheses[0].maps[0];
   assert.equal(m.rows.length, 201);
   assert.deepEqual([m.layers, m.heads], [6, 8]);
+  // Legible labels at 200 tokens: cells of at least 10 px with 9 px labels or more, in a
+  // scrolling box, and zooming in makes them bigger.
   const t0 = Date.now();
   const { page, problems } = await open(out);
   // Loading ends with the first painted frame (the timeline's interactions start after it).
@@ -367,6 +369,9 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
   const renders = {};
   const note = async (what) => { renders[what] = Math.round((await drawn(page)).renderMs); };
   await checkCells(page, raw, 0, 0, 5, 7);
+  const legible = await drawn(page);
+  assert.ok(legible.cell >= 10 && legible.labelPx >= 9, `cells of ${legible.cell} px, labels of ${legible.labelPx} px`);
+  assert.ok(await page.evaluate(() => { const b = document.querySelector('#view .scroll'); return b.scrollHeight > b.clientHeight && b.scrollWidth > b.clientWidth; }), 'the heatmap scrolls');
   await begin('menus');
   for (const [layer, head] of [[0, 0], [3, 4], [5, 7]]) await set(page, { layer, head, mode: 'matrix' });
   await begin('scroll');
@@ -401,7 +406,9 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
   const slow = [...new Map(timeline.filter((e) => e.duration > (MAX_INTERACTION_MS ?? 100)).map((e) => [e.start, `${e.type} ${e.name} (${kindOf(e)}) at +${Math.round(e.start - mark)} ms: ${Math.round(e.duration)} ms`])).values()];
   if (MAX_INTERACTION_MS !== null) assert.ok(worst <= MAX_INTERACTION_MS, `slow interactions: ${slow.join('; ')}`);
   assert.equal((await drawn(page)).thumbnails, 0);
-  await set(page, { mode: 'model' });
+  await set(page, { zoom: 2 });
+  assert.ok((await drawn(page)).cell > legible.cell, 'zooming in enlarges the cells');
+  await set(page, { zoom: 0, mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 48);
   await page.evaluate(() => window.attnView.settled());
   assert.equal(await page.locator('canvas.thumb[data-drawn="true"]').count(), 48, 'every thumbnail is drawn');
@@ -446,10 +453,10 @@ test('run folder: training curves', async () => {
 // ---- Sweep folder: each decoder's curves, and accuracy against length per decoder.
 test('sweep folder: curves per decoder and accuracy by length', async () => {
   const dir = path.join(work, 'sweep');
-  run('sweep', ...TINY_COPY, '--attention', 'none,bahdanau', '--steps', '10', '--eval-lengths', '3,6', '--samples', '4', '--out', dir);
-  const { out, raw } = view('sweep', ['--run', dir]);
-  assert.deepEqual(raw.runs.map((r) => r.name), ['bahdanau', 'none']);
-  assert.equal(raw.sweep.length, 4);
+  run('sweep', ...TINY_COPY, '--attention', 'none,bahdanau,luong', '--steps', '10', '--eval-lengths', '3,6', '--samples', '4', '--out', dir);
+  const { out, raw } = view('sweep', ['--run', dir, '--input', '5 9 3 17']);
+  assert.deepEqual(raw.runs.map((r) => r.name), ['bahdanau', 'luong', 'none']);
+  assert.equal(raw.sweep.length, 6);
   const { page, problems } = await open(out);
   assert.equal(await page.locator('#sweep canvas.chart').count(), 2);
   const chart = page.locator('#sweep canvas.chart[data-title="token_accuracy"]');
@@ -460,6 +467,20 @@ test('sweep folder: curves per decoder and accuracy by length', async () => {
   for (const r of raw.sweep.filter((x) => x.length === 3))
     assert.ok(tip.includes(`${r.attention} token_accuracy: ${Number(r.token_accuracy.toPrecision(6))}`), `readout: ${tip}`);
   await screenshot(page, 'sweep');
+  // Each model's alignment of one example: the model menu switches between them (the one
+  // without attention is named in a note), and the drawn matrix is that model's.
+  assert.deepEqual(raw.hypotheses.map((h) => h.name), ['bahdanau', 'luong']);
+  assert.deepEqual(raw.notes, ['none: no attention, no alignment']);
+  assert.equal(raw.input, '5 9 3 17');
+  assert.equal(await page.evaluate(() => document.getElementById('hypothesis').options.length), 2);
+  const shown = [];
+  for (const hyp of [0, 1]) {
+    await page.selectOption('#hypothesis', String(hyp));
+    shown.push(await checkCells(page, raw, hyp, 0, 0, 0));
+    assert.deepEqual(raw.hypotheses[hyp].maps[0].cols, ['5', '9', '3', '17']);
+  }
+  assert.notDeepEqual(shown[0], shown[1], 'switching model did not change the matrix');
+  await checkExports(page, '#controls');
   assert.deepEqual(problems, []);
   await page.close();
 });
