@@ -875,7 +875,8 @@
       // A sweep folder: each model's alignment of one example (the output menu picks the model).
       if (Array.isArray(DATA.hypotheses) && DATA.hypotheses.length) {
         await unpackAll();
-        root.append($('h2', { text: `each model's alignment of ${DATA.input}${(DATA.notes || []).length ? ` (${DATA.notes.join('; ')})` : ''}` }));
+        // The controls move down to the alignments they drive.
+        root.append($('h2', { text: `each model's alignment of ${DATA.input}${(DATA.notes || []).length ? ` (${DATA.notes.join('; ')})` : ''}` }), controls);
         attentionPage(root, controls);
       } else {
         controls.hidden = true;

@@ -480,6 +480,8 @@ test('sweep folder: curves per decoder and accuracy by length', async () => {
     assert.deepEqual(raw.hypotheses[hyp].maps[0].cols, ['5', '9', '3', '17']);
   }
   assert.notDeepEqual(shown[0], shown[1], 'switching model did not change the matrix');
+  await page.evaluate(() => document.getElementById('controls').scrollIntoView());
+  await screenshot(page, 'sweep-alignments');
   await checkExports(page, '#controls');
   assert.deepEqual(problems, []);
   await page.close();
