@@ -500,6 +500,8 @@ test('errors: no attention, empty or unencodable input, unwritable --out', async
     [2, 'give --model', []],
     [1, 'not a run or sweep folder', ['--run', fs.mkdtempSync(path.join(work, 'empty-'))]],
   ];
+  const sweep = path.join(work, 'sweep');  // a sweep folder's example, as --input
+  if (fs.existsSync(path.join(sweep, 'results.json'))) cases.push([2, 'outside the vocabulary', ['--run', sweep, '--input', '99 100']]);
   const s2s = path.join(work, 's2s', 'model.safetensors');
   if (fs.existsSync(s2s)) cases.push([1, 'nowhere', ['--model', s2s, '--input', '5 9 3'], path.join(work, 'nowhere', 'x.html')]);
   for (const [code, fragment, args, target] of cases) {
