@@ -198,6 +198,31 @@ test('RNN seq2seq: alignment per hypothesis and head', async () => {
     }
   }
   assert.equal(await page.evaluate(() => document.getElementById('hypothesis').options.length), raw.hypotheses.length);
+  // Viridis, readable in grey: the legend runs from matplotlib's viridis(0) to viridis(1)
+  // (within 5/255: the page uses a polynomial fit of its table)
+  // with a luminance that never falls, and a drawn cell has the legend's colour of its weight.
+  await set(page, { hyp: 0, map: 0, layer: 0, head: 0, mode: 'matrix' });
+  const colours = await page.evaluate(() => {
+    const legend = document.querySelector('.legend canvas');
+    const g = legend.getContext('2d');
+    const row = [...Array(legend.width).keys()].map((x) => [...g.getImageData(x, Math.floor(legend.height / 2), 1, 1).data].slice(0, 3));
+    const canvas = document.getElementById('matrix'), rect = canvas.getBoundingClientRect(), r = window.devicePixelRatio || 1;
+    const cells = [[0, 0], [1, 1], [2, 3]].map(([i, j]) => {
+      const { x, y } = window.attnView.cellCenter(i, j);
+      return { w: window.attnView.matrix()[i * window.attnView.drawn.cols + j],
+        rgb: [...canvas.getContext('2d').getImageData(Math.round((x - rect.left) * r), Math.round((y - rect.top) * r), 1, 1).data].slice(0, 3) };
+    });
+    return { row, cells };
+  });
+  const near = (a, b, tol) => a.every((v, i) => Math.abs(v - b[i]) <= tol);
+  const { row } = colours;
+  assert.ok(near(row[0], [68, 1, 84], 5) && near(row[row.length - 1], [253, 231, 37], 5), `legend ends ${row[0]} .. ${row[row.length - 1]}`);
+  const grey = row.map(([r, g, b]) => 0.299 * r + 0.587 * g + 0.114 * b);
+  assert.ok(grey.every((v, i) => i === 0 || v >= grey[i - 1] - 0.5), 'the colour scale gets lighter in grey all the way');
+  for (const { w, rgb } of colours.cells) {
+    const want = row[Math.round(w * (row.length - 1))];
+    assert.ok(near(rgb, want, 12), `cell of weight ${w}: ${rgb}, the legend gives ${want}`);
+  }
   await set(page, { hyp: 0, mode: 'model' });
   assert.equal((await drawn(page)).thumbnails, 2, 'one panel per head');
   await set(page, { mode: 'matrix' });
