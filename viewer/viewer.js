@@ -138,8 +138,8 @@
   function attentionPage(root, controls) {
     const hyps = DATA.hypotheses;
     const state = { hyp: 0, map: 0, layer: 0, head: 0, mode: 'matrix', zoom: 0, pinned: null, shown: null };
-    const drawn = {};
     const api = window.attnView;
+    const drawn = api.drawn;
     api.state = state;
     api.drawn = drawn;
     const currentMap = () => hyps[state.hyp].maps[state.map];
@@ -162,7 +162,7 @@
         options.map((o, i) => $('option', { value: String(i), text: o })));
       return { el: $('label', {}, [document.createTextNode(label), s]), select: s };
     };
-    const hypSel = select('hypothesis', 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); render(); });
+    const hypSel = select('hypothesis', DATA.kind === 'run' ? 'model ' : 'output ', hyps.map((h) => `${h.name}: ${h.text}`), (v) => { state.hyp = v; clamp(); rebuildSelects(); render(); });
     if (hyps.length < 2) hypSel.el.hidden = true;
     let mapSel, layerSel, headSel;
     const modeButtons = {};
@@ -208,7 +208,7 @@
     const note = $('p', { className: 'note', id: 'note' });
     const legend = legendEl();
     root.append(view);
-    let current = null;
+    let current = null, previous = null;
     const exportSlot = $('span');
     controls.append(exportSlot);
 
@@ -220,6 +220,7 @@
       layerSel.select.value = String(state.layer);
       headSel.select.value = String(state.head + 1);
       hypSel.select.value = String(state.hyp);
+      zoom.value = String(state.zoom);
       for (const [k, b] of Object.entries(modeButtons)) b.setAttribute('aria-pressed', String(k === state.mode));
       headChecks.hidden = state.mode !== 'heads';
       layerSel.el.hidden = state.mode === 'model';
@@ -230,7 +231,10 @@
       note.textContent = `${m.name} attention · ${m.layers} layer(s) × ${m.heads} head(s) · ${m.rows.length} queries × ${m.cols.length} keys` +
         (state.mode === 'heads' ? ' · click a token to pin it' : state.mode === 'model' ? ' · click a panel to open it' : ' · hover a cell');
       if (state.mode === 'heads' && drawn.capped) note.textContent += ` · at most the ${drawn.capped} strongest lines per head`;
+      if (previous && previous.unmount) previous.unmount();
       view.replaceChildren(note, legend, ...pieces);
+      previous = current;
+      if (current.mounted) current.mounted();
       exportSlot.replaceChildren(exportButtons(current));
       drawn.mode = state.mode;
       drawn.renderMs = performance.now() - t0;
@@ -243,50 +247,120 @@
       const base = Math.max(10, Math.min(28, Math.floor(640 / Math.max(m.rows.length, m.cols.length))));
       return Math.max(2, Math.round(base * Math.pow(1.35, state.zoom)));
     }
+    // The matrix at one pixel a cell (a C × R canvas of viridis colours), cached per matrix:
+    // redraws scale it up, and only the part in view.
+    const cellImages = new Map();
+    function cellImage(key, w, R, C) {
+      let small = cellImages.get(key);
+      if (small) return small;
+      small = document.createElement('canvas');
+      small.width = C; small.height = R;
+      const g = small.getContext('2d');
+      const img = g.createImageData(C, R);
+      for (let i = 0; i < R * C; i++) {
+        const c = viridis(w[i]);
+        img.data[4 * i] = c[0]; img.data[4 * i + 1] = c[1]; img.data[4 * i + 2] = c[2]; img.data[4 * i + 3] = 255;
+      }
+      g.putImageData(img, 0, 0);
+      if (cellImages.size > 64) cellImages.delete(cellImages.keys().next().value);
+      cellImages.set(key, small);
+      return small;
+    }
+    const labelWidths = new Map();
+    const labelWidthOf = (labels) => {
+      if (!labelWidths.has(labels)) labelWidths.set(labels, labelWidth(labels));
+      return labelWidths.get(labels);
+    };
+    // A picture of fullW × fullH CSS pixels in a scrolling box, drawn by
+    // paint(g, x0, y0, vw, vh): the part [x0, x0 + vw) × [y0, y0 + vh) at g's origin. The box
+    // shows one canvas the size of its visible part, which moves with the scroll, so a redraw
+    // paints what is in view, not the whole picture (about 2,200 px square at 200 tokens).
+    // That canvas is kept from one render to the next (per id): allocating a canvas's
+    // backing store is the slow part of a redraw. Pointer listeners go on the sizer (new each
+    // render), which spans the whole picture.
+    const viewCanvases = {};
+    function scrolledPicture(id, label, fullW, fullH, paint) {
+      const vc = viewCanvases[id] || (viewCanvases[id] = { canvas: $('canvas', { id, tabIndex: 0 }), g: null, w: 0, h: 0, r: 0 });
+      const canvas = vc.canvas;
+      canvas.setAttribute('aria-label', label);
+      const sizer = $('div', { className: 'sizer', style: `width:${fullW}px;height:${fullH}px` }, [canvas]);
+      const box = $('div', { className: 'scroll' }, [sizer]);
+      const repaint = () => {
+        if (!box.isConnected) return;
+        const x0 = box.scrollLeft, y0 = box.scrollTop;
+        const w = Math.min(fullW, box.clientWidth || fullW), h = Math.min(fullH, box.clientHeight || fullH);
+        if (!vc.g || w !== vc.w || h !== vc.h || dpr() !== vc.r) {
+          vc.w = w; vc.h = h; vc.r = dpr();
+          vc.g = sizedCanvas(canvas, w, h);
+        }
+        canvas.style.transform = `translate(${x0}px, ${y0}px)`;
+        vc.g.setTransform(vc.r, 0, 0, vc.r, 0, 0);
+        paint(vc.g, x0, y0, w, h);
+        drawn.painted = w * h;
+      };
+      box.addEventListener('scroll', repaint, { passive: true });
+      window.addEventListener('resize', repaint, { passive: true });
+      return {
+        box, sizer, repaint,
+        unmount: () => window.removeEventListener('resize', repaint),
+        // The whole picture on a canvas of its own (the PNG export).
+        full: () => {
+          const c = document.createElement('canvas');
+          paint(sizedCanvas(c, fullW, fullH), 0, 0, fullW, fullH);
+          return c;
+        },
+      };
+    }
     function matrixView(m) {
       const w = matrix(m, state.layer, state.head);
       const R = m.rows.length, C = m.cols.length, cell = cellSize(m);
-      const left = labelWidth(m.rows), top = labelWidth(m.cols);
-      const canvas = $('canvas', { id: 'matrix', tabIndex: 0, 'aria-label': `attention heatmap, ${R} by ${C}` });
-      const draw = (g) => {
+      const left = labelWidthOf(m.rows), top = labelWidthOf(m.cols);
+      const fullW = left + C * cell, fullH = top + R * cell;
+      const small = cellImage(`${state.hyp}/${state.map}/${state.layer}/${state.head}`, w, R, C);
+      // Draws the part [x0, x0 + vw) × [y0, y0 + vh) of the picture into g, at g's origin.
+      const paint = (g, x0, y0, vw, vh) => {
+        g.save();
+        g.translate(-x0, -y0);
         g.fillStyle = '#fff';
-        g.fillRect(0, 0, left + C * cell, top + R * cell);
-        const img = g.createImageData(C, R);
-        for (let i = 0; i < R * C; i++) {
-          const c = viridis(w[i]);
-          img.data[4 * i] = c[0]; img.data[4 * i + 1] = c[1]; img.data[4 * i + 2] = c[2]; img.data[4 * i + 3] = 255;
-        }
-        const small = document.createElement('canvas');
-        small.width = C; small.height = R;
-        small.getContext('2d').putImageData(img, 0, 0);
+        g.fillRect(x0, y0, vw, vh);
+        const c0 = Math.max(0, Math.floor((x0 - left) / cell)), c1 = Math.min(C, Math.ceil((x0 + vw - left) / cell));
+        const r0 = Math.max(0, Math.floor((y0 - top) / cell)), r1 = Math.min(R, Math.ceil((y0 + vh - top) / cell));
         g.imageSmoothingEnabled = false;
-        g.drawImage(small, left, top, C * cell, R * cell);
-        drawLabels(g, m.rows, m.cols, left, top, cell);
+        if (c1 > c0 && r1 > r0) g.drawImage(small, c0, r0, c1 - c0, r1 - r0, left + c0 * cell, top + r0 * cell, (c1 - c0) * cell, (r1 - r0) * cell);
+        if (x0 < left) drawRowLabels(g, m.rows, left, top, cell, r0, r1);
+        if (y0 < top) drawColLabels(g, m.cols, left, top, cell, c0, c1);
+        g.restore();
       };
-      draw(sizedCanvas(canvas, left + C * cell, top + R * cell));
+      const pic = scrolledPicture('matrix', `attention heatmap, ${R} by ${C}`, fullW, fullH, paint);
+      const sizer = pic.sizer;
       drawn.rows = R; drawn.cols = C; drawn.cells = R * C; drawn.thumbnails = 0;
+      drawn.cell = cell; drawn.labelPx = cell < 6 ? 0 : Math.min(12, cell - 1);  // label font size, 0: none
       const cellAt = (ev) => {
-        const rect = canvas.getBoundingClientRect();
+        const rect = sizer.getBoundingClientRect();
         const c = Math.floor((ev.clientX - rect.left - left) / cell), r = Math.floor((ev.clientY - rect.top - top) / cell);
         return r >= 0 && r < R && c >= 0 && c < C ? [r, c] : null;
       };
-      canvas.addEventListener('mousemove', (ev) => {
+      // On the sizer, not the canvas: a cell scrolled into view is hoverable before the
+      // scroll event has moved the canvas there.
+      sizer.addEventListener('mousemove', (ev) => {
         const at = cellAt(ev);
         if (!at) return hideTip();
         const [r, c] = at, value = w[r * C + c];
         showTip(ev, `query (row ${r}): ${m.rows[r]}\nkey (column ${c}): ${m.cols[c]}\nweight: ${fmt(value)}`,
           { row: String(r), col: String(c), weight: fmt(value) });
       });
-      canvas.addEventListener('mouseleave', hideTip);
+      sizer.addEventListener('mouseleave', hideTip);
       api.cellCenter = (r, c) => {
-        const rect = canvas.getBoundingClientRect();
+        const rect = sizer.getBoundingClientRect();
         return { x: rect.left + left + (c + 0.5) * cell, y: rect.top + top + (r + 0.5) * cell };
       };
       const name = `attn-${m.name.replace(/\s+/g, '-')}-layer${state.layer}-${state.head < 0 ? 'mean' : 'head' + state.head}`;
       return {
-        el: $('div', { className: 'scroll' }, [canvas]),
+        el: pic.box,
+        mounted: pic.repaint,
+        unmount: pic.unmount,
         name,
-        toCanvas: () => canvas,
+        toCanvas: pic.full,
         toSVG: () => {
           const parts = [];
           for (let r = 0; r < R; r++) for (let c = 0; c < C; c++)
@@ -300,22 +374,29 @@
           weights: Array.from({ length: R }, (_, r) => Array.from(w.subarray(r * C, (r + 1) * C))) }),
       };
     }
-    function drawLabels(g, rows, cols, left, top, cell) {
+    // Labels of rows [r0, r1) left of the cells and of columns [c0, c1) above them (rotated).
+    const labelFont = (cell) => `${Math.min(12, cell - 1)}px system-ui, sans-serif`;
+    function drawRowLabels(g, rows, left, top, cell, r0, r1) {
       if (cell < 6) return;  // too small to read: zoom in
       g.fillStyle = '#1d1d1f';
-      g.font = `${Math.min(12, cell - 1)}px system-ui, sans-serif`;
+      g.font = labelFont(cell);
       g.textBaseline = 'middle';
       g.textAlign = 'right';
-      rows.forEach((l, r) => g.fillText(l, left - 4, top + (r + 0.5) * cell, left - 6));
-      g.save();
+      for (let r = r0; r < r1; r++) g.fillText(rows[r], left - 4, top + (r + 0.5) * cell, left - 6);
+    }
+    function drawColLabels(g, cols, left, top, cell, c0, c1) {
+      if (cell < 6) return;
+      g.fillStyle = '#1d1d1f';
+      g.font = labelFont(cell);
+      g.textBaseline = 'middle';
       g.textAlign = 'left';
-      cols.forEach((l, c) => {
-        g.setTransform(dpr(), 0, 0, dpr(), 0, 0);
+      for (let c = c0; c < c1; c++) {
+        g.save();
         g.translate(left + (c + 0.5) * cell, top - 4);
         g.rotate(-Math.PI / 2);
-        g.fillText(l, 0, 0, top - 6);
-      });
-      g.restore();
+        g.fillText(cols[c], 0, 0, top - 6);
+        g.restore();
+      }
     }
 
     // ---- head view: keys on the left, queries on the right, a line per weight and head.
@@ -323,9 +404,8 @@
       const shown = [...Array(m.heads).keys()].filter((h) => state.shown === null || state.shown.has(h));
       const R = m.rows.length, C = m.cols.length;
       const rowH = Math.max(8, Math.round(16 * Math.pow(1.2, state.zoom)));
-      const lw = labelWidth(m.cols), rw = labelWidth(m.rows), gap = 220;
+      const lw = labelWidthOf(m.cols), rw = labelWidthOf(m.rows), gap = 220;
       const width = lw + gap + rw, height = Math.max(R, C) * rowH + 8;
-      const canvas = $('canvas', { id: 'heads', tabIndex: 0, 'aria-label': `head view, layer ${state.layer}` });
       const mats = shown.map((h) => matrix(m, state.layer, h));
       // The lines each head draws: weights >= 0.01 of the pinned token (or of all), at most
       // MAX_LINES per head, strongest first, so a 200-token input stays quick to draw.
@@ -351,9 +431,12 @@
         return list.filter((i) => Math.floor(w[i] * 1024) > t);
       });
       const lines = chosen.reduce((n, l) => n + l.length, 0);
-            const draw = (g) => {
+      // Draws the part [x0, x0 + vw) × [y0, y0 + vh) (the canvas clips the lines to it).
+      const paint = (g, x0, y0, vw, vh) => {
+        g.save();
+        g.translate(-x0, -y0);
         g.fillStyle = '#fff';
-        g.fillRect(0, 0, width, height);
+        g.fillRect(x0, y0, vw, vh);
         shown.forEach((h, k) => {
           const w = mats[k];
           g.strokeStyle = headColour(h);
@@ -375,47 +458,54 @@
         g.font = LABEL_FONT;
         g.textBaseline = 'middle';
         g.fillStyle = '#1d1d1f';
+        const i0 = Math.max(0, Math.floor((y0 - 4) / rowH)), i1 = Math.ceil((y0 + vh - 4) / rowH);
         g.textAlign = 'right';
-        m.cols.forEach((l, c) => {
+        for (let c = i0; c < Math.min(C, i1); c++) {
           g.font = pin && pin.side === 'key' && pin.index === c ? `bold ${LABEL_FONT}` : LABEL_FONT;
-          g.fillText(l, lw - 4, (c + 0.5) * rowH + 4, lw - 6);
-        });
+          g.fillText(m.cols[c], lw - 4, (c + 0.5) * rowH + 4, lw - 6);
+        }
         g.textAlign = 'left';
-        m.rows.forEach((l, r) => {
+        for (let r = i0; r < Math.min(R, i1); r++) {
           g.font = pin && pin.side === 'query' && pin.index === r ? `bold ${LABEL_FONT}` : LABEL_FONT;
-          g.fillText(l, lw + gap + 4, (r + 0.5) * rowH + 4, rw - 6);
-        });
+          g.fillText(m.rows[r], lw + gap + 4, (r + 0.5) * rowH + 4, rw - 6);
+        }
+        g.restore();
       };
-      draw(sizedCanvas(canvas, width, height));
+      const pic = scrolledPicture('heads', `head view, layer ${state.layer}`, width, height, paint);
+      const sizer = pic.sizer;
       drawn.rows = R; drawn.cols = C; drawn.heads = shown.length; drawn.lines = lines; drawn.thumbnails = 0;
       drawn.capped = capped ? MAX_LINES : 0;
       const tokenAt = (ev) => {
-        const rect = canvas.getBoundingClientRect();
+        const rect = sizer.getBoundingClientRect();
         const x = ev.clientX - rect.left, i = Math.floor((ev.clientY - rect.top - 4) / rowH);
         if (x < lw && i >= 0 && i < C) return { side: 'key', index: i };
         if (x > lw + gap && i >= 0 && i < R) return { side: 'query', index: i };
         return null;
       };
-      canvas.addEventListener('click', (ev) => {
+      sizer.addEventListener('click', (ev) => {
         const t = tokenAt(ev);
         state.pinned = t && !(state.pinned && state.pinned.side === t.side && state.pinned.index === t.index) ? t : null;
         render();
       });
-      canvas.addEventListener('mousemove', (ev) => {
+      sizer.addEventListener('mousemove', (ev) => {
         const t = tokenAt(ev);
         if (!t) return hideTip();
         const label = t.side === 'key' ? m.cols[t.index] : m.rows[t.index];
         showTip(ev, `${t.side} ${t.index}: ${label}`, { side: t.side, index: String(t.index) });
       });
-      canvas.addEventListener('mouseleave', hideTip);
+      sizer.addEventListener('mouseleave', hideTip);
+      // The matrices the head view draws, per shown head (the tests compare them with --json).
+      api.headMatrices = () => shown.map((h, k) => ({ head: h, weights: Array.from(mats[k]) }));
       api.tokenCenter = (side, i) => {
-        const rect = canvas.getBoundingClientRect();
+        const rect = sizer.getBoundingClientRect();
         return { x: rect.left + (side === 'key' ? lw / 2 : lw + gap + rw / 2), y: rect.top + (i + 0.5) * rowH + 4 };
       };
       return {
-        el: $('div', { className: 'scroll' }, [canvas]),
+        el: pic.box,
+        mounted: pic.repaint,
+        unmount: pic.unmount,
         name: `attn-${m.name.replace(/\s+/g, '-')}-layer${state.layer}-heads`,
-        toCanvas: () => canvas,
+        toCanvas: pic.full,
         toSVG: () => {
           const parts = [];
           shown.forEach((h, k) => {
@@ -434,11 +524,10 @@
     }
 
     // ---- model view: a layers × heads grid of downsampled thumbnails.
-    function thumbnail(w, R, C, size) {
-      // Each thumbnail pixel shows the largest weight of the cells it covers (a peak stays visible).
-      const tw = Math.min(C, size), th = Math.min(R, size);
-      const canvas = document.createElement('canvas');
-      canvas.width = tw; canvas.height = th;
+    // Each thumbnail pixel shows the largest weight of the cells it covers (a peak stays
+    // visible). fillThumbnail draws one into its (already sized) canvas.
+    function fillThumbnail(canvas, w, R, C) {
+      const tw = canvas.width, th = canvas.height;
       const g = canvas.getContext('2d');
       const img = g.createImageData(tw, th);
       for (let y = 0; y < th; y++) {
@@ -447,23 +536,53 @@
           const c0 = Math.floor(x * C / tw), c1 = Math.max(c0 + 1, Math.floor((x + 1) * C / tw));
           let v = 0;
           for (let r = r0; r < r1; r++) for (let c = c0; c < c1; c++) v = Math.max(v, w[r * C + c]);
-          const col = viridis(v), i = 4 * (y * tw + x);
+          const col = VIRIDIS[Math.max(0, Math.min(255, Math.round(v * 255)))], i = 4 * (y * tw + x);
           img.data[i] = col[0]; img.data[i + 1] = col[1]; img.data[i + 2] = col[2]; img.data[i + 3] = 255;
         }
       }
       g.putImageData(img, 0, 0);
-      return canvas;
     }
+    // Thumbnails are drawn a few at a time (at most THUMB_BUDGET_MS of script per task), so
+    // that opening the model view of a 6 × 8 model paints its grid at once and fills it in
+    // over the next frames; each drawn thumbnail is kept (per hypothesis, map, layer, head).
+    const THUMB_BUDGET_MS = 8;
+    const thumbCache = new Map();
+    let thumbQueue = [], thumbTimer = null, thumbWaiters = [];
+    function drainThumbs(budget) {
+      const t0 = performance.now();
+      while (thumbQueue.length && performance.now() - t0 < budget) {
+        const job = thumbQueue.shift();
+        fillThumbnail(job.canvas, job.weights(), job.R, job.C);
+        job.canvas.dataset.drawn = 'true';
+      }
+      drawn.pendingThumbnails = thumbQueue.length;
+      if (thumbQueue.length) { thumbTimer = setTimeout(() => drainThumbs(THUMB_BUDGET_MS), 0); return; }
+      thumbTimer = null;
+      for (const done of thumbWaiters.splice(0)) done();
+    }
+    const finishThumbs = () => { if (thumbTimer) clearTimeout(thumbTimer); drainThumbs(Infinity); };
+    // Resolves once every thumbnail of the model view is drawn (the tests and screenshots wait on it).
+    api.settled = () => new Promise((done) => (thumbQueue.length ? thumbWaiters.push(done) : done()));
     function modelView(m) {
       const R = m.rows.length, C = m.cols.length, px = Math.round(72 * Math.pow(1.25, state.zoom));
       const grid = $('div', { className: 'grid', id: 'model-grid', style: `grid-template-columns: auto repeat(${m.heads}, ${px}px)` });
       grid.append($('div', { className: 'cell' }));
       for (let h = 0; h < m.heads; h++) grid.append($('div', { className: 'cell', text: `head ${h}` }));
       const thumbs = [];
+      if (thumbTimer) clearTimeout(thumbTimer);
+      thumbQueue = [];
+      const hyp = state.hyp, mapIndex = state.map;
       for (let l = 0; l < m.layers; l++) {
         grid.append($('div', { className: 'cell', text: `layer ${l}` }));
         for (let h = 0; h < m.heads; h++) {
-          const t = thumbnail(matrix(m, l, h), R, C, 64);
+          const key = `${hyp}/${mapIndex}/${l}/${h}`;
+          let t = thumbCache.get(key);
+          if (!t) {
+            t = document.createElement('canvas');
+            t.width = Math.min(C, 64); t.height = Math.min(R, 64);
+            thumbCache.set(key, t);
+          }
+          if (t.dataset.drawn !== 'true') thumbQueue.push({ canvas: t, weights: () => matrix(m, l, h), R, C });
           t.className = 'thumb' + (l === state.layer && h === state.head ? ' selected' : '');
           t.style.width = `${px}px`;
           t.style.height = `${Math.round(px * Math.min(R, 64) / Math.min(C, 64))}px`;
@@ -471,16 +590,25 @@
           t.dataset.layer = String(l);
           t.dataset.head = String(h);
           t.setAttribute('aria-label', `layer ${l} head ${h}`);
-          const open = () => { state.layer = l; state.head = h; state.mode = 'matrix'; render(); };
-          t.addEventListener('click', open);
-          t.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') open(); });
           grid.append(t);
           thumbs.push({ l, h, t });
         }
       }
+      // One listener on the grid (the cached canvases are reused by later grids).
+      const open = (ev) => {
+        const t = ev.target.closest('canvas.thumb');
+        if (!t) return;
+        state.layer = Number(t.dataset.layer); state.head = Number(t.dataset.head); state.mode = 'matrix';
+        render();
+      };
+      grid.addEventListener('click', open);
+      grid.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') open(ev); });
+      drawn.pendingThumbnails = thumbQueue.length;
+      if (thumbQueue.length) thumbTimer = setTimeout(() => drainThumbs(THUMB_BUDGET_MS), 0);
       drawn.rows = R; drawn.cols = C; drawn.thumbnails = thumbs.length; drawn.layers = m.layers; drawn.heads = m.heads;
       const cellW = px + 6, labelW = 60, headH = 20;
       const composite = () => {
+        finishThumbs();
         const c = document.createElement('canvas');
         const g = sizedCanvas(c, labelW + m.heads * cellW, headH + m.layers * (cellW));
         g.fillStyle = '#fff';
@@ -500,6 +628,7 @@
         name: `attn-${m.name.replace(/\s+/g, '-')}-model-view`,
         toCanvas: composite,
         toSVG: () => {
+          finishThumbs();
           const parts = [];
           for (let h = 0; h < m.heads; h++) parts.push(`<text x="${labelW + h * cellW}" y="14">head ${h}</text>`);
           for (const { l, h, t } of thumbs) {
@@ -732,21 +861,32 @@
   }
 
   // =========================================================================================
+  async function unpackAll() {
+    for (const h of DATA.hypotheses)
+      for (const m of h.maps) m.values = await unpack(m.data, m.layers * m.heads * m.rows.length * m.cols.length);
+  }
   async function main() {
     window.attnView = { drawn: {} };
     document.getElementById('title').textContent = DATA.title || 'attn view';
     const controls = document.getElementById('controls');
     const root = document.getElementById('views');
     if (DATA.kind === 'run') {
-      controls.hidden = true;
       runPage(root);
+      // A sweep folder: each model's alignment of one example (the output menu picks the model).
+      if (Array.isArray(DATA.hypotheses) && DATA.hypotheses.length) {
+        await unpackAll();
+        // The controls move down to the alignments they drive.
+        root.append($('h2', { text: `each model's alignment of ${DATA.input}${(DATA.notes || []).length ? ` (${DATA.notes.join('; ')})` : ''}` }), controls);
+        attentionPage(root, controls);
+      } else {
+        controls.hidden = true;
+      }
     } else {
       const sub = [];
       if (DATA.input) sub.push(`input: ${DATA.input}`);
       for (const n of DATA.notes || []) sub.push(n);
       document.getElementById('subtitle').textContent = sub.join('\n');
-      for (const h of DATA.hypotheses)
-        for (const m of h.maps) m.values = await unpack(m.data, m.layers * m.heads * m.rows.length * m.cols.length);
+      await unpackAll();
       if (DATA.classifier) classifierPanel(root, controls);
       if (DATA.hypotheses.length) attentionPage(root, controls);
       else controls.hidden = true;

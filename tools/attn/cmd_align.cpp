@@ -1,24 +1,53 @@
 // attn align: the attention heatmap of one decoded input: a synthetic-task model with
 // --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
-// pieces on both axes; a Transformer's cross-attention per head of one layer).
+// pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
+// also writes the drawn weights as numbers (what the browser tests of attn view compare with).
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "attn/data/tasks.h"
 #include "attn/decode/translate.h"
+#include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
+#include "alignment.h"
 
 namespace attn::cli {
 namespace {
 
 struct AlignArgs {
-  std::string model, input, text, out = "align.png";
+  std::string model, input, text, out = "align.png", json_out;
   int beam = 1;
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
 };
+
+// The heatmap's weights as JSON: {input, output, title, rows (output tokens), cols (source
+// tokens), panels: [{head, title, weights: rows × cols}]}, written atomically. The weights are
+// the floats the picture is drawn from (a float's shortest round-trip decimal).
+void write_alignment_json(const viz::Heatmap& map, const std::string& input, const std::string& output,
+                          const std::string& path) {
+  nlohmann::json panels = nlohmann::json::array();
+  const size_t C = map.col_labels.size();
+  for (size_t p = 0; p < map.panels.size(); ++p) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t r = 0; r < map.row_labels.size(); ++r) {
+      const auto row = map.panels[p].begin() + static_cast<std::ptrdiff_t>(r * C);
+      rows.push_back(std::vector<float>(row, row + static_cast<std::ptrdiff_t>(C)));
+    }
+    // The picture's panel title (heads counted from 1 there, from 0 in "head").
+    const std::string title = p < map.panel_titles.size() ? map.panel_titles[p]
+                              : map.panels.size() > 1    ? "head " + std::to_string(p + 1)
+                                                         : std::string();
+    panels.push_back({{"head", p}, {"title", title}, {"weights", std::move(rows)}});
+  }
+  const nlohmann::json j = {{"input", input}, {"output", output}, {"title", map.title}, {"rows", map.row_labels},
+                            {"cols", map.col_labels}, {"panels", std::move(panels)}};
+  io::write_file_atomically(path, j.dump(1) + "\n");
+}
 
 void align_translation(const AlignArgs& a) {
   decode::LoadedTranslator model = decode::load_translator(a.model);
@@ -57,6 +86,7 @@ void align_translation(const AlignArgs& a) {
                           : "attention: " + model.info.config.value("attention", std::string()) +
                                 (heads > 1 ? " (head average)" : "");
   viz::write_heatmap(map, a.out);
+  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out);
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
@@ -75,6 +105,7 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Output picture (.png or .svg)")->capture_default_str();
+  cmd->add_option("--json", args->json_out, "Also write the drawn weights (every panel, rows x columns) to this JSON file");
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
@@ -93,7 +124,11 @@ void add_align_command(CLI::App& app) {
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });
     train::LoadedModel loaded = train::load_checkpoint(args->model);
-    const std::string output = write_alignment(*loaded.model, source, args->beam, args->out);
+    std::string output;
+    const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, &output);
+    viz::write_heatmap(map, args->out);
+    if (!args->json_out.empty())
+      write_alignment_json(map, data::symbols_to_string(source), output, args->json_out);
     std::printf("input:  %s\noutput: %s\nheatmap: %s\n", data::symbols_to_string(source).c_str(), output.c_str(),
                 args->out.c_str());
   });

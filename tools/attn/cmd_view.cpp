@@ -186,6 +186,28 @@ std::vector<Decoded> greedy_and_beam(int beam, DecodeFn&& decode) {
   return out;
 }
 
+// An RNN seq2seq's greedy output of `source` and, for beam > 1, each beam hypothesis, with
+// its cross-attention (one layer, a head per --score multihead head).
+std::vector<Hypothesis> seq2seq_hypotheses(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam) {
+  model.eval();
+  const int64_t S = static_cast<int64_t>(source.size());
+  const Tensor src = Tensor::from_vector(source, {1, S});
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(S)}, {1});
+  const int max_len = static_cast<int>(S) * 2 + 10;
+  std::vector<std::string> cols;
+  for (int32_t id : source) cols.push_back(data::symbol_name(id));
+  std::vector<Hypothesis> out;
+  for (const Decoded& d : greedy_and_beam(beam, [&](int width) {
+         return width > 1 ? model.beam(src, lengths, {.width = width, .length_penalty = 1.0f, .max_len = max_len})
+                          : model.greedy(src, lengths, max_len);
+       })) {
+    std::vector<std::string> rows;
+    for (int32_t id : d.tokens) rows.push_back(data::symbol_name(id));
+    out.push_back({d.name, data::symbols_to_string(d.tokens), d.score, {map_from_steps(rows, cols, d.attention)}});
+  }
+  return out;
+}
+
 View view_synthetic(const ViewArgs& a) {
   if (a.input.empty()) throw UsageError("a synthetic-task model needs --input \"5 9 3 17 4\"");
   std::vector<int32_t> source;
@@ -195,23 +217,9 @@ View view_synthetic(const ViewArgs& a) {
   models::Seq2Seq& model = *loaded.model;
   if (model.config().attention == "none")
     throw UsageError("the model has no attention (--attention none): there is nothing to view");
-  model.eval();
-  const int64_t S = static_cast<int64_t>(source.size());
-  const Tensor src = Tensor::from_vector(source, {1, S});
-  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(S)}, {1});
-  const int max_len = static_cast<int>(S) * 2 + 10;
   View v("rnn-seq2seq", "attention: " + model.config().attention + " (" + model.config().effective_score() + ")",
          data::symbols_to_string(source));
-  std::vector<std::string> cols;
-  for (int32_t id : source) cols.push_back(data::symbol_name(id));
-  for (const Decoded& d : greedy_and_beam(a.beam, [&](int width) {
-         return width > 1 ? model.beam(src, lengths, {.width = width, .length_penalty = 1.0f, .max_len = max_len})
-                          : model.greedy(src, lengths, max_len);
-       })) {
-    std::vector<std::string> rows;
-    for (int32_t id : d.tokens) rows.push_back(data::symbol_name(id));
-    v.hypotheses.push_back({d.name, data::symbols_to_string(d.tokens), d.score, {map_from_steps(rows, cols, d.attention)}});
-  }
+  v.hypotheses = seq2seq_hypotheses(model, source, a.beam);
   return v;
 }
 
@@ -397,6 +405,38 @@ json run_json(const std::string& dir) {
   return j;
 }
 
+// A sweep folder's models (each child folder's model.safetensors of an RNN seq2seq with
+// attention): the greedy alignment of one example each, a "hypothesis" named after the
+// folder, so that the page's output menu switches between the models.
+constexpr const char* kSweepExample = "5 9 3 17 4 8 11 6";
+void add_sweep_alignments(json& page, json& raw, const ViewArgs& a) {
+  std::vector<fs::path> models;
+  for (const auto& entry : fs::directory_iterator(a.run))
+    if (entry.is_directory() && fs::exists(entry.path() / "model.safetensors")) models.push_back(entry.path() / "model.safetensors");
+  std::sort(models.begin(), models.end());
+  std::vector<int32_t> source;
+  as_usage([&] { source = data::parse_symbols(a.input.empty() ? kSweepExample : a.input); });
+  if (source.empty()) throw UsageError("--input is empty");
+  View v("rnn-seq2seq", "", data::symbols_to_string(source));
+  for (const fs::path& file : models) {
+    if (attn_checkpoint_format(file.string()) != "attn-seq2seq") continue;
+    train::LoadedModel loaded = train::load_checkpoint(file.string());
+    const std::string name = file.parent_path().filename().string();
+    if (loaded.model->config().attention == "none") {
+      v.notes.push_back(name + ": no attention, no alignment");
+      continue;
+    }
+    Hypothesis h = seq2seq_hypotheses(*loaded.model, source, 1).front();
+    h.name = name;
+    v.hypotheses.push_back(std::move(h));
+  }
+  if (v.hypotheses.empty()) return;
+  const json packed = view_json(v, true), numbers = view_json(v, false);
+  for (const char* key : {"input", "notes"}) page[key] = raw[key] = packed[key];
+  page["hypotheses"] = packed["hypotheses"];
+  raw["hypotheses"] = numbers["hypotheses"];
+}
+
 std::string read_stdin() {
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   check_stdin_read();
@@ -409,6 +449,7 @@ void run_view(ViewArgs& a) {
   json page, raw;
   if (!a.run.empty()) {
     page = raw = run_json(a.run);
+    if (page.contains("sweep")) add_sweep_alignments(page, raw, a);
   } else {
     const std::string format = attn_checkpoint_format(a.model);
     if (a.from_stdin) (format == "attn-seq2seq" ? a.input : a.text) = read_stdin();
@@ -447,12 +488,12 @@ void add_view_command(CLI::App& app) {
   auto* model = cmd->add_option("--model", args->model, "Checkpoint (model.safetensors) of any kind with attention");
   auto* run = cmd->add_option("--run", args->run, "A run folder (log.jsonl) or sweep folder: training curves");
   model->excludes(run);
-  auto* input = cmd->add_option("--input", args->input, "Synthetic-task model: source symbols, e.g. \"5 9 3 17 4\"");
+  auto* input = cmd->add_option("--input", args->input, "Synthetic-task model (or a sweep folder's models): source symbols, e.g. \"5 9 3 17 4\"");
   auto* text = cmd->add_option("--text", args->text, "Translation, language or classifier model: the text");
   auto* from_stdin = cmd->add_flag("--stdin", args->from_stdin, "Read the input (or text) from standard input");
   input->excludes(text)->excludes(from_stdin);
   text->excludes(from_stdin);
-  for (auto* o : {input, text, from_stdin}) o->excludes(run);
+  for (auto* o : {text, from_stdin}) o->excludes(run);  // --input with --run: a sweep's example
   cmd->add_option("--beam", args->beam, "Beam width: the page shows greedy and each beam hypothesis (1: greedy only)")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "The HTML page to write")->required();

@@ -1,4 +1,5 @@
 #include "common.h"
+#include "alignment.h"
 
 #include <cerrno>
 #include <csignal>
@@ -164,8 +165,8 @@ void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOpt
   }
 }
 
-std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                            const std::string& path) {
+viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+                               std::string* output) {
   if (model.config().attention == "none")
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   model.eval();
@@ -193,8 +194,15 @@ std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& 
     for (const auto& w : steps) panel.insert(panel.end(), w.begin() + h * length, w.begin() + (h + 1) * length);
     map.panels.push_back(std::move(panel));
   }
-  viz::write_heatmap(map, path);
-  return data::symbols_to_string(tokens);
+  *output = data::symbols_to_string(tokens);
+  return map;
+}
+
+std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+                            const std::string& path) {
+  std::string output;
+  viz::write_heatmap(alignment_heatmap(model, source, beam, &output), path);
+  return output;
 }
 
 }  // namespace attn::cli

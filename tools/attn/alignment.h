@@ -1,0 +1,18 @@
+#pragma once
+// The alignment heatmap of one decoded synthetic-task input (common.cpp, beside
+// write_alignment, which draws it): attn align draws it and, with --json, writes its weights.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attn/models/seq2seq.h"
+#include "attn/viz/plot.h"
+
+namespace attn::cli {
+
+// Decodes one source (greedy, or the best of a beam of `beam`): its alignment heatmap, one
+// panel per head, and the decoded output as text in *output.
+viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+                               std::string* output);
+
+}  // namespace attn::cli
