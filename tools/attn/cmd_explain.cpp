@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +32,7 @@ struct Args {
   std::string model, data, split = "test", text, out, picture;
   int64_t limit = 0;
   bool json = false;
+  int adversarial_steps = 500;
   explain::ImportanceOptions options;
 };
 
@@ -112,6 +115,10 @@ void print_sentence(const decode::LoadedClassifier& loaded, const explain::Expla
     std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
                 m.permutation_deltas.size(), m.permutation_median,
                 *std::max_element(m.attention.begin(), m.attention.end()));
+  if (m.has_adversarial)
+    std::printf("  adversarial attention (%zu candidates): max JSD %.4f nats with |dy| %.4f (<= 0.05); max attention "
+                "%.3f\n",
+                m.adversarial.final_jsd.size(), m.adversarial.jsd, m.adversarial.delta, m.adversarial.max_attention);
   if (s.erasure.defined) {
     const auto flip = [](const explain::ErasureOrder& o) {
       return o.flipped() ? std::to_string(o.removed_to_flip) : std::string("none");
@@ -152,10 +159,33 @@ void write_both(const viz::LinePlot& plot, const std::string& dir, const std::st
     viz::write_line_plot(plot, (std::filesystem::path(dir) / (name + extension)).string());
 }
 
+// The mean of value(sentence) per bin of 0.1 of the sentence's maximum attention weight, over
+// the sentences where it is defined (an empty bin: a gap).
+viz::Series binned_by_max_attention(
+    const explain::ExplainReport& r, const std::string& name,
+    const std::function<std::optional<double>(const explain::SentenceImportance&)>& value) {
+  std::vector<double> sums(10, 0.0), counts(10, 0.0);
+  for (const auto& s : r.sentences) {
+    const std::optional<double> v = value(s.importance);
+    if (!v) continue;
+    const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
+    const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
+    sums[bin] += *v;
+    counts[bin] += 1;
+  }
+  viz::Series series{name, {}, {}};
+  for (size_t b = 0; b < 10; ++b) {
+    series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
+    series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));
+  }
+  return series;
+}
+
 // The report's pictures: the τ histograms (as frequency polygons: the share of sentences in
 // each τ bin of width 0.1), the erasure curves (the share of sentences whose decision has
 // flipped with at most a fraction f of their tokens removed), and for bilstm-attn the
-// permutation medians against the maximum attention weight (the mean median per bin of 0.1).
+// permutation medians and the adversarial JSDs against the maximum attention weight (the mean
+// per bin of 0.1).
 void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
   viz::LinePlot tau{"Kendall tau per sentence", "tau (bin centre; bins of 0.1)", "share of sentences", {}, 0.0, {}};
   for (const auto& t : r.taus) {
@@ -200,21 +230,18 @@ void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
   if (r.with_permutations > 0) {
     viz::LinePlot permutation{"Permuting the attention (Jain & Wallace)", "maximum attention weight (bin centre)",
                               "mean of the per-sentence median |dy|", {}, 0.0, {}};
-    std::vector<double> sums(10, 0.0), counts(10, 0.0);
-    for (const auto& s : r.sentences) {
-      if (!s.importance.has_permutations()) continue;
-      const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
-      const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
-      sums[bin] += s.importance.permutation_median;
-      counts[bin] += 1;
-    }
-    viz::Series series{"median |dy| over the permutations", {}, {}};
-    for (size_t b = 0; b < 10; ++b) {
-      series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
-      series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));  // an empty bin: a gap
-    }
-    permutation.series.push_back(series);
+    permutation.series.push_back(binned_by_max_attention(r, "median |dy| over the permutations", [](const auto& m) {
+      return m.has_permutations() ? std::optional<double>(m.permutation_median) : std::nullopt;
+    }));
     write_both(permutation, dir, "permutation");
+  }
+  if (r.with_adversarial > 0) {
+    viz::LinePlot adversarial{"Adversarial attention (Jain & Wallace)", "maximum attention weight (bin centre)",
+                              "mean of the per-sentence max JSD (nats), |dy| <= 0.05", {}, 0.0, std::log(2.0)};
+    adversarial.series.push_back(binned_by_max_attention(r, "max JSD from the attention", [](const auto& m) {
+      return m.has_adversarial && m.attention.size() >= 2 ? std::optional<double>(m.adversarial.jsd) : std::nullopt;
+    }));
+    write_both(adversarial, dir, "adversarial");
   }
 }
 
@@ -245,6 +272,8 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
                                   {"limit", a.limit},
                                   {"ig_steps", a.options.ig_steps},
                                   {"permutations", a.options.permutations},
+                                  {"adversarial_steps", a.adversarial_steps},
+                                  {"adversarial_candidates", a.options.adversarial.candidates},
                                   {"seed", a.options.seed},
                                   {"seconds", seconds}};
   const explain::ExplainReport report = explain::summarise(std::move(sentences), skipped);
@@ -283,7 +312,14 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
   cmd->add_option("--permutations", args->options.permutations, "Random permutations of the attention per sentence")
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "The permutations' seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "The permutations' and adversarial candidates' seed")
+      ->capture_default_str();
+  cmd->add_option("--adversarial-steps", args->adversarial_steps,
+                  "bilstm-attn: Adam steps of the adversarial attention search (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--candidates", args->options.adversarial.candidates,
+                  "bilstm-attn: adversarial candidate distributions per sentence (K)")
+      ->capture_default_str();
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     Args& a = *args;
@@ -295,6 +331,12 @@ void add_explain_command(CLI::App& app) {
     if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
     if (a.options.permutations < 1)
       throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));
+    if (a.adversarial_steps < 0)
+      throw UsageError("--adversarial-steps must be >= 0 (0: off), got " + std::to_string(a.adversarial_steps));
+    if (a.options.adversarial.candidates < 1)
+      throw UsageError("--candidates must be >= 1, got " + std::to_string(a.options.adversarial.candidates));
+    a.options.adversarial.steps = a.adversarial_steps > 0 ? a.adversarial_steps : -1;
+    a.options.adversarial.seed = a.options.seed;
     if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
     if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
     if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))
