@@ -16,6 +16,7 @@
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
+#include "attn/explain/diagnostic.h"
 #include "attn/explain/report.h"
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
@@ -29,7 +30,8 @@ namespace {
 using models::AttnClassifier;
 
 struct Args {
-  std::string model, data, split = "test", text, out, picture;
+  std::string model, data, split = "test", text, out, picture, attention_from;
+  bool diagnostic = false;
   int64_t limit = 0;
   bool json = false;
   int adversarial_steps = 500;
@@ -294,6 +296,100 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
                seconds, a.out.c_str(), a.out.c_str());
 }
 
+void check_diagnostic_args(const Args& a, const CLI::App& cmd) {
+  if (!a.diagnostic) throw UsageError("--attention-from applies to --diagnostic");
+  if (a.attention_from.empty()) throw UsageError("--diagnostic needs --attention-from CHECKPOINT (a bilstm-attn model)");
+  if (a.data.empty() || cmd.count("--text")) throw UsageError("--diagnostic needs --data (and no --text)");
+  if (cmd.count("--limit") && a.limit < 1) throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
+  if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
+  for (const std::string* path : {&a.model, &a.attention_from}) {
+    const std::string format = attn_checkpoint_format(*path);
+    if (format != "attn-classifier")
+      throw ValueError(*path + " is not a classifier checkpoint (format '" + format + "'); --diagnostic needs bilstm-attn ones");
+  }
+}
+
+// Wiegreffe & Pinter's diagnostic (explain/diagnostic.h): the `average` model --model pools
+// with its own attention, with uniform weights and with --attention-from's attention; the
+// accuracy of each on the split, beside --attention-from's own. Writes diagnostic.json and
+// diagnostic.md to --out when given.
+void run_diagnostic(const Args& a) {
+  decode::LoadedClassifier student = decode::load_classifier(a.model);
+  decode::LoadedClassifier teacher = decode::load_classifier(a.attention_from);
+  auto* average = dynamic_cast<AttnClassifier*>(student.model.get());
+  auto* source = dynamic_cast<AttnClassifier*>(teacher.model.get());
+  if (average == nullptr || average->config().encoder != "average")
+    throw ValueError(a.model + " is not a bilstm-attn checkpoint with --encoder average; --diagnostic imposes weights "
+                     "on the non-contextual average model");
+  if (source == nullptr)
+    throw ValueError(a.attention_from + " is a '" + teacher.model->kind() +
+                     "' classifier; --attention-from needs a bilstm-attn checkpoint (its pooling weights)");
+  std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
+  if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
+  int64_t total = 0, skipped = 0, own = 0, uniform = 0, imposed = 0, source_right = 0;
+  const auto argmax = [](const std::vector<float>& p) {
+    return static_cast<int32_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  };
+  train::Progress progress("diagnostic", static_cast<int64_t>(examples.size()));
+  for (size_t i = 0; i < examples.size(); ++i) {
+    std::vector<std::string> tokens = data::sst2_tokens(data::valid_utf8(examples[i].text));
+    for (int64_t limit : {student.model->max_tokens(), teacher.model->max_tokens()})
+      if (limit > 0 && static_cast<int64_t>(tokens.size()) > limit) tokens.resize(static_cast<size_t>(limit));
+    progress.update(static_cast<int64_t>(i + 1), {});
+    if (tokens.empty()) {
+      ++skipped;
+      continue;
+    }
+    std::vector<int32_t> ids, source_ids;
+    for (const auto& t : tokens) {
+      ids.push_back(student.vocab.id(t));
+      source_ids.push_back(teacher.vocab.id(t));
+    }
+    const int32_t gold = examples[i].label;
+    const std::vector<float> source_attention = explain::own_attention(*source, source_ids);
+    const std::vector<float> uniform_weights(tokens.size(), 1.0f / static_cast<float>(tokens.size()));
+    ++total;
+    own += argmax(explain::probabilities_with_weights(*average, ids, explain::own_attention(*average, ids))) == gold;
+    uniform += argmax(explain::probabilities_with_weights(*average, ids, uniform_weights)) == gold;
+    imposed += argmax(explain::probabilities_with_weights(*average, ids, source_attention)) == gold;
+    source_right += argmax(explain::probabilities_with_weights(*source, source_ids, source_attention)) == gold;
+  }
+  progress.finish();
+  if (total == 0) throw ValueError("--diagnostic: the split has no sentence with tokens");
+  const auto share = [&](int64_t right) { return static_cast<double>(right) / static_cast<double>(total); };
+  const nlohmann::json j = {{"model", a.model},
+                            {"attention_from", a.attention_from},
+                            {"attention_from_pooling", source->config().pooling},
+                            {"attention_from_encoder", source->config().encoder},
+                            {"data", a.data},
+                            {"split", a.split},
+                            {"sentences", total},
+                            {"skipped_empty", skipped},
+                            {"accuracy",
+                             {{"average_own_attention", share(own)},
+                              {"average_uniform", share(uniform)},
+                              {"average_imposed_attention", share(imposed)},
+                              {"attention_from_model", share(source_right)}}}};
+  char md[2048];
+  std::snprintf(md, sizeof md,
+                "# Wiegreffe & Pinter's diagnostic (test-time form)\n\n"
+                "The non-contextual `average` model `%s` pools its own states with each set of weights; %lld "
+                "sentences of the %s split.\n\n"
+                "| weights imposed on the average model | accuracy |\n|---|---|\n"
+                "| uniform (1/n) | %.4f |\n| its own learned attention | %.4f |\n"
+                "| the attention of `%s` (%s encoder, %s pooling) | %.4f |\n\n"
+                "(`%s` itself, with its own states: %.4f.)\n",
+                a.model.c_str(), static_cast<long long>(total), a.split.c_str(), share(uniform), share(own),
+                a.attention_from.c_str(), source->config().encoder.c_str(), source->config().pooling.c_str(),
+                share(imposed), a.attention_from.c_str(), share(source_right));
+  if (!a.out.empty()) {
+    std::filesystem::create_directories(a.out);
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.json").string(), j.dump(1) + "\n");
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.md").string(), md);
+  }
+  std::printf("%s", a.json ? (j.dump() + "\n").c_str() : md);
+}
+
 }  // namespace
 
 void add_explain_command(CLI::App& app) {
@@ -320,9 +416,18 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--candidates", args->options.adversarial.candidates,
                   "bilstm-attn: adversarial candidate distributions per sentence (K)")
       ->capture_default_str();
+  cmd->add_flag("--diagnostic", args->diagnostic,
+                "Wiegreffe & Pinter's diagnostic: --model (an average-encoder bilstm-attn) pools with its own, "
+                "uniform and --attention-from's attention over --data's split");
+  cmd->add_option("--attention-from", args->attention_from, "--diagnostic: the bilstm-attn checkpoint whose attention is imposed");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     Args& a = *args;
+    if (a.diagnostic || cmd->count("--attention-from")) {
+      check_diagnostic_args(a, *cmd);
+      run_diagnostic(a);
+      return;
+    }
     const bool one = cmd->count("--text") > 0;
     if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (cmd->count("--limit") && a.limit < 1)
