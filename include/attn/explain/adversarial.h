@@ -9,7 +9,7 @@
 //   ŷ(a) = softmax(out(Σ_s a_s h_s))[c], c the class the model predicts,
 //
 // ε = 0.01 by default (the paper's). The K candidates start at log α plus Gaussian noise of
-// sd `init_noise` (seeded) and are updated together, one (K, n) batch per step. After every
+// sd `init_noise` (seeded) and are stepped together: each Adam step updates all K × n logits. After every
 // step each candidate's |Δŷ| is measured; the report keeps the candidate (over all steps and
 // candidates) with the largest JSD among those with |Δŷ| ≤ `admissible` (0.05 by default, the
 // paper's reporting bound). The original attention itself is admissible (JSD 0), so a
