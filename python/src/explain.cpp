@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/explain/adversarial.h"
 #include "attn/explain/importance.h"
 #include "attn/explain/kendall.h"
 #include "attn/explain/rollout.h"
@@ -79,6 +80,29 @@ void register_explain(py::module_& m) {
     return py::make_tuple(r.attributions, r.completeness_error, r.baseline_probability);
   }, py::arg("model"), py::arg("ids"), py::arg("label"), py::arg("steps") = 50,
      "(attributions, completeness error, baseline probability)");
+  e.def("jensen_shannon", &explain::jensen_shannon, py::arg("a"), py::arg("b"), "JSD(a, b) in nats");
+  e.def("adversarial_objective", [](AttnClassifier& c, const std::vector<int32_t>& ids, const std::vector<float>& z,
+                                    int64_t K, float epsilon, float hinge_weight) {
+    const explain::AdversarialProblem p = explain::adversarial_problem(c, ids);
+    std::vector<float> gradient;
+    std::vector<float> objective = explain::adversarial_objective(p, z, K, epsilon, hinge_weight, &gradient);
+    return py::make_tuple(objective, gradient, p.label, p.original);
+  }, py::arg("model"), py::arg("ids"), py::arg("z"), py::arg("K"), py::arg("epsilon"), py::arg("hinge_weight"),
+     "Jain & Wallace's objective for K candidate logits z (K * n, row-major) with the encoder states fixed: "
+     "(objective (K), its gradient (K * n), the predicted class, its probability)");
+  e.def("adversarial_attention", [](AttnClassifier& c, const std::vector<int32_t>& ids, int candidates, int steps) {
+    explain::AdversarialOptions o;
+    o.candidates = candidates;
+    o.steps = steps;
+    const explain::AdversarialResult r = explain::adversarial_attention(c, ids, o);
+    py::dict d;
+    d["attention"] = r.attention;
+    d["jsd"] = r.jsd;
+    d["delta"] = r.delta;
+    d["max_attention"] = r.max_attention;
+    return d;
+  }, py::arg("model"), py::arg("ids"), py::arg("candidates") = 5, py::arg("steps") = 500,
+     "the best admissible adversarial attention (a dict)");
   e.def("kendall_tau_b", [](const std::vector<float>& x, const std::vector<float>& y) {
     explain::KendallTau r = explain::kendall_tau_b(x, y);
     return py::make_tuple(r.defined, r.tau, r.p_value);

@@ -305,6 +305,10 @@ SentenceImportance explain_sentence(AttnClassifier& model, const std::vector<int
   std::sort(sorted.begin(), sorted.end());
   const size_t m = sorted.size();
   r.permutation_median = m % 2 ? sorted[m / 2] : 0.5f * (sorted[m / 2 - 1] + sorted[m / 2]);
+  if (options.adversarial.steps >= 0) {
+    r.adversarial = adversarial_attention(model, ids, options.adversarial);
+    r.has_adversarial = true;
+  }
   return r;
 }
 

@@ -138,7 +138,7 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
     }
     r.taus.push_back(std::move(t));
   }
-  std::vector<double> medians;
+  std::vector<double> medians, jsds;
   double right = 0.0;
   for (const auto& s : r.sentences) {
     r.one_token_sentences += s.importance.attention.size() == 1;
@@ -146,6 +146,12 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
       ++r.with_permutations;
       medians.push_back(s.importance.permutation_median);
       r.share_permutation_median_below_001 += s.importance.permutation_median < 0.01f;
+    }
+    if (s.importance.has_adversarial && s.importance.attention.size() >= 2) {
+      jsds.push_back(s.importance.adversarial.jsd);
+      r.share_adversarial_jsd_above_05 += s.importance.adversarial.jsd > 0.5f;
+      r.adversarial_jsd_mean += s.importance.adversarial.jsd;
+      r.adversarial_delta_mean += s.importance.adversarial.delta;
     }
     if (r.heads.empty()) {
       r.heads = s.importance.heads;
@@ -167,6 +173,13 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
   }
   if (r.with_permutations > 0) r.share_permutation_median_below_001 /= static_cast<double>(r.with_permutations);
   r.permutation_median_of_medians = median(medians);
+  r.with_adversarial = static_cast<int64_t>(jsds.size());
+  if (r.with_adversarial > 0) {
+    r.adversarial_jsd_mean /= static_cast<double>(r.with_adversarial);
+    r.adversarial_delta_mean /= static_cast<double>(r.with_adversarial);
+    r.share_adversarial_jsd_above_05 /= static_cast<double>(r.with_adversarial);
+    r.adversarial_jsd_median = median(jsds);
+  }
   r.erasure = summarise_erasure(r.sentences);
   if (r.labelled > 0) r.accuracy = right / static_cast<double>(r.labelled);
   return r;
@@ -230,6 +243,12 @@ json report_json(const ExplainReport& r, const json& context) {
                                                    {"gradient_order", erasure_order_json(x.gradient)},
                                                    {"random_order", erasure_order_json(x.random)}}
                                             : json(nullptr);
+    if (m.has_adversarial)
+      sentences.back()["adversarial"] = {{"jsd", m.adversarial.jsd},
+                                         {"delta", m.adversarial.delta},
+                                         {"attention", m.adversarial.attention},
+                                         {"final_jsd", m.adversarial.final_jsd},
+                                         {"final_delta", m.adversarial.final_delta}};
     if (r.transformer) {
       sentences.back()["rollout"] = m.rollout;
       sentences.back()["flow"] = m.flow;
@@ -259,6 +278,13 @@ json report_json(const ExplainReport& r, const json& context) {
                               ? json{{"median_of_medians", r.permutation_median_of_medians},
                                      {"share_median_below_0.01", r.share_permutation_median_below_001},
                                      {"sentences", r.with_permutations}}
+                              : json(nullptr)},
+          {"adversarial", r.with_adversarial > 0
+                              ? json{{"jsd_mean", r.adversarial_jsd_mean},
+                                     {"jsd_median", r.adversarial_jsd_median},
+                                     {"share_jsd_above_0.5", r.share_adversarial_jsd_above_05},
+                                     {"delta_mean", r.adversarial_delta_mean},
+                                     {"sentences", r.with_adversarial}}
                               : json(nullptr)},
           {"heads", heads},
           {"erasure", erasure_json(r.erasure)},
@@ -362,6 +388,14 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
                  "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "
                  "report.json holds each sentence's median beside its maximum attention weight.\n\n",
                  r.permutation_median_of_medians, 100.0 * r.share_permutation_median_below_001);
+  if (r.with_adversarial > 0)
+    md += format("Adversarial attention (Jain & Wallace; encoder states fixed, candidates optimised to maximise the "
+                 "JS divergence from the attention while a hinge keeps |Δŷ| ≤ 0.01): the largest JSD found with "
+                 "|Δŷ| ≤ 0.05 has mean %.3f and median %.3f nats (ln 2 ≈ 0.693 is the maximum); ",
+                 r.adversarial_jsd_mean, r.adversarial_jsd_median) +
+          format("%.0f %% of sentences have an adversary above 0.5 nats; the reported candidates' mean |Δŷ| is "
+                 "%.4f. report.json holds each sentence's JSD beside its maximum attention weight.\n\n",
+                 100.0 * r.share_adversarial_jsd_above_05, r.adversarial_delta_mean);
   if (r.erasure.defined > 0) md += erasure_markdown(r.erasure);
   if (r.transformer) md += transformer_markdown(r);
   md += "## Verdict\n\n";

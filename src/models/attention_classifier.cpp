@@ -27,7 +27,8 @@ void AttnClassifierConfig::validate() const {
   if (classes < 2) fail("'classes' must be >= 2, got " + std::to_string(classes));
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("'dropout' must be in [0, 1), got " + std::to_string(dropout));
   if (encoder != "lstm" && encoder != "average") fail("'encoder' must be lstm or average, got '" + encoder + "'");
-  if (pooling != "additive" && pooling != "dot") fail("'pooling' must be additive or dot, got '" + pooling + "'");
+  if (pooling != "additive" && pooling != "dot" && pooling != "uniform")
+    fail("'pooling' must be additive, dot or uniform, got '" + pooling + "'");
 }
 
 json AttnClassifierConfig::to_json() const {
@@ -78,7 +79,7 @@ AttnClassifier::AttnClassifier(const AttnClassifierConfig& config)
     pool_w = pooling_params_.register_parameter("w", p.w_k);
     pool_bias = pooling_params_.register_parameter("bias", p.bias);
     pool_v = pooling_params_.register_parameter("v", p.v);
-  } else {
+  } else if (config.pooling == "dot") {
     Tensor q = Tensor::empty({E});
     const float bound = 1.0f / std::sqrt(static_cast<float>(E));
     for (int64_t e = 0; e < E; ++e) q.f32()[e] = bound * (2.0f * rng_.uniform() - 1.0f);
@@ -112,6 +113,16 @@ Tensor AttnClassifier::encode(const Tensor& embeddings, const Tensor& lengths) {
 
 AttentionPooling AttnClassifier::pool(const Tensor& states, const Tensor& lengths) {
   const int64_t B = states.dim(0), E = states.dim(2);
+  if (config_.pooling == "uniform") {
+    // Wiegreffe & Pinter's baseline: a_s = 1/length over the real tokens, a constant.
+    const int64_t S = states.dim(1);
+    Tensor weights = Tensor::zeros({B, S});
+    for (int64_t b = 0; b < B; ++b) {
+      const int32_t n = lengths.i32()[b];
+      for (int64_t s = 0; s < n; ++s) weights.f32()[b * S + s] = 1.0f / static_cast<float>(n);
+    }
+    return {pool_with(weights, states), weights};
+  }
   AttentionResult r;
   if (pool_v.defined()) {
     // vᵀ tanh(W h_s + b) is the additive op's score with W_q q = 0: a zero query (B, 1).

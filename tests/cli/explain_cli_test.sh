@@ -15,7 +15,14 @@ expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --
   --out "$work/average"
 expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm --out "$work/bilstm"
 expect 2 "--pooling does not apply" -- "$attn" train "${tiny[@]}" --model bilstm --pooling dot --out "$work/bad"
-expect 2 "'pooling' must be additive or dot" -- "$attn" train "${tiny[@]}" --model bilstm-attn --pooling max --out "$work/bad"
+expect 2 "'pooling' must be additive, dot or uniform" -- "$attn" train "${tiny[@]}" --model bilstm-attn --pooling max --out "$work/bad"
+# Wiegreffe & Pinter's uniform baseline: the attention frozen to 1/n.
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --pooling uniform --out "$work/uniform"
+out="$("$attn" classify --model "$work/uniform/model.safetensors" --text "a gorgeous , witty film" --json)" || fail "uniform classify"
+echo "$out" | /usr/bin/python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert all(abs(a - 0.2) < 1e-7 for a in d["attention"]), d' || fail "uniform attention: $out"
 m="$work/attn/model.safetensors"
 
 # classify returns the pooling weights.
@@ -28,7 +35,8 @@ assert len(d["attention"]) == 5 and abs(sum(d["attention"]) - 1) < 1e-5, d' || f
 # A split: report.json holds every figure and vector, and they recompute.
 for model in attn average; do
   expect 0 "Jain & Wallace, SST BiLSTM+tanh" -- "$attn" explain --model "$work/$model/model.safetensors" --data "$data" \
-    --split test --limit 12 --permutations 20 --ig-steps 10 --out "$work/report-$model" --threads 1
+    --split test --limit 12 --permutations 20 --ig-steps 10 --candidates 3 --adversarial-steps 50 \
+    --out "$work/report-$model" --threads 1
   /usr/bin/python3 - "$work/report-$model" <<'PY' || fail "report of $model"
 import json, math, sys
 r = json.load(open(sys.argv[1] + "/report.json"))
@@ -37,7 +45,7 @@ assert r["sentences_explained"] == 12 and len(r["sentences"]) == 12, r["sentence
 assert "0.35 ± 0.21" in md and "| attn (this model) |" in md and "## Verdict" in md, md
 assert "## Erasure (Serrano & Smith 2019)" in md and r["erasure"]["sentences"] >= 1, r["erasure"]
 import os
-for picture in ("tau", "erasure", "permutation"):
+for picture in ("tau", "erasure", "permutation", "adversarial"):
     for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
         assert open(sys.argv[1] + "/" + picture + ext, "rb").read(5).startswith(magic), picture + ext
 right = 0
@@ -45,6 +53,14 @@ for s in r["sentences"]:
     n = len(s["tokens"])
     assert len(s["attention"]) == n and len(s["gradient"]) == n and len(s["integrated_gradients"]) == n
     assert len(s["permutation_deltas"]) == 20
+    # Jain & Wallace's adversary: 3 candidates, the reported one within |dy| <= 0.05 and its
+    # JSD recomputed from its weights.
+    adv = s["adversarial"]
+    assert len(adv["final_jsd"]) == 3 and adv["delta"] <= 0.05 and 0 <= adv["jsd"] <= math.log(2) + 1e-6, adv
+    a, b = adv["attention"], s["attention"]
+    jsd = sum(0.5 * x * math.log(2 * x / (x + y)) for x, y in zip(a, b) if x > 0) + \
+          sum(0.5 * y * math.log(2 * y / (x + y)) for x, y in zip(a, b) if y > 0)
+    assert abs(jsd - adv["jsd"]) < 1e-5, (jsd, adv)
     # nlohmann writes NaN as null: every value is a finite number.
     for key in ("attention", "gradient", "integrated_gradients", "permutation_deltas"):
         assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in s[key]), (key, s)
@@ -66,6 +82,8 @@ for s in r["sentences"]:
         if tx < n0 and ty < n0:
             assert abs(s["tau"]["attention-loo"]["tau"] - c / math.sqrt((n0 - tx) * (n0 - ty))) < 1e-6, s
 assert abs(r["accuracy"] - right / 12) < 1e-12
+assert r["adversarial"]["sentences"] == sum(len(s["tokens"]) >= 2 for s in r["sentences"]), r["adversarial"]
+assert "Adversarial attention (Jain & Wallace" in md, md
 taus = [s["tau"]["gradient-loo"]["tau"] for s in r["sentences"] if s["tau"]["gradient-loo"]["tau"] is not None]
 assert abs(r["tau"]["gradient-loo"]["mean"] - sum(taus) / len(taus)) < 1e-9
 PY
@@ -126,6 +144,27 @@ expect 0 "grad x in" -- "$attn" explain --model "$m" --text "brilliant" --pictur
 grep -q "<svg" "$work/one.svg" || fail "--picture wrote no SVG for a one-token sentence"
 expect 2 "--picture applies to --text" -- "$attn" explain --model "$m" --data "$data" --out "$work/x" --picture "$work/p.png"
 expect 1 "" -- "$attn" explain --model "$m" --text "good film" --picture "$work/p.bmp"
+
+# Wiegreffe & Pinter's diagnostic: the average model with its own, uniform and imposed weights.
+avg="$work/average/model.safetensors"
+expect 0 "| uniform (1/n) |" -- "$attn" explain --diagnostic --model "$avg" --attention-from "$m" --data "$data" \
+  --split test --limit 30 --out "$work/diag"
+/usr/bin/python3 - "$work/diag" <<'PY' || fail "diagnostic.json"
+import json, sys
+d = json.load(open(sys.argv[1] + "/diagnostic.json"))
+assert d["sentences"] == 30 and set(d["accuracy"]) == {"average_own_attention", "average_uniform",
+    "average_imposed_attention", "attention_from_model"}, d
+assert all(0 <= v <= 1 and abs(v * 30 - round(v * 30)) < 1e-9 for v in d["accuracy"].values()), d
+PY
+expect 2 "--diagnostic needs --attention-from" -- "$attn" explain --diagnostic --model "$avg" --data "$data"
+expect 2 "--attention-from applies to --diagnostic" -- "$attn" explain --model "$avg" --attention-from "$m" --data "$data" --out "$work/x"
+expect 1 "is not a bilstm-attn checkpoint with --encoder average" -- "$attn" explain --diagnostic --model "$m" \
+  --attention-from "$m" --data "$data"
+expect 1 "--attention-from needs a bilstm-attn checkpoint" -- "$attn" explain --diagnostic --model "$avg" \
+  --attention-from "$work/bilstm/model.safetensors" --data "$data"
+expect 2 "--adversarial-steps must be >= 0" -- "$attn" explain --model "$m" --text "good" --adversarial-steps -1
+expect 2 "--candidates must be >= 1, got 0" -- "$attn" explain --model "$m" --text "good" --candidates 0
+expect 0 "adversarial attention (5 candidates)" -- "$attn" explain --model "$m" --text "a gorgeous , witty film"
 
 # Bad input.
 expect 2 "--limit must be >= 1, got 0" -- "$attn" explain --model "$m" --data "$data" --limit 0 --out "$work/x"

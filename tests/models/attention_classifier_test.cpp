@@ -220,7 +220,7 @@ TEST(AttnClassifier, ConfigJsonAndErrors) {
   EXPECT_THROW_MSG(AttnClassifierConfig::from_json({{"vocab", 50}, {"encoder", "gru"}}), ValueError,
                    "'encoder' must be lstm or average, got 'gru'");
   EXPECT_THROW_MSG(AttnClassifierConfig::from_json({{"vocab", 50}, {"pooling", "max"}}), ValueError,
-                   "'pooling' must be additive or dot, got 'max'");
+                   "'pooling' must be additive, dot or uniform, got 'max'");
   EXPECT_THROW_MSG(AttnClassifierConfig::from_json({{"vocab", 50}, {"pooling", 3}}), ValueError,
                    "'pooling' must be a string, got 3");
   EXPECT_THROW_MSG(AttnClassifierConfig::from_json({{"vocab", 50}, {"hiden", 3}}), ValueError, "unknown key 'hiden'");

@@ -131,3 +131,57 @@ def test_kendall_tau_b_against_a_torch_free_reference():
         ref = kendalltau(x, y)
         got = attn.explain.kendall_tau_b(x.tolist(), y.tolist())
         assert abs(got[1] - ref.statistic) < 1e-9 and abs(got[2] - ref.pvalue) < 1e-9
+
+
+def torch_jsd(a, b):
+    m = 0.5 * (a + b)
+    return 0.5 * (a * (a / m).log()).sum(-1) + 0.5 * (b * (b / m).log()).sum(-1)
+
+
+def test_jensen_shannon():
+    rng = np.random.default_rng(5)
+    for n in (2, 7, 30):
+        a, b = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
+        expected = torch_jsd(torch.tensor(a), torch.tensor(b)).item()
+        assert abs(attn.explain.jensen_shannon(a.astype(np.float32).tolist(), b.astype(np.float32).tolist()) - expected) < 1e-6
+
+
+@pytest.mark.parametrize("encoder,pooling", VARIANTS)
+@pytest.mark.parametrize("epsilon", [0.0, 0.01, 1.0])
+def test_adversarial_objective_and_gradient(encoder, pooling, epsilon):
+    """O(z) = JSD(softmax(z), attention) - lambda * max(0, |y(softmax z) - y| - epsilon), the states
+    fixed, and dO/dz by torch's autograd."""
+    model, ref = build(encoder, pooling)
+    K, n, lam = 4, len(IDS), 7.0
+    rng = np.random.default_rng(11)
+    z = rng.standard_normal((K, n)).astype(np.float32) * 2
+    objective, gradient, label, original = attn.explain.adversarial_objective(model, IDS, z.ravel().tolist(), K, epsilon, lam)
+    with torch.no_grad():
+        h = ref.encode(ref.embed(IDS))
+        alpha = ref.weights(h)[0]
+        p0 = ref.probabilities(ref.embed(IDS))[0][0]
+    assert label == int(p0.argmax()) and abs(original - p0[label].item()) < 1e-5
+    zt = torch.tensor(z, requires_grad=True)
+    a = torch.softmax(zt, dim=1)                                     # (K, n)
+    context = a @ h[0]                                               # (K, E)
+    y = torch.softmax(context @ ref.p["out.weight"].T + ref.p["out.bias"], dim=1)[:, label]
+    o = torch_jsd(a, alpha.unsqueeze(0)) - lam * torch.clamp((y - p0[label]).abs() - epsilon, min=0)
+    o.sum().backward()
+    tag = f"{encoder}/{pooling} eps {epsilon}"
+    assert_close("explain", tag, "adversarial objective", np.array(objective), o.detach())
+    assert_close("explain", tag, "adversarial gradient", np.array(gradient).reshape(K, n), zt.grad)
+
+
+def test_adversarial_attention_respects_the_bound():
+    model, ref = build("lstm", "additive")
+    r = attn.explain.adversarial_attention(model, IDS, 5, 200)
+    with torch.no_grad():
+        h = ref.encode(ref.embed(IDS))[0]
+        alpha = ref.weights(h.unsqueeze(0))[0]
+        p0 = ref.probabilities(ref.embed(IDS))[0][0]
+        a = torch.tensor(r["attention"])
+        y = torch.softmax((a @ h) @ ref.p["out.weight"].T + ref.p["out.bias"], dim=0)
+    label = int(p0.argmax())
+    assert abs(y[label] - p0[label]).item() <= 0.05 + 1e-6
+    assert abs(torch_jsd(a, alpha).item() - r["jsd"]) < 1e-5
+    assert r["jsd"] > 0.0

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
+#include "attn/explain/diagnostic.h"
 #include "attn/explain/report.h"
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
@@ -27,9 +30,11 @@ namespace {
 using models::AttnClassifier;
 
 struct Args {
-  std::string model, data, split = "test", text, out, picture;
+  std::string model, data, split = "test", text, out, picture, attention_from;
+  bool diagnostic = false;
   int64_t limit = 0;
   bool json = false;
+  int adversarial_steps = 500;
   explain::ImportanceOptions options;
 };
 
@@ -112,6 +117,10 @@ void print_sentence(const decode::LoadedClassifier& loaded, const explain::Expla
     std::printf("  permutation of the attention (%zu draws): median |dy| %.4g; max attention %.3f\n",
                 m.permutation_deltas.size(), m.permutation_median,
                 *std::max_element(m.attention.begin(), m.attention.end()));
+  if (m.has_adversarial)
+    std::printf("  adversarial attention (%zu candidates): max JSD %.4f nats with |dy| %.4f (<= 0.05); max attention "
+                "%.3f\n",
+                m.adversarial.final_jsd.size(), m.adversarial.jsd, m.adversarial.delta, m.adversarial.max_attention);
   if (s.erasure.defined) {
     const auto flip = [](const explain::ErasureOrder& o) {
       return o.flipped() ? std::to_string(o.removed_to_flip) : std::string("none");
@@ -152,10 +161,33 @@ void write_both(const viz::LinePlot& plot, const std::string& dir, const std::st
     viz::write_line_plot(plot, (std::filesystem::path(dir) / (name + extension)).string());
 }
 
+// The mean of value(sentence) per bin of 0.1 of the sentence's maximum attention weight, over
+// the sentences where it is defined (an empty bin: a gap).
+viz::Series binned_by_max_attention(
+    const explain::ExplainReport& r, const std::string& name,
+    const std::function<std::optional<double>(const explain::SentenceImportance&)>& value) {
+  std::vector<double> sums(10, 0.0), counts(10, 0.0);
+  for (const auto& s : r.sentences) {
+    const std::optional<double> v = value(s.importance);
+    if (!v) continue;
+    const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
+    const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
+    sums[bin] += *v;
+    counts[bin] += 1;
+  }
+  viz::Series series{name, {}, {}};
+  for (size_t b = 0; b < 10; ++b) {
+    series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
+    series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));
+  }
+  return series;
+}
+
 // The report's pictures: the τ histograms (as frequency polygons: the share of sentences in
 // each τ bin of width 0.1), the erasure curves (the share of sentences whose decision has
 // flipped with at most a fraction f of their tokens removed), and for bilstm-attn the
-// permutation medians against the maximum attention weight (the mean median per bin of 0.1).
+// permutation medians and the adversarial JSDs against the maximum attention weight (the mean
+// per bin of 0.1).
 void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
   viz::LinePlot tau{"Kendall tau per sentence", "tau (bin centre; bins of 0.1)", "share of sentences", {}, 0.0, {}};
   for (const auto& t : r.taus) {
@@ -200,21 +232,18 @@ void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
   if (r.with_permutations > 0) {
     viz::LinePlot permutation{"Permuting the attention (Jain & Wallace)", "maximum attention weight (bin centre)",
                               "mean of the per-sentence median |dy|", {}, 0.0, {}};
-    std::vector<double> sums(10, 0.0), counts(10, 0.0);
-    for (const auto& s : r.sentences) {
-      if (!s.importance.has_permutations()) continue;
-      const float top = *std::max_element(s.importance.attention.begin(), s.importance.attention.end());
-      const size_t bin = static_cast<size_t>(std::clamp(static_cast<int>(std::floor(top / 0.1f)), 0, 9));
-      sums[bin] += s.importance.permutation_median;
-      counts[bin] += 1;
-    }
-    viz::Series series{"median |dy| over the permutations", {}, {}};
-    for (size_t b = 0; b < 10; ++b) {
-      series.x.push_back(0.05 + 0.1 * static_cast<double>(b));
-      series.y.push_back(counts[b] > 0 ? sums[b] / counts[b] : std::nan(""));  // an empty bin: a gap
-    }
-    permutation.series.push_back(series);
+    permutation.series.push_back(binned_by_max_attention(r, "median |dy| over the permutations", [](const auto& m) {
+      return m.has_permutations() ? std::optional<double>(m.permutation_median) : std::nullopt;
+    }));
     write_both(permutation, dir, "permutation");
+  }
+  if (r.with_adversarial > 0) {
+    viz::LinePlot adversarial{"Adversarial attention (Jain & Wallace)", "maximum attention weight (bin centre)",
+                              "mean of the per-sentence max JSD (nats), |dy| <= 0.05", {}, 0.0, std::log(2.0)};
+    adversarial.series.push_back(binned_by_max_attention(r, "max JSD from the attention", [](const auto& m) {
+      return m.has_adversarial && m.attention.size() >= 2 ? std::optional<double>(m.adversarial.jsd) : std::nullopt;
+    }));
+    write_both(adversarial, dir, "adversarial");
   }
 }
 
@@ -245,6 +274,8 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
                                   {"limit", a.limit},
                                   {"ig_steps", a.options.ig_steps},
                                   {"permutations", a.options.permutations},
+                                  {"adversarial_steps", a.adversarial_steps},
+                                  {"adversarial_candidates", a.options.adversarial.candidates},
                                   {"seed", a.options.seed},
                                   {"seconds", seconds}};
   const explain::ExplainReport report = explain::summarise(std::move(sentences), skipped);
@@ -265,6 +296,100 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
                seconds, a.out.c_str(), a.out.c_str());
 }
 
+void check_diagnostic_args(const Args& a, const CLI::App& cmd) {
+  if (!a.diagnostic) throw UsageError("--attention-from applies to --diagnostic");
+  if (a.attention_from.empty()) throw UsageError("--diagnostic needs --attention-from CHECKPOINT (a bilstm-attn model)");
+  if (a.data.empty() || cmd.count("--text")) throw UsageError("--diagnostic needs --data (and no --text)");
+  if (cmd.count("--limit") && a.limit < 1) throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
+  if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
+  for (const std::string* path : {&a.model, &a.attention_from}) {
+    const std::string format = attn_checkpoint_format(*path);
+    if (format != "attn-classifier")
+      throw ValueError(*path + " is not a classifier checkpoint (format '" + format + "'); --diagnostic needs bilstm-attn ones");
+  }
+}
+
+// Wiegreffe & Pinter's diagnostic (explain/diagnostic.h): the `average` model --model pools
+// with its own attention, with uniform weights and with --attention-from's attention; the
+// accuracy of each on the split, beside --attention-from's own. Writes diagnostic.json and
+// diagnostic.md to --out when given.
+void run_diagnostic(const Args& a) {
+  decode::LoadedClassifier student = decode::load_classifier(a.model);
+  decode::LoadedClassifier teacher = decode::load_classifier(a.attention_from);
+  auto* average = dynamic_cast<AttnClassifier*>(student.model.get());
+  auto* source = dynamic_cast<AttnClassifier*>(teacher.model.get());
+  if (average == nullptr || average->config().encoder != "average")
+    throw ValueError(a.model + " is not a bilstm-attn checkpoint with --encoder average; --diagnostic imposes weights "
+                     "on the non-contextual average model");
+  if (source == nullptr)
+    throw ValueError(a.attention_from + " is a '" + teacher.model->kind() +
+                     "' classifier; --attention-from needs a bilstm-attn checkpoint (its pooling weights)");
+  std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
+  if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
+  int64_t total = 0, skipped = 0, own = 0, uniform = 0, imposed = 0, source_right = 0;
+  const auto argmax = [](const std::vector<float>& p) {
+    return static_cast<int32_t>(std::max_element(p.begin(), p.end()) - p.begin());
+  };
+  train::Progress progress("diagnostic", static_cast<int64_t>(examples.size()));
+  for (size_t i = 0; i < examples.size(); ++i) {
+    std::vector<std::string> tokens = data::sst2_tokens(data::valid_utf8(examples[i].text));
+    for (int64_t limit : {student.model->max_tokens(), teacher.model->max_tokens()})
+      if (limit > 0 && static_cast<int64_t>(tokens.size()) > limit) tokens.resize(static_cast<size_t>(limit));
+    progress.update(static_cast<int64_t>(i + 1), {});
+    if (tokens.empty()) {
+      ++skipped;
+      continue;
+    }
+    std::vector<int32_t> ids, source_ids;
+    for (const auto& t : tokens) {
+      ids.push_back(student.vocab.id(t));
+      source_ids.push_back(teacher.vocab.id(t));
+    }
+    const int32_t gold = examples[i].label;
+    const std::vector<float> source_attention = explain::own_attention(*source, source_ids);
+    const std::vector<float> uniform_weights(tokens.size(), 1.0f / static_cast<float>(tokens.size()));
+    ++total;
+    own += argmax(explain::probabilities_with_weights(*average, ids, explain::own_attention(*average, ids))) == gold;
+    uniform += argmax(explain::probabilities_with_weights(*average, ids, uniform_weights)) == gold;
+    imposed += argmax(explain::probabilities_with_weights(*average, ids, source_attention)) == gold;
+    source_right += argmax(explain::probabilities_with_weights(*source, source_ids, source_attention)) == gold;
+  }
+  progress.finish();
+  if (total == 0) throw ValueError("--diagnostic: the split has no sentence with tokens");
+  const auto share = [&](int64_t right) { return static_cast<double>(right) / static_cast<double>(total); };
+  const nlohmann::json j = {{"model", a.model},
+                            {"attention_from", a.attention_from},
+                            {"attention_from_pooling", source->config().pooling},
+                            {"attention_from_encoder", source->config().encoder},
+                            {"data", a.data},
+                            {"split", a.split},
+                            {"sentences", total},
+                            {"skipped_empty", skipped},
+                            {"accuracy",
+                             {{"average_own_attention", share(own)},
+                              {"average_uniform", share(uniform)},
+                              {"average_imposed_attention", share(imposed)},
+                              {"attention_from_model", share(source_right)}}}};
+  char md[2048];
+  std::snprintf(md, sizeof md,
+                "# Wiegreffe & Pinter's diagnostic (test-time form)\n\n"
+                "The non-contextual `average` model `%s` pools its own states with each set of weights; %lld "
+                "sentences of the %s split.\n\n"
+                "| weights imposed on the average model | accuracy |\n|---|---|\n"
+                "| uniform (1/n) | %.4f |\n| its own learned attention | %.4f |\n"
+                "| the attention of `%s` (%s encoder, %s pooling) | %.4f |\n\n"
+                "(`%s` itself, with its own states: %.4f.)\n",
+                a.model.c_str(), static_cast<long long>(total), a.split.c_str(), share(uniform), share(own),
+                a.attention_from.c_str(), source->config().encoder.c_str(), source->config().pooling.c_str(),
+                share(imposed), a.attention_from.c_str(), share(source_right));
+  if (!a.out.empty()) {
+    std::filesystem::create_directories(a.out);
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.json").string(), j.dump(1) + "\n");
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.md").string(), md);
+  }
+  std::printf("%s", a.json ? (j.dump() + "\n").c_str() : md);
+}
+
 }  // namespace
 
 void add_explain_command(CLI::App& app) {
@@ -283,10 +408,26 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
   cmd->add_option("--permutations", args->options.permutations, "Random permutations of the attention per sentence")
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "The permutations' seed")->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "The permutations' and adversarial candidates' seed")
+      ->capture_default_str();
+  cmd->add_option("--adversarial-steps", args->adversarial_steps,
+                  "bilstm-attn: Adam steps of the adversarial attention search (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--candidates", args->options.adversarial.candidates,
+                  "bilstm-attn: adversarial candidate distributions per sentence (K)")
+      ->capture_default_str();
+  cmd->add_flag("--diagnostic", args->diagnostic,
+                "Wiegreffe & Pinter's diagnostic: --model (an average-encoder bilstm-attn) pools with its own, "
+                "uniform and --attention-from's attention over --data's split");
+  cmd->add_option("--attention-from", args->attention_from, "--diagnostic: the bilstm-attn checkpoint whose attention is imposed");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     Args& a = *args;
+    if (a.diagnostic || cmd->count("--attention-from")) {
+      check_diagnostic_args(a, *cmd);
+      run_diagnostic(a);
+      return;
+    }
     const bool one = cmd->count("--text") > 0;
     if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (cmd->count("--limit") && a.limit < 1)
@@ -295,6 +436,12 @@ void add_explain_command(CLI::App& app) {
     if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
     if (a.options.permutations < 1)
       throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));
+    if (a.adversarial_steps < 0)
+      throw UsageError("--adversarial-steps must be >= 0 (0: off), got " + std::to_string(a.adversarial_steps));
+    if (a.options.adversarial.candidates < 1)
+      throw UsageError("--candidates must be >= 1, got " + std::to_string(a.options.adversarial.candidates));
+    a.options.adversarial.steps = a.adversarial_steps > 0 ? a.adversarial_steps : -1;
+    a.options.adversarial.seed = a.options.seed;
     if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
     if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
     if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))

@@ -28,7 +28,7 @@ struct ClassifierArgs {
   float weight_decay = 0.0f;
   int64_t d_model = 256, ffn = 1024;
   int64_t train_limit = 0, dev_limit = 0;
-  std::string pooling = "additive";  // bilstm-attn: additive | dot
+  std::string pooling = "additive";  // bilstm-attn: additive | dot | uniform
 };
 
 // The classifier run the parsed options describe. Options shared with the seq2seq trainer
@@ -192,8 +192,9 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
   groups.add(cmd->add_option("--dev-limit", c.dev_limit, "Evaluate on the first N dev examples (default 0: all)"),
              {&g.classifier});
   groups.add(cmd->add_option("--pooling", c.pooling,
-                             "Attention pooling: additive (v^T tanh(W h + b)) | dot (a learned query); --encoder "
-                             "lstm | average picks its encoder")
+                             "Attention pooling: additive (v^T tanh(W h + b)) | dot (a learned query) | uniform "
+                             "(the attention frozen to 1/n, Wiegreffe & Pinter's baseline); --encoder lstm | "
+                             "average picks its encoder")
                  ->capture_default_str(),
              {&g.pooling});
   groups.add(cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)"),

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/explain/adversarial.h"
 #include "attn/explain/head_statistics.h"
 #include "attn/models/attention_classifier.h"
 #include "attn/models/transformer.h"
@@ -37,6 +38,9 @@ struct ImportanceOptions {
   int ig_steps = 50;
   int permutations = 100;
   uint64_t seed = 1;  // the permutations' generator
+  // bilstm-attn: Jain & Wallace's adversarial attention (adversarial.h); off when
+  // adversarial.steps < 0 (the default options of explain_sentence run it).
+  AdversarialOptions adversarial;
 };
 
 struct SentenceImportance {
@@ -53,6 +57,9 @@ struct SentenceImportance {
   // transformer-cls only (empty otherwise): [CLS]'s rollout and flow rows over the tokens,
   // and the statistics of every head, layer-major (layers × heads_per_layer).
   std::vector<float> rollout, flow;
+  // bilstm-attn only: the adversarial attention (has_adversarial false when not run).
+  AdversarialResult adversarial;
+  bool has_adversarial = false;
   std::vector<HeadStatistics> heads;
   int64_t heads_per_layer = 0;
   bool has_permutations() const { return !permutation_deltas.empty(); }

@@ -72,6 +72,12 @@ struct ExplainReport {
   double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
   bool transformer = false;       // the sentences carry rollout, flow and head statistics
   int64_t with_permutations = 0;  // sentences with a permutation test (bilstm-attn)
+  // Jain & Wallace's adversarial attention (bilstm-attn), over the sentences of 2+ tokens
+  // that have it: the per-sentence max JSD (nats) with |Δŷ| ≤ the admissible bound.
+  int64_t with_adversarial = 0;
+  double adversarial_jsd_mean = 0.0, adversarial_jsd_median = 0.0;
+  double share_adversarial_jsd_above_05 = 0.0;  // JSD > 0.5 nats (ln 2 ≈ 0.69 is the maximum)
+  double adversarial_delta_mean = 0.0;          // |Δŷ| of the reported candidates
   ErasureSummary erasure;
   std::vector<HeadStatistics> heads;  // pooled over the sentences, layer-major
   int64_t heads_per_layer = 0;

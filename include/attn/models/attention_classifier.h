@@ -8,6 +8,8 @@
 //     pooling "additive": a = softmax_s(vᵀ tanh(W h_s + b))   (the additive attention op with
 //                         a zero query)
 //     pooling "dot":      a = softmax_s(qᵀ h_s), q (E) learned  (the Luong dot op)
+//     pooling "uniform":  a_s = 1 / length, no parameters (Wiegreffe & Pinter's baseline:
+//                         the attention frozen to uniform)
 //   → dropout → Linear (E → classes) → logits (B, classes)
 //
 // The stages are public so that explain/ can hold the encoder states fixed and pool them
@@ -28,7 +30,7 @@ struct AttnClassifierConfig {
   float dropout = 0.5f;  // embedding, and before the output layer; [0, 1)
   int64_t classes = 2;
   std::string encoder = "lstm";     // lstm | average
-  std::string pooling = "additive"; // additive | dot
+  std::string pooling = "additive"; // additive | dot | uniform
   uint64_t seed = 1;
 
   void validate() const;  // ValueError naming the field and its value
