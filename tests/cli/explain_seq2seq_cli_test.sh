@@ -106,7 +106,7 @@ for split, n in (("train", 200), ("val", 20), ("test_2016_flickr", 10)):
     for lang, lines in (("de", src), ("en", tgt)):
         with gzip.open(f"{sys.argv[1]}/{split}.{lang}.gz", "wt") as f: f.write("\n".join(lines) + "\n")
 EOF
-common=(--task translate --data "$work/par" --vocab-size 60 --max-tokens 400 --steps 40 --lr 3e-3 --warmup 4
+common=(--task translate --data "$work/par" --vocab-size 40 --max-tokens 400 --steps 40 --lr 3e-3 --warmup 4
         --eval-every 40 --eval-sentences 5 --log-every 20 --threads 1)
 expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model rnn --emb 16 --hidden 24 --out "$work/rnn"
 expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model transformer --d-model 16 --heads 2 --ffn 32 \

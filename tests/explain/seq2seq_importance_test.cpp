@@ -1,6 +1,7 @@
 // Seq2seq and translation models: the measures of seq2seq_importance.h against a finite
 // difference and against re-running the model (through its token-id path) on the shortened
 // source, and the per-target-token τ and alignment agreement of seq2seq_report.h by hand.
+#include <algorithm>
 #include <cmath>
 
 #include "attn/autodiff/tape.h"

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -21,6 +22,7 @@
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/progress.h"
+#include "attn/train/seq2seq_trainer.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
