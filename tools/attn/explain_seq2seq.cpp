@@ -112,6 +112,19 @@ std::string tau_cell(const explain::KendallTau& k) {
   return buffer;
 }
 
+// A token in a column of 9 characters: cut to 9 UTF-8 code points (never inside one; the
+// pieces' "▁" is 3 bytes), right-aligned with spaces.
+std::string column(const std::string& token) {
+  std::string cut;
+  int points = 0;
+  for (size_t i = 0; i < token.size(); ++i) {
+    const bool starts = (static_cast<unsigned char>(token[i]) & 0xC0) != 0x80;
+    if (starts && ++points > 9) break;
+    cut += token[i];
+  }
+  return std::string(static_cast<size_t>(9 - std::min(points, 9)), ' ') + cut;
+}
+
 // One source in the terminal: per target token, the three rows over the source tokens.
 void print_pair(const Loaded& l, const explain::ExplainedPair& p, bool json) {
   const explain::Seq2SeqReport one = explain::summarise_seq2seq({p});
@@ -130,7 +143,7 @@ void print_pair(const Loaded& l, const explain::ExplainedPair& p, bool json) {
               l.model.attention.c_str());
   for (size_t t = 0; t < m.hypothesis.size(); ++t) {
     std::printf("  y_%zu = %s  (log p %.3f)\n    %-10s", t + 1, p.target_tokens[t].c_str(), m.log_prob[t], "");
-    for (const auto& s : p.source_tokens) std::printf(" %9.9s", s.c_str());
+    for (const auto& s : p.source_tokens) std::printf(" %s", column(s).c_str());
     std::printf("\n");
     const auto row = [&](const char* name, const std::vector<float>& v) {
       std::printf("    %-10s", name);
