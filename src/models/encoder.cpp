@@ -156,13 +156,18 @@ RnnStackOutput run_rnn_stack(const RnnStack& rnn, const Tensor& input_, const Te
 EncoderOutput Encoder::forward(const Tensor& src, const Tensor& src_lengths) {
   ShapeContract contract("Encoder");
   contract.check("src", src, {"B", "S"}, DType::i32).check("src_lengths", src_lengths, {"B"}, DType::i32);
-  const int64_t B = src.dim(0), S = src.dim(1);
+  return forward_embedded(embedding.forward(time_major_ids(src)), src_lengths);  // (S, B, emb)
+}
+
+EncoderOutput Encoder::forward_embedded(const Tensor& embedded, const Tensor& src_lengths) {
+  ShapeContract contract("Encoder.forward_embedded");
+  contract.check("embedded", embedded, {"S", "B", "emb"}, DType::f32).check("src_lengths", src_lengths, {"B"}, DType::i32);
+  const int64_t S = embedded.dim(0);
   check_lengths_in_range("Encoder", "src_lengths", src_lengths, S);
   Tensor keep;
   std::vector<char> all_kept;
   packed_keep_masks(src_lengths, S, keep, all_kept);
 
-  const Tensor embedded = embedding.forward(time_major_ids(src));  // (S, B, emb)
   EncoderOutput result;
   RnnStackOutput stack = run_rnn_stack(rnn, embedded, keep, all_kept, &dropout_);
   const std::vector<Tensor>& final_h = stack.h;  // per layer and direction

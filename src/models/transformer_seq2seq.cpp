@@ -115,6 +115,22 @@ Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_lengths,
   return encoder.forward(x, src_lengths, weights);                                      // (B, S, D)
 }
 
+Tensor TransformerSeq2Seq::embed_source(const Tensor& src) const {
+  const nn::Embedding& e = source_embedding();
+  return scale(e.forward(src), std::sqrt(static_cast<float>(e.weight.dim(1))));  // (B, S, D)
+}
+
+Tensor TransformerSeq2Seq::logits_from_source_embeddings(const Tensor& source_embeddings, const Batch& batch) {
+  ShapeContract c("TransformerSeq2Seq.logits_from_source_embeddings");
+  c.check("source_embeddings", source_embeddings, {"B", "S", "D"}, DType::f32);
+  c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
+  detail::check_lengths(c.op(), "src_lengths", batch.src_lengths, 1, "S", c["S"]);
+  const Tensor x = dropout_.forward(positions.forward(source_embeddings, 0));                   // (B, S, D)
+  const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);                          // (B, S, D)
+  const Tensor y = detail::embed_tokens(target_embedding(), positions, dropout_, batch.tgt_in);  // (B, T, D)
+  return output_logits(decoder.forward(y, memory, batch.src_lengths, nullptr));                  // (B, T, V)
+}
+
 Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights,
                                                  std::vector<nn::LayerAttention>* encoder_weights) {
   ShapeContract c("TransformerSeq2Seq.logits");

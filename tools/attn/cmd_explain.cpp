@@ -24,13 +24,14 @@
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
+#include "explain_seq2seq.h"
 
 namespace attn::cli {
 namespace {
 using models::AttnClassifier;
 
 struct Args {
-  std::string model, data, split = "test", text, out, picture, attention_from;
+  std::string model, data, split = "test", text, out, picture, input, attention_from;
   bool diagnostic = false;
   int64_t limit = 0;
   bool json = false;
@@ -403,6 +404,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
   cmd->add_option("--limit", args->limit, "Explain the first N sentences of the split (N >= 1; default all)");
   cmd->add_option("--out", args->out, "--data: the folder for report.json and report.md");
+  cmd->add_option("--input", args->input, "A seq2seq (copy / reverse / sort) checkpoint: one source, e.g. \"5 9 3\"");
   cmd->add_option("--picture", args->picture, "--text: the measures as a heatmap, FILE.png, .svg or .pdf");
   cmd->add_flag("--json", args->json, "--text: the sentence as JSON; --data: the summary as JSON on stdout");
   cmd->add_option("--ig-steps", args->options.ig_steps, "Integrated-gradients steps")->capture_default_str();
@@ -428,11 +430,19 @@ void add_explain_command(CLI::App& app) {
       run_diagnostic(a);
       return;
     }
-    const bool one = cmd->count("--text") > 0;
-    if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (cmd->count("--limit") && a.limit < 1)
       throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
+    if (const std::string format = attn_checkpoint_format(a.model); is_seq2seq_format(format)) {
+      explain_seq2seq({.model = a.model, .format = format, .text = a.text, .input = a.input, .data = a.data,
+                       .split = a.split, .out = a.out, .picture = a.picture, .limit = a.limit, .json = a.json,
+                       .split_given = cmd->count("--split") > 0, .limit_given = cmd->count("--limit") > 0,
+                       .text_given = cmd->count("--text") > 0, .input_given = cmd->count("--input") > 0, .seed = a.options.seed});
+      return;
+    }
+    if (cmd->count("--input")) throw UsageError("--input is for seq2seq checkpoints (copy / reverse / sort); a classifier takes --text");
     if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
+    const bool one = cmd->count("--text") > 0;
+    if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
     if (a.options.permutations < 1)
       throw UsageError("--permutations must be >= 1, got " + std::to_string(a.options.permutations));

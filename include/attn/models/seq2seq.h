@@ -158,6 +158,9 @@ class Encoder : public nn::Module {
   Encoder(const Seq2SeqConfig& config, Rng& rng);
   // src (B, S) int32, src_lengths (B) int32 in [1, S].
   EncoderOutput forward(const Tensor& src, const Tensor& src_lengths);
+  // The same from the source embeddings embedded (S, B, emb), time-major = embedding(src)
+  // (attn explain differentiates with respect to them).
+  EncoderOutput forward_embedded(const Tensor& embedded, const Tensor& src_lengths);
   int64_t output_size() const { return rnn.hidden * rnn.directions; }
 
   nn::Embedding embedding;

@@ -75,6 +75,11 @@ class TransformerSeq2Seq : public nn::Module {
   // Encoder states (B, S, D) for src (B, S), src_lengths (B); weights (when given) per
   // encoder layer.
   Tensor encode(const Tensor& src, const Tensor& src_lengths, std::vector<nn::LayerAttention>* weights = nullptr);
+  // attn explain: the source token embeddings √D·E[src] (B, S, D), without positions or
+  // dropout, and the teacher-forced logits (B, T, V) of batch.tgt_in computed from them
+  // (batch.src is not read); logits(batch) = logits_from_source_embeddings(embed_source(src), batch).
+  Tensor embed_source(const Tensor& src) const;
+  Tensor logits_from_source_embeddings(const Tensor& source_embeddings, const Batch& batch);
 
   // No recording (NoGradGuard inside); call eval() first to switch dropout off.
   // attention[b][t] holds S weights of the selected layer/head (zeros past row b's length).
