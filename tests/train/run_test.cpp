@@ -117,8 +117,8 @@ TEST(RunResume, Seq2SeqHardAttentionIsBitIdentical) {
   models::Seq2SeqConfig config;
   config.emb = 16;
   config.hidden = 16;
-  config.attention = "luong";
-  config.score = "hard";
+  config.attention = models::AttentionKind::luong;
+  config.score = nn::StepScore::hard;
   TrainOptions o;
   o.min_len = 3;
   o.max_len = 8;

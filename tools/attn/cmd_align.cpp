@@ -1,6 +1,7 @@
 // attn align: the attention heatmap of one decoded input: a synthetic-task model with
 // --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
 // pieces on both axes; a Transformer's cross-attention per head of one layer).
+#include <cmath>
 #include <cstdio>
 
 #include "attn/data/tasks.h"
@@ -16,6 +17,7 @@ namespace {
 struct AlignArgs {
   std::string model, input, text, out = "align.png";
   int beam = 1;
+  float length_penalty = 1.0f;  // beam: GNMT's α
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
 };
@@ -40,7 +42,7 @@ void align_translation(const AlignArgs& a) {
   }
   std::string output;
   for (int h : panel_heads) {
-    decode::TranslateOptions options{.beam = a.beam, .select = {.layer = layer, .head = h}, .attention = true};
+    decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .select = {.layer = layer, .head = h}, .attention = true};
     decode::Translation t = decode::translate(model, {a.text}, options).at(0);
     if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
     if (map.panels.empty()) {
@@ -70,6 +72,9 @@ void add_align_command(CLI::App& app) {
   auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence");
   input->excludes(text);
   cmd->add_option("--beam", args->beam, "Beam width (1: greedy)")->capture_default_str();
+  cmd->add_option("--length-penalty", args->length_penalty,
+                  "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
+      ->capture_default_str();
   cmd->add_option("--layer", args->layer, "Transformer: decoder layer whose cross-attention to draw (-1: the last)")
       ->capture_default_str();
   cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
@@ -78,6 +83,8 @@ void add_align_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
+    if (!(args->length_penalty >= 0.0f) || !std::isfinite(args->length_penalty))
+      throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(args->length_penalty));
     const std::string format = attn_checkpoint_format(args->model);
     if (format == "attn-translation") {
       if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
@@ -92,8 +99,8 @@ void add_align_command(CLI::App& app) {
     if (args->input.empty()) throw UsageError("a synthetic-task model needs --input \"5 9 3 17 4\"");
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });
-    train::LoadedModel loaded = train::load_checkpoint(args->model);
-    const std::string output = write_alignment(*loaded.model, source, args->beam, args->out);
+    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
+    const std::string output = write_alignment(*loaded.model, source, args->beam, args->length_penalty, args->out);
     std::printf("input:  %s\noutput: %s\nheatmap: %s\n", data::symbols_to_string(source).c_str(), output.c_str(),
                 args->out.c_str());
   });

@@ -145,7 +145,7 @@ const char* kOutputNote =
 
 void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   models::Seq2SeqConfig config;
-  config.attention = a.attention;
+  config.attention = models::parse_attention_kind(a.attention);
   config.emb = a.emb;
   config.hidden = a.hidden;
   config.vocab = a.vocab;

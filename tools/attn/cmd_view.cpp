@@ -191,16 +191,16 @@ View view_synthetic(const ViewArgs& a) {
   std::vector<int32_t> source;
   as_usage([&] { source = data::parse_symbols(a.input); });
   if (source.empty()) throw UsageError("--input is empty");
-  train::LoadedModel loaded = train::load_checkpoint(a.model);
+  decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
   models::Seq2Seq& model = *loaded.model;
-  if (model.config().attention == "none")
+  if (model.config().attention == models::AttentionKind::none)
     throw UsageError("the model has no attention (--attention none): there is nothing to view");
   model.eval();
   const int64_t S = static_cast<int64_t>(source.size());
   const Tensor src = Tensor::from_vector(source, {1, S});
   const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(S)}, {1});
   const int max_len = static_cast<int>(S) * 2 + 10;
-  View v("rnn-seq2seq", "attention: " + model.config().attention + " (" + model.config().effective_score() + ")",
+  View v("rnn-seq2seq", std::string("attention: ") + models::to_string(model.config().attention) + " (" + model.config().effective_score() + ")",
          data::symbols_to_string(source));
   std::vector<std::string> cols;
   for (int32_t id : source) cols.push_back(data::symbol_name(id));
