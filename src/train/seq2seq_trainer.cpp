@@ -159,10 +159,8 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
   o.validate();
   config.validate();
   Seq2SeqTask task(config, o);
-  const RunResult r = run(task, o);
-  TrainResult result(r);
-  result.best_token_accuracy = r.state.best_score;
-  result.tokens_per_second = r.seconds > 0 ? task.tokens_seen() / r.seconds : 0.0;
+  TrainResult result(run(task, o));
+  result.tokens_per_second = per_second(static_cast<double>(task.tokens_seen()), result.seconds);
   return result;
 }
 

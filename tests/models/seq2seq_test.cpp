@@ -161,7 +161,7 @@ TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
   Seq2SeqConfig c;
   EXPECT_EQ(c.encoder, RnnCell::gru);
   EXPECT_EQ(c.attention, AttentionKind::bahdanau);
-  EXPECT_EQ(c.score, std::nullopt);
+  EXPECT_FALSE(c.score.has_value());
   EXPECT_EQ(c.step_score(), nn::StepScore::additive);  // the default score of bahdanau
   c.attention = AttentionKind::luong;
   EXPECT_EQ(c.step_score(), nn::StepScore::general);  // the default score of luong
@@ -177,9 +177,9 @@ TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
   }
   for (const std::string score : {"additive", "additive_normalized"})
     EXPECT_EQ(nn::step_score_name(*parse_score(AttentionKind::bahdanau, score)), score);
-  EXPECT_EQ(parse_score(AttentionKind::luong, ""), std::nullopt);
-  EXPECT_EQ(parse_score(AttentionKind::none, "none"), std::nullopt);
-  EXPECT_EQ(parse_score(AttentionKind::none, ""), std::nullopt);
+  EXPECT_FALSE(parse_score(AttentionKind::luong, "").has_value());
+  EXPECT_FALSE(parse_score(AttentionKind::none, "none").has_value());
+  EXPECT_FALSE(parse_score(AttentionKind::none, "").has_value());
   c = {};
   c.attention = AttentionKind::none;
   EXPECT_EQ(c.effective_score(), "none");

@@ -42,7 +42,8 @@ struct TrainOptions : RunOptions {
 
 struct TrainResult : TaskResult {
   // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
-  using TaskResult::TaskResult;
+  TrainResult() = default;
+  explicit TrainResult(const RunResult& r) : TaskResult(r), best_token_accuracy(r.state.best_score) {}
   double best_token_accuracy = 0.0;
   double tokens_per_second = 0.0;  // training target tokens per second, whole run
 };
