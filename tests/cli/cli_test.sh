@@ -29,6 +29,14 @@ expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --inpu
 expect 2 "--length-penalty must be finite and >= 0, got -1" -- "$attn" align --model "$work/run/model.safetensors" \
   --input "5 9 3" --beam 3 --length-penalty -1 --out "$work/lp_bad.svg"
 [[ ! -e "$work/lp_bad.svg" ]] || fail "a refused align wrote its picture"
+# --help states the defaults that apply: eval's beam by kind of checkpoint, the length
+# penalty's 1 (GNMT's alpha) in eval and align.
+[[ "$("$attn" eval --help)" == *"1 for synthetic-task checkpoints, 5 for translation checkpoints"* ]] ||
+  fail "eval --help does not state the beam defaults"
+for cmd in eval align; do
+  [[ "$("$attn" $cmd --help | grep -E -- '--length-penalty')" == *"[1]"*"((5 + length) / 6)^alpha"* ]] ||
+    fail "$cmd --help does not show --length-penalty's default 1 and what it does"
+done
 
 # Checkpoints written by main's binary at d9ec48d, before the configuration's choices became
 # enums (their JSON holds the names: gru/bahdanau/score "", lstm/luong/concat bidirectional,

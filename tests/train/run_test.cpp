@@ -188,6 +188,26 @@ TEST(RunResume, TranslationTransformerWithDropoutIsBitIdentical) {
                                  [&](const TranslationOptions& x) { return train_translation("transformer", config, x); });
 }
 
+TEST(RunResume, TranslationRnnWithDropoutIsBitIdentical) {
+  if (!testing::data_file_exists("multi30k/raw/train.de.gz")) GTEST_SKIP() << "no Multi30k data under " << testing::data_dir();
+  // Two layers, so that the dropout between them draws from its stream; Luong with input feeding.
+  const nlohmann::json config = {{"emb", 8}, {"hidden", 8}, {"layers", 2}, {"dropout", 0.3}, {"attention", "luong"}};
+  TranslationOptions o;
+  o.data_dir = testing::data_dir() + "/multi30k";
+  o.train_limit = 40;
+  o.vocab_size = 100;
+  o.max_len = 30;
+  o.max_tokens = 300;  // several batches an epoch, so the run crosses an epoch
+  o.max_sentences = 8;
+  o.steps = 9;
+  o.warmup = 2;
+  o.log_every = 3;
+  o.eval_every = 4;
+  o.eval_sentences = 4;
+  expect_resume_is_bit_identical(o, "translation_rnn", 5,
+                                 [&](const TranslationOptions& x) { return train_translation("rnn", config, x); });
+}
+
 // The run loop's own rules, on a task small enough to reason about.
 class CountingTask final : public Task {
  public:
