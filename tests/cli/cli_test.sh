@@ -34,7 +34,7 @@ expect 2 "--length-penalty must be finite and >= 0, got -1" -- "$attn" align --m
 [[ "$("$attn" eval --help)" == *"1 for synthetic-task checkpoints, 5 for translation checkpoints"* ]] ||
   fail "eval --help does not state the beam defaults"
 for cmd in eval align; do
-  [[ "$("$attn" $cmd --help | grep -E -- '--length-penalty')" == *"[1]"*"((5 + length) / 6)^alpha"* ]] ||
+  [[ "$("$attn" $cmd --help | grep -E -- '--length-penalty')" == *"FLOAT=1 "*"((5 + length) / 6)^alpha"* ]] ||
     fail "$cmd --help does not show --length-penalty's default 1 and what it does"
 done
 
