@@ -35,7 +35,7 @@ using namespace attn;
 struct LoadedCheckpoint {
   std::string path, format;
   nlohmann::json metadata;
-  std::unique_ptr<train::LoadedModel> seq2seq;
+  std::unique_ptr<decode::LoadedSeq2Seq> seq2seq;
   std::unique_ptr<decode::LoadedTranslator> translator;
   std::unique_ptr<decode::LoadedClassifier> classifier;
   std::unique_ptr<decode::LoadedLm> lm;
@@ -63,7 +63,7 @@ std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
   c->path = path;
   c->format = train::checkpoint_format(path);
   if (c->format == "attn-seq2seq") {
-    c->seq2seq = std::make_unique<train::LoadedModel>(train::load_checkpoint(path));
+    c->seq2seq = std::make_unique<decode::LoadedSeq2Seq>(decode::load_seq2seq(path));
   } else if (c->format == "attn-translation") {
     c->translator = std::make_unique<decode::LoadedTranslator>(decode::load_translator(path));
   } else if (c->format == "attn-classifier") {
@@ -249,7 +249,7 @@ void register_checkpoints(py::module_& m) {
   m.def("_save_seq2seq", [](models::Seq2Seq& model, const std::string& path, const std::string& task, int min_len,
                             int max_len, int64_t step) {
     data::parse_task(task);  // ValueError listing the tasks
-    train::CheckpointInfo info{.config = model.config(), .task = task, .min_len = min_len, .max_len = max_len, .step = step};
+    decode::Seq2SeqInfo info{.config = model.config(), .task = task, .min_len = min_len, .max_len = max_len, .step = step};
     train::save_checkpoint(path, model, info);
   }, py::arg("model"), py::arg("path"), py::arg("task"), py::arg("min_len"), py::arg("max_len"), py::arg("step"));
 }

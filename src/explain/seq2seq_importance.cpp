@@ -77,12 +77,12 @@ std::vector<std::vector<float>> head_averaged(const std::vector<std::vector<floa
 }  // namespace
 
 SourceEmbeddingSeq2Seq source_embedding_model(models::Seq2Seq& model) {
-  if (model.config().attention == "none")
+  if (model.config().attention == models::AttentionKind::none)
     throw ValueError("the model has no attention (--attention none): attn explain compares attention with importance "
                      "and supports seq2seq models with bahdanau or luong attention");
   SourceEmbeddingSeq2Seq m;
   m.module = &model;
-  m.attention = model.config().attention + " (" + model.config().effective_score() + ")" +
+  m.attention = std::string(models::to_string(model.config().attention)) + " (" + model.config().effective_score() + ")" +
                 (model.config().effective_score() == "multihead" ? ", averaged over heads" : "");
   m.embed = [&model](const Tensor& src) { return transpose_01(model.encoder.embedding.forward(models::time_major_ids(src))); };
   m.logits = [&model](const Tensor& e, const models::Batch& batch) {

@@ -17,6 +17,27 @@ using nlohmann::json;
 // ---------------------------------------------------------------------------------------
 // AttnClassifierConfig
 
+const char* to_string(PoolingEncoder encoder) { return encoder == PoolingEncoder::average ? "average" : "lstm"; }
+PoolingEncoder parse_pooling_encoder(const std::string& name) {
+  if (name == "lstm") return PoolingEncoder::lstm;
+  if (name == "average") return PoolingEncoder::average;
+  throw ValueError("bilstm-attn config: 'encoder' must be lstm or average, got '" + name + "'");
+}
+const char* to_string(PoolingScore pooling) {
+  switch (pooling) {
+    case PoolingScore::dot: return "dot";
+    case PoolingScore::uniform: return "uniform";
+    case PoolingScore::additive: break;
+  }
+  return "additive";
+}
+PoolingScore parse_pooling_score(const std::string& name) {
+  if (name == "additive") return PoolingScore::additive;
+  if (name == "dot") return PoolingScore::dot;
+  if (name == "uniform") return PoolingScore::uniform;
+  throw ValueError("bilstm-attn config: 'pooling' must be additive, dot or uniform, got '" + name + "'");
+}
+
 void AttnClassifierConfig::validate() const {
   auto fail = [](const std::string& what) { throw ValueError("bilstm-attn config: " + what); };
   if (vocab < 3) fail("'vocab' must be >= 3 (<pad>, <unk> and a word), got " + std::to_string(vocab));
@@ -26,23 +47,23 @@ void AttnClassifierConfig::validate() const {
   if (attention < 0) fail("'attention' must be >= 0 (0: the state size), got " + std::to_string(attention));
   if (classes < 2) fail("'classes' must be >= 2, got " + std::to_string(classes));
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("'dropout' must be in [0, 1), got " + std::to_string(dropout));
-  if (encoder != "lstm" && encoder != "average") fail("'encoder' must be lstm or average, got '" + encoder + "'");
-  if (pooling != "additive" && pooling != "dot" && pooling != "uniform")
-    fail("'pooling' must be additive, dot or uniform, got '" + pooling + "'");
 }
 
 json AttnClassifierConfig::to_json() const {
   return {{"kind", "bilstm-attn"}, {"vocab", vocab},         {"emb", emb},         {"hidden", hidden},
           {"layers", layers},      {"attention", attention}, {"dropout", dropout}, {"classes", classes},
-          {"encoder", encoder},    {"pooling", pooling},     {"seed", seed}};
+          {"encoder", to_string(encoder)}, {"pooling", to_string(pooling)},     {"seed", seed}};
 }
 
 AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
   AttnClassifierConfig c;
+  std::string encoder = to_string(c.encoder), pooling = to_string(c.pooling);  // the choices' names
   detail::read_config("bilstm-attn", j, {{"vocab", &c.vocab}, {"emb", &c.emb}, {"hidden", &c.hidden},
                                          {"layers", &c.layers}, {"attention", &c.attention},
                                          {"dropout", &c.dropout}, {"classes", &c.classes},
-                                         {"encoder", &c.encoder}, {"pooling", &c.pooling}, {"seed", &c.seed}}, "bilstm-attn");
+                                         {"encoder", &encoder}, {"pooling", &pooling}, {"seed", &c.seed}}, "bilstm-attn");
+  c.encoder = parse_pooling_encoder(encoder);
+  c.pooling = parse_pooling_score(pooling);
   c.validate();
   return c;
 }
@@ -66,20 +87,20 @@ AttnClassifier::AttnClassifier(const AttnClassifierConfig& config)
       output_dropout_(config.dropout, splitmix64(config.seed ^ 0x0C7ull)) {
   const int64_t E = config.state_size();
   register_module("embedding", embedding);
-  if (config.encoder == "lstm") {
+  if (config.encoder == PoolingEncoder::lstm) {
     rnn = std::make_unique<RnnStack>(/*lstm=*/true, config.emb, config.hidden, config.layers, /*bidirectional=*/true, rng_);
     register_module("rnn", *rnn);
   } else {
     projection = std::make_unique<nn::Linear>(config.emb, E, rng_);
     register_module("projection", *projection);
   }
-  if (config.pooling == "additive") {
+  if (config.pooling == PoolingScore::additive) {
     // w_q (A, 1) multiplies a zero query: drawn (to keep the order fixed) and dropped.
     nn::AdditiveParams p = nn::additive_attention_init(1, E, config.attention ? config.attention : E, rng_);
     pool_w = pooling_params_.register_parameter("w", p.w_k);
     pool_bias = pooling_params_.register_parameter("bias", p.bias);
     pool_v = pooling_params_.register_parameter("v", p.v);
-  } else if (config.pooling == "dot") {
+  } else if (config.pooling == PoolingScore::dot) {
     Tensor q = Tensor::empty({E});
     const float bound = 1.0f / std::sqrt(static_cast<float>(E));
     for (int64_t e = 0; e < E; ++e) q.f32()[e] = bound * (2.0f * rng_.uniform() - 1.0f);
@@ -113,7 +134,7 @@ Tensor AttnClassifier::encode(const Tensor& embeddings, const Tensor& lengths) {
 
 AttentionPooling AttnClassifier::pool(const Tensor& states, const Tensor& lengths) {
   const int64_t B = states.dim(0), E = states.dim(2);
-  if (config_.pooling == "uniform") {
+  if (config_.pooling == PoolingScore::uniform) {
     // Wiegreffe & Pinter's baseline: a_s = 1/length over the real tokens, a constant.
     const int64_t S = states.dim(1);
     Tensor weights = Tensor::zeros({B, S});

@@ -26,16 +26,15 @@ int64_t output_features(const Seq2SeqConfig& c, AttentionKind kind, int64_t enco
 
 Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
     : config_(config),
-      choices_(config.choices()),  // parsed once
       embedding(config.vocab, config.emb, rng, kPad),
-      rnn(choices_.encoder == RnnCell::lstm, decoder_input_size(config, choices_.attention, E), config.hidden,
+      rnn(config.encoder == RnnCell::lstm, decoder_input_size(config, config.attention, E), config.hidden,
           config.layers, false, rng),
-      out(output_features(config, choices_.attention, E), config.vocab, rng),
+      out(output_features(config, config.attention, E), config.vocab, rng),
       dropout_(config.dropout, splitmix64(config.seed ^ 0xDEC0DE5ULL)) {
   register_module("embedding", embedding);
   register_module("rnn", rnn);
   if (kind() != AttentionKind::none) {
-    attention = nn::make_step_attention({.score = choices_.score,
+    attention = nn::make_step_attention({.score = config.step_score(),
                                          .query_size = config.hidden,
                                          .memory_size = E,
                                          .heads = config.heads,

@@ -47,7 +47,7 @@ int64_t RnnStack::input_size(int layer) const { return layer == 0 ? input_size_ 
 
 Encoder::Encoder(const Seq2SeqConfig& config, Rng& rng)
     : embedding(config.vocab, config.emb, rng, kPad),
-      rnn(config.choices().encoder == RnnCell::lstm, config.emb, config.hidden, config.layers, config.bidirectional,
+      rnn(config.encoder == RnnCell::lstm, config.emb, config.hidden, config.layers, config.bidirectional,
           rng),
       config_(config),
       dropout_(config.dropout, splitmix64(config.seed ^ 0xE1C0DE5ULL)) {

@@ -91,7 +91,7 @@ const Budget& budget() {
 }
 
 // Gates per RNN cell: GRU 3, LSTM 4.
-double gates(const Seq2SeqConfig& c) { return c.encoder == "lstm" ? 4.0 : 3.0; }
+double gates(const Seq2SeqConfig& c) { return c.encoder == RnnCell::lstm ? 4.0 : 3.0; }
 
 // One RNN layer's weights: gates * H * (input + H + 2 biases), per direction.
 double rnn_layer_floats(double g, double input, double H) { return g * H * (input + H + 2.0); }
@@ -153,7 +153,7 @@ double parameter_bytes(const Seq2SeqConfig& c) {
   p += dirs * (rnn_layer_floats(g, emb, H) + (L - 1.0) * rnn_layer_floats(g, E, H));  // encoder
   if (c.bidirectional) p += 2.0 * L * (E * H + H);                                // bridge (h and c)
   // Decoder input, output features and attention as the header's equations give them.
-  const bool bahdanau = c.attention == "bahdanau", luong = c.attention == "luong";
+  const bool bahdanau = c.attention == AttentionKind::bahdanau, luong = c.attention == AttentionKind::luong;
   const double input = emb + (bahdanau ? E : 0.0) + (luong && c.input_feeding ? H : 0.0);
   const double features = bahdanau ? H + E + emb : H;
   p += rnn_layer_floats(g, input, H) + (L - 1.0) * rnn_layer_floats(g, H, H);  // decoder
@@ -212,8 +212,8 @@ double seq2seq_training_bytes(const Seq2SeqConfig& c, int64_t B, int64_t S, int6
   floats += t * b * (c.emb + L * (g + 3.0) * H + 3.0 * H);
   // Attention: scores and weights over the source per target step; the additive score keeps
   // its tanh(W q + U k) of (S, A = H) per step as well.
-  const bool additive = c.attention == "bahdanau";
-  if (c.attention != "none") floats += t * b * s * (2.0 + (additive ? H : 0.0)) * (c.heads > 1 ? c.heads : 1);
+  const bool additive = c.attention == AttentionKind::bahdanau;
+  if (c.attention != AttentionKind::none) floats += t * b * s * (2.0 + (additive ? H : 0.0)) * (c.heads > 1 ? c.heads : 1);
   floats += t * b * 2.0 * c.vocab;  // logits and their softmax
   return 2.0 * floats * kFloat;     // and a gradient of each
 }
@@ -222,10 +222,10 @@ double seq2seq_decoding_bytes(const Seq2SeqConfig& c, int64_t rows, int64_t S, i
   const double H = c.hidden, dirs = c.bidirectional ? 2.0 : 1.0;
   const double r = static_cast<double>(rows), s = static_cast<double>(S), t = static_cast<double>(T);
   double floats = s * r * (c.emb + 3.0 * dirs * H);  // encoder outputs, keys, projections
-  if (c.attention == "bahdanau") floats += r * s * H;  // one step's tanh(W q + U k)
+  if (c.attention == AttentionKind::bahdanau) floats += r * s * H;  // one step's tanh(W q + U k)
   // The result keeps every step's weights over the source (heads of them for multihead),
   // copied once more by whoever draws or scores them.
-  if (c.attention != "none") floats += 2.0 * t * r * s * (c.heads > 1 && c.score == "multihead" ? c.heads : 1);
+  if (c.attention != AttentionKind::none) floats += 2.0 * t * r * s * (c.heads > 1 && c.step_score() == nn::StepScore::multihead ? c.heads : 1);
   floats += r * 2.0 * c.vocab;  // one step's logits
   return floats * kFloat;
 }

@@ -31,43 +31,50 @@ const std::vector<std::string> kBahdanauScores = {"additive", "additive_normaliz
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
 
-// A name from kBahdanauScores or kLuongScores, already checked.
-nn::StepScore step_score(const std::string& name) { return *nn::find_step_score(name); }
-
 }  // namespace
 
-std::string Seq2SeqConfig::effective_score() const {
-  if (!score.empty()) return score;
-  if (attention == "bahdanau") return "additive";
-  if (attention == "luong") return "general";
-  return "none";
+const char* to_string(RnnCell cell) { return kEncoders.at(static_cast<size_t>(cell)).c_str(); }
+RnnCell parse_rnn_cell(const std::string& name) {
+  return static_cast<RnnCell>(parse_name("encoder", name, kEncoders));
+}
+const char* to_string(AttentionKind kind) { return kAttentions.at(static_cast<size_t>(kind)).c_str(); }
+AttentionKind parse_attention_kind(const std::string& name) {
+  return static_cast<AttentionKind>(parse_name("attention", name, kAttentions));
 }
 
-Seq2SeqChoices Seq2SeqConfig::choices() const {
-  Seq2SeqChoices c;
-  c.encoder = static_cast<RnnCell>(parse_name("encoder", encoder, kEncoders));
-  c.attention = static_cast<AttentionKind>(parse_name("attention", attention, kAttentions));
-  const std::string s = effective_score();
-  switch (c.attention) {
+std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::string& name) {
+  switch (attention) {
     case AttentionKind::bahdanau:
-      parse_name("score for bahdanau attention", s, kBahdanauScores);
-      c.score = step_score(s);
-      break;
+      if (name.empty()) return std::nullopt;
+      parse_name("score for bahdanau attention", name, kBahdanauScores);
+      return *nn::find_step_score(name);
     case AttentionKind::luong:
-      parse_name("score for luong attention", s, kLuongScores);
-      c.score = step_score(s);
-      break;
+      if (name.empty()) return std::nullopt;
+      parse_name("score for luong attention", name, kLuongScores);
+      return *nn::find_step_score(name);
     case AttentionKind::none:
-      if (s != "none")
-        throw ValueError(fmt::format("score '{}' given for attention 'none' (valid: none, or leave it empty)", s));
-      break;
+      if (!name.empty() && name != "none")
+        throw ValueError(fmt::format("score '{}' given for attention 'none' (valid: none, or leave it empty)", name));
+      return std::nullopt;
   }
-  return c;
+  return std::nullopt;
 }
+
+nn::StepScore Seq2SeqConfig::step_score() const {
+  if (score) return *score;
+  return attention == AttentionKind::luong ? nn::StepScore::general : nn::StepScore::additive;
+}
+
+std::string Seq2SeqConfig::effective_score() const {
+  return attention == AttentionKind::none ? score_name().empty() ? "none" : score_name()
+                                          : nn::step_score_name(step_score());
+}
+
+std::string Seq2SeqConfig::score_name() const { return score ? nn::step_score_name(*score) : ""; }
 
 void Seq2SeqConfig::validate() const {
   check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
-  const Seq2SeqChoices c = choices();
+  parse_score(attention, score_name());  // the score belongs to the attention
   const std::string s = effective_score();
   auto positive = [](const char* name, int value, int lo) {
     if (value < lo) throw ValueError(fmt::format("{} must be >= {}, got {}", name, lo, value));
@@ -78,23 +85,24 @@ void Seq2SeqConfig::validate() const {
   positive("vocab", vocab, kEos + 2);  // the specials and at least one entry
   positive("max_src_len", max_src_len, 1);
   positive("heads", heads, 1);
-  const bool attends = c.attention != AttentionKind::none;
-  positive("window", window, attends && c.score == nn::StepScore::local_p ? 1 : 0);
-  if (attends && c.score == nn::StepScore::multihead && hidden % heads != 0)
+  const bool attends = attention != AttentionKind::none;
+  const nn::StepScore score_used = step_score();
+  positive("window", window, attends && score_used == nn::StepScore::local_p ? 1 : 0);
+  if (attends && score_used == nn::StepScore::multihead && hidden % heads != 0)
     throw ValueError(fmt::format("multihead: hidden={} is not divisible by heads={}", hidden, heads));
   if (!(dropout >= 0.0f && dropout < 1.0f)) throw ValueError(fmt::format("dropout must be in [0, 1), got {}", dropout));
-  if (c.attention == AttentionKind::luong && bidirectional &&
-      (c.score == nn::StepScore::dot || c.score == nn::StepScore::scaled_dot))
+  if (attention == AttentionKind::luong && bidirectional &&
+      (score_used == nn::StepScore::dot || score_used == nn::StepScore::scaled_dot))
     throw ValueError(fmt::format(
         "luong {}: decoder state D={} differs from encoder state E={} (bidirectional): use 'general' or 'concat'", s,
         hidden, 2 * hidden));
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
-  return nlohmann::json{{"encoder", encoder},     {"layers", layers},
+  return nlohmann::json{{"encoder", to_string(encoder)}, {"layers", layers},
                         {"bidirectional", bidirectional}, {"emb", emb},
                         {"hidden", hidden},       {"dropout", dropout},
-                        {"attention", attention}, {"score", score},
+                        {"attention", to_string(attention)}, {"score", score_name()},
                         {"input_feeding", input_feeding}, {"vocab", vocab},
                         {"max_src_len", max_src_len}, {"heads", heads},
                         {"window", window}, {"seed", seed}};
@@ -102,13 +110,18 @@ nlohmann::json Seq2SeqConfig::to_json() const {
 
 Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
   Seq2SeqConfig c;
-  detail::read_config("seq2seq", j, {{"encoder", &c.encoder}, {"layers", &c.layers},
+  std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score;  // the choices' names
+  detail::read_config("seq2seq", j, {{"encoder", &encoder}, {"layers", &c.layers},
                                      {"bidirectional", &c.bidirectional}, {"emb", &c.emb},
                                      {"hidden", &c.hidden}, {"dropout", &c.dropout},
-                                     {"attention", &c.attention}, {"score", &c.score},
+                                     {"attention", &attention}, {"score", &score},
                                      {"input_feeding", &c.input_feeding}, {"vocab", &c.vocab},
                                      {"max_src_len", &c.max_src_len}, {"heads", &c.heads},
                                      {"window", &c.window}, {"seed", &c.seed}});
+  check_config_bounds(c);  // first, as validate() does
+  c.encoder = parse_rnn_cell(encoder);
+  c.attention = parse_attention_kind(attention);
+  c.score = parse_score(c.attention, score);
   c.validate();
   return c;
 }

@@ -41,7 +41,7 @@ TransformerClassifier::TransformerClassifier(const TransformerConfig& config)
       rng_(config.seed),
       embedding(config_.src_vocab, config_.d_model, rng_, kPad),
       cls(initial_cls(config_.d_model, rng_)),
-      positions(config_.positions, config_.max_len, config_.d_model, rng_),
+      positions(to_string(config_.positions), config_.max_len, config_.d_model, rng_),
       encoder(detail::stack_options(config_, rng_), config_.encoder_layers),
       head(config_.d_model, config_.classes, rng_),
       dropout_(config_.dropout, rng_.next()) {

@@ -14,9 +14,22 @@
 
 namespace attn::models {
 
+const char* to_string(FfnActivation activation) { return activation == FfnActivation::gelu ? "gelu" : "relu"; }
+FfnActivation parse_ffn_activation(const std::string& name) {
+  if (name == "relu") return FfnActivation::relu;
+  if (name == "gelu") return FfnActivation::gelu;
+  throw ValueError(fmt::format("transformer config: unknown activation '{}' (valid: relu, gelu)", name));
+}
+const char* to_string(PositionKind positions) { return positions == PositionKind::learned ? "learned" : "sinusoidal"; }
+PositionKind parse_position_kind(const std::string& name) {
+  if (name == "sinusoidal") return PositionKind::sinusoidal;
+  if (name == "learned") return PositionKind::learned;
+  throw ValueError(fmt::format("transformer config: unknown positions '{}' (valid: sinusoidal, learned)", name));
+}
+
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
   return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
-          .activation = activation, .seed = seed};
+          .activation = to_string(activation), .seed = seed};
 }
 
 void TransformerConfig::validate() const {
@@ -37,10 +50,6 @@ void TransformerConfig::validate() const {
     throw ValueError(fmt::format("transformer config: d_model={} is not divisible by heads={}", d_model, heads));
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw ValueError(fmt::format("transformer config: dropout must be in [0, 1), got {}", dropout));
-  if (activation != "relu" && activation != "gelu")
-    throw ValueError(fmt::format("transformer config: unknown activation '{}' (valid: relu, gelu)", activation));
-  if (positions != "sinusoidal" && positions != "learned")
-    throw ValueError(fmt::format("transformer config: unknown positions '{}' (valid: sinusoidal, learned)", positions));
   if (share_embeddings && src_vocab != tgt_vocab)
     throw ValueError(fmt::format(
         "transformer config: share_embeddings needs src_vocab == tgt_vocab, got src_vocab={} and tgt_vocab={}",
@@ -58,8 +67,8 @@ nlohmann::json TransformerConfig::to_json() const {
                         {"decoder_layers", decoder_layers},
                         {"dropout", dropout},
                         {"norm_first", norm_first},
-                        {"activation", activation},
-                        {"positions", positions},
+                        {"activation", to_string(activation)},
+                        {"positions", to_string(positions)},
                         {"max_len", max_len},
                         {"share_embeddings", share_embeddings},
                         {"tie_output", tie_output},
@@ -68,14 +77,17 @@ nlohmann::json TransformerConfig::to_json() const {
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   TransformerConfig c;
+  std::string activation = to_string(c.activation), positions = to_string(c.positions);  // the choices' names
   detail::read_config("transformer", j, {{"src_vocab", &c.src_vocab}, {"tgt_vocab", &c.tgt_vocab},
                                          {"classes", &c.classes}, {"d_model", &c.d_model}, {"heads", &c.heads},
                                          {"ffn", &c.ffn}, {"encoder_layers", &c.encoder_layers},
                                          {"decoder_layers", &c.decoder_layers}, {"dropout", &c.dropout},
-                                         {"norm_first", &c.norm_first}, {"activation", &c.activation},
-                                         {"positions", &c.positions}, {"max_len", &c.max_len},
+                                         {"norm_first", &c.norm_first}, {"activation", &activation},
+                                         {"positions", &positions}, {"max_len", &c.max_len},
                                          {"share_embeddings", &c.share_embeddings},
                                          {"tie_output", &c.tie_output}, {"seed", &c.seed}});
+  c.activation = parse_ffn_activation(activation);
+  c.positions = parse_position_kind(positions);
   c.validate();
   return c;
 }

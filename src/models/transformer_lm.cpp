@@ -35,7 +35,7 @@ TransformerLM::TransformerLM(const TransformerConfig& config)
     : config_(validated(config)),
       rng_(config.seed),
       embedding(config_.tgt_vocab, config_.d_model, rng_, kPad),
-      positions(config_.positions, config_.max_len, config_.d_model, rng_),
+      positions(to_string(config_.positions), config_.max_len, config_.d_model, rng_),
       decoder(detail::stack_options(config_, rng_), config_.decoder_layers),
       generator(config_.tie_output ? nullptr : std::make_unique<nn::Linear>(config_.d_model, config_.tgt_vocab, rng_)),
       dropout_(config_.dropout, rng_.next()) {

@@ -69,7 +69,7 @@ TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
       src_embedding(make_embedding(!config_.share_embeddings, config_.src_vocab, config_.d_model, rng_)),
       tgt_embedding(make_embedding(!config_.share_embeddings, config_.tgt_vocab, config_.d_model, rng_)),
       embedding(make_embedding(config_.share_embeddings, config_.tgt_vocab, config_.d_model, rng_)),
-      positions(config_.positions, config_.max_len, config_.d_model, rng_),
+      positions(to_string(config_.positions), config_.max_len, config_.d_model, rng_),
       encoder(detail::stack_options(config_, rng_), config_.encoder_layers),
       decoder(detail::stack_options(config_, rng_), config_.decoder_layers),
       generator(config_.tie_output ? nullptr : std::make_unique<nn::Linear>(config_.d_model, config_.tgt_vocab, rng_)),

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/decode/seq2seq.h"
 #include "attn/io/safetensors.h"
 #include "attn/ops/reduce.h"
 #include "attn/random.h"
@@ -29,45 +30,6 @@ void TrainOptions::validate() const {
 }
 
 namespace {
-
-json info_json(const CheckpointInfo& info) {
-  json vocabulary = json::array();
-  for (int32_t id = 0; id < info.config.vocab; ++id) vocabulary.push_back(data::symbol_name(id));
-  return {{"format", "attn-seq2seq"},
-          {"version", kCheckpointVersion},
-          {"config", info.config.to_json()},
-          {"task", info.task},
-          {"min_len", info.min_len},
-          {"max_len", info.max_len},
-          {"step", info.step},
-          {"best_token_accuracy", info.best_token_accuracy},
-          {"vocabulary", vocabulary}};
-}
-
-CheckpointInfo parse_info(const json& j, const std::string& path) {
-  CheckpointInfo info;
-  try {
-    info.config = models::Seq2SeqConfig::from_json(j.at("config"));
-    info.task = j.at("task").get<std::string>();
-    info.min_len = j.at("min_len").get<int>();
-    info.max_len = j.at("max_len").get<int>();
-    info.step = j.at("step").get<int64_t>();
-    info.best_token_accuracy = j.at("best_token_accuracy").get<double>();
-    const json& vocabulary = j.at("vocabulary");
-    if (static_cast<int>(vocabulary.size()) != info.config.vocab)
-      throw IoError(path + ": vocabulary has " + std::to_string(vocabulary.size()) + " symbols, the configuration says " +
-                    std::to_string(info.config.vocab));
-    for (int32_t id = 0; id < info.config.vocab; ++id)
-      if (vocabulary[id].get<std::string>() != data::symbol_name(id))
-        throw IoError(path + ": vocabulary differs at id " + std::to_string(id) + ": '" +
-                      vocabulary[id].get<std::string>() + "' where attn uses '" + data::symbol_name(id) + "'");
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
-  return info;
-}
 
 // The batch for a step depends only on (seed, step), so a resumed run sees the same data.
 // With bucketing, steps [k·bucket, (k+1)·bucket) share one sorted pool drawn from (seed, k).
@@ -105,34 +67,11 @@ double teacher_forced_accuracy(const Tensor& logits /*(T, B, V)*/, const Tensor&
   return total ? static_cast<double>(right) / total : 0.0;
 }
 
-data::AccuracyCounts score_decoded(const models::DecodeResult& decoded, const data::Batch& batch) {
-  const Tensor predicted = models::pad_rows({decoded.tokens.begin(), decoded.tokens.end()});  // (B, T')
-  return data::score_predictions(predicted, batch.tgt_out, batch.tgt_lengths);
-}
-
-data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam,
-                                      float length_penalty = 1.0f) {
-  const int max_len = static_cast<int>(batch.tgt_out.dim(1)) + 5;
-  models::DecodeResult decoded =
-      beam > 1 ? model.beam(batch.src, batch.src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len})
-               : model.greedy(batch.src, batch.src_lengths, max_len);
-  return score_decoded(decoded, batch);
-}
-
 }  // namespace
 
-void save_checkpoint(const std::string& path, models::Seq2Seq& model, const CheckpointInfo& info,
+void save_checkpoint(const std::string& path, models::Seq2Seq& model, const decode::Seq2SeqInfo& info,
                      const Optimizer* optimizer) {
-  save_run_checkpoint(path, model.named_parameters(), info_json(info), optimizer);
-}
-
-LoadedModel load_checkpoint(const std::string& path) {
-  const io::SafetensorsFile file = io::load_safetensors(path);
-  LoadedModel loaded;
-  loaded.info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
-  loaded.model = std::make_unique<models::Seq2Seq>(loaded.info.config);
-  load_model_parameters(file, loaded.model->named_parameters(), path);
-  return loaded;
+  save_run_checkpoint(path, model.named_parameters(), decode::seq2seq_metadata(info), optimizer);
 }
 
 namespace {
@@ -148,7 +87,7 @@ class Seq2SeqTask final : public Task {
     validation_ = generator.next(o.eval_samples);
   }
   nn::Module& module() override { return model_; }
-  std::string label() const override { return "train " + model_.config().attention; }
+  std::string label() const override { return std::string("train ") + models::to_string(model_.config().attention); }
 
   StepLoss forward(int64_t step) override {
     const data::Batch batch = batch_for_step(kind_, o_, step, shard());
@@ -170,7 +109,7 @@ class Seq2SeqTask final : public Task {
   }
   Validation validate(int64_t) override {
     model_.eval();
-    const data::AccuracyCounts counts = decode_and_score(model_, validation_, 0);
+    const data::AccuracyCounts counts = decode::decode_and_score(model_, validation_, 0);
     model_.train();
     return {counts.token_accuracy(),
             {{"val_token_accuracy", counts.token_accuracy()}, {"val_sequence_accuracy", counts.sequence_accuracy()}},
@@ -178,20 +117,20 @@ class Seq2SeqTask final : public Task {
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    json j = info_json({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
+    json j = decode::seq2seq_metadata({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
     // Hard attention's REINFORCE baseline is run state too: a moving average, not a parameter.
     const ReinforceBaseline& b = model_.decoder.hard_baseline;
     j["hard_baseline"] = {{"value", b.value}, {"updates", b.updates}};
     return j;
   }
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
-    const CheckpointInfo info = parse_info(read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint"), path);
+    const decode::Seq2SeqInfo info = decode::read_seq2seq_info(file, path);
     if (info.config.to_json() != model_.config().to_json())
       throw ValueError("--resume: the options describe a different model than " + path + " (" +
                        info.config.to_json_string() + ")");
     if (info.task != o_.task) throw ValueError("--resume: the run in " + o_.out_dir + " trains task '" + info.task + "'");
     load_model_parameters(file, model_.named_parameters(), path);
-    const json j = read_run_metadata(file, path, "attn-seq2seq", "an attn seq2seq checkpoint");
+    const json j = read_run_metadata(file, path, decode::kSeq2SeqFormat, "an attn seq2seq checkpoint");
     if (j.contains("hard_baseline")) {
       model_.decoder.hard_baseline.value = j["hard_baseline"].value("value", 0.0f);
       model_.decoder.hard_baseline.updates = j["hard_baseline"].value("updates", int64_t{0});
@@ -220,44 +159,9 @@ TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOption
   o.validate();
   config.validate();
   Seq2SeqTask task(config, o);
-  const RunResult r = run(task, o);
-  TrainResult result(r);
-  result.best_token_accuracy = r.state.best_score;
-  result.tokens_per_second = r.seconds > 0 ? task.tokens_seen() / r.seconds : 0.0;
+  TrainResult result(run(task, o));
+  result.tokens_per_second = per_second(static_cast<double>(task.tokens_seen()), result.seconds);
   return result;
-}
-
-void EvalOptions::validate() const {
-  if (samples < 1) throw ValueError("--samples must be >= 1, got " + std::to_string(samples));
-  if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
-  if (!(length_penalty >= 0.0f) || !std::isfinite(length_penalty))
-    throw ValueError("--length-penalty must be >= 0, got " + std::to_string(length_penalty));
-  if (batch < 1) throw ValueError("evaluation batch must be >= 1, got " + std::to_string(batch));
-  for (int length : lengths)
-    if (length < 1) throw ValueError("evaluation length must be >= 1, got " + std::to_string(length));
-}
-
-std::vector<LengthAccuracy> evaluate(models::Seq2Seq& model, data::TaskKind task, const EvalOptions& options) {
-  options.validate();
-  model.eval();
-  std::vector<LengthAccuracy> rows;
-  for (int length : options.lengths) {
-    data::TaskGenerator generator(task, length, length, splitmix64(options.seed + length));
-    data::AccuracyCounts counts;
-    for (int done = 0; done < options.samples; done += options.batch) {
-      const int n = std::min(options.batch, options.samples - done);
-      counts.add(decode_and_score(model, generator.fixed_length(n, length), options.beam, options.length_penalty));
-    }
-    rows.push_back({length, counts.token_accuracy(), counts.sequence_accuracy()});
-  }
-  return rows;
-}
-
-std::string accuracy_json(const std::vector<LengthAccuracy>& rows) {
-  json lengths = json::array();
-  for (const auto& r : rows)
-    lengths.push_back({{"length", r.length}, {"token_accuracy", r.token_accuracy}, {"sequence_accuracy", r.sequence_accuracy}});
-  return json{{"lengths", lengths}}.dump(2);
 }
 
 }  // namespace attn::train

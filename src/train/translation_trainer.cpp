@@ -176,10 +176,8 @@ class TranslationTask final : public Task {
 TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
   o.validate();
   TranslationTask task(kind, std::move(config), o);
-  const RunResult r = run(task, o);
-  TranslationResult result(r);
-  result.best_val_bleu = r.state.best_score;
-  result.tokens_per_second = r.train_seconds > 0 ? task.tokens_seen() / r.train_seconds : 0.0;
+  TranslationResult result(run(task, o));
+  result.tokens_per_second = per_second(static_cast<double>(task.tokens_seen()), result.train_seconds);
   return result;
 }
 

@@ -22,6 +22,44 @@ assert d["beam"] == 3 and d["length_penalty"] == 0.5 and abs(d["score"] - mean) 
   || fail "eval --json lacks the model, beam, length penalty or score"
 expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --input "5 9 3 17" --out "$work/a.svg"
 [[ -s "$work/a.svg" ]] || fail "align did not write the SVG"
+# align's seq2seq beam takes the length penalty, as eval and translate do; a bad one is refused.
+expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --input "5 9 3 17" --beam 3 --length-penalty 0.5 \
+  --out "$work/lp.svg"
+[[ -s "$work/lp.svg" ]] || fail "align --beam 3 --length-penalty 0.5 did not write the SVG"
+expect 2 "--length-penalty must be finite and >= 0, got -1" -- "$attn" align --model "$work/run/model.safetensors" \
+  --input "5 9 3" --beam 3 --length-penalty -1 --out "$work/lp_bad.svg"
+[[ ! -e "$work/lp_bad.svg" ]] || fail "a refused align wrote its picture"
+# --help states the defaults that apply: eval's beam by kind of checkpoint, the length
+# penalty's 1 (GNMT's alpha) in eval and align.
+[[ "$("$attn" eval --help)" == *"1 for synthetic-task checkpoints, 5 for translation checkpoints"* ]] ||
+  fail "eval --help does not state the beam defaults"
+for cmd in eval align; do
+  [[ "$("$attn" $cmd --help | grep -E -- '--length-penalty')" == *"FLOAT=1 "*"((5 + length) / 6)^alpha"* ]] ||
+    fail "$cmd --help does not show --length-penalty's default 1 and what it does"
+done
+
+# Checkpoints written by main's binary at d9ec48d, before the configuration's choices became
+# enums (their JSON holds the names: gru/bahdanau/score "", lstm/luong/concat bidirectional,
+# none with score "none") load and evaluate as they did then (tests/cli/fixtures/main-d9ec48d:
+# *.eval.json is that binary's `eval --json` without "model", *.align.txt its align output).
+# The names and options must match exactly; the accuracies within 0.1 (on another instruction
+# set a near tie of two logits may decode differently).
+fixtures="$(dirname "$0")/fixtures/main-d9ec48d"
+for old in bahdanau luong none; do
+  "$attn" eval --model "$fixtures/$old.safetensors" --eval-lengths 3,5 --samples 8 --beam 2 --length-penalty 0.5 --json \
+    --threads 1 | /usr/bin/python3 -c '
+import json, sys
+got, want = json.load(sys.stdin), json.load(open(sys.argv[1]))
+for key in ("attention", "beam", "length_penalty", "samples", "seed", "metric"):
+    assert got[key] == want[key], (key, got[key], want[key])
+assert [r["length"] for r in got["lengths"]] == [r["length"] for r in want["lengths"]], got
+assert abs(got["score"] - want["score"]) <= 0.1, (got["score"], want["score"])' "$fixtures/$old.eval.json" \
+    || fail "the checkpoint $old.safetensors written by main at d9ec48d no longer evaluates as it did"
+done
+for old in bahdanau luong; do
+  expect 0 "heatmap" -- "$attn" align --model "$fixtures/$old.safetensors" --input "5 9 3 17 4" --beam 2 --threads 1 \
+    --out "$work/old_$old.svg"
+done
 
 # Every other decoder choice trains, evaluates and aligns (multi-head: one panel per head).
 for score in multihead local_m local_p hard; do

@@ -76,6 +76,11 @@ grep -q "^resume\|^overwrite\|^config" "$config" && fail "config.toml records a 
 version="$("$attn" --version | sed -n 's/^attn \([^ ]*\) (commit \(.*\))$/\1 (\2)/p')"  # "0.1.0 (8a4ce13729d5)"
 [[ -n "$version" ]] && grep -qF "# attn version: $version" "$config" ||
   fail "config.toml's version is not attn --version's '$version' with its commit: $(grep version "$config")"
+# log.jsonl's first record carries the same provenance.
+first="$(head -n 1 "$work/r1/log.jsonl")"
+for field in "\"attn_version\":\"$version\"" '"threads":2' '"machine":"' '"command_line":"'; do
+  [[ "$first" == *"$field"* ]] || fail "log.jsonl's first record lacks $field: $first"
+done
 # Another thread count in the environment: the file's threads = 2 applies, and the weights match.
 ATTN_NUM_THREADS=1 expect 0 "trained 20 steps" -- "$attn" train --config "$config" --out "$work/r2"
 for f in model.safetensors last.safetensors; do

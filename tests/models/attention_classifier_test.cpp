@@ -22,8 +22,8 @@ AttnClassifierConfig small_config(const std::string& encoder = "lstm", const std
   c.hidden = 4;
   c.attention = 5;
   c.dropout = 0.0f;
-  c.encoder = encoder;
-  c.pooling = pooling;
+  c.encoder = parse_pooling_encoder(encoder);
+  c.pooling = parse_pooling_score(pooling);
   c.seed = 3;
   return c;
 }

@@ -46,17 +46,17 @@ TEST(ConfigBounds, HugeFieldsAreRefusedBeforeAnyAllocation) {
 }
 
 TEST(MemoryEstimate, ParameterEstimatesAreWithinAFewPercentOfTheRealModels) {
-  for (const char* attention : {"none", "bahdanau", "luong"}) {
+  for (AttentionKind attention : {AttentionKind::none, AttentionKind::bahdanau, AttentionKind::luong}) {
     for (bool bidirectional : {false, true}) {
       Seq2SeqConfig c;
-      c.encoder = bidirectional ? "lstm" : "gru";
+      c.encoder = bidirectional ? RnnCell::lstm : RnnCell::gru;
       c.layers = 2;
       c.bidirectional = bidirectional;
       c.attention = attention;
       Seq2Seq m(c);
       const double actual = actual_parameter_bytes(m), estimate = parameter_bytes(c);
-      EXPECT_GE(estimate, actual) << attention << " bidirectional=" << bidirectional;
-      EXPECT_LE(estimate, 1.25 * actual) << attention << " bidirectional=" << bidirectional;
+      EXPECT_GE(estimate, actual) << to_string(attention) << " bidirectional=" << bidirectional;
+      EXPECT_LE(estimate, 1.25 * actual) << to_string(attention) << " bidirectional=" << bidirectional;
     }
   }
   BiLstmConfig b{.vocab = 1000};

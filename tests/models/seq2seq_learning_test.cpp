@@ -34,7 +34,7 @@ TEST(Seq2SeqLearning, BahdanauLearnsCopyAtLength10) {
   // barriers (active spinning) can cost more than the work.
   set_num_threads(1);
   Seq2SeqConfig c;
-  c.attention = "bahdanau";
+  c.attention = AttentionKind::bahdanau;
   c.emb = 32;
   c.hidden = 64;
   c.seed = 1;

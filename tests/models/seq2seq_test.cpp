@@ -56,9 +56,9 @@ Tensor row_ids(const Tensor& ids, int64_t b, int64_t len) {
 Seq2SeqConfig tiny(const std::string& attention, const std::string& score = "", const std::string& encoder = "gru",
                    bool bidirectional = false, int layers = 1) {
   Seq2SeqConfig c;
-  c.encoder = encoder;
-  c.attention = attention;
-  c.score = score;
+  c.encoder = parse_rnn_cell(encoder);
+  c.attention = parse_attention_kind(attention);
+  c.score = parse_score(c.attention, score);
   c.bidirectional = bidirectional;
   c.layers = layers;
   c.emb = 3;
@@ -118,35 +118,40 @@ std::string variant_name(const Variant& v) {
 
 TEST(Seq2SeqConfig, JsonRoundTrip) {
   Seq2SeqConfig c;
-  c.encoder = "lstm";
+  c.encoder = RnnCell::lstm;
   c.layers = 3;
   c.bidirectional = true;
   c.emb = 17;
   c.hidden = 33;
   c.dropout = 0.25f;
-  c.attention = "luong";
-  c.score = "concat";
+  c.attention = AttentionKind::luong;
+  c.score = nn::StepScore::concat;
   c.input_feeding = false;
   c.vocab = 40;
   c.max_src_len = 99;
   c.seed = 123456789012345ULL;
   const Seq2SeqConfig r = Seq2SeqConfig::from_json_string(c.to_json_string());
   EXPECT_EQ(r.to_json(), c.to_json());
-  EXPECT_EQ(r.encoder, "lstm");
+  EXPECT_EQ(r.encoder, RnnCell::lstm);
   EXPECT_EQ(r.layers, 3);
   EXPECT_TRUE(r.bidirectional);
   EXPECT_EQ(r.emb, 17);
   EXPECT_EQ(r.hidden, 33);
   EXPECT_FLOAT_EQ(r.dropout, 0.25f);
-  EXPECT_EQ(r.attention, "luong");
-  EXPECT_EQ(r.score, "concat");
+  EXPECT_EQ(r.attention, AttentionKind::luong);
+  EXPECT_EQ(r.score, nn::StepScore::concat);
+  // The JSON keeps the names (what checkpoints written before the enums hold).
+  EXPECT_EQ(c.to_json().at("encoder"), "lstm");
+  EXPECT_EQ(c.to_json().at("attention"), "luong");
+  EXPECT_EQ(c.to_json().at("score"), "concat");
+  EXPECT_EQ(Seq2SeqConfig{}.to_json().at("score"), "");  // unset: the attention's default
   EXPECT_FALSE(r.input_feeding);
   EXPECT_EQ(r.vocab, 40);
   EXPECT_EQ(r.max_src_len, 99);
   EXPECT_EQ(r.seed, 123456789012345ULL);
   // A subset keeps the defaults.
   const Seq2SeqConfig d = Seq2SeqConfig::from_json_string(R"({"attention": "none"})");
-  EXPECT_EQ(d.attention, "none");
+  EXPECT_EQ(d.attention, AttentionKind::none);
   EXPECT_EQ(d.hidden, 256);
   EXPECT_EQ(d.effective_score(), "none");
   EXPECT_EQ(Seq2SeqConfig{}.effective_score(), "additive");
@@ -154,26 +159,31 @@ TEST(Seq2SeqConfig, JsonRoundTrip) {
 
 TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
   Seq2SeqConfig c;
-  Seq2SeqChoices k = c.choices();
-  EXPECT_EQ(k.encoder, RnnCell::gru);
-  EXPECT_EQ(k.attention, AttentionKind::bahdanau);
-  EXPECT_EQ(k.score, nn::StepScore::additive);  // the default score of bahdanau
-  c.encoder = "lstm";
-  c.attention = "luong";
-  k = c.choices();
-  EXPECT_EQ(k.encoder, RnnCell::lstm);
-  EXPECT_EQ(k.attention, AttentionKind::luong);
-  EXPECT_EQ(k.score, nn::StepScore::general);  // the default score of luong
+  EXPECT_EQ(c.encoder, RnnCell::gru);
+  EXPECT_EQ(c.attention, AttentionKind::bahdanau);
+  EXPECT_FALSE(c.score.has_value());
+  EXPECT_EQ(c.step_score(), nn::StepScore::additive);  // the default score of bahdanau
+  c.attention = AttentionKind::luong;
+  EXPECT_EQ(c.step_score(), nn::StepScore::general);  // the default score of luong
+  EXPECT_EQ(c.effective_score(), "general");
+  // Every name parses to its enum and back.
+  for (const std::string name : {"gru", "lstm"}) EXPECT_EQ(to_string(parse_rnn_cell(name)), name);
+  for (const std::string name : {"none", "bahdanau", "luong"}) EXPECT_EQ(to_string(parse_attention_kind(name)), name);
   for (const std::string score :
        {"dot", "general", "concat", "location", "scaled_dot", "multihead", "local_m", "local_p", "hard"}) {
-    c.score = score;
-    EXPECT_EQ(nn::step_score_name(c.choices().score), score);
+    c.score = parse_score(AttentionKind::luong, score);
+    EXPECT_EQ(c.score_name(), score);
+    EXPECT_EQ(c.effective_score(), score);
   }
-  c.attention = "none";
-  c.score = "none";
-  EXPECT_EQ(c.choices().attention, AttentionKind::none);
-  c.attention = "Luong";
-  EXPECT_THROW_MSG(c.choices(), ValueError, "unknown attention 'Luong' (valid: none, bahdanau, luong)");
+  for (const std::string score : {"additive", "additive_normalized"})
+    EXPECT_EQ(nn::step_score_name(*parse_score(AttentionKind::bahdanau, score)), score);
+  EXPECT_FALSE(parse_score(AttentionKind::luong, "").has_value());
+  EXPECT_FALSE(parse_score(AttentionKind::none, "none").has_value());
+  EXPECT_FALSE(parse_score(AttentionKind::none, "").has_value());
+  c = {};
+  c.attention = AttentionKind::none;
+  EXPECT_EQ(c.effective_score(), "none");
+  EXPECT_THROW_MSG(parse_attention_kind("Luong"), ValueError, "unknown attention 'Luong' (valid: none, bahdanau, luong)");
   // The model parses once; its modules follow the choice.
   Seq2Seq model(tiny("luong", "multihead"));
   EXPECT_EQ(model.decoder.kind(), AttentionKind::luong);
@@ -182,27 +192,37 @@ TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
 }
 
 TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
+  EXPECT_THROW_MSG(parse_attention_kind("foo"), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
+  EXPECT_THROW_MSG(parse_rnn_cell("rnn"), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
+  EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "dot"), ValueError,
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)");
+  EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "none"), ValueError,
+                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized)");
+  EXPECT_THROW_MSG(parse_score(AttentionKind::luong, "additive"), ValueError,
+                   "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
+  EXPECT_THROW_MSG(parse_score(AttentionKind::none, "general"), ValueError, "score 'general' given for attention 'none'");
+  // A score set in code that does not belong to the attention: validate() says so as the parser does.
   Seq2SeqConfig c;
-  c.attention = "foo";
-  EXPECT_THROW_MSG(c.validate(), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
-  c = {};
-  c.encoder = "rnn";
-  EXPECT_THROW_MSG(c.validate(), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
-  c = {};
-  c.score = "dot";
+  c.score = nn::StepScore::dot;
   EXPECT_THROW_MSG(c.validate(), ValueError,
                    "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)");
   c = {};
-  c.attention = "luong";
-  c.score = "additive";
+  c.attention = AttentionKind::luong;
+  c.score = nn::StepScore::additive;
   EXPECT_THROW_MSG(c.validate(), ValueError, "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
   c = {};
-  c.attention = "none";
-  c.score = "general";
+  c.attention = AttentionKind::none;
+  c.score = nn::StepScore::general;
   EXPECT_THROW_MSG(c.validate(), ValueError, "score 'general' given for attention 'none'");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"attention": "foo"})"), ValueError,
+                   "unknown attention 'foo' (valid: none, bahdanau, luong)");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"encoder": "rnn"})"), ValueError,
+                   "unknown encoder 'rnn' (valid: gru, lstm)");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"attention": "none", "score": "dot"})"), ValueError,
+                   "score 'dot' given for attention 'none'");
   c = {};
-  c.attention = "luong";
-  c.score = "dot";
+  c.attention = AttentionKind::luong;
+  c.score = nn::StepScore::dot;
   c.bidirectional = true;
   EXPECT_THROW_MSG(c.validate(), ValueError, "luong dot: decoder state D=256 differs from encoder state E=512");
   c = {};
@@ -217,20 +237,17 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"attention": "bahdanau", "score": "location"})"), ValueError,
                    "unknown score for bahdanau attention 'location'");
   c = {};
-  c.attention = "foo";
-  EXPECT_THROW_MSG(Seq2Seq model(c), ValueError, "unknown attention 'foo'");
-  c = {};
-  c.attention = "luong";
-  c.score = "multihead";
+  c.attention = AttentionKind::luong;
+  c.score = nn::StepScore::multihead;
   c.heads = 3;
   EXPECT_THROW_MSG(c.validate(), ValueError, "multihead: hidden=256 is not divisible by heads=3");
-  c.score = "local_p";
+  c.score = nn::StepScore::local_p;
   c.window = 0;
   EXPECT_THROW_MSG(c.validate(), ValueError, "window must be >= 1, got 0");
-  c.score = "local_m";
+  c.score = nn::StepScore::local_m;
   EXPECT_NO_THROW(c.validate());
-  c.score = "luong";
-  EXPECT_THROW_MSG(c.validate(), ValueError,
+  c.score = nn::StepScore::additive;
+  EXPECT_THROW_MSG(Seq2Seq model(c), ValueError,
                    "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
 }
 
@@ -492,7 +509,7 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
   for (const char* attention : {"bahdanau", "luong"}) {
     SCOPED_TRACE(attention);
     Seq2SeqConfig c;
-    c.attention = attention;
+    c.attention = parse_attention_kind(attention);
     c.emb = 16;
     c.hidden = 32;
     c.seed = 3;

@@ -47,8 +47,8 @@ TransformerConfig tiny_config() {
 TransformerConfig tiny_config_variant() {
   TransformerConfig c = tiny_config();
   c.norm_first = false;
-  c.positions = "learned";
-  c.activation = "gelu";
+  c.positions = PositionKind::learned;
+  c.activation = FfnActivation::gelu;
   c.share_embeddings = true;
   c.tie_output = false;
   c.seed = 11;
@@ -157,8 +157,10 @@ TEST(TransformerConfig, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(d.ffn, 48);
   EXPECT_FLOAT_EQ(d.dropout, 0.25f);
   EXPECT_FALSE(d.norm_first);
-  EXPECT_EQ(d.activation, "gelu");
-  EXPECT_EQ(d.positions, "learned");
+  EXPECT_EQ(d.activation, FfnActivation::gelu);
+  EXPECT_EQ(d.positions, PositionKind::learned);
+  EXPECT_EQ(d.to_json().at("activation"), "gelu");  // the JSON keeps the names
+  EXPECT_EQ(d.to_json().at("positions"), "learned");
   EXPECT_EQ(d.max_len, 77);
   EXPECT_TRUE(d.share_embeddings);
   EXPECT_FALSE(d.tie_output);
@@ -202,9 +204,11 @@ TEST(TransformerConfig, ValidateNamesTheField) {
   };
   EXPECT_THROW_MSG(bad([](TransformerConfig& c) { c.dropout = 1.0f; }).validate(), ValueError,
                    "dropout must be in [0, 1), got 1");
-  EXPECT_THROW_MSG(bad([](TransformerConfig& c) { c.activation = "tanh"; }).validate(), ValueError,
+  EXPECT_THROW_MSG(parse_ffn_activation("tanh"), ValueError, "unknown activation 'tanh' (valid: relu, gelu)");
+  EXPECT_THROW_MSG(parse_position_kind("rope"), ValueError, "unknown positions 'rope' (valid: sinusoidal, learned)");
+  EXPECT_THROW_MSG(TransformerConfig::from_json(nlohmann::json{{"activation", "tanh"}}), ValueError,
                    "unknown activation 'tanh' (valid: relu, gelu)");
-  EXPECT_THROW_MSG(bad([](TransformerConfig& c) { c.positions = "rope"; }).validate(), ValueError,
+  EXPECT_THROW_MSG(TransformerConfig::from_json(nlohmann::json{{"positions", "rope"}}), ValueError,
                    "unknown positions 'rope' (valid: sinusoidal, learned)");
   EXPECT_THROW_MSG(bad([](TransformerConfig& c) { c.d_model = 0; }).validate(), ValueError,
                    "d_model must be >= 1, got 0");

@@ -2,6 +2,7 @@
 // --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
 // pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
 // also writes the drawn weights as numbers (what the browser tests of attn view compare with).
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,7 @@ namespace {
 struct AlignArgs {
   std::string model, input, text, out = "align.png", json_out;
   int beam = 1;
+  float length_penalty = 1.0f;  // beam: GNMT's α
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
 };
@@ -69,7 +71,7 @@ void align_translation(const AlignArgs& a) {
   }
   std::string output;
   for (int h : panel_heads) {
-    decode::TranslateOptions options{.beam = a.beam, .select = {.layer = layer, .head = h}, .attention = true};
+    decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .select = {.layer = layer, .head = h}, .attention = true};
     decode::Translation t = decode::translate(model, {a.text}, options).at(0);
     if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
     if (map.panels.empty()) {
@@ -100,6 +102,9 @@ void add_align_command(CLI::App& app) {
   auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence");
   input->excludes(text);
   cmd->add_option("--beam", args->beam, "Beam width (1: greedy)")->capture_default_str();
+  cmd->add_option("--length-penalty", args->length_penalty,
+                  "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
+      ->capture_default_str();
   cmd->add_option("--layer", args->layer, "Transformer: decoder layer whose cross-attention to draw (-1: the last)")
       ->capture_default_str();
   cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
@@ -109,6 +114,8 @@ void add_align_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
+    if (!(args->length_penalty >= 0.0f) || !std::isfinite(args->length_penalty))
+      throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(args->length_penalty));
     const std::string format = attn_checkpoint_format(args->model);
     if (format == "attn-translation") {
       if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
@@ -123,9 +130,9 @@ void add_align_command(CLI::App& app) {
     if (args->input.empty()) throw UsageError("a synthetic-task model needs --input \"5 9 3 17 4\"");
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });
-    train::LoadedModel loaded = train::load_checkpoint(args->model);
+    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
     std::string output;
-    const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, &output);
+    const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output);
     viz::write_heatmap(map, args->out);
     if (!args->json_out.empty())
       write_alignment_json(map, data::symbols_to_string(source), output, args->json_out);

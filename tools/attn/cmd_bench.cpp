@@ -154,12 +154,12 @@ const char* kOutputNote =
 
 void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   models::Seq2SeqConfig config;
-  config.attention = a.attention;
   config.emb = a.emb;
   config.hidden = a.hidden;
   config.vocab = a.vocab;
   config.seed = a.seed;
   as_usage([&] {
+    config.attention = models::parse_attention_kind(a.attention);
     config.validate();
     if (a.batch < 1 || a.len < 1 || a.steps < 1 || a.warmup < 0 || a.greedy_reps < 0)
       throw ValueError("--batch, --len, --steps must be >= 1 and --warmup, --greedy-reps >= 0");

@@ -16,7 +16,7 @@ void add_demo_command(CLI::App& app) {
   struct Args {
     models::Seq2SeqConfig config;
     train::TrainOptions options;
-    train::EvalOptions eval;
+    decode::EvalOptions eval;
     std::string out = "attn-demo";
   };
   auto args = std::make_shared<Args>();
@@ -59,13 +59,13 @@ void add_demo_command(CLI::App& app) {
                  "%d threads\n",
                  args->config.hidden, args->config.emb, o.min_len, o.max_len, static_cast<long long>(o.steps),
                  num_threads());
-    Comparison c = run_comparison({"none", "bahdanau", "luong"}, args->config, o, args->eval, args->out);
+    Comparison c = run_comparison({"none", "bahdanau", "luong"}, args->config, "", o, args->eval, args->out);
 
     // One alignment picture from the Bahdanau model.
-    train::LoadedModel bahdanau = train::load_checkpoint((fs::path(args->out) / "bahdanau" / "model.safetensors").string());
+    decode::LoadedSeq2Seq bahdanau = decode::load_seq2seq((fs::path(args->out) / "bahdanau" / "model.safetensors").string());
     data::TaskGenerator generator(data::TaskKind::copy, 12, 12, 7);
     const std::string heatmap = (fs::path(args->out) / "alignment_bahdanau.png").string();
-    write_alignment(*bahdanau.model, generator.random_source(12), 1, heatmap);
+    write_alignment(*bahdanau.model, generator.random_source(12), 1, 1.0f, heatmap);
 
     std::printf("\nwrote %s/results.csv, %s/results.json,\n      %s/accuracy_vs_length.png (.svg) and %s\n",
                 args->out.c_str(), args->out.c_str(), args->out.c_str(), heatmap.c_str());

@@ -18,7 +18,7 @@ void add_eval_command(CLI::App& app) {
   struct Args {
     std::string model;
     std::string lengths = "5,10,20,40,80";
-    train::EvalOptions options;
+    decode::EvalOptions options;
     bool json = false;
     std::string data;
     std::string split;
@@ -36,7 +36,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--beam", args->options.beam,
                   "Beam width, 1: greedy (default: 1 for synthetic-task checkpoints, 5 for translation checkpoints)");
   cmd->add_option("--length-penalty", args->options.length_penalty,
-                  "Beam search: scores divided by length^this (0: none)")
+                  "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
@@ -106,16 +106,16 @@ void add_eval_command(CLI::App& app) {
       }
       return;
     }
-    train::LoadedModel loaded = train::load_checkpoint(args->model);
+    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
     check_eval_memory(loaded.model->config(), args->options);
-    auto rows = train::evaluate(*loaded.model, data::parse_task(loaded.info.task), args->options);
+    auto rows = decode::evaluate_seq2seq(*loaded.model, data::parse_task(loaded.info.task), args->options);
     if (args->json) {
       // The score: token accuracy averaged over the evaluated lengths.
-      nlohmann::json j = nlohmann::json::parse(train::accuracy_json(rows));
+      nlohmann::json j = nlohmann::json::parse(decode::accuracy_json(rows));
       double mean = 0.0;
       for (const auto& r : rows) mean += r.token_accuracy / static_cast<double>(rows.size());
       j["model"] = args->model;
-      j["attention"] = loaded.info.config.attention;
+      j["attention"] = models::to_string(loaded.info.config.attention);
       j["beam"] = args->options.beam;
       j["length_penalty"] = args->options.length_penalty;
       j["samples"] = args->options.samples;
@@ -124,7 +124,7 @@ void add_eval_command(CLI::App& app) {
       j["metric"] = "mean token accuracy over the lengths";
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::printf("%s", accuracy_table({loaded.info.config.attention}, {rows}).c_str());
+      std::printf("%s", accuracy_table({models::to_string(loaded.info.config.attention)}, {rows}).c_str());
     }
   });
 }

@@ -360,7 +360,7 @@ void run_diagnostic(const Args& a) {
   const auto share = [&](int64_t right) { return static_cast<double>(right) / static_cast<double>(total); };
   const nlohmann::json j = {{"model", a.model},
                             {"attention_from", a.attention_from},
-                            {"attention_from_pooling", source->config().pooling},
+                            {"attention_from_pooling", models::to_string(source->config().pooling)},
                             {"attention_from_encoder", source->config().encoder},
                             {"data", a.data},
                             {"split", a.split},
@@ -381,7 +381,7 @@ void run_diagnostic(const Args& a) {
                 "| the attention of `%s` (%s encoder, %s pooling) | %.4f |\n\n"
                 "(`%s` itself, with its own states: %.4f.)\n",
                 a.model.c_str(), static_cast<long long>(total), a.split.c_str(), share(uniform), share(own),
-                a.attention_from.c_str(), source->config().encoder.c_str(), source->config().pooling.c_str(),
+                a.attention_from.c_str(), models::to_string(source->config().encoder), models::to_string(source->config().pooling),
                 share(imposed), a.attention_from.c_str(), share(source_right));
   if (!a.out.empty()) {
     std::filesystem::create_directories(a.out);

@@ -41,7 +41,9 @@ struct Exported {
 // The RNN's configuration with its score resolved; ValueError for the scores model.py lacks.
 nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   const std::string score = c.effective_score();
-  if (score == "local_m" || score == "local_p" || score == "hard")
+  const nn::StepScore s = c.step_score();
+  if (c.attention != models::AttentionKind::none &&
+      (s == nn::StepScore::local_m || s == nn::StepScore::local_p || s == nn::StepScore::hard))
     throw ValueError("export --to torch: score '" + score +
                      "' has no plain-PyTorch version here (exportable: none, additive, additive_normalized, dot, "
                      "general, concat, location, scaled_dot, multihead)");
@@ -61,7 +63,7 @@ train::NamedTensors rnn_parameters(train::NamedTensors parameters) {
 Exported load_exportable(const std::string& path) {
   const std::string format = train::checkpoint_format(path);
   if (format == "attn-seq2seq") {
-    train::LoadedModel loaded = train::load_checkpoint(path);
+    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(path);
     return {"rnn", rnn_config(loaded.model->config()), rnn_parameters(loaded.model->named_parameters())};
   }
   if (format == "attn-translation") {

@@ -12,7 +12,7 @@ namespace attn::cli {
 namespace fs = std::filesystem;
 
 Comparison run_comparison(const std::vector<std::string>& attentions, const models::Seq2SeqConfig& base,
-                          const train::TrainOptions& options, const train::EvalOptions& eval,
+                          const std::string& score, const train::TrainOptions& options, const decode::EvalOptions& eval,
                           const std::string& out_dir) {
   // Check every configuration before any training starts.
   std::vector<models::Seq2SeqConfig> configs;
@@ -25,20 +25,21 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
           throw ValueError("--attention lists '" + attentions[i] + "' twice (each decoder trains into its own folder)");
     // A --score applies to the decoders it belongs to (e.g. general to luong); it must
     // belong to at least one of them.
-    bool score_used = base.score.empty();
+    bool score_used = score.empty();
     for (const std::string& attention : attentions) {
       models::Seq2SeqConfig c = base;
-      c.attention = attention;
+      c.attention = models::parse_attention_kind(attention);
       try {
+        c.score = models::parse_score(c.attention, score);
         c.validate();
         score_used = true;
       } catch (const ValueError&) {
-        c.score.clear();
+        c.score.reset();
         c.validate();
       }
       configs.push_back(c);
     }
-    if (!score_used) throw ValueError("--score '" + base.score + "' fits none of the decoders given");
+    if (!score_used) throw ValueError("--score '" + score + "' fits none of the decoders given");
   });
   fs::create_directories(out_dir);
   Comparison comparison;
@@ -50,11 +51,11 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
                  static_cast<long long>(o.steps), o.out_dir.c_str());
     train::TrainResult r = train::train_seq2seq(configs[i], o);
     if (r.interrupted) throw Interrupted();
-    train::LoadedModel best = train::load_checkpoint(r.model_path);
+    decode::LoadedSeq2Seq best = decode::load_seq2seq(r.model_path);
     std::fprintf(stderr, "[%zu/%zu] evaluating '%s' at %zu lengths\n", i + 1, configs.size(), attentions[i].c_str(),
                  eval.lengths.size());
     comparison.names.push_back(attentions[i]);
-    comparison.results.push_back(train::evaluate(*best.model, task, eval));
+    comparison.results.push_back(decode::evaluate_seq2seq(*best.model, task, eval));
   }
 
   nlohmann::json records = nlohmann::json::array();
@@ -78,16 +79,17 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
 void add_sweep_command(CLI::App& app) {
   struct Args {
     models::Seq2SeqConfig config;
+    ModelChoiceNames names;
     train::TrainOptions options;
-    train::EvalOptions eval;
+    decode::EvalOptions eval;
     std::string attentions = "none,bahdanau,luong";  // default of --attention
     std::string lengths = "5,10,20,40,80";
     std::string out;
   };
   auto args = std::make_shared<Args>();
-  args->config.attention = args->attentions;  // --attention takes the comma-separated list here
+  args->names.attention = args->attentions;  // --attention takes the comma-separated list here
   CLI::App* cmd = app.add_subcommand("sweep", "Train several attention types and compare their accuracy against length");
-  add_model_options(cmd, args->config);
+  add_model_options(cmd, args->config, args->names);
   cmd->get_option("--attention")->description("Comma-separated decoders: none, bahdanau, luong");
   add_training_options(cmd, args->options);
   add_threads_option(cmd);
@@ -96,14 +98,15 @@ void add_sweep_command(CLI::App& app) {
   cmd->add_option("--beam", args->eval.beam, "Beam width for evaluation (1: greedy)")->capture_default_str();
   cmd->add_option("--out", args->out, "Output directory")->required();
   cmd->callback([args] {
-    const std::vector<std::string> attentions = split_list(args->config.attention);
+    const std::vector<std::string> attentions = split_list(args->names.attention);
     if (attentions.empty()) throw UsageError("--attention needs at least one decoder");
     args->eval.lengths = parse_lengths(args->lengths);
+    as_usage([&] { args->config.encoder = models::parse_rnn_cell(args->names.encoder); });
     train::TrainOptions o = args->options;
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();
     o.overwrite = true;  // a demo / sweep replaces the runs of its previous call
-    run_comparison(attentions, args->config, o, args->eval, args->out);
+    run_comparison(attentions, args->config, args->names.score, o, args->eval, args->out);
     std::fprintf(stderr, "results: %s/results.csv, results.json, accuracy_vs_length.png/.svg\n", args->out.c_str());
   });
 }

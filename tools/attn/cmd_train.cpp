@@ -74,7 +74,7 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
     mc["dropout"] = given("--dropout") ? config.dropout : 0.5f;
   }
   if (a.model == "bilstm-attn") {
-    mc["encoder"] = given("--encoder") ? config.encoder : "lstm";
+    mc["encoder"] = given("--encoder") ? cmd->get_option("--encoder")->as<std::string>() : "lstm";
     mc["pooling"] = a.pooling;
   } else if (a.model == "transformer-cls") {
     mc["d_model"] = given("--d-model") ? a.d_model : 128;
@@ -208,6 +208,7 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
 void add_train_command(CLI::App& app) {
   struct Args {
     models::Seq2SeqConfig config;
+    ModelChoiceNames names;  // parsed into config for the seq2seq tasks (translate's rnn too)
     train::TrainOptions options;
     ClassifierArgs classifier;
     TextTaskArgs text;
@@ -231,7 +232,7 @@ void add_train_command(CLI::App& app) {
                              "on the command line override it")
                  ->configurable(false),
              {&g.run});
-  add_model_options(cmd, args->config);
+  add_model_options(cmd, args->config, args->names);
   add_threads_option(cmd);
   add_run_control_options(cmd, args->options);
   place_shared_options(cmd, g, groups);
@@ -259,6 +260,7 @@ void add_train_command(CLI::App& app) {
       return;
     }
     if (task == "translate" || task == "charlm") {
+      if (task == "translate") as_usage([&] { args->names.apply(args->config); });
       const ClassifierArgs& c = args->classifier;
       const SharedTrainArgs shared{c.model, c.data, c.d_model, c.ffn, c.train_limit};
       if (task == "translate")
@@ -271,6 +273,7 @@ void add_train_command(CLI::App& app) {
     const train::TrainOptions& o = args->options;
     as_usage([&] {
       o.validate();
+      args->names.apply(args->config);
       config.validate();
       // A model or a batch beyond memory is an impossible request: refused before anything
       // is written (docs/reliability.md, exit codes).

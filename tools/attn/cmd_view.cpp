@@ -31,6 +31,7 @@
 #include "attn/train/checkpoint.h"
 #include "attn/data/char_vocab.h"
 #include "attn/decode/classify.h"
+#include "attn/decode/seq2seq.h"
 #include "attn/decode/sample.h"
 #include "attn/decode/translate.h"
 #include "attn/viz/html_view.h"
@@ -213,11 +214,11 @@ View view_synthetic(const ViewArgs& a) {
   std::vector<int32_t> source;
   as_usage([&] { source = data::parse_symbols(a.input); });
   if (source.empty()) throw UsageError("--input is empty");
-  train::LoadedModel loaded = train::load_checkpoint(a.model);
+  decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
   models::Seq2Seq& model = *loaded.model;
-  if (model.config().attention == "none")
+  if (model.config().attention == models::AttentionKind::none)
     throw UsageError("the model has no attention (--attention none): there is nothing to view");
-  View v("rnn-seq2seq", "attention: " + model.config().attention + " (" + model.config().effective_score() + ")",
+  View v("rnn-seq2seq", std::string("attention: ") + models::to_string(model.config().attention) + " (" + model.config().effective_score() + ")",
          data::symbols_to_string(source));
   v.hypotheses = seq2seq_hypotheses(model, source, a.beam);
   return v;
@@ -420,9 +421,9 @@ void add_sweep_alignments(json& page, json& raw, const ViewArgs& a) {
   View v("rnn-seq2seq", "", data::symbols_to_string(source));
   for (const fs::path& file : models) {
     if (attn_checkpoint_format(file.string()) != "attn-seq2seq") continue;
-    train::LoadedModel loaded = train::load_checkpoint(file.string());
+    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(file.string());
     const std::string name = file.parent_path().filename().string();
-    if (loaded.model->config().attention == "none") {
+    if (loaded.model->config().attention == models::AttentionKind::none) {
       v.notes.push_back(name + ": no attention, no alignment");
       continue;
     }

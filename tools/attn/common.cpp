@@ -19,15 +19,21 @@
 
 namespace attn::cli {
 
-void add_model_options(CLI::App* app, models::Seq2SeqConfig& c) {
-  app->add_option("--encoder", c.encoder, "Encoder RNN: gru | lstm")->capture_default_str();
+void ModelChoiceNames::apply(models::Seq2SeqConfig& config) const {
+  config.encoder = models::parse_rnn_cell(encoder);
+  config.attention = models::parse_attention_kind(attention);
+  config.score = models::parse_score(config.attention, score);
+}
+
+void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames& names) {
+  app->add_option("--encoder", names.encoder, "Encoder RNN: gru | lstm")->capture_default_str();
   app->add_option("--layers", c.layers, "RNN layers (encoder and decoder)")->capture_default_str();
   app->add_flag("--bidirectional", c.bidirectional, "Bidirectional encoder (with a learned bridge)");
   app->add_option("--emb", c.emb, "Embedding size")->capture_default_str();
   app->add_option("--hidden", c.hidden, "RNN hidden size")->capture_default_str();
   app->add_option("--dropout", c.dropout, "Dropout between RNN layers")->capture_default_str();
-  app->add_option("--attention", c.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
-  app->add_option("--score", c.score,
+  app->add_option("--attention", names.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
+  app->add_option("--score", names.score,
                   "Attention score. bahdanau: additive | additive_normalized; "
                   "luong: general | dot | concat | location | scaled_dot | multihead | local_m | local_p | hard");
   app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
@@ -114,7 +120,7 @@ const std::atomic<bool>& install_interrupt_flag() {
 int interrupt_signal() { return g_signal.load(); }
 
 std::string accuracy_table(const std::vector<std::string>& names,
-                           const std::vector<std::vector<train::LengthAccuracy>>& results) {
+                           const std::vector<std::vector<decode::LengthAccuracy>>& results) {
   std::ostringstream out;
   out << "| length |";
   for (const auto& n : names) out << ' ' << n << " token acc | " << n << " seq acc |";
@@ -134,7 +140,7 @@ std::string accuracy_table(const std::vector<std::string>& names,
 }
 
 void write_accuracy_plot(const std::string& dir, const std::string& task, const std::vector<std::string>& names,
-                         const std::vector<std::vector<train::LengthAccuracy>>& results) {
+                         const std::vector<std::vector<decode::LengthAccuracy>>& results) {
   viz::LinePlot plot;
   plot.title = "Token accuracy against source length (" + task + " task)";
   plot.x_label = "source length";
@@ -154,7 +160,7 @@ void write_accuracy_plot(const std::string& dir, const std::string& task, const 
     viz::write_line_plot(plot, (std::filesystem::path(dir) / (std::string("accuracy_vs_length") + ext)).string());
 }
 
-void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOptions& options) {
+void check_eval_memory(const models::Seq2SeqConfig& config, const decode::EvalOptions& options) {
   const int64_t rows = static_cast<int64_t>(std::min(options.batch, options.samples)) * std::max(options.beam, 1);
   for (int length : options.lengths) {
     try {
@@ -166,8 +172,8 @@ void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOpt
 }
 
 viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                               std::string* output) {
-  if (model.config().attention == "none")
+                               float length_penalty, std::string* output) {
+  if (model.config().attention == models::AttentionKind::none)
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   model.eval();
   const int64_t length = static_cast<int64_t>(source.size());
@@ -178,12 +184,12 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
   Tensor src = Tensor::from_vector(source, {1, length});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(length)}, {1});
   const int max_len = static_cast<int>(length) * 2 + 10;
-  models::DecodeResult decoded = beam > 1 ? model.beam(src, lengths, {.width = beam, .length_penalty = 1.0f, .max_len = max_len})
+  models::DecodeResult decoded = beam > 1 ? model.beam(src, lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len})
                                           : model.greedy(src, lengths, max_len);
   const auto& tokens = decoded.tokens.at(0);
   const auto& steps = decoded.attention.at(0);
   viz::Heatmap map;
-  map.title = "attention: " + model.config().attention + " (" + model.config().effective_score() + ")";
+  map.title = std::string("attention: ") + models::to_string(model.config().attention) + " (" + model.config().effective_score() + ")";
   for (int32_t id : source) map.col_labels.push_back(data::symbol_name(id));
   for (int32_t id : tokens) map.row_labels.push_back(data::symbol_name(id));
   // Each step holds heads × S weights; one panel per head.
@@ -199,9 +205,9 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
 }
 
 std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                            const std::string& path) {
+                            float length_penalty, const std::string& path) {
   std::string output;
-  viz::write_heatmap(alignment_heatmap(model, source, beam, &output), path);
+  viz::write_heatmap(alignment_heatmap(model, source, beam, length_penalty, &output), path);
   return output;
 }
 

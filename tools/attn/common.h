@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attn/models/seq2seq.h"
+#include "attn/decode/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "commands.h"
 #include "option_parsing.h"  // parse_lengths
@@ -15,7 +16,14 @@ namespace attn::cli {
 
 // --encoder --layers --bidirectional --emb --hidden --dropout --attention --score
 // --no-input-feeding
-void add_model_options(CLI::App* app, models::Seq2SeqConfig& config);
+// The seq2seq choices by the names given (--encoder, --attention, --score): apply() parses
+// them into a configuration once, ValueError for an unknown or misplaced name. attn train's
+// sst2 task reads --encoder raw (lstm | average), attn sweep --attention (a list).
+struct ModelChoiceNames {
+  std::string encoder = "gru", attention = "bahdanau", score;
+  void apply(models::Seq2SeqConfig& config) const;
+};
+void add_model_options(CLI::App* app, models::Seq2SeqConfig& config, ModelChoiceNames& names);
 // --task --min-len --max-len --steps --batch --lr --clip --seed --log-every --eval-every
 void add_training_options(CLI::App* app, train::TrainOptions& options);
 // --threads (sets the kernels' and OpenBLAS's thread count when parsed)
@@ -55,19 +63,19 @@ int interrupt_signal();
 
 // Markdown table: one row per length, one column pair per model.
 std::string accuracy_table(const std::vector<std::string>& names,
-                           const std::vector<std::vector<train::LengthAccuracy>>& results);
+                           const std::vector<std::vector<decode::LengthAccuracy>>& results);
 
 // Writes accuracy_vs_length.png and .svg into dir.
 void write_accuracy_plot(const std::string& dir, const std::string& task, const std::vector<std::string>& names,
-                         const std::vector<std::vector<train::LengthAccuracy>>& results);
+                         const std::vector<std::vector<decode::LengthAccuracy>>& results);
 
 // Refuses (UsageError naming --eval-lengths) an evaluation whose decoding batch would not fit
 // in the available memory, before any data is generated.
-void check_eval_memory(const models::Seq2SeqConfig& config, const train::EvalOptions& options);
+void check_eval_memory(const models::Seq2SeqConfig& config, const decode::EvalOptions& options);
 
 // Decodes one source and writes its alignment heatmap (PNG or SVG by extension).
 // Returns the decoded output as text.
-std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
+std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam, float length_penalty,
                             const std::string& path);
 
 }  // namespace attn::cli
@@ -79,10 +87,11 @@ namespace attn::cli {
 // markdown table. Returns the per-model results in the order of `attentions`.
 struct Comparison {
   std::vector<std::string> names;
-  std::vector<std::vector<train::LengthAccuracy>> results;
+  std::vector<std::vector<decode::LengthAccuracy>> results;
 };
+// `score`: --score as given, applied to the decoders it belongs to (at least one).
 Comparison run_comparison(const std::vector<std::string>& attentions, const models::Seq2SeqConfig& base,
-                          const train::TrainOptions& options, const train::EvalOptions& eval,
+                          const std::string& score, const train::TrainOptions& options, const decode::EvalOptions& eval,
                           const std::string& out_dir);
 
 }  // namespace attn::cli

@@ -22,7 +22,7 @@
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/progress.h"
-#include "attn/train/seq2seq_trainer.h"
+#include "attn/decode/seq2seq.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
@@ -32,7 +32,7 @@ namespace {
 
 // A loaded encoder-decoder with what explain needs around it.
 struct Loaded {
-  std::optional<train::LoadedModel> synthetic;         // attn-seq2seq
+  std::optional<decode::LoadedSeq2Seq> synthetic;         // attn-seq2seq
   std::optional<decode::LoadedTranslator> translator;  // attn-translation
   explain::SourceEmbeddingSeq2Seq model;
   std::string kind;  // "seq2seq <task>", "translation rnn", "translation transformer"
@@ -51,7 +51,7 @@ struct Loaded {
 Loaded load(const Seq2SeqExplainArgs& a) {
   Loaded l;
   if (a.format == "attn-seq2seq") {
-    l.synthetic = train::load_checkpoint(a.model);
+    l.synthetic = decode::load_seq2seq(a.model);
     l.model = explain::source_embedding_model(*l.synthetic->model);
     l.kind = "seq2seq " + l.synthetic->info.task;
     l.config = l.synthetic->model->config().to_json();

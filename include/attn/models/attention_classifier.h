@@ -21,6 +21,16 @@
 
 namespace attn::models {
 
+// The configuration's choices, parsed from their names once; to_string gives the name the
+// JSON stores. The parsers throw ValueError, e.g.
+//   bilstm-attn config: 'encoder' must be lstm or average, got 'gru'
+enum class PoolingEncoder { lstm, average };
+const char* to_string(PoolingEncoder encoder);
+PoolingEncoder parse_pooling_encoder(const std::string& name);
+enum class PoolingScore { additive, dot, uniform };
+const char* to_string(PoolingScore pooling);
+PoolingScore parse_pooling_score(const std::string& name);
+
 struct AttnClassifierConfig {
   int64_t vocab = 0;     // V (specials included), > 2
   int64_t emb = 300;
@@ -29,8 +39,8 @@ struct AttnClassifierConfig {
   int64_t attention = 0; // A, the additive attention size (0: E)
   float dropout = 0.5f;  // embedding, and before the output layer; [0, 1)
   int64_t classes = 2;
-  std::string encoder = "lstm";     // lstm | average
-  std::string pooling = "additive"; // additive | dot | uniform
+  PoolingEncoder encoder = PoolingEncoder::lstm;
+  PoolingScore pooling = PoolingScore::additive;
   uint64_t seed = 1;
 
   void validate() const;  // ValueError naming the field and its value
@@ -74,7 +84,8 @@ class AttnClassifier : public nn::Module, public TextClassifier {
   int64_t vocab_size() const override { return config_.vocab; }
   int64_t classes() const override { return config_.classes; }
   std::string attention_description() const override {
-    return config_.pooling + " attention pooling over the " + config_.encoder + " encoder's states";
+    return std::string(to_string(config_.pooling)) + " attention pooling over the " + to_string(config_.encoder) +
+           " encoder's states";
   }
 
   nn::Embedding embedding;

@@ -3,7 +3,7 @@
 // fixed-context baseline (Cho et al. 2014 / Sutskever et al. 2014), with greedy and beam
 // decoding.
 //
-//   Seq2SeqConfig cfg{.attention = "bahdanau"};
+//   Seq2SeqConfig cfg{.attention = AttentionKind::bahdanau};
 //   Seq2Seq model(cfg);
 //   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE (+ REINFORCE for hard)
 //   Seq2Seq::Loss terms = model.loss_terms(batch);     // the same with its cross-entropy and logits
@@ -12,7 +12,7 @@
 // Encoder: embedding -> GRU/LSTM, 1..N layers, uni- or bidirectional (E = 2H when
 // bidirectional), packed semantics (padding never changes a result: rows whose length is
 // exceeded keep their state, the backward direction starts at each row's last real token,
-// outputs at padded positions are 0). Decoder (D = H), selected by config.attention:
+// outputs at padded positions are 0). Decoder (D = H), selected by config.attention (AttentionKind):
 //   none      s_t = RNN(emb(y_{t-1}), s_{t-1});                  logits = W_o s_t
 //   bahdanau  c_t = attend(s_{t-1}); s_t = RNN([emb(y_{t-1}); c_t], s_{t-1});
 //             logits = W_o [s_t; c_t; emb(y_{t-1})]
@@ -24,6 +24,7 @@
 // "decoder.linear_out.weight", "decoder.out.weight", ...
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,28 +39,34 @@
 
 namespace attn::models {
 
+// The configuration's choices, parsed from their names once (the CLI's flags, the checkpoint
+// JSON) and stored as enums; to_string gives back the name the JSON stores. The parsers throw
+// ValueError naming the field and listing the valid values, e.g.
+//   unknown attention 'foo' (valid: none, bahdanau, luong)
 enum class RnnCell { gru, lstm };
+const char* to_string(RnnCell cell);                // "gru" | "lstm"
+RnnCell parse_rnn_cell(const std::string& name);    // "unknown encoder '...'"
 enum class AttentionKind { none, bahdanau, luong };  // the decoder (see the top of this file)
-
-// The choices of a Seq2SeqConfig, parsed from its names once (Seq2SeqConfig::choices()).
-struct Seq2SeqChoices {
-  RnnCell encoder = RnnCell::gru;
-  AttentionKind attention = AttentionKind::bahdanau;
-  nn::StepScore score = nn::StepScore::additive;  // the effective score; unused for none
-};
+const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "luong"
+AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
+// The score of a decoder of kind `attention` called `name`: nullopt for "" (the kind's default)
+// and for "none" with attention none. bahdanau: additive | additive_normalized; luong: dot |
+// general | concat | location | scaled_dot | multihead | local_m | local_p | hard; e.g.
+//   unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)
+//   score 'general' given for attention 'none' (valid: none, or leave it empty)
+std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::string& name);
 
 struct Seq2SeqConfig {
-  std::string encoder = "gru";  // gru | lstm
+  RnnCell encoder = RnnCell::gru;
   int layers = 1;               // encoder and decoder layers
   bool bidirectional = false;   // encoder
   int emb = 64;
   int hidden = 256;             // H per encoder direction; decoder state D = H
   float dropout = 0.0f;         // between stacked RNN layers, in [0, 1)
-  std::string attention = "bahdanau";  // none | bahdanau | luong
-  // bahdanau: additive (default) | additive_normalized;
-  // luong: general (default) | dot | concat | location | scaled_dot | multihead | local_m |
-  // local_p | hard; none: "" or "none".
-  std::string score;
+  AttentionKind attention = AttentionKind::bahdanau;
+  // The decoder's score; nullopt: the attention's default (bahdanau: additive, luong: general),
+  // stored as "" in the JSON. validate() checks that it belongs to `attention` (parse_score).
+  std::optional<nn::StepScore> score;
   int heads = 4;    // multihead: H, dividing hidden
   int window = 10;  // local_m / local_p: half-width D of the window [p_t - D, p_t + D]
   bool input_feeding = true;  // luong only
@@ -67,16 +74,18 @@ struct Seq2SeqConfig {
   int max_src_len = 128;      // the longest source location attention can score
   uint64_t seed = 1;
 
-  // The score the decoder uses: `score`, or the attention type's default when empty.
+  // The score the decoder uses: `score`, or the attention type's default when unset
+  // (additive for bahdanau, general for luong; unused for none).
+  nn::StepScore step_score() const;
+  // Its name ("additive", ...), "none" for attention none: for titles and reports.
   std::string effective_score() const;
-  // encoder, attention and score parsed (the models parse them once, when built). Throws
-  // ValueError naming the bad field and listing the valid values, e.g.
-  //   unknown attention 'foo' (valid: none, bahdanau, luong)
-  Seq2SeqChoices choices() const;
-  // choices() and the numeric fields; ValueError as choices().
+  // The score's name as the JSON stores it ("" when unset).
+  std::string score_name() const;
+  // The choices' fit (parse_score) and the numeric fields; ValueError naming the bad field.
   void validate() const;
-  // As a JSON object (every field); from_json accepts a subset (missing fields keep their
-  // defaults), rejects unknown keys and wrong types (ValueError), and validates.
+  // As a JSON object (every field, the choices by name); from_json accepts a subset (missing
+  // fields keep their defaults), rejects unknown keys, wrong types and unknown names
+  // (ValueError), and validates.
   nlohmann::json to_json() const;
   static Seq2SeqConfig from_json(const nlohmann::json& j);
   std::string to_json_string() const;  // for the checkpoint metadata key "attn"
@@ -189,9 +198,8 @@ struct DecoderOutput {
 // The decoder's attention is an nn::StepAttention (attn/nn/step_attention.h), built by
 // nn::make_step_attention from the configuration's score and registered as "attention".
 class Decoder : public nn::Module {
-  // Declared first: the members below are built from them.
+  // Declared first: the members below are built from it.
   Seq2SeqConfig config_;
-  Seq2SeqChoices choices_;
 
  public:
   Decoder(const Seq2SeqConfig& config, int64_t encoder_size, Rng& rng);
@@ -215,7 +223,7 @@ class Decoder : public nn::Module {
   // The attention memory of one batch (keys projected once); without attention, just the
   // encoder outputs and lengths.
   nn::StepMemory prepare(const EncoderOutput& enc, const Tensor& src_lengths) const;
-  AttentionKind kind() const { return choices_.attention; }
+  AttentionKind kind() const { return config_.attention; }
 
   nn::Embedding embedding;
   RnnStack rnn;

@@ -32,6 +32,16 @@
 
 namespace attn::models {
 
+// The configuration's choices, parsed from their names once; to_string gives the name the
+// JSON stores. The parsers throw ValueError listing the valid names, e.g.
+//   transformer config: unknown activation 'tanh' (valid: relu, gelu)
+enum class FfnActivation { relu, gelu };
+const char* to_string(FfnActivation activation);
+FfnActivation parse_ffn_activation(const std::string& name);
+enum class PositionKind { sinusoidal, learned };
+const char* to_string(PositionKind positions);
+PositionKind parse_position_kind(const std::string& name);
+
 struct TransformerConfig {
   int64_t src_vocab = 0, tgt_vocab = 0;  // Seq2Seq / LM: tgt_vocab; classifier: src_vocab
   int64_t classes = 2;                   // classifier only
@@ -39,8 +49,8 @@ struct TransformerConfig {
   int encoder_layers = 3, decoder_layers = 3;  // LM: decoder_layers; classifier: encoder_layers
   float dropout = 0.1f;
   bool norm_first = true;
-  std::string activation = "relu";
-  std::string positions = "sinusoidal";  // sinusoidal | learned
+  FfnActivation activation = FfnActivation::relu;
+  PositionKind positions = PositionKind::sinusoidal;
   int64_t max_len = 256;                 // longest sequence positions cover
   bool share_embeddings = false;         // one embedding for source and target (shared vocab)
   bool tie_output = true;                // generator weight = target embedding

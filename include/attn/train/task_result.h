@@ -26,4 +26,7 @@ struct TaskResult {
         model_path(r.model_path) {}
 };
 
+// count / seconds, 0 for no time (a rate for a result's tokens per second).
+inline double per_second(double count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
 }  // namespace attn::train

@@ -50,7 +50,8 @@ struct TranslationOptions : RunOptions {
 
 struct TranslationResult : TaskResult {
   // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
-  using TaskResult::TaskResult;
+  TranslationResult() = default;
+  explicit TranslationResult(const RunResult& r) : TaskResult(r), best_val_bleu(r.state.best_score) {}
   double best_val_bleu = 0.0;
   double tokens_per_second = 0.0;  // target tokens
 };
