@@ -291,7 +291,7 @@ RunResult run(Task& task, const RunOptions& o) {
   result.total_steps = total_steps;
 
   std::optional<DataParallel> dp;
-  if (o.communicator) dp.emplace(DataParallel{*o.communicator, std::nullopt});
+  if (o.communicator) dp.emplace(*o.communicator);  // (the reducer cannot move: its hook points at it)
   const int ranks = dp ? dp->comm.size() : 1;
   const bool rank0 = !dp || dp->rank0();
   task.set_shard({dp ? dp->comm.rank() : 0, ranks});
