@@ -12,12 +12,12 @@
 # of the gradient bytes whose all-reduce started before backward ended (allreduce_early).
 # The load average before and after is printed too. A benchmark, not a test.
 # Usage: bench/mpi_scaling.sh [build/attn] [data dir]
-#   (environment: ROUNDS=3 STEPS=40 TF_STEPS=12 BATCH=64 HIDDEN=256 LEN=40 BUCKETS="1 5 25")
+#   (environment: ROUNDS=3 TF_ROUNDS=ROUNDS STEPS=40 TF_STEPS=12 BATCH=64 HIDDEN=256 LEN=40 BUCKETS="1 5 25")
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 attn="${1:-$root/build/attn}"
 data="${2:-${ATTN_DATA_DIR:-$root/../shared/data}}"
-rounds="${ROUNDS:-3}" steps="${STEPS:-40}" tf_steps="${TF_STEPS:-12}"
+rounds="${ROUNDS:-3}" tf_rounds="${TF_ROUNDS:-${ROUNDS:-3}}" steps="${STEPS:-40}" tf_steps="${TF_STEPS:-12}"
 batch="${BATCH:-64}" hidden="${HIDDEN:-256}" len="${LEN:-40}" buckets="${BUCKETS:-1 5 25}"
 source "$root/tests/distributed/mpi_env.sh"
 export OMP_WAIT_POLICY=PASSIVE
@@ -46,11 +46,11 @@ print(f"round {rnd} {model:11} {config:22} {r['ms']:8.1f} ms/step" + (
 PY
 }
 
-# cases MODEL ARGS...: per round, 1 rank, then 2 ranks with each bucket size and after backward.
+# cases MODEL ROUNDS ARGS...: per round, 1 rank, then 2 ranks with each bucket size and after backward.
 cases() {
-  local model="$1"
-  shift
-  for round in $(seq "$rounds"); do
+  local model="$1" n="$2"
+  shift 2
+  for round in $(seq "$n"); do
     "$attn" train "$@" --out "$work/$model-1-$round" >/dev/null 2>&1
     record "$model" "$round" "1 rank" "$work/$model-1-$round/log.jsonl"
     for mb in $buckets after; do
@@ -62,14 +62,14 @@ cases() {
   done
 }
 
-cases copy --task copy --batch "$batch" --emb 64 --hidden "$hidden" --min-len "$len" --max-len "$len" --steps "$steps" \
+cases copy "$rounds" --task copy --batch "$batch" --emb 64 --hidden "$hidden" --min-len "$len" --max-len "$len" --steps "$steps" \
   --log-every 5 --eval-every "$steps" --eval-samples 16 --threads 1
 copy_tokens=$((batch * (len + 1)))  # B x (length + EOS): every batch of this fixed-length copy task
 if [[ -f "$data/multi30k/raw/train.de.gz" ]]; then
   # The tokenizer is learned once and shared, so every run sees the same batches.
   "$attn" tokenize train --input "$data/multi30k/raw/train.de.gz" --input "$data/multi30k/raw/train.en.gz" \
     --vocab-size 8000 --max-sentences 10000 --out "$work/spm" >/dev/null
-  cases transformer --task translate --data "$data" --model transformer --max-tokens 2500 --steps "$tf_steps" --log-every 2 \
+  cases transformer "$tf_rounds" --task translate --data "$data" --model transformer --max-tokens 2500 --steps "$tf_steps" --log-every 2 \
     --eval-every "$tf_steps" --eval-sentences 8 --threads 1 --tokenizer "$work/spm.model"
 fi
 for world in 1 2; do
