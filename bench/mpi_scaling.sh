@@ -91,8 +91,8 @@ for model in dict.fromkeys(r["model"] for r in rows):
         if model == "copy":
             line += f" ({copy_tokens / ms * 1e3:.0f} target tokens/s)"
         if "reduce" in rs[0]:
-            line += (f"  speed-up {statistics.median(one[r['round']] / r['ms'] for r in rs):.2f}x"
-                     f" (rounds: {', '.join(f'{one[r['round']] / r['ms']:.2f}' for r in rs)})"
+            ratios = [one[r["round"]] / r["ms"] for r in rs]
+            line += (f"  speed-up {statistics.median(ratios):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"
                      f"  reducer {100 * statistics.median(r['reduce'] for r in rs):.1f} %,"
                      f" waiting {100 * statistics.median(r['wait'] for r in rs):.1f} %,"
                      f" early {100 * statistics.median(r['early'] for r in rs):.0f} %")
