@@ -18,6 +18,11 @@ constexpr int64_t kFlushRows = 4096;
 }  // namespace
 
 bool grad_enabled() { return g_grad_enabled; }
+
+namespace detail {
+bool watching_leaves() { return tape().watching(); }
+void note_input(const Tensor& t) { tape().note_input(t); }
+}  // namespace detail
 void set_grad_enabled(bool enabled) { g_grad_enabled = enabled; }
 
 Tape& tape() {
@@ -106,6 +111,44 @@ void Tape::run_products(DeferredProducts& d) {
                 d.weight.grad_accumulator().f32(), N);
 }
 
+void Tape::flush_deferred_for(const Tensor& weight) {
+  auto it = std::find_if(deferred_.begin(), deferred_.end(),
+                         [&](const DeferredProducts& d) { return d.weight.same(weight); });
+  if (it == deferred_.end()) return;
+  run_products(*it);
+  deferred_.erase(it);
+}
+
+void Tape::set_ready_hook(std::vector<Tensor> leaves, std::function<void(size_t)> ready) {
+  watched_ = std::move(leaves);
+  first_node_.assign(watched_.size(), SIZE_MAX);
+  noted_.clear();
+  ready_ = std::move(ready);
+}
+
+void Tape::clear_ready_hook() {
+  ready_ = nullptr;
+  watched_.clear();
+  first_node_.clear();
+  noted_.clear();
+}
+
+// A linear search: called only while watching, for the inputs of ops that need grad, and
+// a model has tens to a few hundred parameters.
+void Tape::note_input(const Tensor& t) {
+  if (!t.defined() || !t.is_leaf() || !t.requires_grad()) return;
+  for (size_t i = 0; i < watched_.size(); ++i)
+    if (watched_[i].same(t)) {
+      if (first_node_[i] == SIZE_MAX && std::find(noted_.begin(), noted_.end(), i) == noted_.end()) noted_.push_back(i);
+      return;
+    }
+}
+
+void Tape::fire_ready(size_t leaf) {
+  flush_deferred_for(watched_[leaf]);
+  ready_(leaf);
+}
+
 void Tape::flush_deferred() {
   for (DeferredProducts& d : deferred_) run_products(d);
   deferred_.clear();
@@ -113,6 +156,8 @@ void Tape::flush_deferred() {
 
 void Tape::clear() {
   deferred_.clear();
+  std::fill(first_node_.begin(), first_node_.end(), SIZE_MAX);
+  noted_.clear();
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) (*it)->~Node();
   nodes_.clear();
   outputs_.clear();
@@ -123,20 +168,36 @@ void Tape::clear() {
 void Tape::run_backward() {
   struct ClearOnExit {
     Tape& t;
-    ~ClearOnExit() { t.clear(); }
+    ~ClearOnExit() {
+      t.clear();
+      t.clear_ready_hook();
+    }
   } guard{*this};
   NoGradGuard no_grad;  // backward functions never record
-  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-    Node& node = **it;
+  // The ready hook's leaves by the node after which they are final, last node first.
+  std::vector<std::pair<size_t, size_t>> ready_after;  // (node index, leaf)
+  if (ready_) {
+    for (size_t leaf = 0; leaf < first_node_.size(); ++leaf)
+      if (first_node_[leaf] != SIZE_MAX) ready_after.emplace_back(first_node_[leaf], leaf);
+    std::sort(ready_after.begin(), ready_after.end(), std::greater<>());
+  }
+  auto next_ready = ready_after.begin();
+  for (size_t k = nodes_.size(); k-- > 0;) {
+    Node& node = *nodes_[k];
     bool any = false;
     for (size_t i = node.outputs_begin; i < node.outputs_end; ++i) any = any || outputs_[i].has_grad();
-    if (!any) continue;
-    node.run_backward();
-    // Every consumer of these outputs came later on the tape and has run: their
-    // gradients are no longer needed.
-    for (size_t i = node.outputs_begin; i < node.outputs_end; ++i) outputs_[i].drop_grad();
+    if (any) {
+      node.run_backward();
+      // Every consumer of these outputs came later on the tape and has run: their
+      // gradients are no longer needed.
+      for (size_t i = node.outputs_begin; i < node.outputs_end; ++i) outputs_[i].drop_grad();
+    }
+    for (; next_ready != ready_after.end() && next_ready->first == k; ++next_ready) fire_ready(next_ready->second);
   }
   flush_deferred();
+  if (ready_)
+    for (size_t leaf = 0; leaf < first_node_.size(); ++leaf)
+      if (first_node_[leaf] == SIZE_MAX) ready_(leaf);
 }
 
 }  // namespace attn::autodiff

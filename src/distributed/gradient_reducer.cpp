@@ -3,11 +3,20 @@
 #include <algorithm>
 #include <chrono>
 
+#include "attn/autodiff/tape.h"
+
 namespace attn::distributed {
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, std::vector<Tensor> parameters, GradientReduceOptions options)
     : comm_(comm), parameters_(std::move(parameters)), options_(options) {
   // Last parameter first: backward finishes the layers nearest the loss first.
+  bucket_of_.resize(parameters_.size());
+  offset_of_.resize(parameters_.size());
   Bucket current;
   size_t bytes = 0;
   for (size_t i = parameters_.size(); i-- > 0;) {
@@ -21,27 +30,65 @@ GradientReducer::GradientReducer(Communicator& comm, std::vector<Tensor> paramet
   }
   if (!current.parameters.empty()) buckets_.push_back(std::move(current));
   size_t largest = 0;
-  for (Bucket& b : buckets_) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
     size_t n = 0;
-    for (size_t i : b.parameters) n += static_cast<size_t>(parameters_[i].numel());
-    b.values.resize(n);
+    for (size_t i : buckets_[b].parameters) {
+      bucket_of_[i] = b;
+      offset_of_[i] = n;
+      n += static_cast<size_t>(parameters_[i].numel());
+    }
+    buckets_[b].values.resize(n);
+    buckets_[b].waiting = buckets_[b].parameters.size();
     largest = std::max(largest, n);
   }
+  packed_.assign(parameters_.size(), false);
   if (options_.deterministic) gathered_.resize(largest * static_cast<size_t>(comm_.size()));
 }
 
-void GradientReducer::pack(Bucket& b, float scale) {
-  float* out = b.values.data();
-  for (size_t i : b.parameters) {
-    const Tensor& p = parameters_[i];
-    const int64_t n = p.numel();
-    if (p.has_grad()) {
-      const float* g = p.grad().f32();
-      for (int64_t k = 0; k < n; ++k) out[k] = g[k] * scale;
-    } else {
-      std::fill(out, out + n, 0.0f);
-    }
-    out += n;
+GradientReducer::~GradientReducer() {
+  if (hooked_) autodiff::tape().clear_ready_hook();
+}
+
+void GradientReducer::begin_step() {
+  if (!options_.overlap || options_.deterministic) return;
+  autodiff::tape().set_ready_hook(parameters_, [this](size_t i) { on_ready(i); });
+  hooked_ = true;
+}
+
+void GradientReducer::set_scale(float scale) { scale_ = scale; }
+
+// The ready hook: parameter i's gradient is final on this rank.
+void GradientReducer::on_ready(size_t i) {
+  const auto start = std::chrono::steady_clock::now();
+  pack(i);
+  start_ready_buckets();
+  for (size_t b = 0; b < next_start_; ++b)  // lets the buckets in flight progress
+    if (buckets_[b].pending) buckets_[b].pending->test();
+  hook_seconds_ += seconds_since(start);
+}
+
+void GradientReducer::pack(size_t i) {
+  if (packed_[i]) return;
+  packed_[i] = true;
+  Bucket& b = buckets_[bucket_of_[i]];
+  float* out = b.values.data() + offset_of_[i];
+  const Tensor& p = parameters_[i];
+  const int64_t n = p.numel();
+  if (p.has_grad()) {
+    const float* g = p.grad().f32();
+    for (int64_t k = 0; k < n; ++k) out[k] = g[k] * scale_;
+  } else {
+    std::fill(out, out + n, 0.0f);
+  }
+  --b.waiting;
+}
+
+// Starts the complete buckets in bucket order (every rank issues the collectives alike).
+void GradientReducer::start_ready_buckets() {
+  for (; next_start_ < buckets_.size() && buckets_[next_start_].waiting == 0; ++next_start_) {
+    Bucket& b = buckets_[next_start_];
+    if (!options_.deterministic) b.pending = comm_.start_all_reduce_sum(std::span(b.values));
+    if (hooked_) early_bytes_ += static_cast<double>(b.values.size() * sizeof(float));
   }
 }
 
@@ -65,27 +112,28 @@ void GradientReducer::reduce_in_rank_order(Bucket& b) {
   }
 }
 
-void GradientReducer::reduce(float scale) {
+void GradientReducer::finish_step() {
   const auto start = std::chrono::steady_clock::now();
-  if (options_.deterministic) {
-    for (Bucket& b : buckets_) {
-      pack(b, scale);
-      reduce_in_rank_order(b);
-      unpack(b, b.values.data());
-    }
-  } else {
-    std::vector<std::unique_ptr<PendingReduce>> pending;
-    for (Bucket& b : buckets_) {
-      pack(b, scale);
-      pending.push_back(comm_.start_all_reduce_sum(std::span(b.values)));
-      for (auto& p : pending) p->test();  // lets the buckets in flight progress
-    }
-    for (size_t k = 0; k < buckets_.size(); ++k) {
-      pending[k]->wait();
-      unpack(buckets_[k], buckets_[k].values.data());
-    }
+  if (hooked_) {
+    autodiff::tape().clear_ready_hook();  // (backward has cleared it, unless it never ran)
+    hooked_ = false;
   }
-  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (size_t i = 0; i < parameters_.size(); ++i) pack(i);  // those the hook did not see
+  start_ready_buckets();
+  for (Bucket& b : buckets_) {
+    if (options_.deterministic)
+      reduce_in_rank_order(b);
+    else
+      b.pending->wait();
+    unpack(b, b.values.data());
+    b.pending.reset();
+    total_bytes_ += static_cast<double>(b.values.size() * sizeof(float));
+  }
+  // The next step.
+  std::fill(packed_.begin(), packed_.end(), false);
+  for (Bucket& b : buckets_) b.waiting = b.parameters.size();
+  next_start_ = 0;
+  wait_seconds_ += seconds_since(start);
 }
 
 }  // namespace attn::distributed

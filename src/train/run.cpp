@@ -163,7 +163,8 @@ std::string configuration_description(const Task& task, const RunOptions& o, con
             {"steps", total_steps},
             {"label", task.label()},
             {"deterministic_reduce", o.deterministic_reduce},
-            {"bucket_mb", o.bucket_mb}};
+            {"bucket_mb", o.bucket_mb},
+            {"reduce_after_backward", o.reduce_after_backward}};
   for (const auto& [name, t] : module.named_parameters()) j["parameters"][name] = t.shape().str();
   return j.dump();
 }
@@ -290,7 +291,7 @@ RunResult run(Task& task, const RunOptions& o) {
   result.total_steps = total_steps;
 
   std::optional<DataParallel> dp;
-  if (o.communicator) dp.emplace(DataParallel{*o.communicator, std::nullopt});
+  if (o.communicator) dp.emplace(*o.communicator);  // (the reducer cannot move: its hook points at it)
   const int ranks = dp ? dp->comm.size() : 1;
   const bool rank0 = !dp || dp->rank0();
   task.set_shard({dp ? dp->comm.rank() : 0, ranks});
@@ -317,6 +318,7 @@ RunResult run(Task& task, const RunOptions& o) {
     distributed::broadcast_parameters(dp->comm, module.parameters());  // one starting point
     dp->reducer.emplace(dp->comm, module.parameters(),
                         distributed::GradientReduceOptions{.deterministic = o.deterministic_reduce,
+                                                          .overlap = !o.reduce_after_backward,
                                                           .bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20))});
   }
   std::optional<JsonlLog> log;
@@ -377,6 +379,7 @@ RunResult run(Task& task, const RunOptions& o) {
       result.out_of_time = true;
       break;
     }
+    if (dp) dp->reducer->begin_step();  // buckets start as backward finishes their gradients
     const StepLoss loss = task.forward(state.step);
     double checked = loss.reported, scale = 1.0;
     if (dp) {
@@ -389,8 +392,9 @@ RunResult run(Task& task, const RunOptions& o) {
       throw ValueError("training diverged at step " + std::to_string(state.step + 1) + " (loss " +
                        std::to_string(checked) + "); try a smaller --lr");
     optimizer->set_lr(schedule.lr_at(state.step));
+    if (dp) dp->reducer->set_scale(static_cast<float>(scale));
     backward(loss.loss);
-    if (dp) dp->reducer->reduce(static_cast<float>(scale));
+    if (dp) dp->reducer->finish_step();
     apply_gradients(*optimizer, o.clip);
     const int64_t step = ++state.step;
 
@@ -405,6 +409,8 @@ RunResult run(Task& task, const RunOptions& o) {
         line["ranks"] = ranks;
         line["global_loss"] = global_loss;
         line["allreduce_s"] = dp->reducer->seconds();  // gradient all-reduce time so far
+        line["allreduce_wait_s"] = dp->reducer->wait_seconds();  // of it, after backward
+        line["allreduce_early"] = dp->reducer->early_bytes() / std::max(1.0, dp->reducer->total_bytes());
       }
       window_start = std::chrono::steady_clock::now();
       if (log) log->write(line);

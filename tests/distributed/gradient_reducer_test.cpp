@@ -1,17 +1,26 @@
 // The pieces of a data-parallel step that run in one process: the sharding of a global
 // batch and the bucketed, weighted gradient all-reduce, against a communicator whose one
-// other rank holds a copy of this rank's gradients (the mpirun runs: data_parallel_test.sh).
+// other rank holds a copy of this rank's gradients (the mpirun runs: data_parallel_test.sh), and
+// the tape's gradient-ready hook that starts the buckets during backward.
 #include "attn/distributed/gradient_reducer.h"
 
 #include <gtest/gtest.h>
 
-#include <cstring>
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
+#include "attn/autodiff/tape.h"
 #include "attn/distributed/data_parallel.h"
 #include "attn/distributed/shard.h"
 #include "attn/error.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/embedding.h"
+#include "attn/ops/linear.h"
+#include "attn/ops/loss.h"
+#include "attn/ops/reduce.h"
+#include "attn/ops/rnn_cell.h"
 
 namespace attn::distributed {
 namespace {
@@ -30,6 +39,7 @@ class MirrorOfTwo final : public Communicator {
     for (double& x : v) x *= 2.0;
   }
   std::unique_ptr<PendingReduce> start_all_reduce_sum(std::span<float> v) override {
+    started_during_backward.push_back(autodiff::tape().size() > 0);
     all_reduce_sum(v);
     return SingleProcessCommunicator().start_all_reduce_sum(v);
   }
@@ -41,6 +51,7 @@ class MirrorOfTwo final : public Communicator {
   void broadcast(std::span<std::byte>, int) override {}
   void barrier() override {}
   int reduces = 0, gathers = 0;
+  std::vector<bool> started_during_backward;  // per bucket started: while the tape held nodes
 };
 
 std::vector<Tensor> parameters_with_gradients() {
@@ -141,6 +152,120 @@ TEST(Shard, ContiguousCoverOfTheGlobalBatch) {
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("a batch of 2 examples cannot be shared by 3 ranks"), std::string::npos)
         << e.what();
+  }
+}
+
+// The tape's "gradient ready" hook (autodiff/tape.h), which starts the all-reduce buckets
+// during backward: it fires once per parameter, after the last node that adds to its
+// gradient (the recurrent weights' deferred products included), so what the hook sees is
+// the final gradient; setting it changes no gradient bit; the reducer started from it gives
+// the same sums as after backward.
+constexpr int64_t V = 11, D = 6, H = 8, B = 4, T = 5;
+
+Tensor parameter(const Shape& shape, float seed) {
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = 0.3f * std::sin(seed + 0.7f * static_cast<float>(i));
+  t.set_requires_grad(true);
+  return t;
+}
+
+// emb, w_ih, w_hh, b_ih, b_hh, out_w, out_b, unused: registration order, as a module's.
+std::vector<Tensor> make_parameters() {
+  return {parameter({V, D}, 1), parameter({3 * H, D}, 2), parameter({3 * H, H}, 3), parameter({3 * H}, 4),
+          parameter({3 * H}, 5), parameter({V, H}, 6), parameter({V}, 7), parameter({3}, 8)};
+}
+
+// A GRU over T steps of B rows (the recurrent products are deferred: B < 256 rows), the
+// embedding used again at the end (its first use is the first node, so it is final last),
+// an output layer per step: the loss, recorded on the tape.
+Tensor forward(const std::vector<Tensor>& p) {
+  std::vector<int32_t> ids(B * T), targets(B);
+  for (int64_t i = 0; i < B * T; ++i) ids[i] = static_cast<int32_t>((i * 7 + 3) % V);
+  for (int64_t i = 0; i < B; ++i) targets[i] = static_cast<int32_t>((i * 5 + 1) % V);
+  const Tensor x = embedding(Tensor::from_vector(ids, {T, B}), p[0]);  // (T, B, D)
+  Tensor h = Tensor::zeros({B, H});
+  Tensor loss;
+  for (int64_t t = 0; t < T; ++t) {
+    h = gru_cell(x.select(t), h, p[1], p[2], p[3], p[4]);
+    const Tensor step_loss = cross_entropy(linear(h, p[5], p[6]), Tensor::from_vector(targets, {B}));
+    loss = loss.defined() ? add(loss, step_loss) : step_loss;
+  }
+  const Tensor again = embedding(Tensor::from_vector(targets, {B}), p[0]);  // (B, D)
+  return add(loss, scale(sum(mul(again, again)), 0.01f));
+}
+
+std::vector<std::vector<float>> gradients(const std::vector<Tensor>& p) {
+  std::vector<std::vector<float>> g;
+  for (const Tensor& t : p) g.push_back(t.has_grad() ? t.grad().to_vector() : std::vector<float>{});
+  return g;
+}
+
+TEST(ReadyHook, FiresOncePerParameterWithTheFinalGradient) {
+  std::vector<Tensor> reference = make_parameters();
+  backward(forward(reference));
+  const auto after_backward = gradients(reference);
+
+  std::vector<Tensor> p = make_parameters();
+  std::vector<int> calls(p.size(), 0);
+  std::vector<std::vector<float>> seen(p.size());
+  std::vector<size_t> order;
+  autodiff::tape().set_ready_hook(p, [&](size_t i) {
+    ++calls[i];
+    order.push_back(i);
+    seen[i] = p[i].has_grad() ? p[i].grad().to_vector() : std::vector<float>{};
+  });
+  const Tensor loss = forward(p);
+  backward(loss);
+  for (size_t i = 0; i < p.size(); ++i) {
+    EXPECT_EQ(calls[i], 1) << "parameter " << i;
+    EXPECT_EQ(seen[i], after_backward[i]) << "parameter " << i << ": the hook saw a gradient that was not final";
+  }
+  // With the hook, backward computes the same bits.
+  EXPECT_EQ(gradients(p), after_backward);
+  // The output layer is final before the recurrent weights, which are final before the
+  // embedding (its first use is the first node); the unused parameter comes at the end.
+  ASSERT_EQ(order.size(), p.size());
+  const auto position = [&](size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
+  EXPECT_LT(position(5), position(2));
+  EXPECT_LT(position(2), position(0));
+  EXPECT_EQ(order.back(), 7u);
+  EXPECT_TRUE(after_backward[7].empty());
+  // The hook is gone after one backward.
+  EXPECT_FALSE(autodiff::tape().watching());
+}
+
+TEST(ReadyHook, OverlappedReduceEqualsTheReduceAfterBackward) {
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap" : "after backward");
+    std::vector<Tensor> reference = make_parameters();
+    backward(forward(reference));
+    std::vector<Tensor> p = make_parameters();
+    MirrorOfTwo comm;
+    // 64-byte buckets: several, so some start while backward runs.
+    GradientReducer reducer(comm, p, {.deterministic = false, .overlap = overlap, .bucket_bytes = 64});
+    for (int step = 0; step < 2; ++step) {  // a second step: the reducer resets itself
+      for (Tensor& t : p) t.drop_grad();
+      reducer.begin_step();
+      const Tensor loss = forward(p);
+      reducer.set_scale(0.25f);
+      backward(loss);
+      reducer.finish_step();
+      for (size_t i = 0; i < p.size(); ++i) {
+        std::vector<float> want = reference[i].has_grad() ? reference[i].grad().to_vector()
+                                                          : std::vector<float>(static_cast<size_t>(p[i].numel()), 0.0f);
+        for (float& x : want) x *= 0.5f;  // Σ over 2 ranks of 0.25 g
+        EXPECT_EQ(p[i].grad().to_vector(), want) << "parameter " << i;
+      }
+    }
+    const size_t early = static_cast<size_t>(std::count(comm.started_during_backward.begin(), comm.started_during_backward.end(), true));
+    EXPECT_EQ(comm.started_during_backward.size(), 2 * reducer.bucket_count());
+    if (overlap) {
+      EXPECT_GT(early, 0u);
+      EXPECT_GT(reducer.early_bytes(), 0.0);
+    } else {
+      EXPECT_EQ(early, 0u);
+      EXPECT_EQ(reducer.early_bytes(), 0.0);
+    }
   }
 }
 

@@ -148,7 +148,8 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--dropout", {&g.run},
         "copy / reverse / sort and translate --model rnn 0, the Transformers 0.1, sst2 bilstm and bilstm-attn 0.5");
   place("--threads", {&g.run});
-  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce", "--bucket-mb"})
+  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce", "--bucket-mb",
+                           "--reduce-after-backward"})
     place(name, {&g.run});
   place("--min-len", {&g.synthetic});
   place("--eval-samples", {&g.synthetic});

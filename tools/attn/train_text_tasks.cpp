@@ -62,6 +62,8 @@ void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
                 "Under mpirun: add the ranks' gradients in rank order, so repeated runs are bit-identical");
   cmd->add_option("--bucket-mb", o.bucket_mb, "Under mpirun: gradient all-reduce bucket size in MB")
       ->capture_default_str();
+  cmd->add_flag("--reduce-after-backward", o.reduce_after_backward,
+                "Under mpirun: start the all-reduce after backward instead of during it (to measure the overlap)");
 }
 
 void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
@@ -76,6 +78,7 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to) {
   to.progress = from.progress;
   to.deterministic_reduce = from.deterministic_reduce;
   to.bucket_mb = from.bucket_mb;
+  to.reduce_after_backward = from.reduce_after_backward;
 }
 
 void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g, OptionGroups& groups) {

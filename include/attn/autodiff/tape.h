@@ -16,6 +16,8 @@
 //
 // Backward functions run only when at least one output has received a gradient.
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <new>
 #include <span>
@@ -41,10 +43,21 @@ class NoGradGuard {
   bool previous_;
 };
 
-// True when grad mode is on and any argument requires grad.
+namespace detail {
+// True while the calling thread's tape watches leaves for a ready hook (Tape::set_ready_hook).
+bool watching_leaves();
+// Notes a watched leaf among an op's inputs: the tape's next recorded node uses it.
+void note_input(const Tensor& t);
+}  // namespace detail
+
+// True when grad mode is on and any argument requires grad. An op passes every input it
+// differentiates (the canonical pattern above): while a ready hook is set, the watched
+// leaves among them are noted for the node the op records next.
 template <class... Ts>
 bool needs_grad(const Ts&... tensors) {
-  return grad_enabled() && (tensors.requires_grad() || ...);
+  const bool any = grad_enabled() && (tensors.requires_grad() || ...);
+  if (any && detail::watching_leaves()) (detail::note_input(tensors), ...);
+  return any;
 }
 
 class Node {
@@ -79,6 +92,20 @@ class Tape {
   // dW (M, N) += aᵀ b for a (R, M) and b (R, N), contiguous: see accumulate_weight_grad.
   void accumulate_weight_grad(const Tensor& weight, const Tensor& a, const Tensor& b);
 
+  // The "gradient ready" hook (for an all-reduce that overlaps backward, like PyTorch
+  // DDP's): set before the forward pass, for the leaves `leaves` (the parameters). While
+  // recording, the tape notes for each leaf the first node that takes it as an input (from
+  // needs_grad, see above); the next run_backward() calls ready(i) once for every leaf i:
+  // right after that node's backward (the last in reverse order that can add to leaves[i]'s
+  // gradient), with leaves[i]'s deferred weight products run first, so its gradient is
+  // final; a leaf no recorded node noted gets its call at the end of backward. Then the
+  // hook is cleared. Unset, nothing changes; set, gradients are the same bits (a weight's
+  // deferred products are the same single GEMM, run earlier).
+  void set_ready_hook(std::vector<Tensor> leaves, std::function<void(size_t)> ready);
+  void clear_ready_hook();
+  bool watching() const { return static_cast<bool>(ready_); }
+  void note_input(const Tensor& t);
+
  private:
   template <class Fn>
   struct LambdaNode final : Node {
@@ -97,6 +124,15 @@ class Tape {
   };
   static void run_products(DeferredProducts& d);
   void flush_deferred();
+  void flush_deferred_for(const Tensor& weight);
+
+  // The ready hook (set_ready_hook): the watched leaves, the node index that first used
+  // each (SIZE_MAX: none yet) and the leaves noted since the last recorded node.
+  std::vector<Tensor> watched_;
+  std::vector<size_t> first_node_;
+  std::vector<size_t> noted_;
+  std::function<void(size_t)> ready_;
+  void fire_ready(size_t leaf);
   std::vector<DeferredProducts> deferred_;
 
   std::vector<Node*> nodes_;
@@ -132,6 +168,11 @@ void Tape::record(const char* op, std::span<const Tensor> outputs, Fn&& fn) {
   void* memory = allocate(sizeof(NodeType), alignof(NodeType));
   auto* node = new (memory) NodeType(std::forward<Fn>(fn));
   node->op = op;
+  if (!noted_.empty()) {  // the watched leaves this op's needs_grad saw
+    for (size_t leaf : noted_)
+      if (first_node_[leaf] == SIZE_MAX) first_node_[leaf] = nodes_.size();
+    noted_.clear();
+  }
   mark_outputs(*node, outputs);
   nodes_.push_back(node);
 }

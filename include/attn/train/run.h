@@ -110,6 +110,7 @@ struct RunOptions {
   // --deterministic-reduce: gradients added in rank order (gradient_reducer.h).
   bool deterministic_reduce = false;
   double bucket_mb = 25.0;  // --bucket-mb: gradient all-reduce bucket size (PyTorch DDP: 25 MB)
+  bool reduce_after_backward = false;  // --reduce-after-backward: no overlap (for measuring it)
 
   // ValueError naming the bad option (--steps, --lr, ...). Checks the schedule against
   // --steps and --warmup when steps > 0.
