@@ -24,12 +24,15 @@ Modules: AdditiveAttention, LuongAttention, LocationAttention, LocalAttention,
 ScaledDotProductAttention, GRUCell, LSTMCell (torch's
 parameter names for the cells, so their state dicts load into torch.nn.GRUCell/LSTMCell).
 
-Data: float inputs must be float32 CPU tensors. A CUDA tensor, or float64 / float16 data,
-is an error naming the argument (attn computes in float32 on the CPU; convert with
-.cpu() / .float() yourself). Non-contiguous tensors are made contiguous (a copy). Lengths
-are integer tensors (B), every value checked to fit int32. Each input is copied once into
-attn's own pooled storage (a memcpy; attn tensors cannot wrap foreign memory yet); outputs
-and gradients come back without a copy (torch.from_numpy over attn's buffer).
+Data (to_attn): float inputs must be float32 CPU tensors. A CUDA tensor, or float64 /
+float16 / bool / complex data, is an error naming the argument (attn computes in float32 on
+the CPU; convert with .cpu() / .float() yourself). A contiguous float32 tensor is shared,
+not copied: the attn tensor borrows its memory (through t.numpy(), which keeps the torch
+storage alive; any 4-byte alignment will do, attn's kernels load unaligned). A
+non-contiguous one is made contiguous first (one copy, then shared). Lengths are integer
+tensors (B): int32 is shared too, other integer dtypes are copied into int32 with every
+value checked to fit. Outputs and gradients come
+back without a copy (torch.from_numpy over attn's buffer).
 
 Backward recomputes the op's forward on attn's tape, then runs attn's backward kernels:
 forward records nothing, so any number of calls can be in flight (a decoder's T steps)
@@ -52,7 +55,8 @@ __all__ = ["additive_attention", "luong_attention", "location_attention", "local
 
 
 def to_attn(t, name, op, requires_grad=False):
-    """An attn.Tensor holding a copy of torch tensor t (float32, or integer lengths)."""
+    """An attn.Tensor for torch tensor t: float32 and int32 share t's memory (no copy; a
+    non-contiguous t is made contiguous first), other integers are copied into int32 (checked)."""
     if t is None:
         return None
     if not isinstance(t, torch.Tensor):
@@ -64,10 +68,9 @@ def to_attn(t, name, op, requires_grad=False):
                         f"convert with .float()")
     if t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{op}: '{name}' must be float32 or integer, got {t.dtype}")
-    a = _attn.tensor(t.detach().contiguous().numpy())
-    if requires_grad:
-        a.requires_grad_(True)
-    return a
+    data = t.detach().contiguous().numpy()
+    shared = t.dtype in (torch.float32, torch.int32)  # attn's own dtypes: no conversion needed
+    return _attn.borrow(data, requires_grad) if shared else _attn.tensor(data, requires_grad)
 
 
 def to_torch(a):
