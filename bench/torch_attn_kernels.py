@@ -32,12 +32,14 @@ import attn.torch as at  # noqa: E402
 
 class FusedAttentionSeq2Seq(torch_peer.Seq2Seq):
     """torch_peer's model with attend() on attn's fused additive attention (same parameters).
-    encode() hands the decoder the source lengths (B) instead of the keep mask (B, S), as a
-    PyTorch user of attn.torch would: the lengths are converted once per batch, not per step."""
+    encode() hands the decoder the source lengths (B) instead of the keep mask (B, S), and the
+    memory (B, S, E) made contiguous, as a PyTorch user of attn.torch would: both are prepared
+    once per batch (attn.torch shares contiguous float32 / int32 tensors, but would copy the
+    transposed encoder output and convert int64 lengths at every one of the T steps)."""
 
     def encode(self, src, src_lengths):
         memory, keys, _, h = super().encode(src, src_lengths)
-        return memory, keys, src_lengths.to(torch.int32), h
+        return memory.contiguous(), keys, src_lengths.to(torch.int32), h
 
     def attend(self, query, memory, keys, lengths):
         return at.additive_attention(query, keys, memory, self.w_q, self.bias, self.v, lengths)[0]
@@ -95,6 +97,7 @@ def bench_attention_share(a, step_ms):
     seeds = [torch.randn(B, H) for _ in range(T)]
     lengths = torch.full((B,), S, dtype=torch.long)
     masks = {"torch": torch.arange(S)[None, :] < lengths[:, None], "attn.torch": lengths.to(torch.int32)}
+    # memory is contiguous here for both: the encoder output's transpose is left out of both sides
     times = {name: [] for name in models}
     for r in range(a.warmup + a.reps * 3):
         for name, model in models.items():

@@ -127,12 +127,36 @@ def apply(call, op, named_inputs, differentiable):
     return AttnFunction.apply(call, op, names, differentiable, *(t for _, t in named_inputs))
 
 
+ADDITIVE_NAMES = ("query", "projected_keys", "values", "w_q", "bias", "v", "lengths")
+
+
+class AdditiveFunction(torch.autograd.Function):
+    """additive_attention without AttnFunction's recomputation: forward saves the weights it
+    returns, backward hands them to attn's backward kernels (_attn._additive_attention_backward),
+    so a call runs the O(B·T·S·A) tanh scores twice (forward, backward), not three times."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        op = "attn.torch.additive_attention"
+        with _attn.no_grad():
+            context, weights = as_tuple(_attn.additive_attention(
+                *[to_attn(t, n, op) for t, n in zip(inputs, ADDITIVE_NAMES)], need_weights=True))
+        context, weights = to_torch(context), to_torch(weights)
+        ctx.save_for_backward(*inputs, weights)  # torch's version counters guard them
+        return context, weights
+
+    @staticmethod
+    def backward(ctx, dcontext, dweights):
+        op = "attn.torch.additive_attention"
+        *inputs, weights = ctx.saved_tensors
+        attn_inputs = [to_attn(t, n, op) for t, n in zip(inputs, ADDITIVE_NAMES)]
+        grads = _attn._additive_attention_backward(*attn_inputs, to_attn(weights, "weights", op),
+                                                   to_attn(dcontext, "grad", op), to_attn(dweights, "grad", op))
+        return tuple(to_torch(g) if need else None for g, need in zip(grads, ctx.needs_input_grad)) + (None,)
+
+
 def additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None):
-    def call(q, pk, vals, wq, b, vv, lens):
-        return as_tuple(_attn.additive_attention(q, pk, vals, wq, b, vv, lens, need_weights=True))
-    return apply(call, "attn.torch.additive_attention",
-                 [("query", query), ("projected_keys", projected_keys), ("values", values), ("w_q", w_q),
-                  ("bias", bias), ("v", v), ("lengths", lengths)], (True,) * 6 + (False,))
+    return AdditiveFunction.apply(query, projected_keys, values, w_q, bias, v, lengths)
 
 
 def luong_attention(query, keys, values, lengths=None, score="dot", w=None, v=None):
