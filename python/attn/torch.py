@@ -34,9 +34,10 @@ tensors (B): int32 is shared too, other integer dtypes are copied into int32 wit
 value checked to fit. Outputs and gradients come
 back without a copy (torch.from_numpy over attn's buffer).
 
-Backward recomputes the op's forward on attn's tape, then runs attn's backward kernels:
-forward records nothing, so any number of calls can be in flight (a decoder's T steps)
-before torch's backward reaches them. Cost: one extra forward of the op per backward.
+Forward records nothing on attn's tape, so any number of calls can be in flight (a
+decoder's T steps) before torch's backward reaches them. additive_attention's backward runs
+attn's backward kernels on the weights its forward saved; the others' backward recomputes
+the op's forward on attn's tape, then runs attn's backward (one extra forward per call).
 Do not leave an attn-native graph pending (an attn.backward not yet called) across a
 torch backward through these functions: attn's tape is per thread and would run it too.
 """
