@@ -21,7 +21,8 @@ Functions (torch.autograd.Function, differentiable in every float input):
                     score="general", w=None, positions=None, w_p=None, v_p=None)
         -> context, weights, as attn's ops of those names
 Modules: AdditiveAttention, LuongAttention, LocationAttention, LocalAttention,
-ScaledDotProductAttention, GRUCell, LSTMCell (torch's
+ScaledDotProductAttention, MultiheadAttention (torch's arguments, parameters and masks, attn's
+fused SDPA inside), GRUCell, LSTMCell (torch's
 parameter names for the cells, so their state dicts load into torch.nn.GRUCell/LSTMCell).
 
 Data (to_attn): float inputs must be float32 CPU tensors. A CUDA tensor, or float64 /
@@ -52,7 +53,7 @@ from . import _attn
 
 __all__ = ["additive_attention", "luong_attention", "location_attention", "local_attention", "sdpa", "gru_cell",
            "lstm_cell", "AdditiveAttention", "LuongAttention", "LocationAttention", "LocalAttention",
-           "ScaledDotProductAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
+           "ScaledDotProductAttention", "MultiheadAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
 
 
 def to_attn(t, name, op, requires_grad=False):
@@ -295,6 +296,83 @@ class ScaledDotProductAttention(torch.nn.Module):
 
     def forward(self, q, k, v, key_lengths=None, bias=None):
         return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias, is_causal=self.is_causal)
+
+
+class MultiheadAttention(torch.nn.Module):
+    """torch.nn.MultiheadAttention's arguments, parameters (so state dicts load both ways) and
+    call, with softmax(q kᵀ/√Dh + mask) v on attn's fused SDPA kernel (the projections stay
+    torch's F.linear). key_padding_mask: bool (B, S), True = ignore; attn_mask: bool (T, S) or
+    (B·H, T, S), True = not allowed, or float of those shapes, added (learnable); is_causal as
+    torch's (top-left). dropout must be 0 (attn's SDPA has no weight dropout here); a row whose
+    every key is masked gets NaN, as in torch."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False):
+        super().__init__()
+        if dropout != 0.0 or add_bias_kv or add_zero_attn:
+            raise ValueError("attn.torch.MultiheadAttention: dropout, add_bias_kv and add_zero_attn are not "
+                             "supported (use torch.nn.MultiheadAttention for them)")
+        reference = torch.nn.MultiheadAttention(embed_dim, num_heads, bias=bias, kdim=kdim, vdim=vdim,
+                                                batch_first=batch_first)
+        self.embed_dim, self.num_heads, self.batch_first = embed_dim, num_heads, batch_first
+        self.head_dim = embed_dim // num_heads
+        for name, p in reference.named_parameters(recurse=False):  # torch's names and initialisation
+            self.register_parameter(name, p)
+        self.out_proj = reference.out_proj
+
+    def projections(self):
+        E = self.embed_dim
+        if hasattr(self, "in_proj_weight"):
+            w = self.in_proj_weight.split(E)
+        else:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias.split(E) if getattr(self, "in_proj_bias", None) is not None else (None,) * 3
+        return w, b
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        if not self.batch_first:  # (L, B, E) -> (B, L, E)
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+        B, T, S, H, Dh = query.shape[0], query.shape[1], key.shape[1], self.num_heads, self.head_dim
+        (wq, wk, wv), (bq, bk, bv) = self.projections()
+        q, k, v = (torch.nn.functional.linear(x, w, b).reshape(B, -1, H, Dh).transpose(1, 2).contiguous()
+                   for x, w, b in ((query, wq, bq), (key, wk, bk), (value, wv, bv)))       # (B, H, L, Dh)
+        bias = mask_bias(attn_mask, key_padding_mask, B, H, T, S, q.dtype)
+        out, weights = sdpa(q, k, v, bias=bias, is_causal=is_causal)                        # (B, H, T, Dh)
+        out = self.out_proj(out.transpose(1, 2).reshape(B, T, self.embed_dim))
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        return out, weights.mean(1) if average_attn_weights else weights
+
+
+def mask_bias(attn_mask, key_padding_mask, B, H, T, S, dtype):
+    """attn_mask and key_padding_mask as one float bias for sdpa: (T, S), (B, H, T, S) or None."""
+    def as_float(mask, what):
+        if mask.dtype == torch.bool:
+            return torch.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+        if mask.dtype != dtype:
+            raise TypeError(f"attn.torch.MultiheadAttention: '{what}' must be bool or {dtype}, got {mask.dtype}")
+        return mask
+    bias = None
+    if attn_mask is not None:
+        if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
+            raise ValueError(f"attn.torch.MultiheadAttention: 'attn_mask' must be (T, S) = ({T}, {S}) or "
+                             f"(B·H, T, S) = ({B * H}, {T}, {S}), got {tuple(attn_mask.shape)}")
+        bias = as_float(attn_mask, "attn_mask")
+        if bias.dim() == 3:
+            bias = bias.reshape(B, H, T, S)
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != torch.bool:
+            raise TypeError("attn.torch.MultiheadAttention: 'key_padding_mask' must be bool (True = ignore, as "
+                            f"torch's), got {key_padding_mask.dtype}")
+        if tuple(key_padding_mask.shape) != (B, S):
+            raise ValueError(f"attn.torch.MultiheadAttention: 'key_padding_mask' must be (B, S) = ({B}, {S}), "
+                             f"got {tuple(key_padding_mask.shape)}")
+        padding = as_float(key_padding_mask, "key_padding_mask")[:, None, None, :]         # (B, 1, 1, S)
+        bias = (padding if bias is None else bias + padding).expand(B, H, T, S)
+    return bias
 
 
 class CellBase(torch.nn.Module):

@@ -351,3 +351,46 @@ def test_borrow_keeps_the_owner_alive_and_refuses_what_it_cannot_share():
     with pytest.raises(ValueError, match="read-only"):
         attn.borrow(frozen)
     assert attn.borrow(np.zeros(3, np.int32)).dtype == "int32"
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("kv", ["same", "kdim"])
+def test_multihead_attention_module_matches_torch(batch_first, kv):
+    """attn.torch.MultiheadAttention: torch's state dict loads both ways; outputs, weights and
+    every gradient (the learned float attn_mask's too) match torch.nn.MultiheadAttention with
+    a bool key_padding_mask (True = ignore) and a float or bool attn_mask."""
+    B, T, S, E, H = 2, 4, 5, 6, 2
+    kdim = 3 if kv == "kdim" else None
+    gen = torch.Generator().manual_seed(12)
+    mine = at.MultiheadAttention(E, H, kdim=kdim, vdim=kdim, batch_first=batch_first)
+    ref = torch.nn.MultiheadAttention(E, H, kdim=kdim, vdim=kdim, batch_first=batch_first)
+    ref.load_state_dict(mine.state_dict())
+    mine.load_state_dict(ref.state_dict())
+    shape = (lambda L, D: (B, L, D)) if batch_first else (lambda L, D: (L, B, D))
+    query = torch.randn(shape(T, E), generator=gen)
+    key, value = torch.randn(shape(S, kdim or E), generator=gen), torch.randn(shape(S, kdim or E), generator=gen)
+    padding = torch.tensor([[False] * S, [False, False, False, True, True]])
+    for attn_mask in (torch.randn(T, S, generator=gen).requires_grad_(True), torch.rand(B * H, T, S, generator=gen) > 0.8):
+        seed = torch.randn(shape(T, E), generator=gen)
+        results = []
+        for module in (mine, ref):
+            out, weights = module(query, key, value, key_padding_mask=padding, attn_mask=attn_mask)
+            ((out * seed).sum() + weights.sum()).backward()
+            grads = [p.grad.clone() for p in module.parameters()]
+            if attn_mask.requires_grad:
+                grads.append(attn_mask.grad.clone())
+                attn_mask.grad = None
+            module.zero_grad()
+            results.append((out.detach(), weights.detach(), grads))
+        case = f"mha batch_first={batch_first} {kv} mask {attn_mask.dtype}"
+        (out_a, w_a, g_a), (out_t, w_t, g_t) = results
+        assert_close("multihead_attention", case, "out", out_a, out_t)
+        assert_close("multihead_attention", case, "weights", w_a, w_t)
+        for i, (a, t) in enumerate(zip(g_a, g_t)):
+            assert_close("multihead_attention", case, f"grad {i}", a, t)
+    with pytest.raises(TypeError, match="'key_padding_mask' must be bool"):
+        mine(query, key, value, key_padding_mask=padding.int())
+    with pytest.raises(ValueError, match=r"'attn_mask' must be \(T, S\) = \(4, 5\)"):
+        mine(query, key, value, attn_mask=torch.zeros(5, 4))
+    with pytest.raises(ValueError, match="dropout"):
+        at.MultiheadAttention(E, H, dropout=0.1)
