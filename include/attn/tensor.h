@@ -1,6 +1,7 @@
 #pragma once
 // Tensor: float32 or int32, contiguous row-major, shapes outermost-first, 64-byte
-// aligned pooled storage, views along the first dimension without copies.
+// aligned pooled storage (or borrowed memory: Tensor::borrow), views along the first
+// dimension without copies.
 // There is no implicit broadcasting anywhere in attn.
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,12 @@ class Tensor {
   static Tensor from_vector(const std::vector<float>& values, const Shape& shape);
   static Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape);
   static Tensor scalar(float value) { return full(Shape{}, value); }
+  // Zero-copy over memory attn did not allocate: `data` holds shape.numel() contiguous
+  // row-major values of `dtype`, aligned to the element size (ValueError otherwise; attn's
+  // kernels load unaligned, so element alignment is all they need). `owner` (non-null) keeps
+  // the memory alive while any tensor, view or tape entry over it lives. Writes through
+  // this tensor (an optimizer step) are writes to that memory.
+  static Tensor borrow(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().shape; }

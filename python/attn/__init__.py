@@ -12,6 +12,8 @@ changing a value silently:
     float64                      -> float32, rounded to nearest (about 7 significant digits);
                                     a finite value beyond float32's range is a ValueError
     complex, object, str         -> ValueError
+attn.borrow(array) copies nothing: the tensor shares a writable, C-contiguous float32 or
+int32 array's memory and keeps the array alive (anything else is a ValueError).
 """
 import os as _os
 

@@ -144,6 +144,60 @@ class Module:
         return sum(int(np.prod(t.shape)) for t in self.parameters())
 
 
+class Sequential(Module):
+    """torch.nn.Sequential: Sequential(m0, m1, ...) or Sequential(OrderedDict(name=m)); the
+    children are named "0", "1", ... (state_dict names "0.weight", as torch's), and forward
+    passes each one's output to the next."""
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            items = list(modules[0].items())
+        else:
+            items = [(str(i), m) for i, m in enumerate(modules)]
+        for name, m in items:
+            if not isinstance(m, (Module, _native.Module)):
+                raise TypeError(f"Sequential: item {name!r} must be an attn.nn module, got {type(m).__name__}")
+            setattr(self, name, m)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, index):
+        return list(self._modules.values())[index]
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+
+class Activation(Module):
+    fn = None
+
+    def forward(self, input):
+        return type(self).fn(input)
+
+
+class ReLU(Activation):
+    fn = _attn.relu
+
+
+class Tanh(Activation):
+    fn = _attn.tanh
+
+
+class Sigmoid(Activation):
+    fn = _attn.sigmoid
+
+
+class GELU(Activation):
+    fn = _attn.gelu
+
+
 class Wrapper(Module):
     """A torch-convention front for one native module, whose parameters it shares (its
     parameter names are the native module's, which are PyTorch's)."""

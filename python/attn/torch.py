@@ -21,19 +21,24 @@ Functions (torch.autograd.Function, differentiable in every float input):
                     score="general", w=None, positions=None, w_p=None, v_p=None)
         -> context, weights, as attn's ops of those names
 Modules: AdditiveAttention, LuongAttention, LocationAttention, LocalAttention,
-ScaledDotProductAttention, GRUCell, LSTMCell (torch's
+ScaledDotProductAttention, MultiheadAttention (torch's arguments, parameters and masks, attn's
+fused SDPA inside), GRUCell, LSTMCell (torch's
 parameter names for the cells, so their state dicts load into torch.nn.GRUCell/LSTMCell).
 
-Data: float inputs must be float32 CPU tensors. A CUDA tensor, or float64 / float16 data,
-is an error naming the argument (attn computes in float32 on the CPU; convert with
-.cpu() / .float() yourself). Non-contiguous tensors are made contiguous (a copy). Lengths
-are integer tensors (B), every value checked to fit int32. Each input is copied once into
-attn's own pooled storage (a memcpy; attn tensors cannot wrap foreign memory yet); outputs
-and gradients come back without a copy (torch.from_numpy over attn's buffer).
+Data (to_attn): float inputs must be float32 CPU tensors. A CUDA tensor, or float64 /
+float16 / bool / complex data, is an error naming the argument (attn computes in float32 on
+the CPU; convert with .cpu() / .float() yourself). A contiguous float32 tensor is shared,
+not copied: the attn tensor borrows its memory (through t.numpy(), which keeps the torch
+storage alive; any 4-byte alignment will do, attn's kernels load unaligned). A
+non-contiguous one is made contiguous first (one copy, then shared). Lengths are integer
+tensors (B): int32 is shared too, other integer dtypes are copied into int32 with every
+value checked to fit. Outputs and gradients come
+back without a copy (torch.from_numpy over attn's buffer).
 
-Backward recomputes the op's forward on attn's tape, then runs attn's backward kernels:
-forward records nothing, so any number of calls can be in flight (a decoder's T steps)
-before torch's backward reaches them. Cost: one extra forward of the op per backward.
+Forward records nothing on attn's tape, so any number of calls can be in flight (a
+decoder's T steps) before torch's backward reaches them. additive_attention's backward runs
+attn's backward kernels on the weights its forward saved; the others' backward recomputes
+the op's forward on attn's tape, then runs attn's backward (one extra forward per call).
 Do not leave an attn-native graph pending (an attn.backward not yet called) across a
 torch backward through these functions: attn's tape is per thread and would run it too.
 """
@@ -48,11 +53,12 @@ from . import _attn
 
 __all__ = ["additive_attention", "luong_attention", "location_attention", "local_attention", "sdpa", "gru_cell",
            "lstm_cell", "AdditiveAttention", "LuongAttention", "LocationAttention", "LocalAttention",
-           "ScaledDotProductAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
+           "ScaledDotProductAttention", "MultiheadAttention", "GRUCell", "LSTMCell", "to_attn", "to_torch"]
 
 
 def to_attn(t, name, op, requires_grad=False):
-    """An attn.Tensor holding a copy of torch tensor t (float32, or integer lengths)."""
+    """An attn.Tensor for torch tensor t: float32 and int32 share t's memory (no copy; a
+    non-contiguous t is made contiguous first), other integers are copied into int32 (checked)."""
     if t is None:
         return None
     if not isinstance(t, torch.Tensor):
@@ -64,10 +70,9 @@ def to_attn(t, name, op, requires_grad=False):
                         f"convert with .float()")
     if t.is_complex() or t.dtype == torch.bool:
         raise TypeError(f"{op}: '{name}' must be float32 or integer, got {t.dtype}")
-    a = _attn.tensor(t.detach().contiguous().numpy())
-    if requires_grad:
-        a.requires_grad_(True)
-    return a
+    data = t.detach().contiguous().numpy()
+    shared = t.dtype in (torch.float32, torch.int32)  # attn's own dtypes: no conversion needed
+    return _attn.borrow(data, requires_grad) if shared else _attn.tensor(data, requires_grad)
 
 
 def to_torch(a):
@@ -124,12 +129,36 @@ def apply(call, op, named_inputs, differentiable):
     return AttnFunction.apply(call, op, names, differentiable, *(t for _, t in named_inputs))
 
 
+ADDITIVE_NAMES = ("query", "projected_keys", "values", "w_q", "bias", "v", "lengths")
+
+
+class AdditiveFunction(torch.autograd.Function):
+    """additive_attention without AttnFunction's recomputation: forward saves the weights it
+    returns, backward hands them to attn's backward kernels (_attn._additive_attention_backward),
+    so a call runs the O(B·T·S·A) tanh scores twice (forward, backward), not three times."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        op = "attn.torch.additive_attention"
+        with _attn.no_grad():
+            context, weights = as_tuple(_attn.additive_attention(
+                *[to_attn(t, n, op) for t, n in zip(inputs, ADDITIVE_NAMES)], need_weights=True))
+        context, weights = to_torch(context), to_torch(weights)
+        ctx.save_for_backward(*inputs, weights)  # torch's version counters guard them
+        return context, weights
+
+    @staticmethod
+    def backward(ctx, dcontext, dweights):
+        op = "attn.torch.additive_attention"
+        *inputs, weights = ctx.saved_tensors
+        attn_inputs = [to_attn(t, n, op) for t, n in zip(inputs, ADDITIVE_NAMES)]
+        grads = _attn._additive_attention_backward(*attn_inputs, to_attn(weights, "weights", op),
+                                                   to_attn(dcontext, "grad", op), to_attn(dweights, "grad", op))
+        return tuple(to_torch(g) if need else None for g, need in zip(grads, ctx.needs_input_grad)) + (None,)
+
+
 def additive_attention(query, projected_keys, values, w_q, bias, v, lengths=None):
-    def call(q, pk, vals, wq, b, vv, lens):
-        return as_tuple(_attn.additive_attention(q, pk, vals, wq, b, vv, lens, need_weights=True))
-    return apply(call, "attn.torch.additive_attention",
-                 [("query", query), ("projected_keys", projected_keys), ("values", values), ("w_q", w_q),
-                  ("bias", bias), ("v", v), ("lengths", lengths)], (True,) * 6 + (False,))
+    return AdditiveFunction.apply(query, projected_keys, values, w_q, bias, v, lengths)
 
 
 def luong_attention(query, keys, values, lengths=None, score="dot", w=None, v=None):
@@ -267,6 +296,83 @@ class ScaledDotProductAttention(torch.nn.Module):
 
     def forward(self, q, k, v, key_lengths=None, bias=None):
         return sdpa(q, k, v, key_lengths=key_lengths, causal=self.causal, bias=bias, is_causal=self.is_causal)
+
+
+class MultiheadAttention(torch.nn.Module):
+    """torch.nn.MultiheadAttention's arguments, parameters (so state dicts load both ways) and
+    call, with softmax(q kᵀ/√Dh + mask) v on attn's fused SDPA kernel (the projections stay
+    torch's F.linear). key_padding_mask: bool (B, S), True = ignore; attn_mask: bool (T, S) or
+    (B·H, T, S), True = not allowed, or float of those shapes, added (learnable); is_causal as
+    torch's (top-left). dropout must be 0 (attn's SDPA has no weight dropout here); a row whose
+    every key is masked gets NaN, as in torch."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False):
+        super().__init__()
+        if dropout != 0.0 or add_bias_kv or add_zero_attn:
+            raise ValueError("attn.torch.MultiheadAttention: dropout, add_bias_kv and add_zero_attn are not "
+                             "supported (use torch.nn.MultiheadAttention for them)")
+        reference = torch.nn.MultiheadAttention(embed_dim, num_heads, bias=bias, kdim=kdim, vdim=vdim,
+                                                batch_first=batch_first)
+        self.embed_dim, self.num_heads, self.batch_first = embed_dim, num_heads, batch_first
+        self.head_dim = embed_dim // num_heads
+        for name, p in reference.named_parameters(recurse=False):  # torch's names and initialisation
+            self.register_parameter(name, p)
+        self.out_proj = reference.out_proj
+
+    def projections(self):
+        E = self.embed_dim
+        if hasattr(self, "in_proj_weight"):
+            w = self.in_proj_weight.split(E)
+        else:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+        b = self.in_proj_bias.split(E) if getattr(self, "in_proj_bias", None) is not None else (None,) * 3
+        return w, b
+
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                average_attn_weights=True, is_causal=False):
+        if not self.batch_first:  # (L, B, E) -> (B, L, E)
+            query, key, value = (x.transpose(0, 1) for x in (query, key, value))
+        B, T, S, H, Dh = query.shape[0], query.shape[1], key.shape[1], self.num_heads, self.head_dim
+        (wq, wk, wv), (bq, bk, bv) = self.projections()
+        q, k, v = (torch.nn.functional.linear(x, w, b).reshape(B, -1, H, Dh).transpose(1, 2).contiguous()
+                   for x, w, b in ((query, wq, bq), (key, wk, bk), (value, wv, bv)))       # (B, H, L, Dh)
+        bias = mask_bias(attn_mask, key_padding_mask, B, H, T, S, q.dtype)
+        out, weights = sdpa(q, k, v, bias=bias, is_causal=is_causal)                        # (B, H, T, Dh)
+        out = self.out_proj(out.transpose(1, 2).reshape(B, T, self.embed_dim))
+        if not self.batch_first:
+            out = out.transpose(0, 1)
+        if not need_weights:
+            return out, None
+        return out, weights.mean(1) if average_attn_weights else weights
+
+
+def mask_bias(attn_mask, key_padding_mask, B, H, T, S, dtype):
+    """attn_mask and key_padding_mask as one float bias for sdpa: (T, S), (B, H, T, S) or None."""
+    def as_float(mask, what):
+        if mask.dtype == torch.bool:
+            return torch.zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+        if mask.dtype != dtype:
+            raise TypeError(f"attn.torch.MultiheadAttention: '{what}' must be bool or {dtype}, got {mask.dtype}")
+        return mask
+    bias = None
+    if attn_mask is not None:
+        if tuple(attn_mask.shape) not in ((T, S), (B * H, T, S)):
+            raise ValueError(f"attn.torch.MultiheadAttention: 'attn_mask' must be (T, S) = ({T}, {S}) or "
+                             f"(B·H, T, S) = ({B * H}, {T}, {S}), got {tuple(attn_mask.shape)}")
+        bias = as_float(attn_mask, "attn_mask")
+        if bias.dim() == 3:
+            bias = bias.reshape(B, H, T, S)
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != torch.bool:
+            raise TypeError("attn.torch.MultiheadAttention: 'key_padding_mask' must be bool (True = ignore, as "
+                            f"torch's), got {key_padding_mask.dtype}")
+        if tuple(key_padding_mask.shape) != (B, S):
+            raise ValueError(f"attn.torch.MultiheadAttention: 'key_padding_mask' must be (B, S) = ({B}, {S}), "
+                             f"got {tuple(key_padding_mask.shape)}")
+        padding = as_float(key_padding_mask, "key_padding_mask")[:, None, None, :]         # (B, 1, 1, S)
+        bias = (padding if bias is None else bias + padding).expand(B, H, T, S)
+    return bias
 
 
 class CellBase(torch.nn.Module):

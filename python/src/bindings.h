@@ -14,6 +14,7 @@
 namespace attn::python {
 
 Tensor from_numpy(const pybind11::array& array);
+Tensor borrow_numpy(const pybind11::array& array);
 pybind11::array to_numpy(const Tensor& t);
 
 using RegisterFn = std::function<void(pybind11::module_&)>;

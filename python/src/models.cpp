@@ -64,7 +64,22 @@ void register_models(py::module_& m) {
         DecodeResult r = s.greedy(src, src_lengths, max_len);
         return py::make_tuple(r.tokens, r.attention);
       }, py::arg("src"), py::arg("src_lengths"), py::arg("max_len"),
-         "(tokens per row, attention weights per row per step)");
+         "(tokens per row, attention weights per row per step)")
+      .def("beam", [](Seq2Seq& s, const Tensor& src, const Tensor& src_lengths, int width, float length_penalty,
+                      int max_len) {
+        if (width < 1) throw ValueError("beam: width must be >= 1, got " + std::to_string(width));
+        if (max_len < 1) throw ValueError("beam: max_len must be >= 1, got " + std::to_string(max_len));
+        DecodeResult r = s.beam(src, src_lengths, BeamOptions{width, length_penalty, max_len});
+        py::list hypotheses;
+        for (const auto& row : r.hypotheses) {
+          py::list h;
+          for (const auto& hyp : row) h.append(py::make_tuple(hyp.tokens, hyp.score));
+          hypotheses.append(h);
+        }
+        return py::make_tuple(r.tokens, r.attention, hypotheses);
+      }, py::arg("src"), py::arg("src_lengths"), py::kw_only(), py::arg("width") = 4, py::arg("length_penalty") = 1.0f,
+         py::arg("max_len") = 100,
+         "Beam search: (best tokens per row, their attention per step, per row [(tokens, score)] best first)");
 }
 
 }  // namespace

@@ -80,6 +80,32 @@ Tensor from_numpy(const py::array& array) {
   return t;
 }
 
+// Zero-copy the other way: a tensor over a writable, C-contiguous float32 or int32 array's own
+// memory, holding a reference to the array (so to whatever owns its memory: a torch tensor
+// for t.numpy()). Anything else is a ValueError saying why; attn.tensor copies instead.
+Tensor borrow_numpy(const py::array& array) {
+  const char kind = array.dtype().kind();
+  const auto itemsize = array.dtype().itemsize();
+  DType dtype;
+  if (kind == 'f' && itemsize == 4) dtype = DType::f32;
+  else if (kind == 'i' && itemsize == 4) dtype = DType::i32;
+  else
+    throw ValueError("borrow: cannot share an array of dtype " + py::str(array.dtype()).cast<std::string>() +
+                     " (only float32 and int32 share memory; attn.tensor converts with a copy)");
+  if (!(array.flags() & py::array::c_style))
+    throw ValueError("borrow: the array is not C-contiguous (make it contiguous, or copy with attn.tensor)");
+  if (!array.writeable())
+    throw ValueError("borrow: the array is read-only (attn may write through a shared tensor; copy with attn.tensor)");
+  std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
+  // Released on whatever thread drops the last tensor: take the GIL for the decref.
+  std::shared_ptr<void> owner(new py::object(array), [](py::object* held) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing left to release into
+    py::gil_scoped_acquire gil;
+    delete held;
+  });
+  return Tensor::borrow(const_cast<void*>(array.data()), Shape(dims), dtype, std::move(owner));
+}
+
 // Zero-copy: the array keeps the tensor's storage alive.
 py::array to_numpy(const Tensor& t) {
   auto* keep = new std::shared_ptr<TensorImpl>(t.impl_ptr());
@@ -149,6 +175,16 @@ PYBIND11_MODULE(_attn, m) {
     if (requires_grad) t.set_requires_grad(true);
     return t;
   }, py::arg("array"), py::arg("requires_grad") = false, "A tensor holding a copy of a numpy array (float32 or int32)");
+  m.def("borrow", [](const py::array& a, bool requires_grad) {
+    Tensor t = attn::python::borrow_numpy(a);
+    if (requires_grad) t.set_requires_grad(true);
+    return t;
+  }, py::arg("array"), py::arg("requires_grad") = false,
+     "A tensor sharing a writable C-contiguous float32 / int32 array's memory (no copy; it keeps the array alive)");
+  m.def("data_ptr", [](const Tensor& t) {
+    return reinterpret_cast<uintptr_t>(static_cast<const char*>(t.impl().buffer->data()) +
+                                       t.impl().offset * dtype_size(t.dtype()));
+  }, py::arg("tensor"), "The address of the tensor's first element (to check what shares memory)");
   m.def("zeros", [](std::vector<int64_t> dims) { return Tensor::zeros(Shape(dims)); });
   m.def("backward", [](const Tensor& t, py::object seed) {
     if (seed.is_none()) return backward(t);

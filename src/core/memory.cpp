@@ -68,6 +68,7 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(round_up(bytes == 0 ? 1 : 
 }
 
 Buffer::~Buffer() {
+  if (owner_) return;  // borrowed: owner_ releases the memory, the pool never saw it
   Pool& p = pool();
   std::lock_guard lock(p.mutex);
   p.stats.live_bytes -= static_cast<int64_t>(bytes_);

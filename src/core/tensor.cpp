@@ -23,6 +23,20 @@ TensorImpl& Tensor::impl() const {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) { return Tensor(make_impl(shape, dtype)); }
 
+Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
+  const int64_t n = shape.numel();  // checks the shape
+  if (!owner) throw ValueError("tensor: borrowed memory needs an owner that keeps it alive");
+  if (!data && n > 0) throw ValueError("tensor: cannot borrow a null pointer for shape " + shape.str());
+  if (reinterpret_cast<uintptr_t>(data) % static_cast<uintptr_t>(dtype_size(dtype)) != 0)
+    throw ValueError(std::string("tensor: borrowed ") + dtype_name(dtype) + " memory is not aligned to its " +
+                     std::to_string(dtype_size(dtype)) + "-byte elements");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->buffer = std::make_shared<Buffer>(data, static_cast<size_t>(n * dtype_size(dtype)), std::move(owner));
+  impl->shape = shape;
+  impl->dtype = dtype;
+  return Tensor(impl);
+}
+
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
   std::memset(t.impl().buffer->data(), 0, static_cast<size_t>(t.numel() * dtype_size(dtype)));

@@ -294,3 +294,103 @@ def test_luong_wrapper_errors():
         at.luong_attention(q, keys.double(), keys)
     with pytest.raises(ValueError, match="'query' is on meta"):
         at.location_attention(torch.empty(2, 4, device="meta"), keys, torch.randn(5, 4), torch.randn(5))
+
+
+def test_float32_inputs_are_shared_not_copied():
+    """Zero-copy: each contiguous float32 input reaches attn's op at torch's own address, in
+    forward and in backward's recomputation, even when it is not 64-byte aligned (x[1:]); the
+    outputs and gradients equal those of copies of the inputs."""
+    gen = torch.Generator().manual_seed(11)
+    B, H, T, Dh = 2, 2, 5, 3
+    n = B * H * T * Dh
+    flat = [torch.randn(n + 1, generator=gen) for _ in range(3)]
+    q, k, v = (f[1:].view(B, H, T, Dh).detach().requires_grad_(True) for f in flat)  # 4-byte aligned only
+    assert any(t.data_ptr() % 64 for t in (q, k, v))
+    seen = []
+
+    def call(qa, ka, va):
+        seen.append([attn.data_ptr(x) for x in (qa, ka, va)])
+        return tuple(attn.sdpa(qa, ka, va, causal=True, need_weights=True))
+
+    out, weights = at.apply(call, "test", [("q", q), ("k", k), ("v", v)], (True,) * 3)
+    seed = torch.randn(out.shape, generator=gen)
+    ((out * seed).sum() + weights.sum()).backward()
+    assert seen == [[t.data_ptr() for t in (q, k, v)]] * 2, "forward and backward must see torch's memory"
+    copies = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+    out_c, weights_c = at.sdpa(*copies, causal=True)
+    ((out_c * seed).sum() + weights_c.sum()).backward()
+    assert_close("sdpa", "shared", "out", out.detach(), out_c.detach())
+    assert_close("sdpa", "shared", "weights", weights.detach(), weights_c.detach())
+    for name, t, c in zip("qkv", (q, k, v), copies):
+        assert_close("sdpa", "shared", "d" + name, t.grad, c.grad)
+    # A non-contiguous input is made contiguous (one copy): its address is not torch's.
+    kt = torch.randn(B, H, Dh, T, generator=gen).transpose(-1, -2)
+    assert at.to_attn(kt, "k", "test") is not None and attn.data_ptr(at.to_attn(kt, "k", "test")) != kt.data_ptr()
+    assert attn.data_ptr(at.to_attn(q, "q", "test")) == q.data_ptr()
+
+
+def test_borrow_keeps_the_owner_alive_and_refuses_what_it_cannot_share():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = attn.borrow(a)
+    assert attn.data_ptr(t) == a.ctypes.data
+    a[1, 2] = 60.0
+    assert t.numpy()[1, 2] == 60.0, "borrow shares memory"
+    row = t.select(1)
+    del a, t
+    np.testing.assert_array_equal(row.numpy(), [3, 4, 60])  # the array lives on in the tensor
+    x = torch.randn(4, 3)
+    shared = attn.borrow(x.numpy())
+    del x
+    assert shared.numpy().shape == (4, 3)  # the torch storage too
+    with pytest.raises(ValueError, match="cannot share an array of dtype float64"):
+        attn.borrow(np.zeros(3))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        attn.borrow(np.zeros((3, 4), np.float32).T)
+    frozen = np.zeros(3, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        attn.borrow(frozen)
+    assert attn.borrow(np.zeros(3, np.int32)).dtype == "int32"
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("kv", ["same", "kdim"])
+def test_multihead_attention_module_matches_torch(batch_first, kv):
+    """attn.torch.MultiheadAttention: torch's state dict loads both ways; outputs, weights and
+    every gradient (the learned float attn_mask's too) match torch.nn.MultiheadAttention with
+    a bool key_padding_mask (True = ignore) and a float or bool attn_mask."""
+    B, T, S, E, H = 2, 4, 5, 6, 2
+    kdim = 3 if kv == "kdim" else None
+    gen = torch.Generator().manual_seed(12)
+    mine = at.MultiheadAttention(E, H, kdim=kdim, vdim=kdim, batch_first=batch_first)
+    ref = torch.nn.MultiheadAttention(E, H, kdim=kdim, vdim=kdim, batch_first=batch_first)
+    ref.load_state_dict(mine.state_dict())
+    mine.load_state_dict(ref.state_dict())
+    shape = (lambda L, D: (B, L, D)) if batch_first else (lambda L, D: (L, B, D))
+    query = torch.randn(shape(T, E), generator=gen)
+    key, value = torch.randn(shape(S, kdim or E), generator=gen), torch.randn(shape(S, kdim or E), generator=gen)
+    padding = torch.tensor([[False] * S, [False, False, False, True, True]])
+    for attn_mask in (torch.randn(T, S, generator=gen).requires_grad_(True), torch.rand(B * H, T, S, generator=gen) > 0.8):
+        seed = torch.randn(shape(T, E), generator=gen)
+        results = []
+        for module in (mine, ref):
+            out, weights = module(query, key, value, key_padding_mask=padding, attn_mask=attn_mask)
+            ((out * seed).sum() + weights.sum()).backward()
+            grads = [p.grad.clone() for p in module.parameters()]
+            if attn_mask.requires_grad:
+                grads.append(attn_mask.grad.clone())
+                attn_mask.grad = None
+            module.zero_grad()
+            results.append((out.detach(), weights.detach(), grads))
+        case = f"mha batch_first={batch_first} {kv} mask {attn_mask.dtype}"
+        (out_a, w_a, g_a), (out_t, w_t, g_t) = results
+        assert_close("multihead_attention", case, "out", out_a, out_t)
+        assert_close("multihead_attention", case, "weights", w_a, w_t)
+        for i, (a, t) in enumerate(zip(g_a, g_t)):
+            assert_close("multihead_attention", case, f"grad {i}", a, t)
+    with pytest.raises(TypeError, match="'key_padding_mask' must be bool"):
+        mine(query, key, value, key_padding_mask=padding.int())
+    with pytest.raises(ValueError, match=r"'attn_mask' must be \(T, S\) = \(4, 5\)"):
+        mine(query, key, value, attn_mask=torch.zeros(5, 4))
+    with pytest.raises(ValueError, match="dropout"):
+        at.MultiheadAttention(E, H, dropout=0.1)

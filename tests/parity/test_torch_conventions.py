@@ -2,6 +2,8 @@
 dicts loading both ways (torch -> attn -> torch), MultiheadAttention's masks as torch takes
 them (bool key_padding_mask True = ignore; bool or float attn_mask), the errors for a mask
 of the wrong dtype or shape, subclassing attn.nn.Module, and attn.Tensor arithmetic."""
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 import torch
@@ -298,3 +300,35 @@ def test_transformer_layers_match_torch(batch_first, norm_first):
     dec = attn.nn.TransformerDecoderLayer(D, H, batch_first=True)
     with pytest.raises(ValueError, match="decoder self-attention is causal"):
         dec(x, x)
+
+
+def test_sequential_matches_torch_sequential():
+    a = attn.nn.Sequential(attn.nn.Linear(6, 5, seed=1), attn.nn.Tanh(), attn.nn.Linear(5, 3, seed=2),
+                           attn.nn.GELU())
+    t = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3), torch.nn.GELU())
+    round_trip(a, t, lambda: randn(4, 2, 6), lambda a, x: a(to_attn(x)), lambda t, x: t(torch.tensor(x)), "default")
+    assert len(a) == 4 and isinstance(a[1], attn.nn.Tanh) and [type(m).__name__ for m in a][-1] == "GELU"
+    named = attn.nn.Sequential(OrderedDict(proj=attn.nn.Linear(2, 2), act=attn.nn.ReLU()))
+    assert list(named.state_dict()) == ["proj.weight", "proj.bias"]
+    x = np.array([[-1.0, 2.0]], np.float32)
+    np.testing.assert_array_equal(attn.nn.ReLU()(to_attn(x)).numpy(), [[0.0, 2.0]])
+    np.testing.assert_allclose(attn.nn.Sigmoid()(to_attn(x)).numpy(), torch.sigmoid(torch.tensor(x)), rtol=1e-6)
+    with pytest.raises(TypeError, match="item '1' must be an attn.nn module, got function"):
+        attn.nn.Sequential(attn.nn.Linear(2, 2), lambda x: x)
+
+
+def test_seq2seq_beam_search():
+    model = attn.models.Seq2Seq('{"attention": "bahdanau", "hidden": 16, "emb": 8, "seed": 1}')
+    batch = attn.data.TaskGenerator("copy", 4, 7, seed=1).next(3)
+    greedy_tokens, _ = model.greedy(batch.src, batch.src_lengths, 12)
+    tokens, attention, hypotheses = model.beam(batch.src, batch.src_lengths, width=1, max_len=12)
+    assert tokens == greedy_tokens  # width 1 is greedy search
+    tokens, attention, hypotheses = model.beam(batch.src, batch.src_lengths, width=4, length_penalty=0.6,
+                                               max_len=12)
+    assert len(tokens) == len(hypotheses) == 3 and len(attention) == 3
+    for row, hyps in zip(tokens, hypotheses):
+        assert 1 <= len(hyps) <= 4 and hyps[0][0] == row
+        scores = [score for _, score in hyps]
+        assert scores == sorted(scores, reverse=True)
+    with pytest.raises(ValueError, match="width must be >= 1, got 0"):
+        model.beam(batch.src, batch.src_lengths, width=0)
