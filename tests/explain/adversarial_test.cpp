@@ -17,8 +17,8 @@ AttnClassifierConfig config(const std::string& encoder, const std::string& pooli
   c.emb = 6;
   c.hidden = 4;
   c.dropout = 0.3f;  // adversarial_problem runs in eval mode
-  c.encoder = encoder;
-  c.pooling = pooling;
+  c.encoder = models::parse_pooling_encoder(encoder);
+  c.pooling = models::parse_pooling_score(pooling);
   c.seed = 11;
   return c;
 }

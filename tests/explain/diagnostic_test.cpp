@@ -13,7 +13,7 @@ using models::AttnClassifierConfig;
 
 AttnClassifierConfig config(const std::string& encoder, const std::string& pooling) {
   AttnClassifierConfig c;
-  c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.3f, c.encoder = encoder, c.pooling = pooling, c.seed = 5;
+  c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.3f, c.encoder = models::parse_pooling_encoder(encoder), c.pooling = models::parse_pooling_score(pooling), c.seed = 5;
   return c;
 }
 

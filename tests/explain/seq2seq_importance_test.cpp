@@ -20,8 +20,8 @@ const std::vector<int32_t> kHypothesis = {5, 9, 13, 2};  // ... EOS
 
 models::Seq2SeqConfig rnn_config(const std::string& attention, const std::string& score = "") {
   models::Seq2SeqConfig c;
-  c.attention = attention;
-  c.score = score;
+  c.attention = models::parse_attention_kind(attention);
+  c.score = models::parse_score(c.attention, score);
   c.emb = 8;
   c.hidden = 12;
   c.bidirectional = true;

@@ -319,7 +319,7 @@ void run_diagnostic(const Args& a) {
   decode::LoadedClassifier teacher = decode::load_classifier(a.attention_from);
   auto* average = dynamic_cast<AttnClassifier*>(student.model.get());
   auto* source = dynamic_cast<AttnClassifier*>(teacher.model.get());
-  if (average == nullptr || average->config().encoder != "average")
+  if (average == nullptr || average->config().encoder != models::PoolingEncoder::average)
     throw ValueError(a.model + " is not a bilstm-attn checkpoint with --encoder average; --diagnostic imposes weights "
                      "on the non-contextual average model");
   if (source == nullptr)
