@@ -64,6 +64,11 @@ expect 1 "--resume: --lr 0.002 differs from the run in $work/opts (--lr 0.001)" 
   "$attn" train "${base[@]}" --batch 8 --steps 20 --lr 0.002 --out "$work/opts" --resume
 expect 1 "--resume: --batch 4 differs from the run in $work/opts (--batch 8)" -- \
   "$attn" train "${base[@]}" --batch 4 --steps 20 --out "$work/opts" --resume
+expect 1 "--resume: --seed 7 differs from the run in $work/opts (--seed 1)" -- \
+  "$attn" train "${base[@]}" --batch 8 --steps 20 --seed 7 --out "$work/opts" --resume
+expect 1 "--resume: --max-len 7 differs from the run in $work/opts (--max-len 6)" -- \
+  "$attn" train --task copy --hidden 16 --emb 8 --min-len 3 --max-len 7 --eval-every 50 --eval-samples 16 --threads 1 \
+  --batch 8 --steps 20 --out "$work/opts" --resume
 expect 0 "trained 20 steps" -- "$attn" train "${base[@]}" --batch 8 --steps 20 --log-every 2 --out "$work/opts" --resume
 
 # A folder that holds another run is refused unless --resume or --overwrite.
