@@ -19,7 +19,7 @@ packages=(
   # the browser tests of `attn view` (tests/browser): Debian's chromium, driven by
   # playwright-core from npm (tests/browser/package-lock.json), which downloads no browser
   chromium                     # (nodejs and npm: below)
-  clang-15 libfuzzer-15-dev libomp-15-dev  # the portable sanitizer build and the libFuzzer targets in fuzz/ (scripts/test.sh, docs/fuzzing.md)
+  clang-15 libfuzzer-15-dev    # the libFuzzer targets in fuzz/ (scripts/fuzz.sh, docs/fuzzing.md)
 )
 
 # Node.js and npm from Debian unless a node and npm are already on PATH: a machine with
