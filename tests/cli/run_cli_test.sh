@@ -15,13 +15,21 @@ wait_for() {
   return 1
 }
 
-# signal_run SIGNAL CODE DIR [extra flags]: starts a long run, sends SIGNAL once it has logged
-# a step, and expects exit CODE, the signal named, and a last.safetensors to resume from.
+# runs_in LOG: how many sessions LOG records (one {"run": ...} line each; 0 without LOG).
+runs_in() { if [[ -f "$1" ]]; then grep -c '"run"' "$1" || true; else echo 0; fi; }
+
+# signal_run SIGNAL CODE DIR [extra flags]: starts a long run, sends SIGNAL once this session
+# has written its record to log.jsonl (after its signal handlers are installed: a resumed
+# run's folder already holds a log, and on a loaded machine a signal sent before that would
+# find the default action), and expects exit CODE, the signal named, and a last.safetensors
+# to resume from.
 signal_run() {
   local signal="$1" code="$2" dir="$3"; shift 3
+  local before; before=$(runs_in "$dir/log.jsonl")
   "$attn" train "${tiny[@]}" --steps 1000000 --out "$dir" "$@" >"$work/out.txt" 2>&1 &
   local pid=$!
-  wait_for "$dir/log.jsonl" && sleep 0.5
+  for _ in $(seq 600); do (($(runs_in "$dir/log.jsonl") > before)) && break; sleep 0.1; done
+  sleep 0.5
   kill -s "$signal" "$pid"
   wait "$pid"; local rc=$?
   [[ $rc == "$code" ]] || fail "$signal: exited $rc, expected $code: $(cat "$work/out.txt")"
