@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/, clang-15, AddressSanitizer + UndefinedBehaviorSanitizer)
-# in build-fuzz/ and runs each for N seconds (default 30) from its committed seed corpus in
-# fuzz/corpus/<target>/. New inputs go to build-fuzz/corpus/<target>/ (the committed corpus
-# is only read); a crash is saved as build-fuzz/crashes/<target>/crash-* and fails the script.
+# in $ATTN_FUZZ_BUILD (default build-fuzz/), replays each target's inputs in
+# fuzz/regressions/<target>/ (the defects fuzzing found), then runs each target for N seconds
+# (default 30) from its committed seed corpus in fuzz/corpus/<target>/. New inputs go to
+# <build>/corpus/<target>/ (the committed corpus is only read); a crash is saved as
+# <build>/crashes/<target>/crash-* and fails the script.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 # Prints one line per target: executions, executions/s, coverage, result.
 set -euo pipefail
@@ -15,27 +17,43 @@ targets=("$@")
 
 cxx="${ATTN_FUZZ_CXX:-$(command -v clang++-15 || command -v clang++ || true)}"
 [[ -n "$cxx" ]] || { echo "fuzz.sh: clang++-15 not found: run scripts/install-deps.sh" >&2; exit 1; }
-if [[ ! -f build-fuzz/build.ninja ]]; then
-  # -O1 -g1 as the sanitizer build; no OpenMP (clang's runtime is another package, and the
-  # readers under test are single-threaded).
-  cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_FUZZ=ON -DATTN_WITH_OPENMP=OFF \
-    -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=OFF >/dev/null
+build="${ATTN_FUZZ_BUILD:-build-fuzz}"
+# The library the targets link (fuzz/CMakeLists.txt): a GCC build's libattn_core.a of this
+# tree, so that only the ~20 files under test are compiled with clang, instrumented. By
+# default the native build's (brought up to date first); ATTN_FUZZ_CORE_LIBRARY=PATH names
+# another; ATTN_FUZZ_CORE_LIBRARY= (empty) instruments all of attn_core instead (~15 min).
+if [[ -z "${ATTN_FUZZ_CORE_LIBRARY+set}" ]]; then
+  ATTN_FUZZ_CORE_LIBRARY=""
+  if [[ -f build/build.ninja ]]; then
+    cmake --build build --target attn_core
+    ATTN_FUZZ_CORE_LIBRARY="$root/build/libattn_core.a"
+  fi
 fi
-cmake --build build-fuzz --target fuzz_targets
+# -O1 -g1 as the sanitizer build; no OpenMP (the readers under test are single-threaded).
+# Configured every time, so that a folder made with other options gets these.
+cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_NATIVE=OFF -DATTN_FUZZ=ON -DATTN_WITH_OPENMP=OFF \
+  -DATTN_FUZZ_CORE_LIBRARY="$ATTN_FUZZ_CORE_LIBRARY" -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=OFF >/dev/null
+cmake --build "$build" --target fuzz_targets
 
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ATTN_NUM_THREADS=1
 status=0
 for t in "${targets[@]}"; do
-  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/crashes/$t"
-  log="build-fuzz/$t.log"
-  # -rss_limit_mb: an input that makes a loader allocate more than 2 GiB is a finding.
-  if ! "build-fuzz/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
-      -artifact_prefix="build-fuzz/crashes/$t/" "build-fuzz/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
+  mkdir -p "$build/corpus/$t" "$build/crashes/$t"
+  log="$build/$t.log"
+  # Each input that once found a defect runs once (libFuzzer runs the files it is given).
+  if [[ -d "fuzz/regressions/$t" ]] && ! "$build/fuzz/$t" fuzz/regressions/"$t"/* >"$build/$t.regressions.log" 2>&1; then
     status=1
-    echo "$t: FAILED (see $log and build-fuzz/crashes/$t/)"
+    echo "$t: FAILED on a regression input (see $build/$t.regressions.log)"
+    continue
+  fi
+  # -rss_limit_mb: an input that makes a loader allocate more than 2 GiB is a finding.
+  if ! "$build/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
+      -artifact_prefix="$build/crashes/$t/" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
+    status=1
+    echo "$t: FAILED (see $log and $build/crashes/$t/)"
     grep -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true
     continue
   fi

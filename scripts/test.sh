@@ -4,10 +4,11 @@
 #      attn view (headless chromium) and the PyTorch parity suite;
 #   2. a portable build (ATTN_NATIVE=OFF: x86-64-v2, SSE4.2 at most) with AddressSanitizer +
 #      UndefinedBehaviorSanitizer: the C++ suite and CLI tests;
-#   3. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
+#   3. the libFuzzer targets of fuzz/ (clang-15, ASan + UBSan), 20 s each (docs/fuzzing.md);
+#   4. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
 #      run under) and the portable attn binary beside it (the parity tests that train or
 #      export through the CLI, test_load_save.py and test_export.py, run it): the parity suite.
-# 2 and 3 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
+# 2 and 4 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
 # OPENBLAS_CORETYPE), so rounding that depends on the vector width of attn's kernels or of
 # the BLAS kernel fails here, on the developer's machine, and not only on a user's CPU.
 # Each step prints how long it took.
@@ -53,6 +54,14 @@ step "build (portable, sanitizers)" cmake --build build-sanitize
 step "tests (portable, sanitizers, OPENBLAS_CORETYPE=$portable_coretype)" \
   env OPENBLAS_CORETYPE="$portable_coretype" ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-sanitize --output-on-failure -j 2 -LE no-sanitize
+
+# --- fuzz smoke run (docs/fuzzing.md) ---
+# The six libFuzzer targets (clang-15, ASan + UBSan) link the native build's libattn_core.a,
+# with only the code they test (~20 files) compiled again, instrumented; each replays its
+# fuzz/regressions/ inputs, then runs 20 s from its committed corpus (fuzz/corpus/). A crash,
+# a sanitizer report, an undocumented exception or an input over 2 GiB fails the step.
+step "fuzz smoke run (6 targets x 20 s)" bash scripts/fuzz.sh 20
+# --- end of the fuzz block ---
 
 step "configure (portable Python module)" configure build-portable -DCMAKE_BUILD_TYPE=Release \
   -DATTN_NATIVE=OFF -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3

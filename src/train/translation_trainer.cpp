@@ -50,6 +50,14 @@ class TranslationTask final : public Task {
     // What can be checked before anything is written or learned.
     if (o.resume && !fs::exists(dir / "last.safetensors"))
       throw IoError((dir / "last.safetensors").string() + ": nothing to resume (no such file)");
+    // Issue 18 item 13: another task's run was given a learned spm.model before the resume failed.
+    if (o.resume) {
+      const std::string last = (dir / "last.safetensors").string();
+      const std::string format = checkpoint_format(last);
+      if (format != decode::kTranslationFormat)
+        throw ValueError("--resume: " + last + " is not a translation run (format '" + format +
+                         "'): resume it with its own --task, or give another --out");
+    }
     if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
     folder_ = lock_run_folder(o);  // before the tokenizer is written into it
 

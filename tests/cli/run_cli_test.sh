@@ -15,13 +15,21 @@ wait_for() {
   return 1
 }
 
-# signal_run SIGNAL CODE DIR [extra flags]: starts a long run, sends SIGNAL once it has logged
-# a step, and expects exit CODE, the signal named, and a last.safetensors to resume from.
+# runs_in LOG: how many sessions LOG records (one {"run": ...} line each; 0 without LOG).
+runs_in() { if [[ -f "$1" ]]; then grep -c '"run"' "$1" || true; else echo 0; fi; }
+
+# signal_run SIGNAL CODE DIR [extra flags]: starts a long run, sends SIGNAL once this session
+# has written its record to log.jsonl (after its signal handlers are installed: a resumed
+# run's folder already holds a log, and on a loaded machine a signal sent before that would
+# find the default action), and expects exit CODE, the signal named, and a last.safetensors
+# to resume from.
 signal_run() {
   local signal="$1" code="$2" dir="$3"; shift 3
+  local before; before=$(runs_in "$dir/log.jsonl")
   "$attn" train "${tiny[@]}" --steps 1000000 --out "$dir" "$@" >"$work/out.txt" 2>&1 &
   local pid=$!
-  wait_for "$dir/log.jsonl" && sleep 0.5
+  for _ in $(seq 600); do (($(runs_in "$dir/log.jsonl") > before)) && break; sleep 0.1; done
+  sleep 0.5
   kill -s "$signal" "$pid"
   wait "$pid"; local rc=$?
   [[ $rc == "$code" ]] || fail "$signal: exited $rc, expected $code: $(cat "$work/out.txt")"
@@ -64,6 +72,11 @@ expect 1 "--resume: --lr 0.002 differs from the run in $work/opts (--lr 0.001)" 
   "$attn" train "${base[@]}" --batch 8 --steps 20 --lr 0.002 --out "$work/opts" --resume
 expect 1 "--resume: --batch 4 differs from the run in $work/opts (--batch 8)" -- \
   "$attn" train "${base[@]}" --batch 4 --steps 20 --out "$work/opts" --resume
+expect 1 "--resume: --seed 7 differs from the run in $work/opts (--seed 1)" -- \
+  "$attn" train "${base[@]}" --batch 8 --steps 20 --seed 7 --out "$work/opts" --resume
+expect 1 "--resume: --max-len 7 differs from the run in $work/opts (--max-len 6)" -- \
+  "$attn" train --task copy --hidden 16 --emb 8 --min-len 3 --max-len 7 --eval-every 50 --eval-samples 16 --threads 1 \
+  --batch 8 --steps 20 --out "$work/opts" --resume
 expect 0 "trained 20 steps" -- "$attn" train "${base[@]}" --batch 8 --steps 20 --log-every 2 --out "$work/opts" --resume
 
 # A folder that holds another run is refused unless --resume or --overwrite.

@@ -31,6 +31,13 @@ if have_data multi30k/raw/train.de.gz; then
     --tokenizer "$work/fake.model" --out "$work/fake-run"
   expect 1 "nothing to resume" -- "$attn" train --task translate --data "$data" --resume --out "$work/no-run"
   [[ ! -e "$work/fake-run" && ! -e "$work/no-run" ]] || fail "a refused translate run created its output directory"
+  # --resume of another task's run (issue 18 item 13): refused before a tokenizer is learned
+  # into that run's folder (it wrote spm.model and spm.vocab there, then failed).
+  expect 0 "trained 2 steps" -- "$attn" train --task copy --hidden 8 --emb 4 --min-len 3 --max-len 4 --batch 4 \
+    --steps 2 --out "$work/copy-run"
+  expect 1 "is not a translation run (format 'attn-seq2seq')" -- "$attn" train --task translate --data "$data" \
+    --resume --out "$work/copy-run"
+  [[ ! -e "$work/copy-run/spm.model" && ! -e "$work/copy-run/spm.vocab" ]] || fail "translate --resume wrote spm.* into a copy run"
   common=(--task translate --data "$data" --train-limit 300 --vocab-size 300 --max-tokens 1200 --steps 60
           --lr 3e-3 --warmup 5 --eval-every 60 --eval-sentences 20 --log-every 5 --threads 2)
   expect 0 "best validation BLEU" -- "$attn" train "${common[@]}" --model rnn --emb 32 --hidden 48 --out "$work/rnn"
@@ -87,6 +94,9 @@ if have_data tatoeba-fra-eng/fra.txt.gz; then
   [[ "$a" == "$b" ]] || fail "greedy sampling is not deterministic: '$a' vs '$b'"
   expect 2 "--temperature must be >= 0" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
   expect 2 "is not a language-model checkpoint (format 'attn-translation')" -- "$attn" sample --model "$work/tf/model.safetensors"
+  # align on an LM checkpoint names its kind (issue 18 item 13: it asked for a synthetic task's --input).
+  expect 2 "is not a seq2seq or translation checkpoint (format 'attn-lm')" -- "$attn" align \
+    --model "$work/lm/model.safetensors" --text "I " --out "$work/lm.svg"
   # A run shorter than the default warm-up (200 steps) caps it at a tenth of the run.
   expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 200 --d-model 16 --heads 2 --ffn 32 \
     --dec-layers 1 --batch 16 --steps 10 --eval-every 10 --eval-sentences 20 --threads 2 --out "$work/lm-short"

@@ -10,6 +10,7 @@
 #include "attn/data/bleu.h"
 #include "attn/data/parallel.h"
 #include "attn/data/text.h"
+#include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
 #include "test_support.h"
 
@@ -165,6 +166,17 @@ TEST(TranslationTrainer, LoadErrors) {
                    "spm.model is not the one it was trained with (CRC-32 differs)");
   fs::remove(out + "/spm.model");
   EXPECT_THROW_MSG(load_translator(out + "/model.safetensors"), IoError, "spm.model is missing");
+  // Issue 18 item 13: the metadata's tokenizer field opened any path (/etc/passwd, ../x).
+  io::SafetensorsFile file = io::load_safetensors(out + "/model.safetensors");
+  for (const std::string bad : {"/etc/passwd", "../spm.model", ""}) {
+    nlohmann::json meta = nlohmann::json::parse(file.metadata.at(io::kAttnMetadataKey));
+    meta["tokenizer"] = bad;
+    std::map<std::string, std::string> metadata = file.metadata;
+    metadata[io::kAttnMetadataKey] = meta.dump();
+    const std::string path = out + "/bad_tokenizer.safetensors";
+    io::save_safetensors(path, file.tensors, metadata);
+    EXPECT_THROW_MSG(load_translator(path), IoError, "tokenizer '" + bad + "' is not a file name beside the checkpoint");
+  }
 }
 
 }  // namespace
