@@ -9,11 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "attn/data/sentencepiece_check.h"
 #include "attn/data/tasks.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
@@ -204,14 +207,23 @@ SubwordModel SubwordModel::load(const std::string& path) {
   if (!std::filesystem::is_regular_file(path, error)) {
     throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
   }
+  // The bytes are read here, so that the character maps are checked before SentencePiece sees them.
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes;
+  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, std::strerror(errno)));
+  if (!check_sentencepiece_charsmaps(bytes, path))
+    throw IoError(fmt::format("cannot load SentencePiece model '{}': not a SentencePiece model file (it does not parse)", path));
   SubwordModel model;
   model.processor_ = load_processor(path, "", "not a SentencePiece model file (it does not parse)",
-                                    [&](spm::SentencePieceProcessor& sp) { return sp.Load(path); });
+                                    [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
   model.path_ = path;
   return model;
 }
 
 SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::string& name) {
+  if (!check_sentencepiece_charsmaps(bytes, name))
+    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: not a SentencePiece model (it does not parse)", name));
   SubwordModel model;
   model.processor_ = load_processor(name, " from its bytes", "not a SentencePiece model (it does not parse)",
                                     [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
