@@ -169,7 +169,13 @@ Tensor AttnClassifier::output(const Tensor& context) { return out.forward(output
 
 Tensor AttnClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor* attention) {
   const Tensor states = encode(embed(ids), lengths);
-  AttentionPooling pooled = pool(states, lengths);
+  AttentionPooling pooled;
+  if (attention_source_) {
+    const Tensor weights = attention_source_(ids, lengths).detach();  // (B, S)
+    pooled = {pool_with(weights, states), weights};
+  } else {
+    pooled = pool(states, lengths);
+  }
   if (attention) *attention = pooled.weights.detach().clone();
   return output(pooled.context);
 }

@@ -73,24 +73,64 @@ void save_classifier(const std::string& path, models::TextClassifier& model, con
 
 namespace {
 
+std::vector<data::LabeledText> training_examples(const ClassifierTrainOptions& o) {
+  std::vector<data::LabeledText> train_examples = data::read_sst2(data::sst2_split_path(o.data_dir, "train"));
+  if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
+    train_examples.resize(static_cast<size_t>(o.train_limit));
+  return train_examples;
+}
+
+data::Vocab training_vocab(const ClassifierTrainOptions& o, const std::vector<data::LabeledText>& train_examples) {
+  std::vector<std::string> texts;
+  texts.reserve(train_examples.size());
+  for (const auto& e : train_examples) texts.push_back(e.text);
+  return data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
+}
+
+models::AttnClassifier::AttentionSource attention_source(const ClassifierTrainOptions& o, const data::Vocab& vocab) {
+  const std::string& path = o.attention_from;
+  const json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab.size(), 2);
+  if (o.model != "bilstm-attn" || config.value("encoder", std::string("lstm")) != "average" ||
+      config.value("pooling", std::string("additive")) != "uniform")
+    throw ValueError("--attention-from needs --model bilstm-attn --encoder average (its pooling weights are M's)");
+  std::shared_ptr<decode::LoadedClassifier> m;
+  try {
+    m = std::make_shared<decode::LoadedClassifier>(decode::load_classifier(path));
+  } catch (const IoError& e) {
+    throw ValueError(std::string("--attention-from: ") + e.what());
+  }
+  auto* source = dynamic_cast<models::AttnClassifier*>(m->model.get());
+  if (source == nullptr)
+    throw ValueError("--attention-from " + path + " is a '" + m->model->kind() +
+                     "' classifier; it needs a bilstm-attn checkpoint (its attention pooling weights)");
+  if (m->vocab.tokens() != vocab.tokens())
+    throw ValueError("--attention-from " + path + " has another vocabulary (" + std::to_string(m->vocab.size()) +
+                     " entries, this run " + std::to_string(vocab.size()) +
+                     "): train both with the same --data, --min-freq, --max-vocab and --train-limit");
+  source->eval();
+  return [m, source](const Tensor& ids, const Tensor& lengths) {
+    autodiff::NoGradGuard no_grad;
+    Tensor weights;
+    source->logits(ids, lengths, &weights);  // (B, S), detached
+    return weights;
+  };
+}
+
 // The SST-2 classifier for run(): epochs of length-bucketed batches, mean loss and
 // accuracy over each logging window, dev accuracy as the score.
 class ClassifierTask final : public Task {
  public:
   explicit ClassifierTask(const ClassifierTrainOptions& o) : o_(o) {
-    std::vector<data::LabeledText> train_examples = data::read_sst2(data::sst2_split_path(o.data_dir, "train"));
+    std::vector<data::LabeledText> train_examples = training_examples(o);
     std::vector<data::LabeledText> dev = data::read_sst2(data::sst2_split_path(o.data_dir, "dev"));
-    if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
-      train_examples.resize(static_cast<size_t>(o.train_limit));
     if (o.dev_limit > 0 && static_cast<size_t>(o.dev_limit) < dev.size()) dev.resize(static_cast<size_t>(o.dev_limit));
-    std::vector<std::string> texts;
-    texts.reserve(train_examples.size());
-    for (const auto& e : train_examples) texts.push_back(e.text);
-    vocab_ = data::Vocab::build(texts, {.min_freq = o.min_freq, .max_size = o.max_size});
+    vocab_ = training_vocab(o, train_examples);
     json config = models::classifier_config_with_vocab(o.model, o.model_config, vocab_.size(),
                                                        static_cast<int64_t>(decode::sst2_labels().size()));
     if (!config.contains("seed")) config["seed"] = o.seed;
     model_ = models::make_classifier(o.model, config);
+    if (!o.attention_from.empty())
+      dynamic_cast<models::AttnClassifier&>(*model_).set_attention_source(attention_source(o, vocab_));
     train_ = decode::encode_texts(vocab_, train_examples, model_->max_tokens());
     dev_ = decode::encode_texts(vocab_, dev, model_->max_tokens());
     per_epoch_ = static_cast<int64_t>(epoch_batches(train_, o, 0).size());
@@ -178,6 +218,10 @@ class ClassifierTask final : public Task {
 };
 
 }  // namespace
+
+models::AttnClassifier::AttentionSource attention_source(const ClassifierTrainOptions& o) {
+  return attention_source(o, training_vocab(o, training_examples(o)));
+}
 
 ClassifierTrainResult train_classifier(const ClassifierTrainOptions& o) {
   o.validate();

@@ -156,6 +156,54 @@ assert d["sentences"] == 30 and set(d["accuracy"]) == {"average_own_attention", 
     "average_imposed_attention", "attention_from_model"}, d
 assert all(0 <= v <= 1 and abs(v * 30 - round(v * 30)) < 1e-9 for v in d["accuracy"].values()), d
 PY
+# The retrained form: average models trained with uniform pooling and with m's attention frozen in.
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --encoder average --pooling uniform \
+  --out "$work/avg-uniform"
+expect 0 "trained 20 steps" -- "$attn" train "${tiny[@]}" --model bilstm-attn --encoder average --attention-from "$m" \
+  --out "$work/avg-imposed"
+grep -q "^attention-from = \"$m\"$" "$work/avg-imposed/config.toml" || fail "config.toml lacks attention-from"
+# config.toml repeats the run: the same model, byte for byte.
+expect 0 "trained 20 steps" -- "$attn" train --config "$work/avg-imposed/config.toml" --out "$work/avg-imposed-again"
+/usr/bin/python3 - "$work/avg-imposed" "$work/avg-imposed-again" <<'PY' || fail "--config of an --attention-from run"
+import json, struct, sys
+def tensors(path):
+    raw = open(path + "/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n]); header.pop("__metadata__", None)
+    return header, raw[8 + n:]
+a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
+assert a == b, "the rerun differs"
+assert not any(k.startswith("pooling.") for k in a[0]), a[0].keys()
+PY
+expect 0 "| uniform weights (" -- "$attn" explain --diagnostic --model "$avg" --attention-from "$m" --data "$data" \
+  --split test --limit 30 --trained-uniform "$work/avg-uniform/model.safetensors" \
+  --trained-imposed "$work/avg-imposed/model.safetensors" --out "$work/diag-trained"
+/usr/bin/python3 - "$work/diag-trained" "$work/diag" <<'PY' || fail "diagnostic.json trained"
+import json, sys
+d = json.load(open(sys.argv[1] + "/diagnostic.json"))
+t = d["trained"]
+assert set(t) == {"average_own_attention", "uniform", "imposed"}, t
+assert t["average_own_attention"] == d["accuracy"]["average_own_attention"], d
+# The test-time rows are the same as without the trained variants.
+assert d["accuracy"] == json.load(open(sys.argv[2] + "/diagnostic.json"))["accuracy"], d
+assert all(abs(v["accuracy"] * 30 - round(v["accuracy"] * 30)) < 1e-9 for v in (t["uniform"], t["imposed"])), t
+PY
+avg_tiny=(--model bilstm-attn --encoder average --out "$work/bad")
+expect 2 "--attention-from: $work/none.safetensors" -- "$attn" train "${tiny[@]}" "${avg_tiny[@]}" \
+  --attention-from "$work/none.safetensors"
+expect 2 "is a 'bilstm' classifier; it needs a bilstm-attn checkpoint" -- "$attn" train "${tiny[@]}" "${avg_tiny[@]}" \
+  --attention-from "$work/bilstm/model.safetensors"
+expect 2 "has another vocabulary" -- "$attn" train "${tiny[@]}" "${avg_tiny[@]}" --min-freq 2 --attention-from "$m"
+expect 2 "--attention-from needs --model bilstm-attn --encoder average" -- "$attn" train "${tiny[@]}" \
+  --model bilstm-attn --attention-from "$m" --out "$work/bad"
+expect 2 "--attention-from replaces the pooling weights" -- "$attn" train "${tiny[@]}" "${avg_tiny[@]}" \
+  --pooling additive --attention-from "$m"
+expect 2 "--attention-from does not apply" -- "$attn" train "${tiny[@]}" --model bilstm --attention-from "$m" \
+  --out "$work/bad"
+expect 1 "--trained-uniform $m is not an average-encoder" -- "$attn" explain --diagnostic --model "$avg" \
+  --attention-from "$m" --trained-uniform "$m" --data "$data" --limit 3
+expect 2 "--trained-imposed applies to --diagnostic" -- "$attn" explain --model "$avg" --data "$data" --out "$work/x" \
+  --trained-imposed "$work/avg-imposed/model.safetensors"
 expect 2 "--diagnostic needs --attention-from" -- "$attn" explain --diagnostic --model "$avg" --data "$data"
 expect 2 "--attention-from applies to --diagnostic" -- "$attn" explain --model "$avg" --attention-from "$m" --data "$data" --out "$work/x"
 expect 1 "is not a bilstm-attn checkpoint with --encoder average" -- "$attn" explain --diagnostic --model "$m" \

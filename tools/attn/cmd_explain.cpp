@@ -32,6 +32,7 @@ using models::AttnClassifier;
 
 struct Args {
   std::string model, data, split = "test", text, out, picture, input, attention_from;
+  std::string trained_uniform, trained_imposed;  // --diagnostic: W&P's retrained variants
   bool diagnostic = false;
   int64_t limit = 0;
   bool json = false;
@@ -298,12 +299,14 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
 }
 
 void check_diagnostic_args(const Args& a, const CLI::App& cmd) {
-  if (!a.diagnostic) throw UsageError("--attention-from applies to --diagnostic");
+  for (const char* flag : {"--attention-from", "--trained-uniform", "--trained-imposed"})
+    if (!a.diagnostic && cmd.count(flag)) throw UsageError(std::string(flag) + " applies to --diagnostic");
   if (a.attention_from.empty()) throw UsageError("--diagnostic needs --attention-from CHECKPOINT (a bilstm-attn model)");
   if (a.data.empty() || cmd.count("--text")) throw UsageError("--diagnostic needs --data (and no --text)");
   if (cmd.count("--limit") && a.limit < 1) throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
   if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
-  for (const std::string* path : {&a.model, &a.attention_from}) {
+  for (const std::string* path : {&a.model, &a.attention_from, &a.trained_uniform, &a.trained_imposed}) {
+    if (path->empty()) continue;
     const std::string format = attn_checkpoint_format(*path);
     if (format != "attn-classifier")
       throw ValueError(*path + " is not a classifier checkpoint (format '" + format + "'); --diagnostic needs bilstm-attn ones");
@@ -313,7 +316,27 @@ void check_diagnostic_args(const Args& a, const CLI::App& cmd) {
 // Wiegreffe & Pinter's diagnostic (explain/diagnostic.h): the `average` model --model pools
 // with its own attention, with uniform weights and with --attention-from's attention; the
 // accuracy of each on the split, beside --attention-from's own. Writes diagnostic.json and
-// diagnostic.md to --out when given.
+// diagnostic.md to --out when given. With --trained-uniform / --trained-imposed, also W&P's
+// retrained variants: an average model trained with uniform pooling, and one trained with
+// --attention-from's attention frozen in (attn train --attention-from), scored the same way.
+// A trained variant: loaded, an average-encoder bilstm-attn with uniform pooling (no pooling
+// parameters), else ValueError naming the path.
+struct TrainedVariant {
+  decode::LoadedClassifier loaded;
+  AttnClassifier* model = nullptr;
+  int64_t right = 0;
+};
+std::unique_ptr<TrainedVariant> trained_variant(const std::string& path, const char* flag, const char* trained_with) {
+  if (path.empty()) return nullptr;
+  auto v = std::make_unique<TrainedVariant>();
+  v->loaded = decode::load_classifier(path);
+  v->model = dynamic_cast<AttnClassifier*>(v->loaded.model.get());
+  if (v->model == nullptr || v->model->config().encoder != models::PoolingEncoder::average || v->model->config().pooling != models::PoolingScore::uniform)
+    throw ValueError(std::string(flag) + " " + path + " is not an average-encoder bilstm-attn model with no pooling "
+                     "parameters; train it with attn train --model bilstm-attn --encoder average " + trained_with);
+  return v;
+}
+
 void run_diagnostic(const Args& a) {
   decode::LoadedClassifier student = decode::load_classifier(a.model);
   decode::LoadedClassifier teacher = decode::load_classifier(a.attention_from);
@@ -325,6 +348,12 @@ void run_diagnostic(const Args& a) {
   if (source == nullptr)
     throw ValueError(a.attention_from + " is a '" + teacher.model->kind() +
                      "' classifier; --attention-from needs a bilstm-attn checkpoint (its pooling weights)");
+  std::unique_ptr<TrainedVariant> trained_uniform = trained_variant(a.trained_uniform, "--trained-uniform", "--pooling uniform");
+  std::unique_ptr<TrainedVariant> trained_imposed =
+      trained_variant(a.trained_imposed, "--trained-imposed", "--attention-from M");
+  if (trained_imposed && trained_imposed->loaded.vocab.tokens() != teacher.vocab.tokens())
+    throw ValueError("--trained-imposed " + a.trained_imposed + " has another vocabulary than " + a.attention_from +
+                     "; was it trained with --attention-from " + a.attention_from + "?");
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
   int64_t total = 0, skipped = 0, own = 0, uniform = 0, imposed = 0, source_right = 0;
@@ -354,14 +383,23 @@ void run_diagnostic(const Args& a) {
     uniform += argmax(explain::probabilities_with_weights(*average, ids, uniform_weights)) == gold;
     imposed += argmax(explain::probabilities_with_weights(*average, ids, source_attention)) == gold;
     source_right += argmax(explain::probabilities_with_weights(*source, source_ids, source_attention)) == gold;
+    if (trained_uniform) {
+      std::vector<int32_t> u_ids;
+      for (const auto& t : tokens) u_ids.push_back(trained_uniform->loaded.vocab.id(t));
+      trained_uniform->right +=
+          argmax(explain::probabilities_with_weights(*trained_uniform->model, u_ids, uniform_weights)) == gold;
+    }
+    if (trained_imposed)
+      trained_imposed->right +=
+          argmax(explain::probabilities_with_weights(*trained_imposed->model, source_ids, source_attention)) == gold;
   }
   progress.finish();
   if (total == 0) throw ValueError("--diagnostic: the split has no sentence with tokens");
   const auto share = [&](int64_t right) { return static_cast<double>(right) / static_cast<double>(total); };
-  const nlohmann::json j = {{"model", a.model},
+  nlohmann::json j = {{"model", a.model},
                             {"attention_from", a.attention_from},
                             {"attention_from_pooling", models::to_string(source->config().pooling)},
-                            {"attention_from_encoder", source->config().encoder},
+                            {"attention_from_encoder", models::to_string(source->config().encoder)},
                             {"data", a.data},
                             {"split", a.split},
                             {"sentences", total},
@@ -371,6 +409,28 @@ void run_diagnostic(const Args& a) {
                               {"average_uniform", share(uniform)},
                               {"average_imposed_attention", share(imposed)},
                               {"attention_from_model", share(source_right)}}}};
+  std::string trained_md;
+  if (trained_uniform || trained_imposed) {
+    nlohmann::json trained = {{"average_own_attention", share(own)}};
+    trained_md = "\n## Trained with the weights frozen (Wiegreffe & Pinter's diagnostic)\n\n"
+                 "| average model trained with | accuracy |\n|---|---|\n";
+    char row[1024];
+    if (trained_uniform) {
+      trained["uniform"] = {{"model", a.trained_uniform}, {"accuracy", share(trained_uniform->right)}};
+      std::snprintf(row, sizeof row, "| uniform weights (`%s`) | %.4f |\n", a.trained_uniform.c_str(),
+                    share(trained_uniform->right));
+      trained_md += row;
+    }
+    if (trained_imposed) {
+      trained["imposed"] = {{"model", a.trained_imposed}, {"accuracy", share(trained_imposed->right)}};
+      std::snprintf(row, sizeof row, "| the attention of `%s`, frozen (`%s`) | %.4f |\n", a.attention_from.c_str(),
+                    a.trained_imposed.c_str(), share(trained_imposed->right));
+      trained_md += row;
+    }
+    std::snprintf(row, sizeof row, "| its own learned attention (`%s`) | %.4f |\n", a.model.c_str(), share(own));
+    trained_md += row;
+    j["trained"] = trained;
+  }
   char md[2048];
   std::snprintf(md, sizeof md,
                 "# Wiegreffe & Pinter's diagnostic (test-time form)\n\n"
@@ -386,9 +446,9 @@ void run_diagnostic(const Args& a) {
   if (!a.out.empty()) {
     std::filesystem::create_directories(a.out);
     io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.json").string(), j.dump(1) + "\n");
-    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.md").string(), md);
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.md").string(), md + trained_md);
   }
-  std::printf("%s", a.json ? (j.dump() + "\n").c_str() : md);
+  std::printf("%s", a.json ? (j.dump() + "\n").c_str() : (md + trained_md).c_str());
 }
 
 }  // namespace
@@ -422,10 +482,16 @@ void add_explain_command(CLI::App& app) {
                 "Wiegreffe & Pinter's diagnostic: --model (an average-encoder bilstm-attn) pools with its own, "
                 "uniform and --attention-from's attention over --data's split");
   cmd->add_option("--attention-from", args->attention_from, "--diagnostic: the bilstm-attn checkpoint whose attention is imposed");
+  cmd->add_option("--trained-uniform", args->trained_uniform,
+                  "--diagnostic: an average model trained with --pooling uniform, scored beside --model");
+  cmd->add_option("--trained-imposed", args->trained_imposed,
+                  "--diagnostic: an average model trained with --attention-from's attention frozen in (attn train "
+                  "--attention-from), scored with that attention");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     Args& a = *args;
-    if (a.diagnostic || cmd->count("--attention-from")) {
+    if (a.diagnostic || cmd->count("--attention-from") || cmd->count("--trained-uniform") ||
+        cmd->count("--trained-imposed")) {
       check_diagnostic_args(a, *cmd);
       run_diagnostic(a);
       return;

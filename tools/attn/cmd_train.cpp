@@ -29,6 +29,7 @@ struct ClassifierArgs {
   int64_t d_model = 256, ffn = 1024;
   int64_t train_limit = 0, dev_limit = 0;
   std::string pooling = "additive";  // bilstm-attn: additive | dot | uniform
+  std::string attention_from;        // bilstm-attn --encoder average: pool with this model's attention
 };
 
 // The classifier run the parsed options describe. Options shared with the seq2seq trainer
@@ -76,6 +77,13 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   if (a.model == "bilstm-attn") {
     mc["encoder"] = given("--encoder") ? cmd->get_option("--encoder")->as<std::string>() : "lstm";
     mc["pooling"] = a.pooling;
+    if (!a.attention_from.empty()) {
+      // The weights are M's: the model keeps no pooling parameters of its own.
+      if (given("--pooling") && a.pooling != "uniform")
+        throw UsageError("--attention-from replaces the pooling weights; drop --pooling " + a.pooling);
+      mc["pooling"] = "uniform";
+      o.attention_from = a.attention_from;
+    }
   } else if (a.model == "transformer-cls") {
     mc["d_model"] = given("--d-model") ? a.d_model : 128;
     mc["heads"] = config.heads;
@@ -111,6 +119,7 @@ void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const tr
     o.validate();
     // A bad model configuration is a usage error too: build it once with a stand-in vocabulary.
     models::make_classifier(o.model, models::classifier_config_with_vocab(o.model, o.model_config, 3, 2));
+    if (!o.attention_from.empty()) train::attention_source(o);  // M exists, is bilstm-attn, has our vocabulary
   });
   o.stop = &install_interrupt_flag();
   train::ClassifierTrainResult r = train::train_classifier(o);
@@ -197,6 +206,11 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
                              "(the attention frozen to 1/n, Wiegreffe & Pinter's baseline); --encoder lstm | "
                              "average picks its encoder")
                  ->capture_default_str(),
+             {&g.pooling});
+  groups.add(cmd->add_option("--attention-from", c.attention_from,
+                             "With --encoder average: pool with the attention of this bilstm-attn checkpoint M "
+                             "(same vocabulary) on each sentence, held constant (Wiegreffe & Pinter's frozen "
+                             "weights; the model has no pooling parameters of its own)"),
              {&g.pooling});
   groups.add(cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)"),
              {&g.transformer});

@@ -17,6 +17,8 @@
 // Parameter names: "embedding.weight", "rnn.*" (torch.nn.LSTM names) or "projection.weight",
 // "projection.bias"; "pooling.w", "pooling.bias", "pooling.v" (additive) or "pooling.query"
 // (dot); "out.weight", "out.bias".
+#include <functional>
+
 #include "attn/models/classifier.h"
 
 namespace attn::models {
@@ -76,6 +78,13 @@ class AttnClassifier : public nn::Module, public TextClassifier {
   // context (B, E) → logits (B, classes), after output dropout.
   Tensor output(const Tensor& context);
 
+  // Wiegreffe & Pinter's frozen attention: when set, logits() pools with source(ids, lengths)
+  // (B, S), 0 beyond each length, held constant (no gradient flows into how it was made), in
+  // place of pool(). `attn train --attention-from M` sets M's own attention here.
+  using AttentionSource = std::function<Tensor(const Tensor& ids, const Tensor& lengths)>;
+  void set_attention_source(AttentionSource source) { attention_source_ = std::move(source); }
+  bool has_attention_source() const { return static_cast<bool>(attention_source_); }
+
   // All stages; `attention` receives the pooling weights (detached).
   Tensor logits(const Tensor& ids, const Tensor& lengths, Tensor* attention = nullptr) override;
   nn::Module& module() override { return *this; }
@@ -97,6 +106,7 @@ class AttnClassifier : public nn::Module, public TextClassifier {
 
  private:
   nn::Module pooling_params_;  // "pooling.*"
+  AttentionSource attention_source_;
   nn::Dropout embedding_dropout_, output_dropout_;
 };
 

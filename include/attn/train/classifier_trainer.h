@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/decode/classify.h"
+#include "attn/models/attention_classifier.h"
 #include "attn/train/run.h"
 #include "attn/train/task_result.h"
 
@@ -38,6 +39,11 @@ struct ClassifierTrainOptions : RunOptions {
   int bucket = 50;
   int64_t train_limit = 0;       // use only the first N training examples (0 = all)
   int64_t dev_limit = 0;         // evaluate on the first N dev examples (0 = all)
+  // Wiegreffe & Pinter's frozen attention: a bilstm-attn checkpoint M with this run's
+  // vocabulary; the model (bilstm-attn, encoder average, pooling uniform: no pooling
+  // parameters) pools with M's attention on each sentence, in training and in the dev
+  // evaluation, held constant (M is in eval mode and gets no gradient). "" = off.
+  std::string attention_from;
 
   ClassifierTrainOptions() {
     steps = 0;  // epochs × batches per epoch
@@ -59,6 +65,12 @@ struct ClassifierTrainResult : TaskResult {
 };
 
 ClassifierTrainResult train_classifier(const ClassifierTrainOptions& options);
+
+// options.attention_from loaded and checked against the run (ValueError, one line: M missing
+// or not a classifier checkpoint, M not bilstm-attn, the model not an average-encoder
+// bilstm-attn with uniform pooling, a vocabulary other than the run's), as the source
+// AttnClassifier::set_attention_source takes: M's own attention, eval mode, no tape.
+models::AttnClassifier::AttentionSource attention_source(const ClassifierTrainOptions& options);
 
 // Saves the model and its metadata (decode::classifier_metadata) atomically.
 void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab,
