@@ -66,4 +66,11 @@ class ShapeContract {
   std::vector<std::pair<std::string, int64_t>> sizes_;
 };
 
+// The one length validator: every op, module, model and metric that takes lengths calls it.
+// Each value of `lengths` (int32, any shape, row b) must lie in [lo, hi], else ValueError
+// "<op>: '<arg>' value <v> at batch index <b> is out of range [<lo>, <dim>=<hi>]", followed by
+// `above_hint` when the value is above hi.
+void check_length_values(std::string_view op, std::string_view arg, const Tensor& lengths, int64_t lo,
+                         std::string_view dim, int64_t hi, std::string_view above_hint = {});
+
 }  // namespace attn

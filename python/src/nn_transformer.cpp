@@ -45,7 +45,7 @@ TransformerLayerOptions layer_options(int64_t d_model, int64_t heads, int64_t ff
   o.ffn = ffn;
   o.dropout = dropout;
   o.norm_first = norm_first;
-  o.activation = activation;
+  o.activation = nn::parse_ffn_activation(activation, "TransformerLayer");
   o.eps = eps;
   o.seed = seed;
   return o;

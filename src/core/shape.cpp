@@ -135,4 +135,17 @@ ShapeContract& ShapeContract::check(std::string_view arg, const Tensor& tensor,
   return *this;
 }
 
+void check_length_values(std::string_view op, std::string_view arg, const Tensor& lengths, int64_t lo,
+                         std::string_view dim, int64_t hi, std::string_view above_hint) {
+  const int32_t* len = lengths.i32();
+  for (int64_t b = 0; b < lengths.numel(); ++b) {
+    if (len[b] >= lo && len[b] <= hi) continue;
+    std::string message = std::string(op) + ": '" + std::string(arg) + "' value " + std::to_string(len[b]) +
+                          " at batch index " + std::to_string(b) + " is out of range [" + std::to_string(lo) + ", " +
+                          std::string(dim) + "=" + std::to_string(hi) + "]";
+    if (len[b] > hi) message += above_hint;
+    throw ValueError(message);
+  }
+}
+
 }  // namespace attn

@@ -30,11 +30,7 @@ AccuracyCounts score_predictions(const Tensor& predicted, const Tensor& tgt_out,
   const int32_t* pred = predicted.i32();       // (B, T')
   const int32_t* ref = tgt_out.i32();          // (B, T)
   const int32_t* lengths = tgt_lengths.i32();  // (B)
-  for (int64_t b = 0; b < B; ++b) {
-    if (lengths[b] < 0 || lengths[b] > T) {
-      throw ValueError(fmt::format("score_predictions: tgt_lengths[{}] = {} is outside [0, T={}]", b, lengths[b], T));
-    }
-  }
+  check_length_values("score_predictions", "tgt_lengths", tgt_lengths, 0, "T", T);
 
   AccuracyCounts counts;
   for (int64_t b = 0; b < B; ++b) {

@@ -110,12 +110,7 @@ DirectionResult run_direction(const RnnStack::Weights& w, bool lstm, const Tenso
 }  // namespace
 
 void check_lengths_in_range(const std::string& op, const std::string& arg, const Tensor& lengths, int64_t S) {
-  for (int64_t b = 0; b < lengths.numel(); ++b) {
-    const int32_t len = lengths.i32()[b];
-    if (len < 1 || len > S)
-      throw ValueError(op + ": '" + arg + "' value " + std::to_string(len) + " at batch index " + std::to_string(b) +
-                       " is out of range [1, S=" + std::to_string(S) + "]");
-  }
+  check_length_values(op, arg, lengths, 1, "S", S);
 }
 
 void packed_keep_masks(const Tensor& lengths, int64_t S, Tensor& keep, std::vector<char>& all_kept) {

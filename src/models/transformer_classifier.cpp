@@ -67,7 +67,7 @@ Tensor TransformerClassifier::logits_from_embeddings(const Tensor& embeddings, c
   c.check("embeddings", embeddings, {"B", "S", "D"});
   c.check("lengths", lengths, {"B"}, DType::i32);
   const int64_t B = c["B"], S = c["S"], D = config_.d_model;
-  detail::check_lengths(c.op(), "lengths", lengths, 1, "S", S);
+  check_length_values(c.op(), "lengths", lengths, 1, "S", S);
   check_training_memory(config_, B, S + 1, 0);
   if (S + 1 > config_.max_len)
     throw ValueError(fmt::format("{}: S={} plus [CLS] exceeds max_len={}", c.op(), S, config_.max_len));

@@ -42,16 +42,6 @@ inline Tensor embed_tokens(const nn::Embedding& embedding, const nn::PositionalE
   return dropout.forward(positions.forward(scale(embedding.forward(ids), s), offset));
 }
 
-// Checks lengths (B) int32 against [lo, n] (n the size of dimension `dim`, "S" or "T"):
-// ValueError naming the row and the value.
-inline void check_lengths(const std::string& op, const char* arg, const Tensor& lengths, int64_t lo, const char* dim,
-                          int64_t n) {
-  const int32_t* l = lengths.i32();
-  for (int64_t b = 0; b < lengths.numel(); ++b)
-    if (l[b] < lo || l[b] > n)
-      throw ValueError(fmt::format("{}: '{}'[{}] = {} outside [{}, {}={}]", op, arg, b, l[b], lo, dim, n));
-}
-
 // Logits over the vocabulary: the generator, or the tied target embedding (no bias).
 inline Tensor project_vocab(const Tensor& h, const nn::Linear* generator, const Tensor& tied_weight) {
   return generator ? generator->forward(h) : linear(h, tied_weight);

@@ -14,12 +14,7 @@
 
 namespace attn::models {
 
-const char* to_string(FfnActivation activation) { return activation == FfnActivation::gelu ? "gelu" : "relu"; }
-FfnActivation parse_ffn_activation(const std::string& name) {
-  if (name == "relu") return FfnActivation::relu;
-  if (name == "gelu") return FfnActivation::gelu;
-  throw ValueError(fmt::format("transformer config: unknown activation '{}' (valid: relu, gelu)", name));
-}
+FfnActivation parse_ffn_activation(const std::string& name) { return nn::parse_ffn_activation(name, "transformer config"); }
 const char* to_string(PositionKind positions) { return positions == PositionKind::learned ? "learned" : "sinusoidal"; }
 PositionKind parse_position_kind(const std::string& name) {
   if (name == "sinusoidal") return PositionKind::sinusoidal;
@@ -29,7 +24,7 @@ PositionKind parse_position_kind(const std::string& name) {
 
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
   return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
-          .activation = to_string(activation), .seed = seed};
+          .activation = activation, .seed = seed};
 }
 
 void TransformerConfig::validate() const {

@@ -56,7 +56,7 @@ Tensor TransformerLM::logits(const Tensor& ids, const Tensor& lengths) {
   c.check("ids", ids, {"B", "T"}, DType::i32);
   if (lengths.defined()) {
     c.check("lengths", lengths, {"B"}, DType::i32);
-    detail::check_lengths(c.op(), "lengths", lengths, 1, "T", c["T"]);
+    check_length_values(c.op(), "lengths", lengths, 1, "T", c["T"]);
   }
   const Tensor x = detail::embed_tokens(embedding, positions, dropout_, ids);  // (B, T, D)
   return output_logits(decoder.forward(x, lengths));                           // (B, T, V)

@@ -110,7 +110,7 @@ Tensor TransformerSeq2Seq::encode(const Tensor& src, const Tensor& src_lengths,
   ShapeContract c("TransformerSeq2Seq.encode");
   c.check("src", src, {"B", "S"}, DType::i32);
   c.check("src_lengths", src_lengths, {"B"}, DType::i32);
-  detail::check_lengths(c.op(), "src_lengths", src_lengths, 1, "S", c["S"]);
+  check_length_values(c.op(), "src_lengths", src_lengths, 1, "S", c["S"]);
   const Tensor x = detail::embed_tokens(source_embedding(), positions, dropout_, src);  // (B, S, D)
   return encoder.forward(x, src_lengths, weights);                                      // (B, S, D)
 }
@@ -124,7 +124,7 @@ Tensor TransformerSeq2Seq::logits_from_source_embeddings(const Tensor& source_em
   ShapeContract c("TransformerSeq2Seq.logits_from_source_embeddings");
   c.check("source_embeddings", source_embeddings, {"B", "S", "D"}, DType::f32);
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
-  detail::check_lengths(c.op(), "src_lengths", batch.src_lengths, 1, "S", c["S"]);
+  check_length_values(c.op(), "src_lengths", batch.src_lengths, 1, "S", c["S"]);
   const Tensor x = dropout_.forward(positions.forward(source_embeddings, 0));                   // (B, S, D)
   const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);                          // (B, S, D)
   const Tensor y = detail::embed_tokens(target_embedding(), positions, dropout_, batch.tgt_in);  // (B, T, D)

@@ -40,10 +40,7 @@ void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
     throw ValueError(op + ": key_lengths and key_padding_mask are exclusive; give one of them, not both");
   if (call.key_lengths.defined()) {
     c.check("key_lengths", call.key_lengths, {"B"}, DType::i32);
-    const int32_t* len = call.key_lengths.i32();
-    for (int64_t b = 0; b < B; ++b)
-      if (len[b] < 0 || len[b] > S)
-        throw ValueError(op + ": key_lengths[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
+    check_length_values(op, "key_lengths", call.key_lengths, 0, "S", S);
   }
   if (call.key_padding_mask.defined()) c.check("key_padding_mask", call.key_padding_mask, {"B", "S"}, DType::i32);
   if (call.attn_bias.defined()) {  // torch's float attn_mask shapes, one for all heads or one per (b, h)

@@ -15,6 +15,13 @@
 #include "attn/shape.h"
 
 namespace attn::nn {
+const char* to_string(FfnActivation activation) { return activation == FfnActivation::gelu ? "gelu" : "relu"; }
+FfnActivation parse_ffn_activation(const std::string& name, const std::string& who) {
+  if (name == "relu") return FfnActivation::relu;
+  if (name == "gelu") return FfnActivation::gelu;
+  throw ValueError(who + ": unknown activation '" + name + "' (valid: relu, gelu)");
+}
+
 namespace {
 
 std::string str(int64_t x) { return std::to_string(x); }
@@ -45,7 +52,7 @@ MultiheadAttentionOptions mha_options(const TransformerLayerOptions& o, uint64_t
   return m;
 }
 
-Tensor activate(const Tensor& x, const std::string& activation) { return activation == "gelu" ? gelu(x) : relu(x); }
+Tensor activate(const Tensor& x, FfnActivation activation) { return activation == FfnActivation::gelu ? gelu(x) : relu(x); }
 
 // One residual sublayer: x + f(norm(x)) (pre-LN) or norm(x + f(x)) (post-LN).
 template <typename F>
@@ -57,11 +64,7 @@ Tensor sublayer(bool norm_first, LayerNorm& norm, const Tensor& x, F&& f) {
 void check_lengths(ShapeContract& c, const char* arg, const Tensor& lengths) {
   if (!lengths.defined()) return;
   c.check(arg, lengths, {"B"}, DType::i32);
-  const int64_t S = c["S"];
-  const int32_t* len = lengths.i32();
-  for (int64_t b = 0; b < lengths.numel(); ++b)
-    if (len[b] < 0 || len[b] > S)
-      throw ValueError(c.op() + ": " + arg + "[" + str(b) + "] = " + str(len[b]) + " is outside [0, S=" + str(S) + "]");
+  check_length_values(c.op(), arg, lengths, 0, "S", c["S"]);
 }
 
 // Checks a layer cache's self keys/values (B, H, t, Dh) (either undefined before the first
@@ -127,8 +130,6 @@ void TransformerLayerOptions::validate() const {
   if (ffn <= 0) throw ValueError(who + ": ffn must be positive, got " + str(ffn));
   if (!(dropout >= 0.0f && dropout < 1.0f))
     throw ValueError(who + ": dropout must be in [0, 1), got " + format_number(dropout));
-  if (activation != "relu" && activation != "gelu")
-    throw ValueError(who + ": activation must be relu or gelu, got '" + activation + "'");
   if (!(eps > 0.0f) || !std::isfinite(eps))
     throw ValueError(who + ": eps must be a finite value > 0, got " + format_number(eps));
 }

@@ -55,14 +55,9 @@ inline void check_lengths(ShapeContract& c, const Tensor& lengths, int64_t S) {
     throw ShapeError(c.op() + ": 'lengths' expected dtype int32, got " + dtype_name(lengths.dtype()) +
                      ": lengths (B) count the real source positions; pass an int32 tensor");
   c.check("lengths", lengths, {"B"}, DType::i32);
-  const int32_t* l = lengths.i32();
-  for (int64_t b = 0; b < lengths.numel(); ++b)
-    if (l[b] < 0 || l[b] > S)
-      throw ValueError(c.op() + ": 'lengths' value " + std::to_string(l[b]) + " at batch index " +
-                       std::to_string(b) + " is out of range [0, S=" + std::to_string(S) + "]" +
-                       (l[b] > S ? ": lengths count real positions of the keys (S = keys.dim(1)); target lengths "
-                                   "passed by mistake, or keys truncated?"
-                                 : ""));
+  check_length_values(c.op(), "lengths", lengths, 0, "S", S,
+                      ": lengths count real positions of the keys (S = keys.dim(1)); target lengths passed by "
+                      "mistake, or keys truncated?");
 }
 
 // The mask of one call: `lengths` always defined (the extent L_b of each row: the given

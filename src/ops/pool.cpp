@@ -12,12 +12,7 @@ namespace {
 void check_pool_args(const char* op, const Tensor& x, const Tensor& lengths) {
   ShapeContract c(op);
   c.check("x", x, {"B", "S", "E"}).check("lengths", lengths, {"B"}, DType::i32);
-  const int64_t B = x.dim(0), S = x.dim(1);
-  const int32_t* len = lengths.i32();
-  for (int64_t b = 0; b < B; ++b)
-    if (len[b] < 0 || len[b] > S)
-      throw ValueError(std::string(op) + ": 'lengths' value " + std::to_string(len[b]) + " at batch index " +
-                       std::to_string(b) + " is out of range [0, S=" + std::to_string(S) + "]");
+  check_length_values(op, "lengths", lengths, 0, "S", x.dim(1));
 }
 
 }  // namespace

@@ -20,11 +20,7 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
     throw ValueError("sdpa: key_lengths and key_padding_mask are exclusive; give one of them, not both");
   if (options.key_lengths.defined()) {
     c.check("key_lengths", options.key_lengths, {"B"}, DType::i32);
-    const int32_t* len = options.key_lengths.i32();
-    for (int64_t b = 0; b < B; ++b)
-      if (len[b] < 0 || len[b] > S)
-        throw ValueError("sdpa: key_lengths[" + std::to_string(b) + "] = " + std::to_string(len[b]) +
-                         " is outside [0, S=" + std::to_string(S) + "]");
+    check_length_values("sdpa", "key_lengths", options.key_lengths, 0, "S", S);
   }
   if (options.key_padding_mask.defined()) c.check("key_padding_mask", options.key_padding_mask, {"B", "S"}, DType::i32);
   int64_t bias_head_stride = 0;

@@ -660,9 +660,9 @@ TEST(Sdpa, ErrorsNameArgumentsAndShapes) {
   o.key_lengths = Tensor::zeros({2});
   EXPECT_THROW_MSG(sdpa(q, k, v, o), ShapeError, "sdpa: 'key_lengths' expected dtype int32, got float32");
   o.key_lengths = ints({3, 10}, {2});
-  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: key_lengths[1] = 10 is outside [0, S=9]");
+  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: 'key_lengths' value 10 at batch index 1 is out of range [0, S=9]");
   o.key_lengths = ints({-1, 2}, {2});
-  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: key_lengths[0] = -1 is outside [0, S=9]");
+  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: 'key_lengths' value -1 at batch index 0 is out of range [0, S=9]");
 
   SdpaOptions both;
   both.key_lengths = ints({3, 4}, {2});

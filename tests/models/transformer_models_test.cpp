@@ -413,9 +413,9 @@ TEST(TransformerSeq2Seq, ErrorsNameTheArgument) {
   EXPECT_THROW_MSG(model.encode(batch.src, Tensor::from_vector(std::vector<int32_t>{5, 2}, {2})), ShapeError,
                    "TransformerSeq2Seq.encode: 'src_lengths' expected (B=3)");
   EXPECT_THROW_MSG(model.encode(batch.src, Tensor::from_vector(std::vector<int32_t>{5, 6, 1}, {3})), ValueError,
-                   "TransformerSeq2Seq.encode: 'src_lengths'[1] = 6 outside [1, S=5]");
+                   "TransformerSeq2Seq.encode: 'src_lengths' value 6 at batch index 1 is out of range [1, S=5]");
   EXPECT_THROW_MSG(model.encode(batch.src, Tensor::from_vector(std::vector<int32_t>{5, 0, 1}, {3})), ValueError,
-                   "'src_lengths'[1] = 0 outside [1, S=5]");
+                   "'src_lengths' value 0 at batch index 1 is out of range [1, S=5]");
   EXPECT_THROW_MSG(model.greedy(batch.src, batch.src_lengths, 0), ValueError,
                    "TransformerSeq2Seq.greedy: max_len must be >= 1, got 0");
   EXPECT_THROW_MSG(model.greedy(batch.src, batch.src_lengths, 5, {.layer = 2}), ValueError,
@@ -605,7 +605,7 @@ TEST(TransformerLM, ErrorsNameTheValue) {
   EXPECT_THROW_MSG(model.logits(Tensor::full({1, 3}, 1.0f)), ShapeError, "TransformerLM.logits: 'ids'");
   EXPECT_THROW_MSG(model.logits(Tensor::from_vector(std::vector<int32_t>{1, 2, 3}, {1, 3}),
                                 Tensor::from_vector(std::vector<int32_t>{4}, {1})),
-                   ValueError, "TransformerLM.logits: 'lengths'[0] = 4 outside [1, T=3]");
+                   ValueError, "TransformerLM.logits: 'lengths' value 4 at batch index 0 is out of range [1, T=3]");
 }
 
 // ---- TransformerClassifier ------------------------------------------------------------------------
@@ -724,7 +724,7 @@ TEST(TransformerClassifier, ErrorsNameTheArgument) {
   TransformerClassifier model(classifier_config());
   const Tensor ids = Tensor::from_vector(std::vector<int32_t>{4, 7, 9}, {1, 3});
   EXPECT_THROW_MSG(model.logits(ids, Tensor::from_vector(std::vector<int32_t>{0}, {1})), ValueError,
-                   "TransformerClassifier.logits: 'lengths'[0] = 0 outside [1, S=3]");
+                   "TransformerClassifier.logits: 'lengths' value 0 at batch index 0 is out of range [1, S=3]");
   EXPECT_THROW_MSG(model.logits(ids, Tensor::from_vector(std::vector<int32_t>{1, 1}, {2})), ShapeError,
                    "TransformerClassifier.logits: 'lengths' expected (B=1)");
   EXPECT_THROW_MSG(model.logits(Tensor::from_vector(std::vector<int32_t>{4, 12}, {1, 2}),

@@ -554,7 +554,7 @@ TEST(MultiheadAttention, Errors) {
   EXPECT_THROW_MSG(m.forward(q, k, k, {.heads = {0}}), ValueError, "set need_weights = true");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.average_weights = true}), ValueError, "set need_weights = true");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.key_lengths = i32({7, 8}, {2})}), ValueError,
-                   "multihead_attention: key_lengths[1] = 8 is outside [0, S=7]");
+                   "multihead_attention: 'key_lengths' value 8 at batch index 1 is out of range [0, S=7]");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.key_lengths = i32({7, 7, 7}, {3})}), ShapeError,
                    "multihead_attention: 'key_lengths' expected (B=2), got (3)");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.key_padding_mask = Tensor::zeros({2, 7})}), ShapeError,

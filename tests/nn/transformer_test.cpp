@@ -37,7 +37,7 @@ TransformerLayerOptions small(bool norm_first, const std::string& activation = "
   o.ffn = 12;
   o.dropout = dropout;
   o.norm_first = norm_first;
-  o.activation = activation;
+  o.activation = parse_ffn_activation(activation, "test");
   o.seed = 7;
   return o;
 }
@@ -134,9 +134,9 @@ Seq ref_norm(Seq x, const LayerNorm& ln) {
   return x;
 }
 
-Seq ref_ffn(const Seq& x, const Linear& l1, const Linear& l2, const std::string& act) {
+Seq ref_ffn(const Seq& x, const Linear& l1, const Linear& l2, FfnActivation act) {
   Seq h = ref_linear(x, l1.weight, l1.bias, 0, l1.weight.dim(0));
-  for (double& v : h.v) v = act == "gelu" ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::max(v, 0.0);
+  for (double& v : h.v) v = act == FfnActivation::gelu ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::max(v, 0.0);
   return ref_linear(h, l2.weight, l2.bias, 0, l2.weight.dim(0));
 }
 
@@ -635,7 +635,7 @@ TEST(MultiheadAttentionPieces, Errors) {
   EXPECT_THROW_MSG(m.attend_heads(Tensor::zeros({2, 2, 1, 4}), k, Tensor::zeros({2, 2, 4, 4})), ShapeError,
                    "'v' expected (B=2, H=2, S=5, Dh=4), got (2, 2, 4, 4)");
   EXPECT_THROW_MSG(m.attend_heads(Tensor::zeros({2, 2, 1, 4}), k, k, {.key_lengths = i32({5, 6})}), ValueError,
-                   "key_lengths[1] = 6 is outside [0, S=5]");
+                   "'key_lengths' value 6 at batch index 1 is out of range [0, S=5]");
   EXPECT_THROW_MSG(m.attend_projected(Tensor::zeros({2, 1, 6}), k, k), ShapeError,
                    "multihead_attention.project_query: 'query' expected (B, T, D=8), got (2, 1, 6)");
   EXPECT_THROW_MSG(m.project_kv(Tensor::zeros({2, 5, 8}), Tensor::zeros({2, 4, 8})), ShapeError,
@@ -661,8 +661,8 @@ TEST(TransformerErrors, Options) {
   EXPECT_THROW_MSG(TransformerDecoderLayer(bad([](auto& o) { o.ffn = -1; })), ValueError, "ffn must be positive");
   EXPECT_THROW_MSG(TransformerEncoder(bad([](auto& o) { o.dropout = 1.0f; }), 1), ValueError,
                    "dropout must be in [0, 1), got 1");
-  EXPECT_THROW_MSG(TransformerDecoder(bad([](auto& o) { o.activation = "tanh"; }), 1), ValueError,
-                   "activation must be relu or gelu, got 'tanh'");
+  EXPECT_THROW_MSG(parse_ffn_activation("tanh", "TransformerDecoder"), ValueError,
+                   "TransformerDecoder: unknown activation 'tanh' (valid: relu, gelu)");
   EXPECT_THROW_MSG(CausalTransformer(bad([](auto& o) { o.eps = 0.0f; }), 1), ValueError,
                    "eps must be a finite value > 0");
   EXPECT_THROW_MSG(TransformerEncoder(small(true), 0), ValueError, "TransformerEncoder: layers must be >= 1, got 0");
@@ -676,11 +676,11 @@ TEST(TransformerErrors, Shapes) {
   EXPECT_THROW_MSG(enc.forward(Tensor::zeros({2, 3, 8}), i32({3, 3, 3})), ShapeError,
                    "'key_lengths' expected (B=2), got (3)");
   EXPECT_THROW_MSG(enc.forward(Tensor::zeros({2, 3, 8}), i32({3, 4})), ValueError,
-                   "key_lengths[1] = 4 is outside [0, S=3]");
+                   "'key_lengths' value 4 at batch index 1 is out of range [0, S=3]");
   EXPECT_THROW_MSG(dec.forward(Tensor::zeros({2, 3, 8}), Tensor::zeros({3, 5, 8}), Tensor()), ShapeError,
                    "transformer_decoder_layer: 'memory' expected (B=2, S, D=8), got (3, 5, 8)");
   EXPECT_THROW_MSG(dec.forward(Tensor::zeros({2, 3, 8}), Tensor::zeros({2, 5, 8}), i32({5, -1})), ValueError,
-                   "memory_lengths[1] = -1 is outside [0, S=5]");
+                   "'memory_lengths' value -1 at batch index 1 is out of range [0, S=5]");
 }
 
 TEST(TransformerErrors, Steps) {

@@ -94,9 +94,9 @@ TEST(Metrics, AddAndEmpty) {
 TEST(Metrics, Errors) {
   const Tensor tgt_out = ids({5, 6, 2}, Shape{1, 3});
   EXPECT_THROW_MSG(score_predictions(ids({5, 6, 2}, Shape{1, 3}), tgt_out, ids({4}, Shape{1})), ValueError,
-                   "score_predictions: tgt_lengths[0] = 4 is outside [0, T=3]");
+                   "score_predictions: 'tgt_lengths' value 4 at batch index 0 is out of range [0, T=3]");
   EXPECT_THROW_MSG(score_predictions(ids({5, 6, 2}, Shape{1, 3}), tgt_out, ids({-1}, Shape{1})), ValueError,
-                   "tgt_lengths[0] = -1");
+                   "'tgt_lengths' value -1 at batch index 0");
   EXPECT_THROW_MSG(score_predictions(ids({5, 6, 2, 5, 6, 2}, Shape{2, 3}), tgt_out, ids({3}, Shape{1})), ShapeError,
                    "score_predictions: 'tgt_out'");
   EXPECT_THROW_MSG(score_predictions(ids({5, 6, 2}, Shape{3}), tgt_out, ids({3}, Shape{1})), ShapeError,

@@ -35,8 +35,8 @@ namespace attn::models {
 // The configuration's choices, parsed from their names once; to_string gives the name the
 // JSON stores. The parsers throw ValueError listing the valid names, e.g.
 //   transformer config: unknown activation 'tanh' (valid: relu, gelu)
-enum class FfnActivation { relu, gelu };
-const char* to_string(FfnActivation activation);
+using nn::FfnActivation;  // defined beside the layers that apply it
+using nn::to_string;
 FfnActivation parse_ffn_activation(const std::string& name);
 enum class PositionKind { sinusoidal, learned };
 const char* to_string(PositionKind positions);

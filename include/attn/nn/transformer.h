@@ -44,13 +44,19 @@
 
 namespace attn::nn {
 
+// The feed-forward activation, chosen once from its name.
+enum class FfnActivation { relu, gelu };
+const char* to_string(FfnActivation activation);
+// ValueError "<who>: unknown activation '<name>' (valid: relu, gelu)".
+FfnActivation parse_ffn_activation(const std::string& name, const std::string& who);
+
 struct TransformerLayerOptions {
   int64_t d_model = 256;  // D
   int64_t heads = 4;      // H, dividing D
   int64_t ffn = 1024;     // F, the feed-forward width
   float dropout = 0.1f;   // on attention weights, residual branches and inside the FFN
   bool norm_first = true;  // pre-LN (true) or post-LN (false, the 2017 paper and PyTorch's default)
-  std::string activation = "relu";  // relu | gelu
+  FfnActivation activation = FfnActivation::relu;
   float eps = 1e-5f;      // layer norm epsilon
   uint64_t seed = 1;      // initial weights and dropout streams
   void validate() const;  // ValueError naming the bad field
