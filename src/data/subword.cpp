@@ -200,6 +200,16 @@ std::shared_ptr<spm::SentencePieceProcessor> load_processor(const std::string& n
   check_special_ids(*sp, name);
   return sp;
 }
+
+// The processor of a serialized model whose character maps were checked first (libsentencepiece
+// trusts them: sentencepiece_check.h).
+std::shared_ptr<spm::SentencePieceProcessor> checked_processor(const std::string& bytes, const std::string& name,
+                                                               const char* from, const char* unparsable) {
+  if (!check_sentencepiece_charsmaps(bytes, name))
+    throw IoError(fmt::format("cannot load SentencePiece model '{}'{}: {}", name, from, unparsable));
+  return load_processor(name, from, unparsable,
+                        [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
+}
 }  // namespace
 
 SubwordModel SubwordModel::load(const std::string& path) {
@@ -212,21 +222,15 @@ SubwordModel SubwordModel::load(const std::string& path) {
   std::string bytes;
   if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (!in && !in.eof()) throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, std::strerror(errno)));
-  if (!check_sentencepiece_charsmaps(bytes, path))
-    throw IoError(fmt::format("cannot load SentencePiece model '{}': not a SentencePiece model file (it does not parse)", path));
   SubwordModel model;
-  model.processor_ = load_processor(path, "", "not a SentencePiece model file (it does not parse)",
-                                    [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
+  model.processor_ = checked_processor(bytes, path, "", "not a SentencePiece model file (it does not parse)");
   model.path_ = path;
   return model;
 }
 
 SubwordModel SubwordModel::from_serialized(const std::string& bytes, const std::string& name) {
-  if (!check_sentencepiece_charsmaps(bytes, name))
-    throw IoError(fmt::format("cannot load SentencePiece model '{}' from its bytes: not a SentencePiece model (it does not parse)", name));
   SubwordModel model;
-  model.processor_ = load_processor(name, " from its bytes", "not a SentencePiece model (it does not parse)",
-                                    [&](spm::SentencePieceProcessor& sp) { return sp.LoadFromSerializedProto(bytes); });
+  model.processor_ = checked_processor(bytes, name, " from its bytes", "not a SentencePiece model (it does not parse)");
   model.path_ = name;
   return model;
 }

@@ -1,4 +1,5 @@
 // Per-token importance measures and the permutation test (see attn/explain/importance.h).
+#include "attn/explain/inspection_guard.h"
 #include "attn/explain/importance.h"
 
 #include <algorithm>
@@ -14,23 +15,6 @@ namespace attn::explain {
 using models::AttnClassifier;
 
 namespace {
-
-// Eval mode for the guard's lifetime; on leaving, the training flag is restored and the
-// parameter gradients the measures' backward passes left are released.
-class InspectionGuard {
- public:
-  explicit InspectionGuard(nn::Module& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
-  ~InspectionGuard() {
-    model_.zero_grad();
-    model_.train(was_training_);
-  }
-  InspectionGuard(const InspectionGuard&) = delete;
-  InspectionGuard& operator=(const InspectionGuard&) = delete;
-
- private:
-  nn::Module& model_;
-  bool was_training_;
-};
 
 void check_sentence(const std::vector<int32_t>& ids, const char* what) {
   if (ids.empty()) throw ValueError(std::string(what) + ": the sentence has no tokens");

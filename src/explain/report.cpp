@@ -109,6 +109,25 @@ json erasure_order_json(const ErasureOrder& o) {
 
 }  // namespace
 
+// mean, population sd and the share with p < 0.05 over the defined τ of t.per_sentence.
+void fill_moments(TauSummary& t) {
+  double total = 0.0, significant = 0.0;
+  t.defined = 0;
+  for (const auto& k : t.per_sentence)
+    if (k.defined) {
+      ++t.defined;
+      total += k.tau;
+      significant += k.p_value < 0.05;
+    }
+  if (t.defined == 0) return;
+  t.mean = total / static_cast<double>(t.defined);
+  double squares = 0.0;
+  for (const auto& k : t.per_sentence)
+    if (k.defined) squares += (k.tau - t.mean) * (k.tau - t.mean);
+  t.sd = std::sqrt(squares / static_cast<double>(t.defined));
+  t.share_significant = significant / static_cast<double>(t.defined);
+}
+
 ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skipped_empty) {
   ExplainReport r;
   r.sentences = std::move(sentences);
@@ -120,22 +139,8 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
   for (const TauPair& pair : r.transformer ? transformer_tau_pairs() : tau_pairs()) {
     TauSummary t;
     t.pair = pair;
-    double total = 0.0, significant = 0.0;
-    for (const auto& s : r.sentences) {
-      t.per_sentence.push_back(sentence_tau(s.importance, pair));
-      if (!t.per_sentence.back().defined) continue;
-      ++t.defined;
-      total += t.per_sentence.back().tau;
-      significant += t.per_sentence.back().p_value < 0.05;
-    }
-    if (t.defined > 0) {
-      t.mean = total / static_cast<double>(t.defined);
-      double squares = 0.0;
-      for (const auto& k : t.per_sentence)
-        if (k.defined) squares += (k.tau - t.mean) * (k.tau - t.mean);
-      t.sd = std::sqrt(squares / static_cast<double>(t.defined));
-      t.share_significant = significant / static_cast<double>(t.defined);
-    }
+    for (const auto& s : r.sentences) t.per_sentence.push_back(sentence_tau(s.importance, pair));
+    fill_moments(t);
     r.taus.push_back(std::move(t));
   }
   std::vector<double> medians, jsds;

@@ -4,28 +4,12 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
+#include "attn/explain/inspection_guard.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
 
 namespace attn::explain {
 namespace {
-
-// Eval mode for the guard's lifetime; on leaving, the training flag is restored and the
-// parameter gradients the backward pass left are released.
-class EvalGuard {
- public:
-  explicit EvalGuard(nn::Module& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
-  ~EvalGuard() {
-    model_.zero_grad();
-    model_.train(was_training_);
-  }
-  EvalGuard(const EvalGuard&) = delete;
-  EvalGuard& operator=(const EvalGuard&) = delete;
-
- private:
-  nn::Module& model_;
-  bool was_training_;
-};
 
 void check_inputs(const std::vector<int32_t>& source, const std::vector<int32_t>& hypothesis, const char* what) {
   if (source.empty()) throw ValueError(std::string(what) + ": the source has no tokens");
@@ -116,7 +100,7 @@ SourceEmbeddingSeq2Seq source_embedding_model(models::TransformerSeq2Seq& model)
 std::vector<float> target_log_probs(const SourceEmbeddingSeq2Seq& model, const std::vector<int32_t>& source,
                                     const std::vector<int32_t>& hypothesis) {
   check_inputs(source, hypothesis, "target_log_probs");
-  EvalGuard guard(*model.module);
+  InspectionGuard guard(*model.module);
   autodiff::NoGradGuard no_grad;
   const models::Batch b = teacher_forced({source}, hypothesis);
   return emitted_log_probs(model.logits(model.embed(b.src), b), hypothesis).at(0);
@@ -128,7 +112,7 @@ std::vector<std::vector<float>> gradient_times_input(const SourceEmbeddingSeq2Se
                                                      const std::vector<int32_t>& source,
                                                      const std::vector<int32_t>& hypothesis) {
   check_inputs(source, hypothesis, "gradient_times_input");
-  EvalGuard guard(*model.module);
+  InspectionGuard guard(*model.module);
   const int64_t T = static_cast<int64_t>(hypothesis.size()), S = static_cast<int64_t>(source.size());
   const models::Batch b = teacher_forced(std::vector<std::vector<int32_t>>(static_cast<size_t>(T), source), hypothesis);
   Tensor e;
@@ -169,7 +153,7 @@ std::vector<std::vector<float>> leave_one_out(const SourceEmbeddingSeq2Seq& mode
   }
   std::vector<std::vector<float>> without;  // [s][t]
   {
-    EvalGuard guard(*model.module);
+    InspectionGuard guard(*model.module);
     autodiff::NoGradGuard no_grad;
     const models::Batch b = teacher_forced(shortened, hypothesis);
     without = emitted_log_probs(model.logits(model.embed(b.src), b), hypothesis);
@@ -187,7 +171,7 @@ PairImportance explain_pair(const SourceEmbeddingSeq2Seq& model, const std::vect
   PairImportance p;
   p.source = source;
   {
-    EvalGuard guard(*model.module);
+    InspectionGuard guard(*model.module);
     const Tensor src = Tensor::from_vector(source, {1, static_cast<int64_t>(source.size())});
     const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(source.size())}, {1});
     model.greedy(src, lengths, max_len, p.hypothesis, p.attention);

@@ -17,24 +17,6 @@ std::string format(const char* pattern, double a, double b = 0.0, double c = 0.0
 
 std::string pair_name(const TauPair& p) { return p.first + "-" + p.second; }
 
-// mean, population sd and the share with p < 0.05 over the defined τ of t.per_sentence.
-void fill_moments(TauSummary& t) {
-  double total = 0.0, significant = 0.0;
-  for (const auto& k : t.per_sentence)
-    if (k.defined) {
-      ++t.defined;
-      total += k.tau;
-      significant += k.p_value < 0.05;
-    }
-  if (t.defined == 0) return;
-  t.mean = total / static_cast<double>(t.defined);
-  double squares = 0.0;
-  for (const auto& k : t.per_sentence)
-    if (k.defined) squares += (k.tau - t.mean) * (k.tau - t.mean);
-  t.sd = std::sqrt(squares / static_cast<double>(t.defined));
-  t.share_significant = significant / static_cast<double>(t.defined);
-}
-
 const TauSummary& find_tau(const Seq2SeqReport& r, const std::string& name) {
   for (const auto& t : r.taus)
     if (pair_name(t.pair) == name) return t;

@@ -154,6 +154,14 @@ void add_svg_text(std::string& svg, const std::string& title, const std::string&
 
 constexpr const char* kFont = "DejaVu Sans";
 
+// The grey 1-px frame around a w x h box at (x, y), on the pixel grid.
+void stroke_frame(cairo_t* cr, double x, double y, double w, double h) {
+  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
+  cairo_set_line_width(cr, 1.0);
+  cairo_rectangle(cr, x - 0.5, y - 0.5, w + 1, h + 1);
+  cairo_stroke(cr);
+}
+
 void set_font(cairo_t* cr, double size, bool bold = false) {
   cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL, bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, size);
@@ -594,10 +602,7 @@ void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
       }
     }
     cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
-    cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-    cairo_set_line_width(cr, 1.0);
-    cairo_rectangle(cr, cx0 - 0.5, cy0 - 0.5, pw + 1, ph + 1);
-    cairo_stroke(cr);
+    stroke_frame(cr, cx0, cy0, pw, ph);
 
     // Tick labels: output tokens left of the rows, source tokens under the columns.
     set_font(cr, L.tick_font);
@@ -633,10 +638,7 @@ void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
   cairo_rectangle(cr, bar_x, bar_y, kColorBarW, bar_h);
   cairo_fill(cr);
   cairo_pattern_destroy(gradient);
-  cairo_set_source_rgb(cr, 0.3, 0.3, 0.3);
-  cairo_set_line_width(cr, 1.0);
-  cairo_rectangle(cr, bar_x - 0.5, bar_y - 0.5, kColorBarW + 1, bar_h + 1);
-  cairo_stroke(cr);
+  stroke_frame(cr, bar_x, bar_y, kColorBarW, bar_h);
   set_font(cr, L.tick_font);
   cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
   const char* labels[] = {"0", "0.5", "1"};

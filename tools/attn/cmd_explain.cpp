@@ -24,6 +24,7 @@
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
+#include "explain_pictures.h"
 #include "explain_seq2seq.h"
 
 namespace attn::cli {
@@ -197,15 +198,7 @@ void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
     if (t.defined == 0 || name == "attention-ig" || name == "ig-loo" || name == "gradient-ig" ||
         name == "attention-rollout" || name == "attention-flow" || name == "rollout-gradient" || name == "flow-gradient")
       continue;
-    viz::Series series{name, {}, {}};
-    std::vector<double> counts(20, 0.0);
-    for (const auto& k : t.per_sentence)
-      if (k.defined) counts[static_cast<size_t>(std::clamp(static_cast<int>(std::floor((k.tau + 1.0) / 0.1)), 0, 19))] += 1;
-    for (int b = 0; b < 20; ++b) {
-      series.x.push_back(-0.95 + 0.1 * b);
-      series.y.push_back(counts[static_cast<size_t>(b)] / static_cast<double>(t.defined));
-    }
-    tau.series.push_back(series);
+    tau.series.push_back(tau_histogram(t));
   }
   if (!tau.series.empty()) write_both(tau, dir, "tau");
 

@@ -65,6 +65,20 @@ void filter_stdin(Fn&& fn) {
   check_stdin_read();
 }
 
+struct CodecArgs {
+  std::string model;
+  bool ids = false;
+};
+
+// attn tokenize encode / decode: a subcommand NAME with --model and --ids.
+CLI::App* add_codec_command(CLI::App& tokenize, const char* name, const char* what, const char* ids_help,
+                            CodecArgs& args) {
+  CLI::App* sub = tokenize.add_subcommand(name, what);
+  sub->add_option("--model", args.model, "SentencePiece model (PREFIX.model)")->required();
+  sub->add_flag("--ids", args.ids, ids_help);
+  return sub;
+}
+
 void add_tokenize_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("tokenize", "Train a SentencePiece subword model; encode and decode text");
   cmd->require_subcommand(1);
@@ -113,14 +127,9 @@ void add_tokenize_command(CLI::App& app) {
                 train->out.c_str());
   });
 
-  struct CodecArgs {
-    std::string model;
-    bool ids = false;
-  };
   auto encode = std::make_shared<CodecArgs>();
-  CLI::App* encode_cmd = cmd->add_subcommand("encode", "Text on stdin -> pieces (or ids) on stdout, line by line");
-  encode_cmd->add_option("--model", encode->model, "SentencePiece model (PREFIX.model)")->required();
-  encode_cmd->add_flag("--ids", encode->ids, "Print piece ids instead of pieces");
+  CLI::App* encode_cmd = add_codec_command(*cmd, "encode", "Text on stdin -> pieces (or ids) on stdout, line by line",
+                                           "Print piece ids instead of pieces", *encode);
   encode_cmd->callback([encode] {
     const auto model = data::SubwordModel::load(encode->model);
     filter_stdin([&](const std::string& line, int64_t) {
@@ -141,9 +150,8 @@ void add_tokenize_command(CLI::App& app) {
   });
 
   auto decode = std::make_shared<CodecArgs>();
-  CLI::App* decode_cmd = cmd->add_subcommand("decode", "Pieces (or ids) on stdin -> text on stdout, line by line");
-  decode_cmd->add_option("--model", decode->model, "SentencePiece model (PREFIX.model)")->required();
-  decode_cmd->add_flag("--ids", decode->ids, "Read piece ids instead of pieces");
+  CLI::App* decode_cmd = add_codec_command(*cmd, "decode", "Pieces (or ids) on stdin -> text on stdout, line by line",
+                                           "Read piece ids instead of pieces", *decode);
   decode_cmd->callback([decode] {
     const auto model = data::SubwordModel::load(decode->model);
     filter_stdin([&](const std::string& line, int64_t number) {

@@ -26,6 +26,7 @@
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
+#include "explain_pictures.h"
 
 namespace attn::cli {
 namespace {
@@ -194,15 +195,7 @@ void write_tau_picture(const explain::Seq2SeqReport& r, const std::string& dir) 
   viz::LinePlot tau{"Kendall tau per target token", "tau (bin centre; bins of 0.1)", "share of target tokens", {}, 0.0, {}};
   for (const auto& t : r.taus) {
     if (t.defined == 0) continue;
-    viz::Series series{t.pair.first + "-" + t.pair.second, {}, {}};
-    std::vector<double> counts(20, 0.0);
-    for (const auto& k : t.per_sentence)
-      if (k.defined) counts[static_cast<size_t>(std::clamp(static_cast<int>(std::floor((k.tau + 1.0) / 0.1)), 0, 19))] += 1;
-    for (int b = 0; b < 20; ++b) {
-      series.x.push_back(-0.95 + 0.1 * b);
-      series.y.push_back(counts[static_cast<size_t>(b)] / static_cast<double>(t.defined));
-    }
-    tau.series.push_back(series);
+    tau.series.push_back(tau_histogram(t));
   }
   if (tau.series.empty()) return;
   for (const char* extension : {".png", ".svg"})

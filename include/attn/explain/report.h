@@ -59,6 +59,8 @@ struct TauSummary {
   double mean = 0.0, sd = 0.0;  // over the defined ones; sd is the population sd (numpy's std)
   double share_significant = 0.0;  // p < 0.05, over the defined ones
 };
+// Fills defined, mean, sd and share_significant from t.per_sentence.
+void fill_moments(TauSummary& t);
 
 struct ExplainReport {
   std::vector<ExplainedSentence> sentences;
