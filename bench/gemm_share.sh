@@ -20,6 +20,15 @@ ATTN=${ATTN:-build/attn}
 PYTHON=${PYTHON:-/usr/bin/python3}
 OUT=${OUT:-$(mktemp -d /tmp/gemm-share.XXXXXX)}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} ATTN_NUM_THREADS=1
+# Both sides run the same OpenBLAS core: a user's OPENBLAS_CORETYPE, else the one attn picks
+# from the CPU features (`attn doctor`). PyTorch would otherwise get OpenBLAS's own pick,
+# which on a CPU model OpenBLAS 0.3.21 does not know is its generic Prescott kernel
+# (Intel family 6 model 207: 19 against 101 GFLOP/s inside the same step's sgemm calls).
+if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
+  OPENBLAS_CORETYPE=$("$ATTN" doctor --json --seconds 0 2>/dev/null | "$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["gemm"]["kernel"])')
+  export OPENBLAS_CORETYPE
+fi
+echo "both sides: OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE" >&2
 mkdir -p "$OUT"
 gcc -O2 -Wall -shared -fPIC bench/gemm_time_shim.c -o "$OUT/gemm_time_shim.so" -ldl
 RESULTS=$OUT/results.txt
