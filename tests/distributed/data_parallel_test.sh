@@ -2,7 +2,9 @@
 # Data-parallel training (docs/distributed.md) with `mpirun -np 2` on this machine: a 2-rank
 # run gives the weights of a 1-rank run of the same global batches (max|a - b| / max|b| <= 1e-5
 # for every tensor after 20 steps, b the 1-rank run's; compare_weights.py says why
-# attention's key bias is left out) on every task, its all-reduce overlapping backward; --deterministic-reduce is bit-identical run to run;
+# attention's key bias is left out) on every task (copy, reverse, sort, SST-2, translation
+# with the Transformer and with the RNN translator, charlm), its all-reduce overlapping
+# backward; --deterministic-reduce is bit-identical run to run;
 # a rank killed with -9 stops the run within 30 s naming the rank, and the checkpoints stay
 # loadable and resumable; --resume with another rank count, ranks with different options
 # and a rank that cannot read its data are refused. The data tasks (SST-2, translation,
@@ -36,6 +38,7 @@ equivalent() {
 
 copy=(--task copy --batch 16 --emb 16 --hidden 24 --min-len 3 --max-len 9 --eval-every 20 --eval-samples 16 --log-every 5)
 equivalent copy "${copy[@]}"
+equivalent reverse --task reverse "${copy[@]:2}"  # the copy shapes
 # One element of sort's decoder input weight, (60, 25), has a first-step gradient of 3e-9
 # (the tensor's median 9e-5: rounding noise), comparable to Adam's eps 1e-8, where Adam's
 # step lr g / (|g| + eps) follows the noise: it differs by 6.6e-6 after step 1 (3.2e-5 of
@@ -114,6 +117,11 @@ fi
 if have_data multi30k/raw/train.de.gz; then
   equivalent translate --task translate --data "$data" --train-limit 200 --vocab-size 200 --max-tokens 800 \
     --model transformer --d-model 32 --heads 2 --ffn 64 --enc-layers 1 --dec-layers 1 --dropout 0 \
+    --eval-every 20 --eval-sentences 10 --log-every 5
+  # The RNN translator: a bidirectional 2-layer GRU encoder (its bridge included) and the
+  # Bahdanau decoder, on the same batches.
+  equivalent translate-rnn --task translate --data "$data" --train-limit 200 --vocab-size 200 --max-tokens 800 \
+    --model rnn --emb 16 --hidden 24 --layers 2 --bidirectional --dropout 0 \
     --eval-every 20 --eval-sentences 10 --log-every 5
 fi
 if have_data tatoeba-fra-eng/fra.txt.gz; then
