@@ -62,8 +62,12 @@ void GradientReducer::on_ready(size_t i) {
   const auto start = std::chrono::steady_clock::now();
   pack(i);
   start_ready_buckets();
-  for (size_t b = 0; b < next_start_; ++b)  // lets the buckets in flight progress
-    if (buckets_[b].pending) buckets_[b].pending->test();
+  for (size_t k = 0; k < next_start_; ++k) {  // lets the buckets in flight progress
+    Bucket& b = buckets_[k];
+    if (!b.pending || b.done || !b.pending->test()) continue;
+    b.done = true;  // complete during backward: not tested or waited for again this step
+    done_in_backward_bytes_ += static_cast<double>(b.values.size() * sizeof(float));
+  }
   hook_seconds_ += seconds_since(start);
 }
 
@@ -88,7 +92,6 @@ void GradientReducer::start_ready_buckets() {
   for (; next_start_ < buckets_.size() && buckets_[next_start_].waiting == 0; ++next_start_) {
     Bucket& b = buckets_[next_start_];
     if (!options_.deterministic) b.pending = comm_.start_all_reduce_sum(std::span(b.values));
-    if (hooked_) early_bytes_ += static_cast<double>(b.values.size() * sizeof(float));
   }
 }
 
@@ -123,10 +126,11 @@ void GradientReducer::finish_step() {
   for (Bucket& b : buckets_) {
     if (options_.deterministic)
       reduce_in_rank_order(b);
-    else
+    else if (!b.done)
       b.pending->wait();
     unpack(b, b.values.data());
     b.pending.reset();
+    b.done = false;
     total_bytes_ += static_cast<double>(b.values.size() * sizeof(float));
   }
   // The next step.

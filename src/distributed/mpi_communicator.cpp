@@ -34,15 +34,24 @@ class MpiPending final : public PendingReduce {
     if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
   }
   MPI_Request* request() { return &request_; }
-  void wait() override { check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait"); }
+  // A completed request is freed by MPI (request_ becomes MPI_REQUEST_NULL); done_ keeps
+  // the answer, so a later test() or wait() does not touch it again.
+  void wait() override {
+    if (done_) return;
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    done_ = true;
+  }
   bool test() override {
+    if (done_) return true;
     int done = 0;
     check(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test");
-    return done != 0;
+    done_ = done != 0;
+    return done_;
   }
 
  private:
   MPI_Request request_ = MPI_REQUEST_NULL;
+  bool done_ = false;
 };
 
 class MpiCommunicator final : public Communicator {

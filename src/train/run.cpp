@@ -410,7 +410,9 @@ RunResult run(Task& task, const RunOptions& o) {
         line["global_loss"] = global_loss;
         line["allreduce_s"] = dp->reducer->seconds();  // gradient all-reduce time so far
         line["allreduce_wait_s"] = dp->reducer->wait_seconds();  // of it, after backward
-        line["allreduce_early"] = dp->reducer->early_bytes() / std::max(1.0, dp->reducer->total_bytes());
+        // the share of the gradient bytes so far whose all-reduce completed before backward ended
+        line["allreduce_done_in_backward"] =
+            dp->reducer->done_in_backward_bytes() / std::max(1.0, dp->reducer->total_bytes());
       }
       window_start = std::chrono::steady_clock::now();
       if (log) log->write(line);

@@ -1,7 +1,8 @@
 // The pieces of a data-parallel step that run in one process: the sharding of a global
 // batch and the bucketed, weighted gradient all-reduce, against a communicator whose one
 // other rank holds a copy of this rank's gradients (the mpirun runs: data_parallel_test.sh), and
-// the tape's gradient-ready hook that starts the buckets during backward.
+// the tape's gradient-ready hook that starts the buckets during backward (and the share of
+// the all-reduce that completes before backward ends).
 #include "attn/distributed/gradient_reducer.h"
 
 #include <gtest/gtest.h>
@@ -259,13 +260,121 @@ TEST(ReadyHook, OverlappedReduceEqualsTheReduceAfterBackward) {
     }
     const size_t early = static_cast<size_t>(std::count(comm.started_during_backward.begin(), comm.started_during_backward.end(), true));
     EXPECT_EQ(comm.started_during_backward.size(), 2 * reducer.bucket_count());
+    // MirrorOfTwo's reduces are complete when started, so with the overlap every bucket is
+    // complete before backward ends (each is started, then tested, in a hook call); without
+    // it none is.
+    EXPECT_GT(reducer.total_bytes(), 0.0);
     if (overlap) {
       EXPECT_GT(early, 0u);
-      EXPECT_GT(reducer.early_bytes(), 0.0);
+      EXPECT_EQ(reducer.done_in_backward_bytes(), reducer.total_bytes());
     } else {
       EXPECT_EQ(early, 0u);
-      EXPECT_EQ(reducer.early_bytes(), 0.0);
+      EXPECT_EQ(reducer.done_in_backward_bytes(), 0.0);
     }
+  }
+}
+
+// Rank 0 of 2 as MirrorOfTwo, but a started all-reduce completes only at its
+// `tests_to_complete`-th test() (0: only in wait()), as MPI's does once the other rank has
+// joined it; counts the test() and wait() calls that come after a reduce was complete.
+class HeldMirrorOfTwo final : public Communicator {
+ public:
+  explicit HeldMirrorOfTwo(int tests_to_complete) : tests_to_complete_(tests_to_complete) {}
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  int local_size() const override { return 2; }
+  void all_reduce_sum(std::span<float> v) override {
+    for (float& x : v) x *= 2.0f;
+  }
+  void all_reduce_sum(std::span<double> v) override {
+    for (double& x : v) x *= 2.0;
+  }
+  struct Held final : PendingReduce {
+    Held(HeldMirrorOfTwo& comm, std::span<float> v) : comm(comm), values(v) {}
+    void complete() {
+      for (float& x : values) x *= 2.0f;
+      done = true;
+    }
+    bool test() override {
+      if (done) return ++comm.calls_after_done, true;
+      if (comm.tests_to_complete_ > 0 && ++tests == comm.tests_to_complete_) complete();
+      return done;
+    }
+    void wait() override {
+      if (done) return void(++comm.calls_after_done);
+      ++comm.waits;
+      comm.waited_bytes += static_cast<double>(values.size() * sizeof(float));
+      complete();
+    }
+    HeldMirrorOfTwo& comm;
+    std::span<float> values;
+    int tests = 0;
+    bool done = false;
+  };
+  std::unique_ptr<PendingReduce> start_all_reduce_sum(std::span<float> v) override {
+    return std::make_unique<Held>(*this, v);
+  }
+  void all_gather(std::span<const std::byte>, std::span<std::byte>) override {}
+  void broadcast(std::span<std::byte>, int) override {}
+  void barrier() override {}
+  int waits = 0, calls_after_done = 0;
+  double waited_bytes = 0.0;
+
+ private:
+  int tests_to_complete_;
+};
+
+// allreduce_done_in_backward counts a bucket only when its all-reduce completed in the
+// hook, not when it merely started there; a completed one is not tested or waited for again.
+TEST(ReadyHook, DoneInBackwardCountsCompletedBucketsOnly) {
+  std::vector<Tensor> reference = make_parameters();
+  backward(forward(reference));
+  struct Case {
+    const char* name;
+    int tests_to_complete;
+    bool overlap;
+  };
+  for (const Case c : {Case{"in flight until finish_step", 0, true}, Case{"complete at the first test", 1, true},
+                       Case{"complete at the second test", 2, true}, Case{"after backward", 1, false}}) {
+    SCOPED_TRACE(c.name);
+    std::vector<Tensor> p = make_parameters();
+    HeldMirrorOfTwo comm(c.tests_to_complete);
+    // The unused parameter registered first, so that it falls in the last bucket: it is
+    // ready only at the end of backward, and in the first bucket it would hold every bucket
+    // back to the last hook call.
+    std::vector<Tensor> registered = {p[7]};
+    registered.insert(registered.end(), p.begin(), p.begin() + 7);
+    GradientReducer reducer(comm, registered, {.deterministic = false, .overlap = c.overlap, .bucket_bytes = 64});
+    ASSERT_GT(reducer.bucket_count(), 2u);
+    reducer.begin_step();
+    const Tensor loss = forward(p);
+    reducer.set_scale(0.25f);
+    backward(loss);
+    reducer.finish_step();
+    for (size_t i = 0; i < p.size(); ++i) {  // the sums are right whenever the reduces complete
+      std::vector<float> want = reference[i].has_grad() ? reference[i].grad().to_vector()
+                                                        : std::vector<float>(static_cast<size_t>(p[i].numel()), 0.0f);
+      for (float& x : want) x *= 0.5f;
+      EXPECT_EQ(p[i].grad().to_vector(), want) << "parameter " << i;
+    }
+    EXPECT_EQ(comm.calls_after_done, 0) << "a completed all-reduce was tested or waited for again";
+    const double done = reducer.done_in_backward_bytes(), total = reducer.total_bytes();
+    if (!c.overlap || c.tests_to_complete == 0) {
+      // Started in the hook (with overlap) but complete only in finish_step(): nothing hidden.
+      EXPECT_EQ(done, 0.0);
+      EXPECT_EQ(comm.waits, static_cast<int>(reducer.bucket_count()));
+    } else if (c.tests_to_complete == 1) {
+      // Every bucket starts in a hook call and is tested in the same call.
+      EXPECT_EQ(done, total);
+      EXPECT_EQ(comm.waits, 0);
+    } else {
+      // Two tests: a bucket completes at the hook call after the one that started it, so the
+      // last bucket, started by the last hook call, is still in flight after backward.
+      EXPECT_GT(done, 0.0);
+      EXPECT_LT(done, total);
+      EXPECT_GE(comm.waits, 1);
+    }
+    EXPECT_EQ(done + comm.waited_bytes, total) << "a bucket neither completed in backward nor was waited for";
   }
 }
 

@@ -18,6 +18,9 @@
 namespace attn::distributed {
 
 // A non-blocking collective in flight; wait() returns when its result is in place.
+// Once test() has returned true or wait() has returned, the collective is complete (MPI has
+// freed its request): further test() calls return true and wait() returns at once, without
+// calling MPI again.
 class PendingReduce {
  public:
   virtual ~PendingReduce() = default;

@@ -12,8 +12,8 @@
 // parameter the moment backward has finished its gradient; a bucket's MPI_Iallreduce starts
 // once all its parameters are packed and every earlier bucket has started (every rank starts
 // them in the same order), and each hook call lets the buckets in flight progress
-// (MPI_Test). finish_step() packs what the hook did not see, starts the rest, waits for all
-// (MPI_Waitall) and writes the sums back. Without overlap, or without begin_step(),
+// (MPI_Test). finish_step() packs what the hook did not see, starts the rest, waits for
+// those not complete yet (MPI_Wait) and writes the sums back. Without overlap, or without begin_step(),
 // everything is packed and started in finish_step(). The sums are the same either way:
 // the same buckets, the same MPI reduction.
 //
@@ -61,8 +61,11 @@ class GradientReducer {
   double seconds() const { return hook_seconds_ + wait_seconds_; }
   // The part after backward: what the step waits for beyond backward.
   double wait_seconds() const { return wait_seconds_; }
-  // Bytes of gradient whose all-reduce started before backward ended, and all bytes, so far.
-  double early_bytes() const { return early_bytes_; }
+  // Bytes of gradient whose all-reduce had completed before backward ended (a bucket's
+  // test() returned true in a ready-hook call), and all bytes reduced, so far. Their ratio is
+  // the share of the all-reduce that backward hid completely; a bucket started in the hook
+  // but still in flight when finish_step() begins does not count.
+  double done_in_backward_bytes() const { return done_in_backward_bytes_; }
   double total_bytes() const { return total_bytes_; }
 
  private:
@@ -71,6 +74,7 @@ class GradientReducer {
     std::vector<float> values;       // the packed gradients
     size_t waiting = 0;              // this step: parameters not packed yet
     std::unique_ptr<PendingReduce> pending;
+    bool done = false;  // this step: pending->test() returned true in the ready hook
   };
   void on_ready(size_t parameter);
   void pack(size_t parameter);
@@ -88,7 +92,7 @@ class GradientReducer {
   bool hooked_ = false;                        // the tape's ready hook is ours this step
   float scale_ = 1.0f;
   std::vector<float> gathered_;  // deterministic: N × the largest bucket
-  double hook_seconds_ = 0.0, wait_seconds_ = 0.0, early_bytes_ = 0.0, total_bytes_ = 0.0;
+  double hook_seconds_ = 0.0, wait_seconds_ = 0.0, done_in_backward_bytes_ = 0.0, total_bytes_ = 0.0;
 };
 
 }  // namespace attn::distributed
