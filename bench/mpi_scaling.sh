@@ -2,9 +2,11 @@
 # Data-parallel scaling (docs/distributed.md): 2 ranks x 1 thread against 1 rank x 1 thread
 # on the copy task and the Multi30k Transformer, the 2-rank runs with the all-reduce
 # overlapping backward in buckets of BUCKETS MB and started after backward
-# (--reduce-after-backward), all alternated ROUNDS times; then the PyTorch DDP (gloo) peer
-# on the copy task's shapes. Prints one line per run and, at the end, the medians over the
-# rounds: the step time over the logged steps (validation and start-up excluded), the
+# (--reduce-after-backward), all alternated ROUNDS times; then the PyTorch DDP (gloo) peer,
+# 1 and 2 processes x 1 thread, on the copy task's shapes and on the Transformer's (the
+# same model sizes, token budget and tokenizer as attn's runs, on the Multi30k training
+# pairs that attn's tokenizer encodes; bench/torch_peer.py ddp-transformer). Prints one line
+# per run and, at the end, the medians over the rounds (the DDP rows: their one run): the step time over the logged steps (validation and start-up excluded), the
 # speed-up against the same round's 1-rank run (the global batches are the same for every
 # rank count, so it is the tokens/s ratio), the share of the step in the reducer
 # (log.jsonl's allreduce_s: packing, starting buckets and MPI_Test during backward, plus the
@@ -43,7 +45,7 @@ if "allreduce_s" in b:
     # share over the logged steps is the difference of share x steps.
     r["done"] = (b["allreduce_done_in_backward"] * b["step"] - a["allreduce_done_in_backward"] * a["step"]) / n
 open(out, "a").write(json.dumps(r) + "\n")
-print(f"round {rnd} {model:11} {config:22} {r['ms']:8.1f} ms/step" + (
+print(f"round {rnd} {model:15} {config:23} {r['ms']:8.1f} ms/step" + (
     f"  reducer {100 * r['reduce']:.1f} %, waiting after backward {100 * r['wait']:.1f} %, done in backward {100 * r['done']:.0f} % of bytes"
     if "reduce" in r else ""))
 PY
@@ -72,13 +74,43 @@ if [[ -f "$data/multi30k/raw/train.de.gz" ]]; then
   # The tokenizer is learned once and shared, so every run sees the same batches.
   "$attn" tokenize train --input "$data/multi30k/raw/train.de.gz" --input "$data/multi30k/raw/train.en.gz" \
     --vocab-size 8000 --max-sentences 10000 --out "$work/spm" >/dev/null
-  cases transformer "$tf_rounds" --task translate --data "$data" --model transformer --max-tokens 2500 --steps "$tf_steps" --log-every 2 \
+  # The Transformer's shapes, given to attn and to the DDP peer alike (attn's defaults for
+  # translate --model transformer: dropout 0.1, label smoothing 0.1, --max-sentences 128).
+  tf_shape=(--d-model 256 --heads 4 --ffn 1024 --max-tokens 2500)
+  tf_layers=3
+  cases transformer "$tf_rounds" --task translate --data "$data" --model transformer "${tf_shape[@]}" \
+    --enc-layers "$tf_layers" --dec-layers "$tf_layers" --steps "$tf_steps" --log-every 2 \
     --eval-every "$tf_steps" --eval-sentences 8 --threads 1 --tokenizer "$work/spm.model"
 fi
+
+# peer NAME WORLD ARGS...: one run of bench/torch_peer.py ARGS at WORLD processes x 1 thread,
+# printed and recorded as model "DDP NAME".
+peer() {
+  local name="$1" world="$2" out
+  shift 2
+  out="$(/usr/bin/python3 "$root/bench/torch_peer.py" "$@" --world "$world" --threads 1 --json)"
+  echo "torch DDP gloo $name, world $world x 1 thread: $out"
+  /usr/bin/python3 -c 'import json, sys
+r = json.loads(sys.argv[2])
+print(json.dumps({"model": "DDP " + sys.argv[1], "round": 1, "config": sys.argv[3], "ms": r["step_ms"],
+                  "tokens_per_s": r["global_target_tokens_per_s"]}))' "$name" "$out" \
+    "$world process$([[ $world == 1 ]] || echo es)" >>"$work/results.jsonl"
+}
 for world in 1 2; do
-  echo "torch DDP gloo world $world x 1 thread: $(/usr/bin/python3 "$root/bench/torch_peer.py" ddp-seq2seq --world $world \
-    --batch "$batch" --emb 64 --hidden "$hidden" --len "$len" --steps $((steps / 2)) --threads 1 --json)"
+  peer copy "$world" ddp-seq2seq --batch "$batch" --emb 64 --hidden "$hidden" --len "$len" --steps $((steps / 2))
 done
+if [[ -f "$work/spm.model" ]]; then
+  # The Multi30k training pairs as attn's tokenizer encodes them; the peer cuts them into
+  # token-budget batches as attn does and trains on an even spread of them, the first 2 as
+  # warm-up, then as many steps as attn's logged ones.
+  for side in de en; do
+    zcat "$data/multi30k/raw/train.$side.gz" | "$attn" tokenize encode --model "$work/spm.model" --ids >"$work/train.$side.ids"
+  done
+  for world in 1 2; do
+    peer transformer "$world" ddp-transformer "${tf_shape[@]}" --layers "$tf_layers" --vocab "$(wc -l <"$work/spm.vocab")" \
+      --src-ids "$work/train.de.ids" --tgt-ids "$work/train.en.ids" --warmup 2 --steps $((tf_steps - 2))
+  done
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$work/results.jsonl" "$copy_tokens" <<'PY'
 import json, statistics, sys
@@ -86,13 +118,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 copy_tokens = float(sys.argv[2])
 print("medians over the rounds (speed-up: the median of each round's 1-rank / 2-rank step time):")
 for model in dict.fromkeys(r["model"] for r in rows):
-    one = {r["round"]: r["ms"] for r in rows if r["model"] == model and r["config"] == "1 rank"}
+    baseline = next(r["config"] for r in rows if r["model"] == model)  # "1 rank" or "1 process"
+    one = {r["round"]: r["ms"] for r in rows if r["model"] == model and r["config"] == baseline}
     for config in dict.fromkeys(r["config"] for r in rows if r["model"] == model):
         rs = [r for r in rows if r["model"] == model and r["config"] == config]
         ms = statistics.median(r["ms"] for r in rs)
-        line = f"  {model:11} {config:22} {ms:8.1f} ms/step"
+        line = f"  {model:15} {config:23} {ms:8.1f} ms/step"
         if model == "copy":
             line += f" ({copy_tokens / ms * 1e3:.0f} target tokens/s)"
+        if "tokens_per_s" in rs[0]:  # the DDP peer: one run per configuration
+            line += f" ({statistics.median(r['tokens_per_s'] for r in rs):.0f} target tokens/s)"
+            if config != baseline:
+                line += f"  speed-up {one[1] / ms:.2f}x"
         if "reduce" in rs[0]:
             ratios = [one[r["round"]] / r["ms"] for r in rs]
             line += (f"  speed-up {statistics.median(ratios):.2f}x (rounds: {', '.join(f'{x:.2f}' for x in ratios)})"

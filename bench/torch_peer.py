@@ -7,6 +7,7 @@
         --dim 256 --threads 2 --json
     /usr/bin/python3 bench/torch_peer.py transformer --threads 2 --json
     /usr/bin/python3 bench/torch_peer.py ddp-seq2seq --world 2 --threads 1 --json   (docs/distributed.md)
+    /usr/bin/python3 bench/torch_peer.py ddp-transformer --world 2 --threads 1 --json   (the same)
 
 Written against Debian's python3-torch (1.13, CPU). Each model is written the way a PyTorch
 user would write it (nn.GRU over whole sequences where the inputs are known ahead, GRUCell
@@ -273,15 +274,9 @@ def bench_seq2seq(a):
 def ddp_worker(rank, a, result_queue):
     """One process of a DistributedDataParallel run (gloo): its a.batch / a.world rows of
     every global batch of a.batch (the global batch is the same for every world size)."""
-    import os
     import torch.distributed as dist
     Seq2Seq.forward = Seq2Seq.logits  # DDP calls the module's forward (spawned processes import afresh)
-    torch.set_num_threads(a.threads or 1)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(a.port))
-    if a.world > 1:
-        dist.init_process_group("gloo", rank=rank, world_size=a.world)
-    torch.manual_seed(a.seed)
+    ddp_init(rank, a)
     gen = torch.Generator().manual_seed(a.seed)
     model = Seq2Seq(a.attention, a.emb, a.hidden, a.vocab)
     trained = nn.parallel.DistributedDataParallel(model) if a.world > 1 else model
@@ -311,15 +306,32 @@ def ddp_worker(rank, a, result_queue):
         dist.destroy_process_group()
 
 
-def bench_ddp_seq2seq(a):
+def ddp_init(rank, a):
+    """A DDP process's start: a.threads threads, the gloo group of a.world processes on this
+    machine (none for one), the seed."""
+    import os
+    import torch.distributed as dist
+    torch.set_num_threads(a.threads or 1)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(a.port))
+    if a.world > 1:
+        dist.init_process_group("gloo", rank=rank, world_size=a.world)
+    torch.manual_seed(a.seed)
+
+
+def run_ddp(worker, a):
+    """worker(rank, a, queue) in a.world processes (in this one for 1); rank 0's result."""
     import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
+    queue = mp.get_context("spawn").Queue()
     if a.world == 1:
-        ddp_worker(0, a, queue)
+        worker(0, a, queue)
     else:
-        mp.spawn(ddp_worker, args=(a, queue), nprocs=a.world, join=True)
+        mp.spawn(worker, args=(a, queue), nprocs=a.world, join=True)
     return queue.get()
+
+
+def bench_ddp_seq2seq(a):
+    return run_ddp(ddp_worker, a)
 
 
 # ---- attention -------------------------------------------------------------------------------
@@ -728,6 +740,92 @@ def bench_transformer(a):
 
 
 
+# ---- data-parallel (DDP) Transformer -----------------------------------------------------------
+def read_id_pairs(src_path, tgt_path, max_len):
+    """Sentence pairs as `attn tokenize encode --ids` prints them (one sentence a line, piece
+    ids separated by spaces), cut to max_len pieces a side as attn's encode_parallel cuts them;
+    pairs with an empty side are left out."""
+    pairs = []
+    with open(src_path) as fs, open(tgt_path) as ft:
+        for ls, lt in zip(fs, ft):
+            src, tgt = [int(x) for x in ls.split()][:max_len], [int(x) for x in lt.split()][:max_len]
+            if src and tgt:
+                pairs.append((src, tgt))
+    return pairs
+
+
+def capped_budget_batches(pairs, max_tokens, max_sentences):
+    """budget_batches with attn's --max-sentences cap as well (data::token_batches's rule:
+    rows x (longest source + longest target + 1) <= max_tokens, at most max_sentences rows)."""
+    out = []
+    for batch in budget_batches(pairs, max_tokens):
+        out += [batch[i:i + max_sentences] for i in range(0, len(batch), max_sentences)]
+    return out
+
+
+def ddp_transformer_worker(rank, a, result_queue):
+    """One process of a DistributedDataParallel Transformer run (gloo): the rows
+    [r*B/N, (r+1)*B/N) of every global token-budget batch (attn's shard rule), each rank's
+    loss the sum over its target tokens divided by the global batch's target tokens, times N
+    (DDP averages the gradients over the N ranks), so the summed gradient is the global
+    batch's mean-token gradient, as attn's token-weighted all-reduce computes it."""
+    import torch.distributed as dist
+    TransformerSeq2Seq.forward = TransformerSeq2Seq.logits  # what DDP calls (spawned processes import afresh)
+    ddp_init(rank, a)
+    if a.src_ids:
+        pairs = read_id_pairs(a.src_ids, a.tgt_ids, a.max_len)
+    else:
+        pairs = multi30k_like_pairs(4000, a.vocab, a.seed)
+    all_batches = capped_budget_batches(pairs, a.max_tokens, a.max_sentences)
+    n_batches = a.warmup + a.steps
+    # An even spread over the length-sorted batches, the same on every rank.
+    batches = [all_batches[i * len(all_batches) // n_batches] for i in range(n_batches)]
+    model = TransformerSeq2Seq(a.vocab, a.d_model, a.heads, a.ffn, a.layers, a.dropout)
+    trained = nn.parallel.DistributedDataParallel(model) if a.world > 1 else model
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    seconds = target_tokens = 0.0
+    loss_value = 0.0
+    for i, batch in enumerate(batches):
+        t0 = time.perf_counter()
+        rows = len(batch)
+        mine = batch[rows * rank // a.world:rows * (rank + 1) // a.world]
+        global_tokens = sum(len(pairs[j][1]) + 1 for j in batch)  # targets + EOS
+        src, src_lengths, tgt_in, tgt_out, _ = pair_batch(pairs, mine)
+        logits = trained(src, src_lengths, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD,
+                               label_smoothing=a.label_smoothing, reduction="sum") * (a.world / global_tokens)
+        loss.backward()  # DDP: bucketed all-reduce (mean over ranks), overlapping backward
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if i >= a.warmup:
+            seconds += time.perf_counter() - t0
+            target_tokens += global_tokens
+            loss_value = loss.item() / a.world
+    if rank == 0:
+        result_queue.put({"impl": "torch", "bench": "ddp-transformer", "world": a.world, "backend": "gloo",
+                          "threads_per_process": a.threads or 1, "steps": a.steps, "warmup": a.warmup,
+                          "step_ms": 1e3 * seconds / a.steps,
+                          "global_target_tokens_per_s": target_tokens / seconds,
+                          "target_tokens_per_step": target_tokens / a.steps,
+                          "final_rank0_loss_share": loss_value,
+                          "parameters": sum(p.numel() for p in model.parameters()),
+                          "config": {"d_model": a.d_model, "heads": a.heads, "ffn": a.ffn, "layers": a.layers,
+                                     "vocab": a.vocab, "max_tokens": a.max_tokens, "max_sentences": a.max_sentences,
+                                     "label_smoothing": a.label_smoothing, "dropout": a.dropout,
+                                     "data": "ids files" if a.src_ids else "multi30k-like synthetic pairs",
+                                     "pairs": len(pairs), "seed": a.seed},
+                          "torch": torch.__version__})
+    if a.world > 1:
+        dist.destroy_process_group()
+
+
+def bench_ddp_transformer(a):
+    if bool(a.src_ids) != bool(a.tgt_ids):
+        sys.exit("torch_peer: ddp-transformer needs both --src-ids and --tgt-ids, or neither")
+    return run_ddp(ddp_transformer_worker, a)
+
+
 def seq2seq_shape_arguments(parser):
     """The copy-task seq2seq's shape and run length: `seq2seq` and `ddp-seq2seq` share them."""
     parser.add_argument("--attention", default="bahdanau")
@@ -738,6 +836,28 @@ def seq2seq_shape_arguments(parser):
     parser.add_argument("--len", type=int, default=40)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+
+
+def transformer_shape_arguments(parser):
+    """The Multi30k-shaped Transformer and its run length: `transformer` and `ddp-transformer` share them."""
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--ffn", type=int, default=1024)
+    parser.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
+    parser.add_argument("--vocab", type=int, default=6000, help="ddp-transformer --src-ids: the tokenizer's pieces")
+    parser.add_argument("--max-tokens", type=int, default=2500)
+    parser.add_argument("--label-smoothing", type=float, default=0.1)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+
+
+def ddp_arguments(parser, port):
+    """What the DDP benches add to their shapes: the world, seed, threads, port and --json."""
+    parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="per process")
+    parser.add_argument("--port", type=int, default=port)
+    parser.add_argument("--json", action="store_true")
 
 
 def main():
@@ -762,15 +882,7 @@ def main():
     t.add_argument("--max-saved-gib", type=float, default=8.0, help="additive: skip backward above this")
     t.add_argument("--json", action="store_true")
     m = sub.add_parser("transformer")
-    m.add_argument("--d-model", type=int, default=256)
-    m.add_argument("--heads", type=int, default=4)
-    m.add_argument("--ffn", type=int, default=1024)
-    m.add_argument("--layers", type=int, default=3)
-    m.add_argument("--vocab", type=int, default=6000)
-    m.add_argument("--max-tokens", type=int, default=2500)
-    m.add_argument("--label-smoothing", type=float, default=0.1)
-    m.add_argument("--steps", type=int, default=10)
-    m.add_argument("--warmup", type=int, default=2)
+    transformer_shape_arguments(m)
     m.add_argument("--beam", type=int, default=5)
     m.add_argument("--length-penalty", type=float, default=1.0)
     m.add_argument("--beam-sentences", type=int, default=64)
@@ -779,18 +891,23 @@ def main():
     m.add_argument("--threads", type=int, default=0)
     m.add_argument("--json", action="store_true")
     d = sub.add_parser("ddp-seq2seq", help="seq2seq on the copy task under DistributedDataParallel (gloo)")
-    d.add_argument("--world", type=int, default=2)
     seq2seq_shape_arguments(d)
-    d.add_argument("--seed", type=int, default=1)
-    d.add_argument("--threads", type=int, default=1, help="per process")
-    d.add_argument("--port", type=int, default=29517)
-    d.add_argument("--json", action="store_true")
+    ddp_arguments(d, 29517)
+    x = sub.add_parser("ddp-transformer",
+                       help="the Multi30k-shaped Transformer under DistributedDataParallel (gloo)")
+    transformer_shape_arguments(x)
+    x.add_argument("--max-sentences", type=int, default=128)
+    x.add_argument("--max-len", type=int, default=100)
+    x.add_argument("--dropout", type=float, default=0.1)
+    x.add_argument("--src-ids", help="source sentences as piece ids, one a line (attn tokenize encode --ids)")
+    x.add_argument("--tgt-ids", help="their target sentences, likewise")
+    ddp_arguments(x, 29518)
     a = p.parse_args()
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     torch.set_num_interop_threads(1)
     res = {"seq2seq": bench_seq2seq, "attention": bench_attention, "transformer": bench_transformer,
-           "ddp-seq2seq": bench_ddp_seq2seq}[a.bench](a)
+           "ddp-seq2seq": bench_ddp_seq2seq, "ddp-transformer": bench_ddp_transformer}[a.bench](a)
     print(json.dumps(res) if a.json else json.dumps(res, indent=2), flush=True)
 
 
