@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
+  ccache                       # compiler cache (CMakeLists.txt): a fresh clone reuses objects of earlier builds
   libopenblas-openmp-dev       # CBLAS GEMM, OpenMP threading (no pthread oversubscription)
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev                  # bench only (-DATTN_BUILD_BENCH=ON): oneDNN's GRU, the anchor of attn_gru_anchor

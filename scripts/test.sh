@@ -15,6 +15,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+# ccache (CMakeLists.txt): paths under the clone are hashed relative to it, and the build
+# folder is not hashed, so a fresh clone in another folder reuses the cached objects.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 export ATTN_NUM_THREADS="${ATTN_NUM_THREADS:-2}"
 # ctest runs two test programs at once on 2 cores: spinning OpenMP threads would starve
 # each other, so idle threads sleep.
