@@ -6,14 +6,16 @@
 # from PyPI, installed with --no-deps so nothing unpinned comes in.
 #
 # It lives outside the clone, under ${XDG_CACHE_HOME:-~/.cache}/attn/, named by a hash of the
-# requirements file: a fresh clone (CI's) reuses it, and changing a pin makes a new one
+# pins and the python version: a fresh clone (CI's) reuses it, and changing a pin makes a new one
 # instead of changing one that another clone uses. ATTN_TEST_VENV=DIR puts it elsewhere.
 # Idempotent: an existing, complete venv (its marker file written last) costs one stat; a
 # lock keeps two clones from building the same one at once. Needs python3-venv and PyPI.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 requirements="$root/scripts/test-venv-requirements.txt"
-key=$(cat "$requirements" /usr/bin/python3 2>/dev/null | sha256sum | cut -c1-12)
+pins=$(sed -n 's/^\([A-Za-z0-9_.-]*==[^[:space:]]*\).*/\1/p' "$requirements")
+# The venv's name: the pins (not the comments) and the interpreter they were installed for.
+key=$( (echo "$pins"; /usr/bin/python3 --version) | sha256sum | cut -c1-12)
 venv="${ATTN_TEST_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/attn/test-venv-$key}"
 marker="$venv/.attn-complete"
 
@@ -30,7 +32,7 @@ if [[ ! -f "$marker" ]]; then
       -r "$requirements" >&2
     # The pinned packages' own requirements must be met (by a pin or by Debian): pip check,
     # restricted to them (Debian's unrelated packages have complaints of their own).
-    names=$(sed -n 's/^\([A-Za-z0-9_.-]*\)==.*/\1/p' "$requirements" | paste -sd'|')
+    names=$(echo "$pins" | sed 's/==.*//' | paste -sd'|')
     problems=$("$venv/bin/python" -m pip check 2>/dev/null | grep -iE "^($names) " || true)
     if [[ -n "$problems" ]]; then
       echo "test-venv: unmet requirements: $problems" >&2

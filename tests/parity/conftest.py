@@ -18,8 +18,8 @@ def multi30k_transformer(tmp_path_factory):
     data = os.path.join(DATA, "multi30k")
     out = tmp_path_factory.mktemp("multi30k") / "run"
     subprocess.run([ATTN_BIN, "train", "--task", "translate", "--model", "transformer", "--data", data,
-                    "--train-limit", "3000", "--vocab-size", "500", "--max-tokens", "1500", "--steps", "120",
-                    "--lr", "3e-3", "--warmup", "10", "--eval-every", "120", "--eval-sentences", "20",
+                    "--train-limit", "3000", "--vocab-size", "400", "--max-tokens", "1000", "--steps", "400",
+                    "--lr", "1e-2", "--warmup", "20", "--eval-every", "400", "--eval-sentences", "10",
                     "--d-model", "32", "--heads", "2", "--ffn", "64", "--enc-layers", "1", "--dec-layers", "1",
                     "--threads", "2", "--out", str(out)], check=True, capture_output=True)
     return out / "model.safetensors"

@@ -108,4 +108,4 @@ def test_short_hypothesis_file_is_an_error(tmp_path):
     hyp = write_lines(tmp_path / "hyp.txt", SYSTEMS["close"][:-2])
     result = attn_bleu(ref, hyp)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.strip().splitlines() == [f"error: bleu: '{hyp}' has 5 lines but '{ref}' has 7"], result.stderr
+    assert result.stderr.strip().splitlines() == [f"attn: error: bleu: '{hyp}' has 5 lines but '{ref}' has 7"], result.stderr

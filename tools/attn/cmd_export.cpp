@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
@@ -133,6 +134,7 @@ class TempDir {
     std::error_code ignored;
     if (!path_.empty()) fs::remove_all(path_, ignored);
   }
+  TempDir(TempDir&& other) noexcept : path_(other.release()) {}
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   const fs::path& path() const { return path_; }
@@ -149,7 +151,12 @@ TempDir staging_dir(const fs::path& out) {
   std::error_code error;
   fs::create_directories(parent, error);
   if (error) throw IoError(parent.string() + ": cannot create: " + error.message());
-  return TempDir((parent / ("." + out.filename().string() + ".attn-export-")).string());
+  TempDir staging((parent / ("." + out.filename().string() + ".attn-export-")).string());
+  // mkdtemp makes it private (0700); the export gets a new directory's usual permissions.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  fs::permissions(staging.path(), static_cast<fs::perms>(0777 & ~mask), error);
+  return staging;
 }
 
 // Puts the complete `staging` directory at `out`: a missing or empty `out` is replaced at

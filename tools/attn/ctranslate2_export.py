@@ -49,12 +49,13 @@ def read_float32_safetensors(path):
     return tensors
 
 
-def set_linear(spec, weights, prefix, rows=None):
-    """spec.weight / .bias from PREFIX.weight / PREFIX.bias (a row slice of both when given)."""
+def set_linear(spec, weights, prefix, rows=None, separator="."):
+    """spec.weight / .bias from PREFIX.weight / PREFIX.bias (PREFIX_weight with separator
+    "_": torch's in_proj_weight), a row slice of both when given."""
     rows = rows if rows is not None else slice(None)
-    spec.weight = weights[prefix + ".weight"][rows]
-    if prefix + ".bias" in weights:
-        spec.bias = weights[prefix + ".bias"][rows]
+    spec.weight = weights[prefix + separator + "weight"][rows]
+    if prefix + separator + "bias" in weights:
+        spec.bias = weights[prefix + separator + "bias"][rows]
 
 
 def set_layer_norm(spec, weights, prefix):
@@ -63,11 +64,12 @@ def set_layer_norm(spec, weights, prefix):
 
 
 def set_attention(spec, weights, prefix, d_model, self_attention):
+    in_proj = prefix + ".in_proj"
     if self_attention:  # linear[0]: the fused (3D, D) query/key/value projection
-        set_linear(spec.linear[0], weights, prefix + ".in_proj")
+        set_linear(spec.linear[0], weights, in_proj, separator="_")
     else:  # linear[0]: the query projection; linear[1]: keys and values of the memory
-        set_linear(spec.linear[0], weights, prefix + ".in_proj", slice(0, d_model))
-        set_linear(spec.linear[1], weights, prefix + ".in_proj", slice(d_model, None))
+        set_linear(spec.linear[0], weights, in_proj, slice(0, d_model), separator="_")
+        set_linear(spec.linear[1], weights, in_proj, slice(d_model, None), separator="_")
     set_linear(spec.linear[-1], weights, prefix + ".out_proj")
 
 
@@ -133,13 +135,16 @@ def build_spec(weights, export):
     spec.config.decoder_start_token = special["bos"]
     spec.config.add_source_bos = False
     spec.config.add_source_eos = False
-    spec.config.layer_norm_epsilon = float(export["layer_norm_epsilon"])
+    spec.config.layer_norm_epsilon = float(f"{export['layer_norm_epsilon']:.7g}")  # 1e-05, not its float32 digits
     spec.register_source_vocabulary(export["vocabulary"])
     spec.register_target_vocabulary(export["vocabulary"])
     return spec
 
 
 def main(work, out):
+    # ctranslate2.specs imports torch when it can (seconds), for bfloat16 conversions alone;
+    # these weights are numpy float32 arrays, so it is kept out.
+    sys.modules.setdefault("torch", None)
     try:
         import ctranslate2
     except ImportError as e:
