@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Creates (once) the test suite's Python environment and prints the path of its python:
+# Creates (once) the test suite's Python environment and prints the path of its python, or
+# runs that python with the arguments after --exec:
 #   py=$(bash scripts/test-venv.sh)
+#   bash scripts/test-venv.sh --exec -m pytest tests/parity     (the parity suite: ctest, test.sh)
 # A venv of Debian's /usr/bin/python3 with --system-site-packages (so Debian's torch 1.13,
 # numpy and pytest stay the oracle) plus the exact pins of scripts/test-venv-requirements.txt
 # from PyPI, installed with --no-deps so nothing unpinned comes in.
@@ -42,5 +44,9 @@ if [[ ! -f "$marker" ]]; then
     touch "$marker"
     echo "test-venv: ready in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1)" >&2
   fi
+fi
+if [[ "${1:-}" == --exec ]]; then
+  shift
+  exec "$venv/bin/python" "$@"
 fi
 echo "$venv/bin/python"

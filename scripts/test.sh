@@ -74,8 +74,7 @@ step "build (portable Python module and CLI)" cmake --build build-portable --tar
 # The parity suite runs in the test venv (scripts/test-venv.sh: Debian's python, torch and
 # numpy plus pinned sacreBLEU, safetensors and CTranslate2 from PyPI, which check attn bleu,
 # attn's safetensors files and attn export --to ctranslate2; a missing one fails, never skips).
-test_python=$(bash scripts/test-venv.sh)
 step "parity (portable, OPENBLAS_CORETYPE=$portable_coretype)" \
   env OPENBLAS_CORETYPE="$portable_coretype" PYTHONPATH="$root/build-portable/python" OMP_NUM_THREADS=2 \
-  "$test_python" -m pytest -q -p no:cacheprovider tests/parity
+  bash scripts/test-venv.sh --exec -m pytest -q -p no:cacheprovider tests/parity
 echo "== all tests passed"

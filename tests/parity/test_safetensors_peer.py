@@ -4,8 +4,8 @@
   classifier and character-LM trainers, Python-saved models, `attn export --to torch`
   weights, attn.safetensors.save dicts), tensor for tensor and with the same metadata;
 - attn reads what safetensors.numpy.save_file writes in the dtypes attn accepts (F32, I32:
-  any shape, empty and 0-d included, any tensor order) and refuses every other dtype with
-  one clear message; a checkpoint rewritten by safetensors still loads and translates."""
+  any shape, empty and 0-d included, any tensor order) and refuses every other dtype it
+  writes (numpy's ten, and BF16 through safetensors.torch) with one clear message; a checkpoint rewritten by safetensors still loads and translates."""
 import subprocess
 
 import numpy as np
@@ -99,6 +99,17 @@ def test_attn_refuses_other_dtypes(tmp_path, dtype):
     with pytest.raises(OSError) as e:
         attn.safetensors.load(path)
     assert str(e.value) == f"{path}: tensor 'x' has dtype '{REFUSED[dtype]}'; attn reads F32 and I32 only"
+
+
+def test_attn_refuses_bf16(tmp_path):
+    """BF16 (numpy has no such dtype: safetensors.torch writes it, with Debian's torch)."""
+    import torch
+    from safetensors.torch import save_file as save_torch_file
+    path = tmp_path / "bf16.safetensors"
+    save_torch_file({"x": torch.ones(2, 2, dtype=torch.bfloat16)}, str(path))
+    with pytest.raises(OSError) as e:
+        attn.safetensors.load(path)
+    assert str(e.value) == f"{path}: tensor 'x' has dtype 'BF16'; attn reads F32 and I32 only"
 
 
 def test_checkpoint_rewritten_by_safetensors_loads(tmp_path):
