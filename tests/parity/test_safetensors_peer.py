@@ -73,6 +73,7 @@ def test_reference_reads_every_file_attn_writes(tmp_path, multi30k_transformer):
                           plain, metadata={"note": "ünïcode"})
     files.append(plain)
     counts = {str(path): check_reference_reads(path) for path in files}
+    print(f"\nsafe_open read {len(counts)} files attn wrote, {sum(counts.values())} tensors, as attn does")
     assert all(counts.values()), counts
 
 
