@@ -7,7 +7,8 @@
 #   3. the libFuzzer targets of fuzz/ (clang-15, ASan + UBSan), 20 s each (docs/fuzzing.md);
 #   4. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
 #      run under) and the portable attn binary beside it (the parity tests that train or
-#      export through the CLI, test_load_save.py and test_export.py, run it): the parity suite,
+#      export through the CLI, test_load_save.py, test_export.py, test_ctranslate2_export.py,
+#      test_safetensors_peer.py and test_sacrebleu.py, run it): the parity suite,
 #      with the test venv's python (scripts/test-venv.sh), which adds sacreBLEU, safetensors
 #      and CTranslate2 to Debian's torch.
 # 2 and 4 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
