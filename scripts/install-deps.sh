@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs attn's build, test and benchmark dependencies from Debian 12's archive.
-# Idempotent and non-interactive: apt-get update runs only when a package is missing.
+# Installs attn's build, test and benchmark dependencies from Debian 12's archive, then the
+# test suite's pinned PyPI packages (scripts/test-venv.sh: sacreBLEU, safetensors, CTranslate2,
+# entmax in a venv outside the clone). Idempotent and non-interactive: apt-get update runs
+# only when a package is missing, pip only when the venv is missing.
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   zlib1g-dev                   # reading the gzip-compressed data sets
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
+  libicu-dev                   # Unicode lowercasing (attn bleu --lowercase, as sacreBLEU)
   libopenmpi-dev openmpi-bin   # data-parallel training: mpirun -np N attn train (docs/distributed.md)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   # `pip install .` / `python3 -m build --wheel` of the Python package (setup.py, pyproject.toml)
@@ -35,13 +38,13 @@ for pkg in "${packages[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+bash "$(dirname "${BASH_SOURCE[0]}")/test-venv.sh" >/dev/null

@@ -7,7 +7,10 @@
 #   3. the libFuzzer targets of fuzz/ (clang-15, ASan + UBSan), 20 s each (docs/fuzzing.md);
 #   4. the portable Python module (no sanitizers, which the parity suite's PyTorch cannot
 #      run under) and the portable attn binary beside it (the parity tests that train or
-#      export through the CLI, test_load_save.py and test_export.py, run it): the parity suite.
+#      export through the CLI, test_load_save.py, test_export.py, test_ctranslate2_export.py,
+#      test_safetensors_peer.py and test_sacrebleu.py, run it): the parity suite,
+#      with the test venv's python (scripts/test-venv.sh), which adds sacreBLEU, safetensors
+#      and CTranslate2 to Debian's torch.
 # 2 and 4 use OpenBLAS's generic SSE kernels (OPENBLAS_CORETYPE=Prescott unless you set
 # OPENBLAS_CORETYPE), so rounding that depends on the vector width of attn's kernels or of
 # the BLAS kernel fails here, on the developer's machine, and not only on a user's CPU.
@@ -69,7 +72,10 @@ step "fuzz smoke run (6 targets x 20 s)" bash scripts/fuzz.sh 20
 step "configure (portable Python module)" configure build-portable -DCMAKE_BUILD_TYPE=Release \
   -DATTN_NATIVE=OFF -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=ON -DPython3_EXECUTABLE=/usr/bin/python3
 step "build (portable Python module and CLI)" cmake --build build-portable --target _attn attn
+# The parity suite runs in the test venv (scripts/test-venv.sh: Debian's python, torch and
+# numpy plus pinned sacreBLEU, safetensors and CTranslate2 from PyPI, which check attn bleu,
+# attn's safetensors files and attn export --to ctranslate2; a missing one fails, never skips).
 step "parity (portable, OPENBLAS_CORETYPE=$portable_coretype)" \
   env OPENBLAS_CORETYPE="$portable_coretype" PYTHONPATH="$root/build-portable/python" OMP_NUM_THREADS=2 \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/parity
+  bash scripts/test-venv.sh --exec -m pytest -q -p no:cacheprovider tests/parity
 echo "== all tests passed"

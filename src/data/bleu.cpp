@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <unicode/locid.h>
+#include <unicode/unistr.h>
 
 #include "attn/error.h"
 
@@ -162,6 +164,14 @@ double floored_log(double x) { return x == 0.0 ? -9999999999.0 : std::log(x); }
 
 }  // namespace
 
+std::string lowercase_unicode(const std::string& text) {
+  // The root locale: Unicode's default full mappings with the Final_Sigma context, as
+  // Python's str.lower() (no Turkish or Lithuanian rules).
+  std::string out;
+  icu::UnicodeString::fromUTF8(text).toLower(icu::Locale::getRoot()).toUTF8String(out);
+  return out;
+}
+
 std::string tokenize_13a(const std::string& input) {
   std::string line = input;
   replace_all(line, "<skipped>", "");
@@ -223,7 +233,8 @@ std::string tokenize_13a(const std::string& input) {
   return result;
 }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references) {
+BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references,
+                       const BleuOptions& options) {
   if (hypotheses.size() != references.size()) {
     throw ValueError(fmt::format("corpus_bleu: {} hypotheses but {} references (one reference per line expected)",
                                  hypotheses.size(), references.size()));
@@ -231,13 +242,14 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::ve
   if (hypotheses.empty()) throw ValueError("corpus_bleu: no sentences");
 
   BleuResult r;
+  r.lowercase = options.lowercase;
+  // sacreBLEU's BLEU._preprocess_segment: lower(), then rstrip(), then the tokenizer.
+  const auto prepare = [&](const std::string& segment) {
+    return tokenize_13a(python_rstrip(options.lowercase ? lowercase_unicode(segment) : segment));
+  };
   for (size_t line = 0; line < hypotheses.size(); ++line) {
-    if (references[line].empty()) {
-      throw ValueError(fmt::format("corpus_bleu: reference line {} is empty (sacreBLEU rejects empty references)",
-                                   line + 1));
-    }
-    const std::string hyp = tokenize_13a(python_rstrip(hypotheses[line]));
-    const std::string ref = tokenize_13a(python_rstrip(references[line]));
+    const std::string hyp = prepare(hypotheses[line]);
+    const std::string ref = prepare(references[line]);
     const auto hyp_tokens = python_split(hyp);
     const auto ref_tokens = python_split(ref);
     r.hyp_len += static_cast<int64_t>(hyp_tokens.size());
@@ -299,10 +311,11 @@ std::string BleuResult::to_json() const {
   nlohmann::ordered_json j;
   j["name"] = "BLEU";
   j["score"] = std::stod(fmt::format("{:.2f}", score));  // as sacreBLEU: float(f'{score:.2f}')
-  j["signature"] = "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:attn";
+  const std::string casing = lowercase ? "lc" : "mixed";
+  j["signature"] = "nrefs:1|case:" + casing + "|eff:no|tok:13a|smooth:exp|version:attn";
   j["verbose_score"] = verbose;
   j["nrefs"] = "1";
-  j["case"] = "mixed";
+  j["case"] = casing;
   j["eff"] = "no";
   j["tok"] = "13a";
   j["smooth"] = "exp";

@@ -17,6 +17,13 @@ gzip -c "$work/ref.txt" > "$work/ref.txt.gz"
 expect 0 "BLEU = 56.13" -- "$attn" bleu --ref "$work/ref.txt.gz" --hyp "$work/hyp.txt"
 expect 0 '"score": 56.13' -- bash -c "\"$attn\" bleu --ref \"$work/ref.txt\" --json < \"$work/hyp.txt\""
 expect 0 "BLEU = 100.00" -- bash -c "\"$attn\" bleu --ref \"$work/ref.txt\" < \"$work/ref.txt\""
+# --lowercase (sacreBLEU's): Python's str.lower(), Unicode included (ÄÖÜ, final sigma).
+printf 'THE CAT IS ON THE MAT\nÄRGER ÜBER ΣΑΣ\n' > "$work/upper.txt"
+printf 'the cat is on the mat\närger über σας\n' > "$work/lower.txt"
+expect 0 "BLEU = 100.00" -- "$attn" bleu --ref "$work/lower.txt" --hyp "$work/upper.txt" --lowercase
+expect 0 '"case": "lc"' -- "$attn" bleu --ref "$work/lower.txt" --hyp "$work/upper.txt" --lowercase --json
+out="$("$attn" bleu --ref "$work/lower.txt" --hyp "$work/upper.txt")"
+[[ "$out" == "BLEU = 0.00 "* ]] || fail "cased BLEU of upper- against lowercase text: $out"
 head -n 2 "$work/hyp.txt" > "$work/short.txt"
 expect 1 "stdin has 2 lines but" -- bash -c "\"$attn\" bleu --ref \"$work/ref.txt\" < \"$work/short.txt\""
 out="$("$attn" bleu --ref "$work/ref.txt" < "$work/short.txt" 2>&1)"

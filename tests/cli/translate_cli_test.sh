@@ -74,6 +74,20 @@ assert d["model"].endswith("model.safetensors") and d["beam"] == 5 and d["score"
       --out "$work/$run.svg"
     [[ -s "$work/$run.svg" ]] || fail "$run: align wrote no SVG"
   done
+  # translate --pieces: the output pieces up to EOS, which decode to the text output.
+  "$attn" translate --model "$work/tf/model.safetensors" --beam 2 --pieces < "$work/in.de" > "$work/tf.pieces" \
+    || fail "translate --pieces failed"
+  "$attn" translate --model "$work/tf/model.safetensors" --beam 2 < "$work/in.de" > "$work/tf.text"
+  "$attn" tokenize decode --model "$work/tf/spm.model" < "$work/tf.pieces" > "$work/tf.decoded"
+  cmp -s "$work/tf.decoded" "$work/tf.text" || fail "translate --pieces does not decode to translate's text"
+  ! grep -q '</s>' "$work/tf.pieces" || fail "translate --pieces printed EOS"
+  # export --to ctranslate2 takes Transformers only: the RNN translator is refused before
+  # anything is written (tests/parity/test_ctranslate2_export.py checks the export itself).
+  expect 1 "is an RNN translator (attn-translation, --model rnn); CTranslate2 runs Transformer encoder-decoders only" \
+    -- "$attn" export --to ctranslate2 --model "$work/rnn/model.safetensors" --out "$work/rnn-ct2"
+  [[ ! -e "$work/rnn-ct2" && -z "$(find "$work" -maxdepth 1 -name '.rnn-ct2*')" ]] || fail "a refused export wrote files"
+  expect 2 "--python is for --to ctranslate2" -- "$attn" export --to torch --model "$work/tf/model.safetensors" \
+    --out "$work/tf-torch" --python python3
   expect 0 "heatmap" -- "$attn" align --model "$work/tf/model.safetensors" --text "Zwei Hunde." --layer 0 --head 1 \
     --out "$work/tf_l0h1.png"
   expect 2 "--layer must be in [0, 2)" -- "$attn" align --model "$work/tf/model.safetensors" --text "Hund" --layer 5

@@ -125,4 +125,4 @@ def test_export_errors(tmp_path):
     assert result.returncode == 1 and "not an attn checkpoint" in result.stderr
     result = subprocess.run([ATTN_BIN, "export", "--to", "onnx", "--model", str(path), "--out", str(tmp_path / "z")],
                             capture_output=True, text=True)
-    assert result.returncode == 2 and "onnx not in {torch}" in result.stderr
+    assert result.returncode == 2 and "onnx not in {torch,ctranslate2}" in result.stderr

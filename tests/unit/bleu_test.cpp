@@ -202,7 +202,25 @@ TEST(Bleu, JsonCarriesSacrebleuKeys) {
 TEST(Bleu, Errors) {
   EXPECT_THROW_MSG(corpus_bleu({"a", "b"}, {"a"}), ValueError, "2 hypotheses but 1 references");
   EXPECT_THROW_MSG(corpus_bleu({}, {}), ValueError, "no sentences");
-  EXPECT_THROW_MSG(corpus_bleu({"a", "b"}, {"a", ""}), ValueError, "reference line 2 is empty");
+}
+
+// sacreBLEU 2.6.0 scores an empty reference line (it adds no reference length and matches
+// nothing): BLEU(["a b c", "d"], [["a b c", ""]]) has hyp_len 4, ref_len 3, 3/4 unigrams.
+TEST(Bleu, EmptyReferenceLineCountsAsSacrebleuDoes) {
+  const auto r = corpus_bleu({"a b c", "d"}, {"a b c", ""});
+  EXPECT_EQ(r.hyp_len, 4);
+  EXPECT_EQ(r.ref_len, 3);
+  EXPECT_EQ(r.correct[0], 3);
+  EXPECT_EQ(r.total[0], 4);
+}
+
+TEST(Bleu, LowercaseIsPythonsStrLower) {
+  EXPECT_EQ(lowercase_unicode("ΣΑΣ Straße İ ÄÖÜ"), "σας straße i\u0307 äöü");
+  const auto cased = corpus_bleu({"The Cat sat on the mat"}, {"the cat sat on the mat"});
+  const auto lower = corpus_bleu({"The Cat sat on the mat"}, {"the cat sat on the mat"}, {.lowercase = true});
+  EXPECT_LT(cased.score, 100.0);
+  EXPECT_DOUBLE_EQ(lower.score, 100.0);
+  EXPECT_NE(lower.to_json().find("case:lc"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // as sacreBLEU 2.x does by default (13a tokenisation, exp smoothing).
 //   attn bleu --ref test_2016_flickr.de.gz < hyp.de
 //   BLEU = 35.12 66.0/42.2/28.8/19.9 (BP = 0.985 ratio = 0.985 hyp_len = 12011 ref_len = 12193)
+//   attn bleu --ref ref.de --lowercase < hyp.de      # sacreBLEU's --lowercase (-lc)
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -24,12 +25,14 @@ void add_bleu_command(CLI::App& app) {
     std::string ref;
     std::string hyp;
     bool json = false;
+    data::BleuOptions options;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bleu", "Corpus BLEU of stdin against a reference file (sacreBLEU-compatible)");
   cmd->add_option("--ref", args->ref, "Reference translations, one a line (plain or .gz)")->required();
   cmd->add_option("--hyp", args->hyp, "Hypotheses file (default: stdin)");
   cmd->add_flag("--json", args->json, "Print sacreBLEU-style JSON instead of the one-line score");
+  cmd->add_flag("--lowercase", args->options.lowercase, "Case-insensitive BLEU, as sacreBLEU's --lowercase");
   cmd->callback([args] {
     const std::vector<std::string> refs = data::read_lines(args->ref);
     std::vector<std::string> hyps;
@@ -46,7 +49,7 @@ void add_bleu_command(CLI::App& app) {
       throw ValueError(fmt::format("bleu: {} has {} lines but '{}' has {}", hyp_name, hyps.size(), args->ref,
                                    refs.size()));
     }
-    const data::BleuResult result = data::corpus_bleu(hyps, refs);
+    const data::BleuResult result = data::corpus_bleu(hyps, refs, args->options);
     std::printf("%s\n", args->json ? result.to_json().c_str() : result.to_string().c_str());
   });
 }

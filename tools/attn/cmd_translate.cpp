@@ -16,6 +16,7 @@ void add_translate_command(CLI::App& app) {
   struct Args {
     std::string model;
     decode::TranslateOptions options;
+    bool pieces = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout, one sentence a line (batched)");
@@ -26,6 +27,9 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
   cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
       ->capture_default_str();
+  cmd->add_flag("--pieces", args->pieces,
+                "Print the output pieces (space-separated, up to EOS) instead of text, to compare token for token "
+                "with another engine (e.g. CTranslate2)");
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
@@ -42,7 +46,20 @@ void add_translate_command(CLI::App& app) {
     check_stdin_read();
     // The whole output is built before anything is written: a failure prints no half result.
     std::string out;
-    for (const auto& t : decode::translate(model, lines, args->options)) out += t.text + '\n';
+    args->options.attention = args->pieces;  // (out_pieces come with the weights)
+    const std::string eos = model.tokenizer->pieces({models::kEos}).front();
+    for (const auto& t : decode::translate(model, lines, args->options)) {
+      if (!args->pieces) {
+        out += t.text + '\n';
+        continue;
+      }
+      std::string line;
+      for (const std::string& piece : t.out_pieces) {
+        if (piece == eos) break;
+        line += (line.empty() ? "" : " ") + piece;
+      }
+      out += line + '\n';
+    }
     std::fwrite(out.data(), 1, out.size(), stdout);
   });
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Corpus BLEU exactly as sacreBLEU 2.x computes it by default (`sacrebleu ref < hyp`, or
 // BLEU().corpus_score(hyps, [refs])): one reference per sentence, tokenizer "13a"
-// (mteval-v13a), case-sensitive, max n-gram order 4, smoothing "exp" (mteval's: the k-th order
-// with no match gets precision 1 / (2^k * total)), effective order off, brevity penalty
-// exp(1 - r/c) when c < r.
+// (mteval-v13a), case-sensitive (or lowercased as `sacrebleu --lowercase`: Python's
+// str.lower(), the full Unicode mapping, through ICU), max n-gram order 4, smoothing "exp"
+// (mteval's: the k-th order with no match gets precision 1 / (2^k * total)), effective order
+// off, brevity penalty exp(1 - r/c) when c < r. tests/parity/test_sacrebleu.py checks it
+// against sacreBLEU 2.6.0 itself.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -18,7 +20,16 @@ namespace attn::data {
 //   tokenize_13a("Hello, world!") == "Hello , world !"
 std::string tokenize_13a(const std::string& line);
 
+// Python's str.lower() of UTF-8 text: the full Unicode lowercase mapping (İ -> i̇, final Σ ->
+// ς), as sacreBLEU's --lowercase applies it. Invalid UTF-8 becomes U+FFFD.
+std::string lowercase_unicode(const std::string& text);
+
+struct BleuOptions {
+  bool lowercase = false;  // sacreBLEU's --lowercase (-lc): both sides through lowercase_unicode
+};
+
 struct BleuResult {
+  bool lowercase = false;  // the signature's case:lc (else case:mixed)
   double score = 0.0;                         // 0..100
   std::array<double, 4> precisions{};         // 0..100 per n-gram order (smoothed as sacreBLEU)
   double brevity_penalty = 0.0;               // BP
@@ -35,9 +46,11 @@ struct BleuResult {
   std::string to_json() const;
 };
 
-// BLEU of hypotheses[i] against references[i] (trailing whitespace stripped, then 13a).
-// Throws ValueError when the counts differ, when there are no sentences, or on an empty
-// reference line (sacreBLEU rejects those too), naming the line.
-BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);
+// BLEU of hypotheses[i] against references[i] (lowercased with options.lowercase, trailing
+// whitespace stripped, then 13a). An empty reference line counts as sacreBLEU 2.6 counts it
+// (no reference length, no match). Throws ValueError when the counts differ or when there
+// are no sentences.
+BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references,
+                       const BleuOptions& options = {});
 
 }  // namespace attn::data
