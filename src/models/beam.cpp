@@ -32,7 +32,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   for (const Tensor& c : enc_b.c) enc.c.push_back(gather_rows(c, expand));
   // The per-batch attention memory of the expanded rows (projections run on B·K rows once).
   const nn::StepMemory memory = decoder.prepare(enc, lengths);
-  DecoderState state = decoder.initial_state(enc, BK);
+  DecoderState state = decoder.initial_state(enc, memory, BK);
 
   for (int t = 0; t < options.max_len; ++t) {
     const Tensor emb = decoder.embedding.forward(search.next_tokens());  // (BK, emb)
@@ -40,10 +40,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
     const Tensor logp = log_softmax(decoder.step_logits(s, emb));  // (BK, V)
     if (!search.advance(logp, with_weights ? s.weights.f32() : nullptr)) break;
     // Reorder the decoder state to the new hypotheses.
-    const Tensor& reorder = search.reorder();
-    for (Tensor& h : state.h) h = gather_rows(h, reorder);
-    for (Tensor& c : state.c) c = gather_rows(c, reorder);
-    if (state.feed.defined()) state.feed = gather_rows(state.feed, reorder);
+    state.reorder(search.reorder());
   }
   return search.result();
 }

@@ -5,6 +5,7 @@
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"
 #include "attn/ops/rnn_cell.h"
+#include "attn/ops/select.h"
 #include "attn/ops/shape_ops.h"
 
 namespace attn::models {
@@ -52,12 +53,20 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
   register_module("dropout", dropout_);
 }
 
-DecoderState Decoder::initial_state(const EncoderOutput& enc, int64_t batch) const {
+DecoderState Decoder::initial_state(const EncoderOutput& enc, const nn::StepMemory& memory, int64_t batch) const {
   DecoderState s;
   s.h = enc.h;
   s.c = enc.c;
   if (kind() == AttentionKind::luong && config_.input_feeding) s.feed = Tensor::zeros({batch, config_.hidden});
+  if (attention) s.attention = attention->start(memory);
   return s;
+}
+
+void DecoderState::reorder(const Tensor& index) {
+  for (Tensor& x : h) x = gather_rows(x, index);
+  for (Tensor& x : c) x = gather_rows(x, index);
+  if (feed.defined()) feed = gather_rows(feed, index);
+  attention.reorder(index);
 }
 
 nn::StepMemory Decoder::prepare(const EncoderOutput& enc, const Tensor& src_lengths) const {
@@ -70,7 +79,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
   Step s;
   Tensor x = emb_prev;  // (B, emb)
   if (kind() == AttentionKind::bahdanau) {
-    nn::StepAttentionResult r = attention->step(state.h.back(), memory, state.t, need_weights);  // queries with s_{t-1}
+    nn::StepAttentionResult r = attention->step(state.h.back(), memory, state.attention, need_weights);  // queries with s_{t-1}
     s.context = r.context;
     s.weights = r.weights;
     x = concat({emb_prev, r.context});
@@ -95,7 +104,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
   }
   s.top = x;  // s_t (B, D)
   if (kind() == AttentionKind::luong) {
-    nn::StepAttentionResult r = attention->step(s.top, memory, state.t, need_weights);  // queries with s_t
+    nn::StepAttentionResult r = attention->step(s.top, memory, state.attention, need_weights);  // queries with s_t
     s.context = r.context;
     s.weights = r.weights;
     s.log_prob = r.log_prob;
@@ -104,7 +113,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
   } else if (kind() == AttentionKind::none) {
     s.feature = s.top;
   }
-  ++state.t;
+  if (!attention) ++state.attention.t;  // an attention module advances it in step()
   return s;
 }
 
@@ -119,7 +128,7 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
   const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
   const Tensor emb_all = embedding.forward(time_major_ids(tgt_in));  // (T, B, emb)
   const nn::StepMemory memory = prepare(enc, src_lengths);
-  DecoderState state = initial_state(enc, B);
+  DecoderState state = initial_state(enc, memory, B);
   // Without attention the first layer's input is known ahead: one GEMM over T·B rows.
   Tensor projected;
   if (kind() == AttentionKind::none) projected = linear(emb_all, rnn.at(0, 0).w_ih, rnn.at(0, 0).b_ih);  // (T, B, G)

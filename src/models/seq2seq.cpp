@@ -75,7 +75,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const nn::StepMemory memory = decoder.prepare(enc, src_lengths);
-  DecoderState state = decoder.initial_state(enc, B);
+  DecoderState state = decoder.initial_state(enc, memory, B);
   const bool with_weights = decoder.attention != nullptr;
   DecodeResult result;
   result.tokens.resize(static_cast<size_t>(B));

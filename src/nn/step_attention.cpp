@@ -11,6 +11,7 @@
 #include "attn/nn/init.h"
 #include "attn/ops/hard_attention.h"
 #include "attn/ops/local_attention.h"
+#include "attn/ops/select.h"
 #include "attn/ops/sdpa.h"
 
 namespace attn::nn {
@@ -49,6 +50,10 @@ StepAttentionResult one_query(const Tensor& out, const Tensor& weights, int64_t 
 }
 
 }  // namespace
+
+void StepState::reorder(const Tensor& index) {
+  for (Tensor& r : rows) r = gather_rows(r, index);
+}
 
 const char* step_score_name(StepScore score) {
   for (const auto& [s, name] : kScoreNames)
@@ -100,7 +105,7 @@ StepMemory AdditiveAttention::prepare(const Tensor& values, const Tensor& length
   return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
 }
 
-StepAttentionResult AdditiveAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   AdditiveOptions o;
   o.normalize = normalize_;
   o.g = g;
@@ -116,7 +121,7 @@ LuongAttention::LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng) 
   if (p.v.defined()) v = register_parameter("v", p.v);
 }
 
-StepAttentionResult LuongAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+StepAttentionResult LuongAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   LuongOptions o;
   o.score = score_;
   o.w = w;
@@ -132,7 +137,7 @@ LocationAttention::LocationAttention(int64_t D, int64_t E, int64_t max_src_len, 
   b_a = register_parameter("b_a", p.b_a);
 }
 
-StepAttentionResult LocationAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+StepAttentionResult LocationAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   LocationOptions o;
   o.need_weights = need_weights;
   return from(location_attention(query, m.values, w_a, b_a, m.lengths, o));
@@ -143,7 +148,7 @@ StepMemory ScaledDotAttention::prepare(const Tensor& values, const Tensor& lengt
   return {values, lengths, heads, heads};
 }
 
-StepAttentionResult ScaledDotAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+StepAttentionResult ScaledDotAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   SdpaOptions o;
   o.key_lengths = m.lengths;
   o.need_weights = need_weights;
@@ -173,7 +178,7 @@ StepMemory MultiheadStepAttention::prepare(const Tensor& values, const Tensor& l
   return {values, lengths, k, v};
 }
 
-StepAttentionResult MultiheadStepAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool need_weights) {
+StepAttentionResult MultiheadStepAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   MhaCallOptions call;
   call.key_lengths = m.lengths;
   call.need_weights = need_weights;
@@ -195,7 +200,7 @@ LocalAttention::LocalAttention(bool predictive, int64_t D, int64_t E, int64_t wi
   }
 }
 
-StepAttentionResult LocalAttention::step(const Tensor& query, const StepMemory& m, int64_t t, bool need_weights) {
+StepAttentionResult LocalAttention::attend(const Tensor& query, const StepMemory& m, StepState& state, bool need_weights) {
   const int64_t B = query.dim(0);
   LocalOptions o;
   o.mode = predictive_ ? LocalMode::predictive : LocalMode::monotonic;
@@ -207,7 +212,7 @@ StepAttentionResult LocalAttention::step(const Tensor& query, const StepMemory& 
   if (!predictive_) {  // p_t = t, kept inside the row's source: min(t, L_b − 1)
     o.positions = Tensor::empty({B}, DType::i32);
     for (int64_t b = 0; b < B; ++b)
-      o.positions.i32()[b] = static_cast<int32_t>(std::min<int64_t>(t, std::max(m.lengths.i32()[b] - 1, 0)));
+      o.positions.i32()[b] = static_cast<int32_t>(std::min<int64_t>(state.t, std::max(m.lengths.i32()[b] - 1, 0)));
   }
   return from(local_attention(query, m.values, m.values, m.lengths, o));
 }
@@ -220,7 +225,7 @@ HardAttention::HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rn
   w = register_parameter("w", luong_attention_init(LuongScore::general, D, E, 0, rng).w);
 }
 
-StepAttentionResult HardAttention::step(const Tensor& query, const StepMemory& m, int64_t, bool) {
+StepAttentionResult HardAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool) {
   LuongOptions o;
   o.score = LuongScore::general;
   o.w = w;

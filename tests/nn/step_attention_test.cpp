@@ -50,6 +50,14 @@ std::unique_ptr<StepAttention> make(StepScore score, Rng& rng) {
 
 Tensor lengths() { return Tensor::from_vector(std::vector<int32_t>{5, 3, 1}, {B}); }
 
+// One step at decoder step t, from a fresh state of the memory's batch.
+StepAttentionResult step_at(StepAttention& a, const Tensor& query, const StepMemory& memory, int64_t t,
+                            bool need_weights) {
+  StepState state = a.start(memory);
+  state.t = t;
+  return a.step(query, memory, state, need_weights);
+}
+
 std::vector<std::string> names(StepAttention& a) {
   std::vector<std::string> n;
   for (const auto& [name, t] : a.module().named_parameters()) n.push_back(name);
@@ -103,7 +111,7 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
     const Tensor values = random_tensor({B, S, memory_size(s)}, 3);
     const StepMemory m = a->prepare(values, lengths());
     const Tensor q = random_tensor({B, D}, 4);
-    const StepAttentionResult r = a->step(q, m, 2, true);
+    const StepAttentionResult r = step_at(*a, q, m, 2, true);
     EXPECT_EQ(r.context.shape(), Shape({B, a->context_size()}));
     ASSERT_EQ(r.weights.shape(), Shape({B, a->weight_heads() * S}));
     const std::vector<int32_t> len = lengths().to_vector_i32();
@@ -118,7 +126,7 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
         if (s == StepScore::local_p) EXPECT_LE(sum, 1.0 + 1e-5);  // scaled by the Gaussian around p_t
         else EXPECT_NEAR(sum, 1.0, 1e-5);
       }
-    const StepAttentionResult no_weights = a->step(q, m, 2, false);
+    const StepAttentionResult no_weights = step_at(*a, q, m, 2, false);
     EXPECT_EQ(no_weights.weights.defined(), s == StepScore::hard);
     EXPECT_EQ(no_weights.log_prob.defined(), s == StepScore::hard);  // hard in training mode only
     autodiff::tape().clear();
@@ -135,7 +143,7 @@ TEST(StepAttention, AdditiveStepIsTheOpWithKeysProjectedOnce) {
   o.normalize = true;
   o.g = a.g;
   const AttentionResult expected = additive_attention(q, m.keys, values, a.w_q, a.bias, a.v, lengths(), o);
-  const StepAttentionResult r = a.step(q, m, 0, true);
+  const StepAttentionResult r = step_at(a, q, m, 0, true);
   EXPECT_TRUE(tensors_close(r.context, expected.context, 0.0f, 0.0f));
   EXPECT_TRUE(tensors_close(r.weights, expected.weights, 0.0f, 0.0f));
 }
@@ -149,13 +157,13 @@ TEST(StepAttention, LuongLocationAndScaledDotStepsAreTheirOps) {
     o.score = LuongScore::concat;
     o.w = a.w;
     o.v = a.v;
-    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), 0, false).context,
+    EXPECT_TRUE(tensors_close(step_at(a, q, a.prepare(values, lengths()), 0, false).context,
                               luong_attention(q, values, values, lengths(), o).context, 0.0f, 0.0f));
   }
   {
     Rng rng(1);
     LocationAttention a(D, E, 8, rng);
-    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), 0, true).weights,
+    EXPECT_TRUE(tensors_close(step_at(a, q, a.prepare(values, lengths()), 0, true).weights,
                               location_attention(q, values, a.w_a, a.b_a, lengths()).weights, 0.0f, 0.0f));
   }
   {
@@ -164,7 +172,7 @@ TEST(StepAttention, LuongLocationAndScaledDotStepsAreTheirOps) {
     SdpaOptions o;
     o.key_lengths = lengths();
     const Tensor v4 = v.reshape({B, 1, S, D});
-    EXPECT_TRUE(tensors_close(a.step(q, a.prepare(v, lengths()), 0, false).context,
+    EXPECT_TRUE(tensors_close(step_at(a, q, a.prepare(v, lengths()), 0, false).context,
                               sdpa(q.reshape({B, 1, 1, D}), v4, v4, o).out.reshape({B, D}), 0.0f, 0.0f));
   }
 }
@@ -180,7 +188,7 @@ TEST(StepAttention, LocalMonotonicAlignsWithTheStepInsideEachRow) {
   o.w = a.w;
   o.positions = Tensor::from_vector(std::vector<int32_t>{3, 2, 0}, {B});  // min(t, L_b − 1)
   const AttentionResult expected = local_attention(q, values, values, lengths(), o);
-  EXPECT_TRUE(tensors_close(a.step(q, a.prepare(values, lengths()), t, true).weights, expected.weights, 0.0f, 0.0f));
+  EXPECT_TRUE(tensors_close(step_at(a, q, a.prepare(values, lengths()), t, true).weights, expected.weights, 0.0f, 0.0f));
 }
 
 TEST(StepAttention, MultiheadStepIsMultiheadAttention) {
@@ -191,7 +199,7 @@ TEST(StepAttention, MultiheadStepIsMultiheadAttention) {
   call.key_lengths = lengths();
   call.need_weights = true;
   const MhaResult expected = a.mha.forward(q.reshape({B, 1, D}), values, values, call);  // (B, 1, D), (B, H, 1, S)
-  const StepAttentionResult r = a.step(q, a.prepare(values, lengths()), 0, true);
+  const StepAttentionResult r = step_at(a, q, a.prepare(values, lengths()), 0, true);
   EXPECT_TRUE(tensors_close(r.context, expected.out.reshape({B, D}), 0.0f, 0.0f));
   EXPECT_TRUE(tensors_close(r.weights, expected.weights.reshape({B, 2 * S}), 0.0f, 0.0f));
   // Drawn from the model's Rng (Xavier, biases zero), not from the module's own seed.
@@ -210,7 +218,7 @@ TEST(StepAttention, HardReturnsTheLogProbabilityOfItsSample) {
   HardAttention a(D, E, /*sample_seed=*/21, rng);
   const Tensor values = random_tensor({B, S, E}, 17), q = random_tensor({B, D}, 18);
   const StepMemory m = a.prepare(values, lengths());
-  const StepAttentionResult r = a.step(q, m, 0, false);
+  const StepAttentionResult r = step_at(a, q, m, 0, false);
   // The sample the op draws with the same seed from the same distribution.
   Rng same(21);
   const HardAttentionSample h = hard_attention_sample(r.weights, values, true, same);
@@ -218,7 +226,7 @@ TEST(StepAttention, HardReturnsTheLogProbabilityOfItsSample) {
   ASSERT_TRUE(r.log_prob.defined());
   EXPECT_TRUE(tensors_close(r.log_prob, h.log_prob, 0.0f, 0.0f));
   a.eval();
-  const StepAttentionResult e = a.step(q, m, 0, false);
+  const StepAttentionResult e = step_at(a, q, m, 0, false);
   EXPECT_FALSE(e.log_prob.defined());
   Rng unused(0);
   EXPECT_TRUE(tensors_close(e.context, hard_attention_sample(e.weights, values, false, unused).context, 0.0f, 0.0f));
@@ -238,7 +246,7 @@ TEST(StepAttention, GradcheckThroughEachModule) {
     EXPECT_TRUE(gradcheck(
         [&](const std::vector<Tensor>& x) {
           EXPECT_EQ(x.size(), n);
-          return a->step(x[0], a->prepare(x[1], lengths()), 1, false).context;
+          return step_at(*a, x[0], a->prepare(x[1], lengths()), 1, false).context;
         },
         inputs));
   }
@@ -255,6 +263,36 @@ TEST(StepAttention, Errors) {
                    ValueError, "location_attention_init: sizes must be >= 1, got D=4, S_max=0");
   EXPECT_THROW_MSG(LuongAttention(StepScore::hard, D, E, rng), ValueError,
                    "LuongAttention: score must be dot, general or concat, got hard");
+}
+
+// The state: start() gives step 0, each step() advances it by one, and local_m's window follows
+// it (the state, not the caller, says which step it is).
+TEST(StepAttention, StateAdvancesWithEachStep) {
+  Rng rng(5);
+  auto a = make(StepScore::local_m, rng);
+  const Tensor values = random_tensor({B, S, memory_size(StepScore::local_m)}, 6);
+  const StepMemory m = a->prepare(values, lengths());
+  const Tensor q = random_tensor({B, D}, 7);
+  StepState state = a->start(m);
+  EXPECT_EQ(state.t, 0);
+  a->step(q, m, state, true);
+  const StepAttentionResult second = a->step(q, m, state, true);
+  EXPECT_EQ(state.t, 2);
+  EXPECT_TRUE(tensors_close(second.weights, step_at(*a, q, m, 1, true).weights, 0.0f, 0.0f));
+  EXPECT_FALSE(tensors_close(second.weights, step_at(*a, q, m, 0, true).weights, 0.0f, 0.0f));
+  autodiff::tape().clear();
+}
+
+// Beam search reorders every tensor of the state by rows, keeping t.
+TEST(StepAttention, StateReordersRows) {
+  StepState state;
+  state.t = 4;
+  state.rows = {Tensor::from_vector(std::vector<float>{0, 1, 10, 11, 20, 21}, {3, 2}),
+                Tensor::from_vector(std::vector<float>{5, 6, 7}, {3})};
+  state.reorder(Tensor::from_vector(std::vector<int32_t>{2, 0, 0, 1}, {4}));
+  EXPECT_EQ(state.t, 4);
+  EXPECT_EQ(state.rows[0].to_vector(), (std::vector<float>{20, 21, 0, 1, 0, 1, 10, 11}));
+  EXPECT_EQ(state.rows[1].to_vector(), (std::vector<float>{7, 5, 5, 6}));
 }
 
 }  // namespace

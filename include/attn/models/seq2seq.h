@@ -186,7 +186,9 @@ class Encoder : public nn::Module {
 struct DecoderState {
   std::vector<Tensor> h, c;  // per layer; c for LSTM
   Tensor feed;               // luong with input feeding: h̃_{t-1}
-  int64_t t = 0;             // the next step's index
+  nn::StepState attention;   // the attention's per-sequence state; attention.t is the next step's index
+  // Beam search: row i of every part becomes row index[i] of the old state; index int32 (B').
+  void reorder(const Tensor& index);
 };
 
 // Teacher forcing's results.
@@ -219,7 +221,8 @@ class Decoder : public nn::Module {
   Tensor step_logits(const Step& s, const Tensor& emb_prev) const;
   // Teacher forcing: tgt_in (B, T) -> logits (T, B, V) and hard attention's log-probabilities.
   DecoderOutput forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths);
-  DecoderState initial_state(const EncoderOutput& enc, int64_t batch) const;
+  // The state before the first step; memory from prepare().
+  DecoderState initial_state(const EncoderOutput& enc, const nn::StepMemory& memory, int64_t batch) const;
   // The attention memory of one batch (keys projected once); without attention, just the
   // encoder outputs and lengths.
   nn::StepMemory prepare(const EncoderOutput& enc, const Tensor& src_lengths) const;

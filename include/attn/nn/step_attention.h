@@ -7,7 +7,12 @@
 //   auto attention = nn::make_step_attention({.score = nn::StepScore::additive,
 //                                             .query_size = D, .memory_size = E}, rng);
 //   nn::StepMemory memory = attention->prepare(encoder_outputs, src_lengths);  // keys projected once
-//   nn::StepAttentionResult r = attention->step(s_t, memory, t, /*need_weights=*/true);
+//   nn::StepState state = attention->start(memory);                           // per sequence
+//   nn::StepAttentionResult r = attention->step(s_t, memory, state, /*need_weights=*/true);
+//
+// State that a score carries from one step to the next (coverage, the previous alignment, a
+// monotonic selection) lives in the StepState, never in the module: start() makes it for a
+// batch, every step() advances it, and beam search reorders it with its hypotheses.
 //
 // Modules (parameters as named in checkpoints, "decoder.attention.<name>"; A = D; each draws
 // its parameters from the given Rng in the order listed, Xavier as attn/nn/attention_init.h):
@@ -34,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn/nn/module.h"
 #include "attn/nn/multihead_attention.h"
@@ -86,6 +92,14 @@ struct StepAttentionResult {
   Tensor log_prob;  // hard attention in training: log π(k) of the sampled position (B); else undefined
 };
 
+// The per-sequence state of a decoder's attention, carried from one step to the next.
+struct StepState {
+  int64_t t = 0;             // the index of the step about to be taken (0-based); local_m aligns with it
+  std::vector<Tensor> rows;  // the module's own, each (B, ...): row b belongs to sequence b
+  // Beam search: row i of every tensor becomes row index[i] of the old one; index int32 (B').
+  void reorder(const Tensor& index);
+};
+
 class StepAttention {
  public:
   virtual ~StepAttention() = default;
@@ -93,10 +107,21 @@ class StepAttention {
   virtual Module& module() = 0;
   // Once per batch: values (B, S, E), lengths (B) int32.
   virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const { return {values, lengths, {}, {}}; }
-  // query (B, D) at decoder step t (0-based; local_m aligns with it).
-  virtual StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) = 0;
+  // At the start of decoding a batch: its sequences' state (only t for a score without one).
+  virtual StepState start(const StepMemory& memory) const { return {}; }
+  // query (B, D) at step state.t; advances the state to the next step.
+  StepAttentionResult step(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) {
+    StepAttentionResult r = attend(query, memory, state, need_weights);
+    ++state.t;
+    return r;
+  }
   virtual int64_t context_size() const = 0;
   virtual int64_t weight_heads() const { return 1; }
+
+ protected:
+  // One step at state.t; a module with state of its own updates state.rows here.
+  virtual StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                                     bool need_weights) = 0;
 };
 
 // The module of options.score (ValueError for sizes < 1 or heads not dividing D).
@@ -120,7 +145,7 @@ class AdditiveAttention final : public SingleHeadStepAttention {
  public:
   AdditiveAttention(int64_t D, int64_t E, bool normalize, Rng& rng);
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w_q, w_k, bias, v, g;  // g: additive_normalized only
 
@@ -132,7 +157,7 @@ class LuongAttention final : public SingleHeadStepAttention {
  public:
   // score: dot | general | concat.
   LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng);
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w, v;  // general: w; concat: w, v; dot: none
 
@@ -143,7 +168,7 @@ class LuongAttention final : public SingleHeadStepAttention {
 class LocationAttention final : public SingleHeadStepAttention {
  public:
   LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng);
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w_a, b_a;
 };
@@ -152,7 +177,7 @@ class ScaledDotAttention final : public SingleHeadStepAttention {
  public:
   explicit ScaledDotAttention(int64_t E) : SingleHeadStepAttention(E) {}
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 };
 
 class MultiheadStepAttention final : public StepAttention {
@@ -160,7 +185,7 @@ class MultiheadStepAttention final : public StepAttention {
   MultiheadStepAttention(int64_t D, int64_t E, int64_t heads, Rng& rng);
   Module& module() override { return mha; }
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
   int64_t context_size() const override { return mha.options().embed_dim; }
   int64_t weight_heads() const override { return mha.options().num_heads; }
 
@@ -171,7 +196,7 @@ class LocalAttention final : public SingleHeadStepAttention {
  public:
   // predictive: local_p, else local_m.
   LocalAttention(bool predictive, int64_t D, int64_t E, int64_t window, Rng& rng);
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w, w_p, v_p;  // w_p, v_p: local_p only
 
@@ -183,7 +208,7 @@ class LocalAttention final : public SingleHeadStepAttention {
 class HardAttention final : public SingleHeadStepAttention {
  public:
   HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng);
-  StepAttentionResult step(const Tensor& query, const StepMemory& memory, int64_t t, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w;
 
