@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iterator>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "attn/data/text.h"
@@ -160,6 +161,47 @@ std::vector<std::string> whitespace_tokens(const std::string& text) {
     if (i > begin) tokens.push_back(text.substr(begin, i - begin));
   }
   return tokens;
+}
+
+}  // namespace attn::data
+
+namespace attn::data {
+
+std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines) {
+  // Each line as its tokens joined by single spaces, so that a token span is a substring.
+  std::vector<std::string> joined;
+  joined.reserve(lines.size());
+  for (const LabeledText& line : lines) {
+    std::string s;
+    for (const std::string& token : whitespace_tokens(line.text)) s += (s.empty() ? "" : " ") + token;
+    joined.push_back(std::move(s));
+  }
+  std::unordered_set<std::string_view> all(joined.begin(), joined.end());
+  // Every proper span (i, j) of every line that is itself a line is not maximal.
+  std::unordered_set<std::string_view> covered;
+  for (const std::string& s : joined) {
+    std::vector<size_t> starts{0}, ends;
+    for (size_t k = 0; k < s.size(); ++k)
+      if (s[k] == ' ') {
+        ends.push_back(k);
+        starts.push_back(k + 1);
+      }
+    ends.push_back(s.size());
+    for (size_t i = 0; i < starts.size(); ++i)
+      for (size_t j = i; j < ends.size(); ++j) {
+        if (i == 0 && j + 1 == ends.size()) continue;  // the whole line
+        const std::string_view span(s.data() + starts[i], ends[j] - starts[i]);
+        if (all.contains(span)) covered.insert(span);
+      }
+  }
+  std::vector<LabeledText> out;
+  std::unordered_set<std::string_view> kept;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string_view s = joined[i];
+    if (s.empty() || covered.contains(s) || !kept.insert(s).second) continue;
+    out.push_back(lines[i]);
+  }
+  return out;
 }
 
 }  // namespace attn::data
