@@ -513,6 +513,8 @@ void add_explain_command(CLI::App& app) {
     if (cmd->count("--input")) throw UsageError("--input is for seq2seq checkpoints (copy / reverse / sort); a classifier takes --text");
     if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
     const bool one = cmd->count("--text") > 0;
+    if (!one && a.data.empty() && !a.out.empty())  // a whole split: attn data get's folder, then ../shared/data
+      a.data = data_or_default("", "sst2", "give exactly one of --text or --data");
     if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
     if (a.options.permutations < 1)

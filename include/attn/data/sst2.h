@@ -36,7 +36,7 @@ std::vector<std::string> sst2_tokens(std::string_view raw);
 // every sentence together with its labelled phrases. A sentence is a maximal string: one
 // that is not a contiguous token span of a longer line. Duplicates are kept once (the first,
 // with its label); the order is the file's. On ../shared/data/sst2 this keeps 6,885 of the
-// 67,349 lines (docs/tasks.md, SST-2); the original binary split has 6,920 sentences.
+// 67,349 lines (docs/results.md); the original binary split has 6,920 sentences.
 std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines);
 
 // Whitespace tokens of a text (runs of spaces/tabs separate; no empty tokens).
