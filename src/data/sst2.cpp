@@ -176,26 +176,39 @@ std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines) {
     for (const std::string& token : whitespace_tokens(line.text)) s += (s.empty() ? "" : " ") + token;
     joined.push_back(std::move(s));
   }
-  std::unordered_set<std::string_view> all(joined.begin(), joined.end());
-  // Every proper span (i, j) of every line that is itself a line is not maximal.
-  std::unordered_set<std::string_view> covered;
-  for (const std::string& s : joined) {
-    std::vector<size_t> starts{0}, ends;
+  // Token boundaries of each line: starts[k] and ends[k] delimit its k-th token.
+  auto boundaries = [](const std::string& s, std::vector<size_t>& starts, std::vector<size_t>& ends) {
+    starts.assign(1, 0);
+    ends.clear();
     for (size_t k = 0; k < s.size(); ++k)
       if (s[k] == ' ') {
         ends.push_back(k);
         starts.push_back(k + 1);
       }
     ends.push_back(s.size());
+  };
+  using Set = std::unordered_set<std::string_view>;
+  Set all(joined.begin(), joined.end()), prefixes;
+  std::vector<size_t> starts, ends;
+  for (const std::string& s : joined) {
+    boundaries(s, starts, ends);
+    for (size_t e : ends) prefixes.insert(std::string_view(s.data(), e));
+  }
+  // Every proper span of every line that is itself a line is not maximal. From each start,
+  // a span is extended only while it is the prefix of some line, which stops most walks
+  // after a token or two.
+  Set covered;
+  for (const std::string& s : joined) {
+    boundaries(s, starts, ends);
     for (size_t i = 0; i < starts.size(); ++i)
       for (size_t j = i; j < ends.size(); ++j) {
-        if (i == 0 && j + 1 == ends.size()) continue;  // the whole line
         const std::string_view span(s.data() + starts[i], ends[j] - starts[i]);
-        if (all.contains(span)) covered.insert(span);
+        if (!prefixes.contains(span)) break;
+        if ((i > 0 || j + 1 < ends.size()) && all.contains(span)) covered.insert(span);
       }
   }
   std::vector<LabeledText> out;
-  std::unordered_set<std::string_view> kept;
+  Set kept;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string_view s = joined[i];
     if (s.empty() || covered.contains(s) || !kept.insert(s).second) continue;

@@ -68,9 +68,10 @@ expect 1 "No space left on device" -- "$attn" data get sst2 --to "$work/full-dis
 [[ ! -e "$work/full-disk/sst2" ]] || fail "a download onto a full disk was installed"
 
 # Two gets into one folder at once: the second is refused while the first holds the lock.
+stalls=$(grep -c "^/stall/" "$work/requests.log")
 "$attn" data get sst2 --to "$work/two" --mirror "$url/stall" --stall-timeout 20 >/dev/null 2>&1 &
 first=$!
-for _ in $(seq 50); do grep -q "^/stall/sst2/LICENSE" "$work/requests.log" && break; sleep 0.1; done
+for _ in $(seq 100); do (($(grep -c "^/stall/" "$work/requests.log") > stalls)) && break; sleep 0.1; done
 expect 1 "another attn data get is installing into $work/two" -- \
   "$attn" data get sst2 --to "$work/two" --mirror "$url/plain"
 kill "$first" 2>/dev/null; wait "$first" 2>/dev/null
