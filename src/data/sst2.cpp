@@ -1,9 +1,11 @@
 #include "attn/data/sst2.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <iterator>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -168,51 +170,50 @@ std::vector<std::string> whitespace_tokens(const std::string& text) {
 namespace attn::data {
 
 std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines) {
-  // Each line as its tokens joined by single spaces, so that a token span is a substring.
-  std::vector<std::string> joined;
-  joined.reserve(lines.size());
-  for (const LabeledText& line : lines) {
-    std::string s;
-    for (const std::string& token : whitespace_tokens(line.text)) s += (s.empty() ? "" : " ") + token;
-    joined.push_back(std::move(s));
-  }
-  // Token boundaries of each line: starts[k] and ends[k] delimit its k-th token.
-  auto boundaries = [](const std::string& s, std::vector<size_t>& starts, std::vector<size_t>& ends) {
-    starts.assign(1, 0);
-    ends.clear();
-    for (size_t k = 0; k < s.size(); ++k)
-      if (s[k] == ' ') {
-        ends.push_back(k);
-        starts.push_back(k + 1);
-      }
-    ends.push_back(s.size());
-  };
-  using Set = std::unordered_set<std::string_view>;
-  Set all(joined.begin(), joined.end()), prefixes;
-  std::vector<size_t> starts, ends;
-  for (const std::string& s : joined) {
-    boundaries(s, starts, ends);
-    for (size_t e : ends) prefixes.insert(std::string_view(s.data(), e));
+  // Each line as token ids, so that a span is compared and hashed as integers.
+  std::unordered_map<std::string, uint32_t> ids;
+  std::vector<std::vector<uint32_t>> tokens(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    for (const std::string& t : whitespace_tokens(lines[i].text))
+      tokens[i].push_back(ids.emplace(t, static_cast<uint32_t>(ids.size())).first->second);
+  // A span's hash, extended one token at a time (FNV-1a over the ids, then a final mix).
+  const auto step = [](uint64_t h, uint32_t id) { return (h ^ (id + 1)) * 0x100000001b3ULL; };
+  constexpr uint64_t kStart = 0xcbf29ce484222325ULL;
+  // The first line with each content (by hash; a match is then compared token by token),
+  // and the hash of every prefix of every line.
+  std::unordered_map<uint64_t, size_t> line_of;
+  std::unordered_set<uint64_t> prefixes;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    uint64_t h = kStart;
+    for (uint32_t id : tokens[i]) prefixes.insert(h = step(h, id));
+    if (!tokens[i].empty()) line_of.emplace(h, i);
   }
   // Every proper span of every line that is itself a line is not maximal. From each start,
-  // a span is extended only while it is the prefix of some line, which stops most walks
-  // after a token or two.
-  Set covered;
-  for (const std::string& s : joined) {
-    boundaries(s, starts, ends);
-    for (size_t i = 0; i < starts.size(); ++i)
-      for (size_t j = i; j < ends.size(); ++j) {
-        const std::string_view span(s.data() + starts[i], ends[j] - starts[i]);
-        if (!prefixes.contains(span)) break;
-        if ((i > 0 || j + 1 < ends.size()) && all.contains(span)) covered.insert(span);
+  // a span is extended only while it is the prefix of some line (a hash collision there only
+  // walks further), which stops most walks after a token or two.
+  std::vector<bool> covered(lines.size(), false);
+  for (const std::vector<uint32_t>& t : tokens)
+    for (size_t i = 0; i < t.size(); ++i) {
+      uint64_t h = kStart;
+      for (size_t j = i; j < t.size(); ++j) {
+        h = step(h, t[j]);
+        if (!prefixes.contains(h)) break;
+        if (i == 0 && j + 1 == t.size()) break;  // the whole line
+        const auto it = line_of.find(h);
+        if (it == line_of.end()) continue;
+        const std::vector<uint32_t>& other = tokens[it->second];
+        if (std::equal(other.begin(), other.end(), t.begin() + static_cast<std::ptrdiff_t>(i),
+                       t.begin() + static_cast<std::ptrdiff_t>(j + 1)))
+          covered[it->second] = true;
       }
-  }
+    }
   std::vector<LabeledText> out;
-  Set kept;
   for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string_view s = joined[i];
-    if (s.empty() || covered.contains(s) || !kept.insert(s).second) continue;
-    out.push_back(lines[i]);
+    if (tokens[i].empty()) continue;
+    uint64_t h = kStart;
+    for (uint32_t id : tokens[i]) h = step(h, id);
+    // Not inside a longer line, and the first line with this content (line_of holds it).
+    if (!covered[line_of.at(h)] && line_of.at(h) == i) out.push_back(lines[i]);
   }
   return out;
 }
