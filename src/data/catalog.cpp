@@ -87,7 +87,7 @@ const CatalogFile k_tatoeba_fra_eng[] = {
     {"fra.txt.gz", "", 10009515, "2546838ae46e0eac4c02ab7032ea0a02a006074a5340077a36a9444f41e02888"},
 };
 
-// The pretrained word vectors of `--embeddings` (docs/embeddings.md). Their publishers give
+// The pretrained word vectors of `--embeddings` (docs/data.md). Their publishers give
 // no checksum and none could be measured here (no internet), so none is pinned: attn names
 // the URL and refuses to install them rather than install bytes it cannot check.
 const CatalogFile k_glove_6b[] = {{"glove.6B.zip", "glove.6B.zip", 0, ""}};
@@ -97,7 +97,7 @@ const CatalogFile k_fasttext_crawl[] = {{"crawl-300d-2M.vec.zip", "crawl-300d-2M
 
 constexpr const char* kVectorsNote =
     "no SHA-256 is pinned for it (the publisher gives none and attn could not measure one), so attn does not install "
-    "it: download the URL yourself, unzip it and pass the .txt / .vec file to --embeddings (docs/embeddings.md)";
+    "it: download the URL yourself, unzip it and pass the .txt / .vec file to --embeddings (docs/data.md)";
 
 const CatalogEntry kCatalog[] = {
     {"sst2", "SST-2, the binary Stanford Sentiment Treebank (GLUE's split, test labels included)",
