@@ -1,5 +1,5 @@
 #pragma once
-// Pretrained word vectors (`attn train --task sst2 --embeddings FILE`, docs/embeddings.md).
+// Pretrained word vectors (`attn train --task sst2 --embeddings FILE`, docs/data.md).
 // Formats, told apart by the file itself:
 //   word2vec text / fastText .vec   a header line "<words> <dims>", then "<word> <v1> ... <vD>"
 //   GloVe text                      no header: "<word> <v1> ... <vD>" from the first line
