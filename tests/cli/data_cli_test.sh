@@ -81,6 +81,15 @@ kill "$first" 2>/dev/null; wait "$first" 2>/dev/null
 expect 0 "installed" -- "$attn" data get sst2 --to "$work/dir" --mirror "$data"
 expect 0 "verifies" -- "$attn" data list --to "$work/dir"
 
+# A file the source has plain (as upstream has SST-2's training file) is installed gzip-compressed,
+# its content checked against the same pin.
+mkdir -p "$work/plain-mirror/sst2"
+cp "$data"/sst2/{LICENSE.upstream,README.upstream.md,sentiment-dev,sentiment-test} "$work/plain-mirror/sst2/"
+zcat "$data/sst2/sentiment-train.gz" >"$work/plain-mirror/sst2/sentiment-train.gz"
+expect 0 "installed" -- "$attn" data get sst2 --to "$work/gz" --mirror "$work/plain-mirror"
+gzip -t "$work/gz/sst2/sentiment-train.gz" 2>/dev/null || fail "a plain download was not installed gzip-compressed"
+cmp -s <(zcat "$work/gz/sst2/sentiment-train.gz") "$work/plain-mirror/sst2/sentiment-train.gz" || fail "its content changed"
+
 # Without --data, commands look in the data home, then ../shared/data, and say which.
 tiny=(train --task sst2 --model bilstm --emb 8 --hidden 4 --steps 1 --train-limit 40 --dev-limit 10 --threads 1)
 expect 0 "installed in $work/home/attn/sst2" -- env XDG_DATA_HOME="$work/home" "$attn" data get sst2 --mirror "$data"
