@@ -1,9 +1,12 @@
 #include "attn/data/sst2.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <iterator>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "attn/data/text.h"
@@ -160,6 +163,59 @@ std::vector<std::string> whitespace_tokens(const std::string& text) {
     if (i > begin) tokens.push_back(text.substr(begin, i - begin));
   }
   return tokens;
+}
+
+}  // namespace attn::data
+
+namespace attn::data {
+
+std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines) {
+  // Each line as token ids, so that a span is compared and hashed as integers.
+  std::unordered_map<std::string, uint32_t> ids;
+  std::vector<std::vector<uint32_t>> tokens(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    for (const std::string& t : whitespace_tokens(lines[i].text))
+      tokens[i].push_back(ids.emplace(t, static_cast<uint32_t>(ids.size())).first->second);
+  // A span's hash, extended one token at a time (FNV-1a over the ids, then a final mix).
+  const auto step = [](uint64_t h, uint32_t id) { return (h ^ (id + 1)) * 0x100000001b3ULL; };
+  constexpr uint64_t kStart = 0xcbf29ce484222325ULL;
+  // The first line with each content (by hash; a match is then compared token by token),
+  // and the hash of every prefix of every line.
+  std::unordered_map<uint64_t, size_t> line_of;
+  std::unordered_set<uint64_t> prefixes;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    uint64_t h = kStart;
+    for (uint32_t id : tokens[i]) prefixes.insert(h = step(h, id));
+    if (!tokens[i].empty()) line_of.emplace(h, i);
+  }
+  // Every proper span of every line that is itself a line is not maximal. From each start,
+  // a span is extended only while it is the prefix of some line (a hash collision there only
+  // walks further), which stops most walks after a token or two.
+  std::vector<bool> covered(lines.size(), false);
+  for (const std::vector<uint32_t>& t : tokens)
+    for (size_t i = 0; i < t.size(); ++i) {
+      uint64_t h = kStart;
+      for (size_t j = i; j < t.size(); ++j) {
+        h = step(h, t[j]);
+        if (!prefixes.contains(h)) break;
+        if (i == 0 && j + 1 == t.size()) break;  // the whole line
+        const auto it = line_of.find(h);
+        if (it == line_of.end()) continue;
+        const std::vector<uint32_t>& other = tokens[it->second];
+        if (std::equal(other.begin(), other.end(), t.begin() + static_cast<std::ptrdiff_t>(i),
+                       t.begin() + static_cast<std::ptrdiff_t>(j + 1)))
+          covered[it->second] = true;
+      }
+    }
+  std::vector<LabeledText> out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (tokens[i].empty()) continue;
+    uint64_t h = kStart;
+    for (uint32_t id : tokens[i]) h = step(h, id);
+    // Not inside a longer line, and the first line with this content (line_of holds it).
+    if (!covered[line_of.at(h)] && line_of.at(h) == i) out.push_back(lines[i]);
+  }
+  return out;
 }
 
 }  // namespace attn::data

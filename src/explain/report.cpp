@@ -373,7 +373,12 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
   if (context.contains("split")) md += ", " + context.at("split").get<std::string>() + " split";
   md += ": " + std::to_string(r.sentences.size()) + " sentences explained (" + std::to_string(r.one_token_sentences) +
         " of one token, where τ is undefined and they are left out of the τ figures; " +
-        std::to_string(r.skipped_empty) + " empty lines skipped).\n\n";
+        std::to_string(r.skipped_empty) + " empty lines skipped" +
+        (context.value("min_length", int64_t{0}) > 0
+             ? "; " + std::to_string(context.value("shorter_than_min_length", int64_t{0})) + " sentences of fewer than " +
+                   std::to_string(context.value("min_length", int64_t{0})) + " tokens left out (--min-length)"
+             : std::string()) +
+        ").\n\n";
   md += std::string("Kendall τ-b per sentence (mean ± sd over sentences, share with p < 0.05), as in Jain & Wallace "
                     "(2019), Table 2; tokens ranked by attention, |gradient × input| (") +
         (r.transformer ? "the full gradient: a Transformer's self-attention is not held constant"

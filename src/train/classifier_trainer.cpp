@@ -4,8 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <unordered_set>
 
 #include "attn/autodiff/tape.h"
+#include "attn/data/embeddings.h"
+#include "attn/io/sha256.h"
 #include "attn/io/safetensors.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
@@ -25,6 +28,9 @@ void ClassifierTrainOptions::validate() const {
   if (max_size < 0 || max_size == 1) throw ValueError("--max-vocab must be 0 (all) or >= 2, got " + std::to_string(max_size));
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
+  if (sst2_train != "phrases" && sst2_train != "sentences")
+    throw ValueError("--sst2-train must be sentences or phrases, got '" + sst2_train + "'");
+  if (freeze_embeddings && embeddings.empty()) throw ValueError("--freeze-embeddings needs --embeddings FILE");
   if (train_limit < 0 || dev_limit < 0) throw ValueError("--train-limit and --dev-limit must be >= 0");
   RunOptions::validate();
 }
@@ -71,10 +77,82 @@ void save_classifier(const std::string& path, models::TextClassifier& model, con
   save_run_checkpoint(path, model.module().named_parameters(), decode::classifier_metadata(model, vocab, step, dev_accuracy));
 }
 
+json EmbeddingsCoverage::to_json() const {
+  return {{"words", words},
+          {"found", found},
+          {"type_coverage", words ? static_cast<double>(found) / static_cast<double>(words) : 0.0},
+          {"tokens", tokens},
+          {"found_tokens", found_tokens},
+          {"token_coverage", tokens ? static_cast<double>(found_tokens) / static_cast<double>(tokens) : 0.0}};
+}
+
+json apply_embeddings(const ClassifierTrainOptions& o, const data::Vocab& vocab,
+                      const std::vector<std::string>& training_texts, models::TextClassifier& model, std::FILE* log) {
+  Tensor weight;
+  for (auto& [name, t] : model.module().named_parameters())
+    if (name == "embedding.weight") weight = t;
+  if (!weight.defined() || weight.rank() != 2 || weight.dim(0) != vocab.size())
+    throw ValueError("--embeddings: the " + model.kind() + " model has no (V, emb) embedding.weight");
+  const int64_t E = weight.dim(1);
+  std::unordered_set<std::string> wanted;
+  for (int32_t id = 0; id < vocab.size(); ++id)
+    if (id != data::Vocab::kPad && id != data::Vocab::kUnk) wanted.insert(vocab.token(id));
+  const data::WordVectors vectors = data::read_word_vectors(o.embeddings, &wanted);
+  const char* size_option = model.kind() == "transformer-cls" ? "--d-model" : "--emb";
+  if (vectors.dim != E)
+    throw ValueError("--embeddings " + o.embeddings + " has " + std::to_string(vectors.dim) + "-dimensional vectors, but " +
+                     size_option + " is " + std::to_string(E) + "; give " + size_option + " " + std::to_string(vectors.dim));
+  EmbeddingsCoverage c;
+  std::vector<bool> has(static_cast<size_t>(vocab.size()), false);
+  float* w = weight.f32();  // (V, E)
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    if (id == data::Vocab::kPad || id == data::Vocab::kUnk) continue;
+    ++c.words;
+    const auto it = vectors.vectors.find(vocab.token(id));
+    if (it == vectors.vectors.end()) continue;
+    ++c.found;
+    has[static_cast<size_t>(id)] = true;
+    std::copy(it->second.begin(), it->second.end(), w + static_cast<int64_t>(id) * E);
+  }
+  if (c.found == 0)
+    throw ValueError("--embeddings " + o.embeddings + ": none of the vocabulary's " + std::to_string(c.words) +
+                     " words has a vector in it (" + std::to_string(vectors.file_words) +
+                     " words; is it another language, or cased?)");
+  for (const std::string& text : training_texts)
+    for (const int32_t id : vocab.encode(text)) {
+      ++c.tokens;
+      c.found_tokens += has[static_cast<size_t>(id)];
+    }
+  const json j = c.to_json();
+  const std::string sha256 = io::file_sha256(o.embeddings);
+  if (log) {
+    std::fprintf(log,
+                 "embeddings: %s (%s, %lld words of %lld dimensions, sha256 %.12s...): %lld of %lld vocabulary words "
+                 "(%.1f %%), %.1f %% of the training tokens; the other rows start as without --embeddings%s\n",
+                 o.embeddings.c_str(), vectors.format.c_str(), static_cast<long long>(vectors.file_words),
+                 static_cast<long long>(vectors.dim), sha256.c_str(), static_cast<long long>(c.found),
+                 static_cast<long long>(c.words), 100.0 * j["type_coverage"].get<double>(),
+                 100.0 * j["token_coverage"].get<double>(), o.freeze_embeddings ? "; frozen" : "");
+    if (j["type_coverage"].get<double>() < 0.5)
+      std::fprintf(log, "warning: --embeddings covers only %.1f %% of the vocabulary's words\n",
+                   100.0 * j["type_coverage"].get<double>());
+  }
+  if (o.freeze_embeddings) weight.set_requires_grad(false);
+  json provenance = {{"file", std::filesystem::path(o.embeddings).filename().string()},
+                     {"sha256", sha256},
+                     {"format", vectors.format},
+                     {"dim", vectors.dim},
+                     {"file_words", vectors.file_words},
+                     {"frozen", o.freeze_embeddings}};
+  provenance.update(j);
+  return provenance;
+}
+
 namespace {
 
 std::vector<data::LabeledText> training_examples(const ClassifierTrainOptions& o) {
   std::vector<data::LabeledText> train_examples = data::read_sst2(data::sst2_split_path(o.data_dir, "train"));
+  if (o.sst2_train == "sentences") train_examples = data::sst2_sentences(train_examples);
   if (o.train_limit > 0 && static_cast<size_t>(o.train_limit) < train_examples.size())
     train_examples.resize(static_cast<size_t>(o.train_limit));
   return train_examples;
@@ -131,6 +209,11 @@ class ClassifierTask final : public Task {
     model_ = models::make_classifier(o.model, config);
     if (!o.attention_from.empty())
       dynamic_cast<models::AttnClassifier&>(*model_).set_attention_source(attention_source(o, vocab_));
+    if (!o.embeddings.empty()) {
+      std::vector<std::string> texts;
+      for (const auto& e : train_examples) texts.push_back(e.text);
+      embeddings_ = apply_embeddings(o, vocab_, texts, *model_);
+    }
     train_ = decode::encode_texts(vocab_, train_examples, model_->max_tokens());
     dev_ = decode::encode_texts(vocab_, dev, model_->max_tokens());
     per_epoch_ = static_cast<int64_t>(epoch_batches(train_, o, 0).size());
@@ -181,7 +264,9 @@ class ClassifierTask final : public Task {
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    return decode::classifier_metadata(*model_, vocab_, best ? s.best_step : s.step, s.best_score);
+    json j = decode::classifier_metadata(*model_, vocab_, best ? s.best_step : s.step, s.best_score);
+    if (!embeddings_.is_null()) j["embeddings"] = embeddings_;
+    return j;
   }
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
     const json j = read_run_metadata(file, path, decode::kClassifierFormat, "an attn classifier checkpoint");
@@ -196,7 +281,8 @@ class ClassifierTask final : public Task {
   }
 
   json resume_checked_options() const override {
-    return {{"--batch", o_.batch}, {"--bucket", o_.bucket}, {"--train-limit", o_.train_limit}};
+    return {{"--batch", o_.batch}, {"--bucket", o_.bucket}, {"--train-limit", o_.train_limit}, {"--sst2-train", o_.sst2_train},
+            {"--freeze-embeddings", o_.freeze_embeddings}};
   }
 
   double first_loss() const { return first_loss_; }
@@ -208,6 +294,7 @@ class ClassifierTask final : public Task {
   const ClassifierTrainOptions& o_;
   data::Vocab vocab_;
   std::unique_ptr<models::TextClassifier> model_;
+  json embeddings_;  // --embeddings: the provenance, else null
   std::vector<decode::EncodedText> train_, dev_;
   int64_t per_epoch_ = 0;
   std::vector<std::vector<size_t>> batches_;

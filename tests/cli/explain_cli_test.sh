@@ -95,6 +95,19 @@ import json, sys
 d = json.loads(sys.stdin.read())
 assert d["sentences_explained"] == 3 and "sentences" not in d and d["run"]["split"] == "dev", d' || fail "summary json: $out"
 
+# --min-length: the dev sentences shorter than 20 tokens left out before --limit, and counted.
+out="$("$attn" explain --model "$m" --data "$data" --split dev --min-length 20 --limit 3 --permutations 5 --ig-steps 5 \
+  --adversarial-steps 0 --out "$work/r4" --json)" || fail "explain --min-length"
+/usr/bin/python3 - "$work/r4/report.json" "$data/sst2/sentiment-dev" <<'PY' || fail "--min-length did not leave out the short sentences"
+import json, sys
+r = json.load(open(sys.argv[1]))
+short = sum(len(l.rsplit("\t", 1)[0].split()) < 20 for l in open(sys.argv[2], encoding="utf-8") if l.strip())
+assert r["run"]["min_length"] == 20 and r["run"]["shorter_than_min_length"] == short, (r["run"], short)
+assert all(len(s["tokens"]) >= 20 for s in r["sentences"]) and len(r["sentences"]) == 3, r["sentences"]
+PY
+expect 2 "--min-length must be >= 0, got -1" -- "$attn" explain --model "$m" --data "$data" --min-length -1 --out "$work/x"
+expect 2 "--min-length and --split apply to --data" -- "$attn" explain --model "$m" --text "fine" --min-length 5
+
 # One sentence in the terminal, and as JSON; a one-token sentence says why τ is undefined.
 expect 0 "grad x in" -- "$attn" explain --model "$m" --text "a gorgeous , witty film"
 expect 0 "undefined (fewer than 2 tokens)" -- "$attn" explain --model "$m" --text "brilliant"

@@ -2,6 +2,9 @@
 # $data): a scratch folder $work removed on exit, failure counting and the expect, have_data
 # and finish helpers.
 work="$(mktemp -d)"
+# attn data get's folder, where commands look when --data is not given: empty, so that no
+# test reads a developer's installed data by accident.
+export XDG_DATA_HOME="$work/xdg-data"
 trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }

@@ -82,6 +82,11 @@ expect 2 "is not a seq2seq or translation checkpoint (format 'attn-classifier')"
 # Bad input: a clear message and a non-zero exit code.
 expect 2 "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" -- "$attn" train --task sst2 --model cnn --data "$data" --out "$work/bad1"
 expect 2 "--task sst2 needs --data DIR" -- "$attn" train --task sst2 --out "$work/bad2"
+# Jain & Wallace's training unit: the 6,885 full sentences (data::sst2_sentences), not the phrases.
+expect 0 "trained 2 steps" -- "$attn" train --task sst2 --model bilstm --data "$data" --sst2-train sentences --emb 8 \
+  --hidden 4 --steps 2 --dev-limit 10 --threads 1 --out "$work/sentences"
+expect 2 "--sst2-train must be sentences or phrases, got 'words'" -- "$attn" train --task sst2 --data "$data" \
+  --sst2-train words --out "$work/bad7"
 expect 2 "unknown key 'hiden'" -- "$attn" train "${tiny[@]}" --model-config '{"hiden": 3}' --out "$work/bad3"
 # --resume: 15 + 15 steps give the very checkpoint of 30 uninterrupted steps (dropout 0.5
 # included); a constant rate without warm-up, since a schedule's length (and the default

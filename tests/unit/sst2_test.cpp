@@ -147,3 +147,38 @@ TEST(Vocab, RealTrainingSplit) {
 
 }  // namespace
 }  // namespace attn::data
+
+namespace attn::data {
+namespace {
+
+TEST(Sst2Sentences, KeepsOnlyMaximalStringsOnceInFileOrder) {
+  const std::vector<LabeledText> lines = {
+      {"a gorgeous , witty movie .", 1}, {"gorgeous", 1},       {"witty movie", 1},
+      {"a  gorgeous ,  witty", 1},        // a span, spaced differently
+      {"bleak and desperate", 0},        {"bleak", 0},          {"a gorgeous , witty movie .", 1},
+      {"gorgeous , witty movie . and", 1},  // overlaps the first but is not inside it
+      {"desperate", 0}};
+  const std::vector<LabeledText> s = sst2_sentences(lines);
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].text, "a gorgeous , witty movie .");
+  EXPECT_EQ(s[1].text, "bleak and desperate");
+  EXPECT_EQ(s[1].label, 0);
+  EXPECT_EQ(s[2].text, "gorgeous , witty movie . and");
+}
+
+TEST(Sst2Sentences, TokenBoundariesOnly) {
+  // "ok" is inside "okay" as characters but not as a token span: both are sentences.
+  const std::vector<LabeledText> s = sst2_sentences({{"it was okay", 1}, {"ok", 1}});
+  EXPECT_EQ(s.size(), 2u);
+}
+
+TEST(Sst2Sentences, RealTrainingFileHas6885) {
+  ATTN_SKIP_WITHOUT_DATA("sst2/sentiment-train.gz");
+  const auto lines = read_sst2(sst2_split_path(attn::testing::data_dir(), "train"));
+  ASSERT_EQ(lines.size(), 67349u);
+  // The count docs/tasks.md documents against the original split's 6,920 sentences.
+  EXPECT_EQ(sst2_sentences(lines).size(), 6885u);
+}
+
+}  // namespace
+}  // namespace attn::data

@@ -86,7 +86,7 @@ void add_eval_command(CLI::App& app) {
     }
     if (format == "attn-classifier") {
       if (args->split.empty()) args->split = "dev";
-      if (args->data.empty()) throw UsageError("a classifier checkpoint needs --data DIR (the folder holding sst2/)");
+      args->data = data_or_default(args->data, "sst2", "a classifier checkpoint needs --data DIR (the folder holding sst2/)");
       if (args->split != "dev" && args->split != "test" && args->split != "train")
         throw UsageError("unknown --split '" + args->split + "' (valid: train, dev, test)");
       decode::LoadedClassifier loaded = decode::load_classifier(args->model);

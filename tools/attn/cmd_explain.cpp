@@ -36,6 +36,7 @@ struct Args {
   std::string trained_uniform, trained_imposed;  // --diagnostic: W&P's retrained variants
   bool diagnostic = false;
   int64_t limit = 0;
+  int64_t min_length = 0;  // --data: leave out sentences of fewer tokens (Jain & Wallace drop those under 5)
   bool json = false;
   int adversarial_steps = 500;
   explain::ImportanceOptions options;
@@ -244,6 +245,11 @@ void write_pictures(const explain::ExplainReport& r, const std::string& dir) {
 
 void run_split(const decode::LoadedClassifier& loaded, const Explainable& model, const Args& a) {
   std::vector<data::LabeledText> examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
+  const size_t before = examples.size();
+  std::erase_if(examples, [&](const data::LabeledText& e) {
+    return static_cast<int64_t>(data::sst2_tokens(e.text).size()) < a.min_length;
+  });
+  const int64_t shorter = static_cast<int64_t>(before - examples.size());
   if (a.limit > 0 && static_cast<int64_t>(examples.size()) > a.limit) examples.resize(static_cast<size_t>(a.limit));
   const auto start = std::chrono::steady_clock::now();
   std::vector<explain::ExplainedSentence> sentences;
@@ -267,6 +273,8 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
                                   {"data", a.data},
                                   {"split", a.split},
                                   {"limit", a.limit},
+                                  {"min_length", a.min_length},
+                                  {"shorter_than_min_length", shorter},
                                   {"ig_steps", a.options.ig_steps},
                                   {"permutations", a.options.permutations},
                                   {"adversarial_steps", a.adversarial_steps},
@@ -456,6 +464,8 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--data", args->data, "The data folder (holding sst2/): explain a whole split");
   cmd->add_option("--split", args->split, "dev | test")->capture_default_str();
   cmd->add_option("--limit", args->limit, "Explain the first N sentences of the split (N >= 1; default all)");
+  cmd->add_option("--min-length", args->min_length,
+                  "--data: leave out sentences of fewer than N tokens (Jain & Wallace's protocol: 5; default 0: none)");
   cmd->add_option("--out", args->out, "--data: the folder for report.json and report.md");
   cmd->add_option("--input", args->input, "A seq2seq (copy / reverse / sort) checkpoint: one source, e.g. \"5 9 3\"");
   cmd->add_option("--picture", args->picture, "--text: the measures as a heatmap, FILE.png, .svg or .pdf");
@@ -489,9 +499,11 @@ void add_explain_command(CLI::App& app) {
       run_diagnostic(a);
       return;
     }
+    if (a.min_length < 0) throw UsageError("--min-length must be >= 0, got " + std::to_string(a.min_length));
     if (cmd->count("--limit") && a.limit < 1)
       throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
     if (const std::string format = attn_checkpoint_format(a.model); is_seq2seq_format(format)) {
+      if (cmd->count("--min-length")) throw UsageError("--min-length applies to classifier checkpoints (SST-2)");
       explain_seq2seq({.model = a.model, .format = format, .text = a.text, .input = a.input, .data = a.data,
                        .split = a.split, .out = a.out, .picture = a.picture, .limit = a.limit, .json = a.json,
                        .split_given = cmd->count("--split") > 0, .limit_given = cmd->count("--limit") > 0,
@@ -501,6 +513,8 @@ void add_explain_command(CLI::App& app) {
     if (cmd->count("--input")) throw UsageError("--input is for seq2seq checkpoints (copy / reverse / sort); a classifier takes --text");
     if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
     const bool one = cmd->count("--text") > 0;
+    if (!one && a.data.empty() && !a.out.empty())  // a whole split: attn data get's folder, then ../shared/data
+      a.data = data_or_default("", "sst2", "give exactly one of --text or --data");
     if (one == !a.data.empty()) throw UsageError("give exactly one of --text or --data");
     if (a.options.ig_steps < 1) throw UsageError("--ig-steps must be >= 1, got " + std::to_string(a.options.ig_steps));
     if (a.options.permutations < 1)
@@ -513,8 +527,8 @@ void add_explain_command(CLI::App& app) {
     a.options.adversarial.seed = a.options.seed;
     if (!one && a.out.empty()) throw UsageError("--data needs --out DIR (for report.json and report.md)");
     if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
-    if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split")))
-      throw UsageError("--out, --limit and --split apply to --data, not --text");
+    if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split") || cmd->count("--min-length")))
+      throw UsageError("--out, --limit, --min-length and --split apply to --data, not --text");
     const std::string format = attn_checkpoint_format(a.model);
     if (format != "attn-classifier")
       throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +

@@ -28,6 +28,9 @@ struct ClassifierArgs {
   float weight_decay = 0.0f;
   int64_t d_model = 256, ffn = 1024;
   int64_t train_limit = 0, dev_limit = 0;
+  std::string sst2_train = "phrases";
+  std::string embeddings;
+  bool freeze_embeddings = false;
   std::string pooling = "additive";  // bilstm-attn: additive | dot | uniform
   std::string attention_from;        // bilstm-attn --encoder average: pool with this model's attention
 };
@@ -65,6 +68,9 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   o.eval_every = given("--eval-every") ? t.eval_every : (transformer ? 300 : 200);
   if (given("--bucket")) o.bucket = t.bucket;
   o.train_limit = a.train_limit;
+  o.sst2_train = a.sst2_train;
+  o.embeddings = a.embeddings;
+  o.freeze_embeddings = a.freeze_embeddings;
   o.dev_limit = a.dev_limit;
   copy_run_controls(t, o);
   nlohmann::json mc = nlohmann::json::object();
@@ -113,8 +119,8 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
 
 void run_classifier(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
                     const ClassifierArgs& a, const TextTaskArgs& text) {
-  if (a.data.empty()) throw UsageError("--task sst2 needs --data DIR (the folder holding sst2/)");
   train::ClassifierTrainOptions o = classifier_options(cmd, config, t, a, text);
+  o.data_dir = data_or_default(a.data, "sst2", "--task sst2 needs --data DIR (the folder holding sst2/)");
   as_usage([&] {
     o.validate();
     // A bad model configuration is a usage error too: build it once with a stand-in vocabulary.
@@ -198,6 +204,18 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
                  ->capture_default_str(),
              {&g.classifier});
   groups.add(cmd->add_option("--model-config", c.model_config, "JSON object merged into the model configuration"),
+             {&g.classifier});
+  groups.add(cmd->add_option("--sst2-train", c.sst2_train,
+                             "Training unit: phrases (every line of the training file: sentences and their "
+                             "labelled phrases) | sentences (only the 6,885 full sentences, Jain & Wallace's protocol)")
+                 ->capture_default_str(),
+             {&g.classifier});
+  groups.add(cmd->add_option("--embeddings", c.embeddings,
+                             "Pretrained word vectors for the embedding: word2vec text or binary (*.bin), GloVe text, "
+                             "fastText .vec (plain or .gz); their size must equal --emb (transformer-cls: --d-model)"),
+             {&g.classifier});
+  groups.add(cmd->add_flag("--freeze-embeddings", c.freeze_embeddings,
+                           "Keep the embedding matrix fixed in training (with --embeddings)"),
              {&g.classifier});
   groups.add(cmd->add_option("--dev-limit", c.dev_limit, "Evaluate on the first N dev examples (default 0: all)"),
              {&g.classifier});

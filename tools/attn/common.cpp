@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "attn/data/catalog.h"
 #include "attn/data/tasks.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
@@ -111,6 +112,15 @@ extern "C" void on_interrupt(int signal) {
   g_signal.store(signal);
 }
 }  // namespace
+
+std::string data_or_default(const std::string& given, const std::string& set, const std::string& usage) {
+  if (!given.empty()) return given;
+  const data::DataLookup found = data::find_data(set);
+  if (found.path.empty())
+    throw UsageError(usage + ": no " + set + "/ in " + found.looked + " (attn data get " + set + " installs it)");
+  std::fprintf(stderr, "%s\n", found.chosen.c_str());
+  return found.path;
+}
 
 const std::atomic<bool>& install_interrupt_flag() {
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) std::signal(signal, on_interrupt);

@@ -55,6 +55,11 @@ void as_usage(Fn&& fn) {
   }
 }
 
+// The data folder a command reads: `given` (its --data) when set; otherwise the first of
+// attn data get's folder and ../shared/data that holds `set` (sst2, multi30k, ...), named on
+// stderr. UsageError `usage` naming the folders looked in when neither holds it.
+std::string data_or_default(const std::string& given, const std::string& set, const std::string& usage);
+
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP set the returned flag; a second signal exits at once
 // with 128 + its number.
 const std::atomic<bool>& install_interrupt_flag();

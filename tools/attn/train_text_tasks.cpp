@@ -133,13 +133,14 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
 void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                      const SharedTrainArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  if (s.data.empty()) throw UsageError("--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
+  const std::string data_dir =
+      data_or_default(s.data, "multi30k", "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
   const std::string kind = given("--model") ? s.model : "rnn";
   if (kind != "rnn" && kind != "transformer")
     throw UsageError("--task translate: --model must be rnn or transformer, got '" + kind + "'");
   const bool transformer = kind == "transformer";
   train::TranslationOptions o;
-  o.data_dir = task_data_dir(s.data, "multi30k", "raw");
+  o.data_dir = task_data_dir(data_dir, "multi30k", "raw");
   o.src_lang = a.src;
   o.tgt_lang = a.tgt;
   o.tokenizer = a.tokenizer;
@@ -194,11 +195,12 @@ void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train:
 void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                  const SharedTrainArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  if (s.data.empty()) throw UsageError("--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
+  const std::string data_dir = data_or_default(
+      s.data, "tatoeba-fra-eng", "--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
   if (given("--model") && s.model != "transformer")
     throw UsageError("--task charlm: --model must be transformer (a decoder-only causal Transformer)");
   train::LmOptions o;
-  o.data_dir = task_data_dir(s.data, "tatoeba-fra-eng", "fra.txt.gz");
+  o.data_dir = task_data_dir(data_dir, "tatoeba-fra-eng", "fra.txt.gz");
   o.max_chars = given("--max-len") ? t.max_len : 128;
   o.train_limit = s.train_limit;
   o.batch = t.batch;

@@ -32,6 +32,13 @@ std::string sst2_split_path(const std::string& data_dir, const std::string& spli
 // n't). Text already in that form comes back as its whitespace tokens.
 std::vector<std::string> sst2_tokens(std::string_view raw);
 
+// Jain & Wallace's training unit: the full sentences of SST-2's training file, which lists
+// every sentence together with its labelled phrases. A sentence is a maximal string: one
+// that is not a contiguous token span of a longer line. Duplicates are kept once (the first,
+// with its label); the order is the file's. On ../shared/data/sst2 this keeps 6,885 of the
+// 67,349 lines (docs/results.md); the original binary split has 6,920 sentences.
+std::vector<LabeledText> sst2_sentences(const std::vector<LabeledText>& lines);
+
 // Whitespace tokens of a text (runs of spaces/tabs separate; no empty tokens).
 std::vector<std::string> whitespace_tokens(const std::string& text);
 

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/vocab.h"
 #include "attn/decode/classify.h"
 #include "attn/models/attention_classifier.h"
 #include "attn/train/run.h"
@@ -37,7 +38,16 @@ struct ClassifierTrainOptions : RunOptions {
   // Length bucketing: each epoch's shuffled order is cut into pools of bucket·batch
   // examples, sorted by length within a pool, cut into batches, and the batches shuffled.
   int bucket = 50;
-  int64_t train_limit = 0;       // use only the first N training examples (0 = all)
+  // The training unit: "phrases", every line of the training file (the sentences and their
+  // labelled phrases, as GLUE's SST-2), or "sentences", only the full sentences
+  // (data::sst2_sentences; Jain & Wallace's protocol).
+  std::string sst2_train = "phrases";
+  // Pretrained word vectors (data/embeddings.h) for the embedding rows of the vocabulary's
+  // words found in the file; the rest start as without them. "" = none. Their file's sha256
+  // and the coverage go into the checkpoint's metadata ("embeddings").
+  std::string embeddings;
+  bool freeze_embeddings = false;  // the embedding matrix gets no gradient (needs embeddings)
+  int64_t train_limit = 0;       // use only the first N training examples (0 = all; after sst2_train)
   int64_t dev_limit = 0;         // evaluate on the first N dev examples (0 = all)
   // Wiegreffe & Pinter's frozen attention: a bilstm-attn checkpoint M with this run's
   // vocabulary; the model (bilstm-attn, encoder average, pooling uniform: no pooling
@@ -53,6 +63,21 @@ struct ClassifierTrainOptions : RunOptions {
   }
   void validate() const;  // ValueError naming the bad option
 };
+
+// What --embeddings gave the model: the provenance recorded in the checkpoint.
+struct EmbeddingsCoverage {
+  int64_t words = 0, found = 0;            // vocabulary words (the specials left out), with a vector
+  int64_t tokens = 0, found_tokens = 0;    // training tokens, of a word with a vector
+  nlohmann::json to_json() const;
+};
+
+// Copies the vectors of `vocab`'s words from options.embeddings into `model`'s
+// "embedding.weight" (V, emb) and freezes it when asked. ValueError: a dimension other than
+// the model's embedding size (naming both), no vocabulary word in the file. Prints the
+// coverage on `log` (one line) and a warning below 50 % of the words. Returns the metadata.
+nlohmann::json apply_embeddings(const ClassifierTrainOptions& options, const data::Vocab& vocab,
+                                const std::vector<std::string>& training_texts, models::TextClassifier& model,
+                                std::FILE* log = stderr);
 
 struct ClassifierTrainResult : TaskResult {
   // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.

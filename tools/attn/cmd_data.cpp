@@ -1,0 +1,117 @@
+// attn data: the data sets attn's commands read, fetched with checksums (docs/data.md).
+//   attn data get sst2 [multi30k ...] [--to DIR] [--mirror DIR|URL]
+//   attn data list [--to DIR]
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn/data/catalog.h"
+#include "attn/error.h"
+#include "attn/train/progress.h"
+#include "commands.h"
+#include "common.h"
+
+namespace attn::cli {
+namespace {
+namespace fs = std::filesystem;
+
+// The data sets known, or those in `folder` with whether each verifies.
+void print_list(const std::string& folder) {
+  std::printf("%-24s %-9s %s\n", "name", "status", "where / what");
+  for (const data::CatalogEntry& e : data::catalog()) {
+    const fs::path path = fs::path(folder) / e.name;
+    if (!fs::is_directory(path)) {
+      std::printf("%-24s %-9s %s\n", e.name, "-", e.title);
+      continue;
+    }
+    const data::VerifyResult v = data::verify_data_set(e, path.string());
+    std::printf("%-24s %-9s %s\n", e.name, v.verifies ? "verifies" : "BAD", path.string().c_str());
+    if (!v.verifies) std::printf("%-24s %-9s %s\n", "", "", v.problem.c_str());
+  }
+}
+
+// One progress bar per file, in KiB, drawn with the training bars' class.
+struct FileBars {
+  std::unique_ptr<train::Progress> bar;
+  std::string file;
+  void operator()(const std::string& name, int64_t done, int64_t total) {
+    if (name.empty()) {
+      if (bar) bar->finish();
+      bar.reset();
+      file.clear();
+      return;
+    }
+    if (!bar || name != file) {
+      if (total <= 0) return;  // size not known yet
+      bar = std::make_unique<train::Progress>(name + " KiB", std::max<int64_t>(1, total / 1024));
+      file = name;
+    }
+    bar->update(done / 1024, {});
+  }
+};
+
+void add_data_command(CLI::App& app) {
+  struct Args {
+    std::vector<std::string> names;
+    std::string to, mirror;
+    bool list = false;
+    int stall_seconds = 30;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* data = app.add_subcommand("data", "Fetch the data sets (SST-2, Multi30k, ...) with pinned checksums; list them");
+  data->require_subcommand(1);
+  const std::string to_help = "The data folder (default $XDG_DATA_HOME/attn, or ~/.local/share/attn: " +
+                              data::data_home() + "), where commands look when --data is not given";
+  CLI::App* get = data->add_subcommand("get", "Download data sets into the data folder, checking each file's pinned SHA-256");
+  get->add_option("names", args->names, "Data sets: " + data::catalog_names());
+  get->add_option("--to", args->to, to_help);
+  get->add_option("--mirror", args->mirror,
+                  "A folder or http(s) URL laid out like ../shared/data (NAME/FILE) to fetch from instead of the "
+                  "upstream sources; the checksums are checked all the same");
+  get->add_option("--stall-timeout", args->stall_seconds, "Give up on a server that sends nothing for this many seconds")
+      ->capture_default_str();
+  get->add_flag("--list", args->list, "List the known data sets and what is installed (as attn data list)");
+  get->callback([args] {
+    if (args->list) {
+      print_list(args->to.empty() ? data::data_home() : args->to);
+      return;
+    }
+    if (args->names.empty()) throw UsageError("attn data get needs a data set name (known: " + data::catalog_names() + ")");
+    if (args->stall_seconds < 1) throw UsageError("--stall-timeout must be >= 1 s, got " + std::to_string(args->stall_seconds));
+    as_usage([&] {
+      for (const std::string& name : args->names) data::catalog_entry(name);
+    });
+    FileBars bars;
+    data::GetOptions o;
+    o.to = args->to;
+    o.mirror = args->mirror;
+    o.stall_seconds = args->stall_seconds;
+    o.stop = &install_interrupt_flag();
+    o.say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    o.progress_of = [&bars](const std::string& name, int64_t done, int64_t total) { bars(name, done, total); };
+    for (const std::string& name : args->names) {
+      const std::string where = data::get_data_set(name, o);
+      std::printf("%s: installed in %s (every file's sha256 checked)\n", name.c_str(), where.c_str());
+    }
+  });
+  CLI::App* list = data->add_subcommand("list", "The known data sets, which are installed where, and whether they verify");
+  list->add_option("--to", args->to, to_help);
+  list->callback([args] {
+    const std::string home = args->to.empty() ? data::data_home() : args->to;
+    std::printf("data folder: %s\n", home.c_str());
+    print_list(home);
+    if (args->to.empty() && fs::is_directory("../shared/data")) {
+      std::printf("\n../shared/data (used when the data folder lacks a set):\n");
+      print_list("../shared/data");
+    }
+  });
+}
+
+}  // namespace
+
+ATTN_REGISTER_COMMAND(75, add_data_command);
+
+}  // namespace attn::cli
