@@ -4,7 +4,8 @@
 //                      configuration, a safetensors reader and load()
 //   model.safetensors  the weights under model.py's parameter names (strict load_state_dict)
 // tests/parity/test_export.py checks that the torch model computes attn's logits and greedy
-// outputs. DIR must not exist or be empty: nothing is overwritten.
+// outputs. DIR must not exist or be empty: nothing is overwritten; the two files appear together
+// (written into a temporary folder renamed into place) or not at all.
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -14,8 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/atomic_file.h"
+#include "attn/io/output_folder.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
+#include "attn/signals.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "attn/decode/translate.h"
@@ -88,17 +91,18 @@ std::string torch_module_source(const Exported& e) {
   return source;
 }
 
+// model.safetensors and model.py are written as a unit (io::NewFolder: a temporary folder
+// renamed into place), and a signal waits until the folder is whole or gone.
 void export_torch(const std::string& model_path, const std::string& out_dir) {
-  namespace fs = std::filesystem;
+  io::check_output_folder(out_dir, "--out");  // before the model is read
   Exported e = load_exportable(model_path);
-  std::error_code error;
-  if (fs::exists(out_dir) && !fs::is_empty(out_dir, error))
-    throw IoError(out_dir + ": exists and is not empty (export writes into a new or empty directory)");
-  fs::create_directories(out_dir, error);
-  if (error) throw IoError(out_dir + ": cannot create: " + error.message());
-  io::save_safetensors((fs::path(out_dir) / "model.safetensors").string(), e.parameters,
-                       {{"format", "pt"}, {"exported_from", model_path}});
-  io::write_file_atomically((fs::path(out_dir) / "model.py").string(), torch_module_source(e));
+  DeferredSignals held;
+  io::NewFolder out(out_dir, "--out");
+  io::save_safetensors(out.file("model.safetensors"), e.parameters, {{"format", "pt"}, {"exported_from", model_path}});
+  if (const int signal = held.take())
+    throw InterruptedError("interrupted (" + signal_name(signal) + ") during export: nothing written to " + out_dir, signal);
+  io::write_file_atomically(out.file("model.py"), torch_module_source(e));
+  out.commit();
 }
 
 }  // namespace
