@@ -13,7 +13,20 @@
 // to an OpenMP or OpenBLAS thread instead and kill the process half-way. One at a time.
 #include <string>
 
+#include "attn/error.h"
+
 namespace attn {
+
+// A signal (SIGINT, SIGTERM, SIGHUP) stopped work that cannot be resumed, such as training a
+// tokenizer, after it was cleaned up: nothing of it was written. The CLI exits 128 + signal.
+class InterruptedError : public Error {
+ public:
+  InterruptedError(const std::string& message, int signal) : Error(message), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
 
 class DeferredSignals {
  public:

@@ -83,12 +83,12 @@ std::vector<int32_t> TaskGenerator::random_source(int length) {
   return source;
 }
 
-std::vector<std::vector<int32_t>> TaskGenerator::random_sources(int64_t count) {
+std::vector<std::vector<int32_t>> TaskGenerator::random_sources(int count) {
   if (count < 1) throw ValueError(fmt::format("task generator: batch size {} must be at least 1", count));
   const uint64_t span = static_cast<uint64_t>(max_len_ - min_len_) + 1;
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(static_cast<size_t>(count));
-  for (int64_t b = 0; b < count; ++b) {
+  for (int b = 0; b < count; ++b) {
     const int length = min_len_ + static_cast<int>(rng_.below(span));
     sources.push_back(random_source(length));
   }

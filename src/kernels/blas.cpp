@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/parallel.h"
+#include "attn/thread_limits.h"
 
 namespace attn::kernels {
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,11 @@ void TrainOptions::validate() const {
   if (eval_samples < 1) throw ValueError("--eval-samples must be >= 1");
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
-  checked_size_product(bucket, batch, "--bucket x --batch");
+  // The pool of bucket x batch sources, formed in 64 bits: in int it wrapped (4096 x 1048577
+  // gave 4096, and batches were cut past the pool's end).
+  if (checked_size_product(bucket, batch, "--bucket x --batch") > std::numeric_limits<int>::max())
+    throw ValueError("--bucket " + std::to_string(bucket) + " x --batch " + std::to_string(batch) +
+                     ": more than 2147483647 sources in one pool");
   RunOptions::validate();
 }
 
@@ -63,9 +68,8 @@ data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t s
   const int64_t pool = step / o.bucket;
   data::TaskGenerator generator(kind, o.min_len, o.max_len,
                                 splitmix64(o.seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(pool)));
-  // bucket x batch was checked in 64 bits, and against memory, by validate / check_run_memory.
-  std::vector<std::vector<int32_t>> sources =
-      generator.random_sources(checked_size_product(o.bucket, o.batch, "--bucket x --batch"));
+  // bucket x batch fits in int: checked by validate(), and against memory by check_run_memory.
+  std::vector<std::vector<int32_t>> sources = generator.random_sources(o.bucket * o.batch);
   std::stable_sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
   // A seeded permutation of the pool's batches (Fisher-Yates), so lengths do not rise by step.
   std::vector<int> order(static_cast<size_t>(o.bucket));

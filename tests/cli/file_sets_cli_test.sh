@@ -67,7 +67,7 @@ if have_data multi30k/raw/train.de.gz multi30k/raw/train.en.gz; then
     local pid=$! signal start
     wait_for_text "$work/tok.out" "trainer_interface" || fail "SentencePiece did not start: $(cat "$work/tok.out")"
     start=$SECONDS
-    for signal in "$@"; do kill -s "$signal" "$pid"; sleep 0.05; done
+    for signal in "$@"; do kill -s "$signal" "$pid" 2>/dev/null; sleep 0.05; done
     wait "$pid"; rc=$?
     ((SECONDS - start < 10)) || fail "tokenizer training took $((SECONDS - start)) s to stop after $*"
   }

@@ -14,7 +14,7 @@ export ATTN_MEMORY_LIMIT=8G  # the same refusals on every machine
 gone() { [[ ! -e "$1" && ! -L "$1" ]] || fail "$2 made $1"; }
 
 # Defect 1: bucket x batch wrapped in int (SIGSEGV; "batch size -2147483584").
-expect 2 "--bucket 1048577 x --batch 4096: a pool of 4294971392 sources" -- \
+expect 2 "--bucket 1048577 x --batch 4096: more than 2147483647 sources in one pool" -- \
   timeout 20 "$attn" train --task copy --batch 4096 --bucket 1048577 --steps 1 --out "$work/b1"
 gone "$work/b1" "train --bucket 1048577"
 expect 2 "--bucket 33554433 x --batch 64" -- timeout 20 "$attn" train --task copy --batch 64 --bucket 33554433 --steps 1 --out "$work/b2"
@@ -75,5 +75,21 @@ expect 1 "no training line to learn from: 1 line is longer than 4192 bytes" -- \
 out="$("$attn" translate --model "$work/no-model.safetensors" --max-len 2000000000 < /dev/null 2>&1)"; rc=$?
 [[ $rc == 2 && "$out" == *"--max-len must be in [0, 1048576]"* && "$out" != *"--eval-lengths"* ]] ||
   fail "translate --max-len 2000000000: exit $rc: $out"
+
+# Defect 5: under an address-space limit OpenBLAS looped for ever in blas_memory_alloc when a
+# thread's buffer did not fit (--threads 8 under ulimit -v 1000000). Now one line, exit 1,
+# before the work; and --threads is at most 4 per CPU.
+tiny=(--task copy --hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --steps 2 --eval-every 2 --eval-samples 8)
+out="$( (ulimit -v 600000; timeout -s KILL 60 "$attn" train "${tiny[@]}" --threads 4 --out "$work/u1") 2>&1)"; rc=$?
+[[ $rc == 1 && "$out" == *"4 threads need about 832 MiB of address space"*"address-space limit (ulimit -v)"* ]] ||
+  fail "--threads 4 under ulimit -v 600000: exit $rc: $out"
+gone "$work/u1" "train --threads 4 under ulimit -v 600000"
+out="$( (ulimit -v 1000000; timeout -s KILL 60 "$attn" train "${tiny[@]}" --threads 1 --out "$work/u2") 2>&1)"; rc=$?
+[[ $rc == 0 ]] || fail "--threads 1 under ulimit -v 1000000: exit $rc: $out"
+cpus=$(getconf _NPROCESSORS_ONLN)
+expect 2 "more than 4 threads per CPU: this machine has $cpus CPUs; give at most $((4 * cpus))" -- \
+  "$attn" train "${tiny[@]}" --threads $((4 * cpus + 1)) --out "$work/u3"
+expect 2 "ATTN_NUM_THREADS $((4 * cpus + 1)): more than 4 threads per CPU" -- \
+  env ATTN_NUM_THREADS=$((4 * cpus + 1)) "$attn" train "${tiny[@]}" --out "$work/u3"
 
 finish "sizes CLI"

@@ -12,6 +12,7 @@
 #include "attn/data/tasks.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
+#include "attn/thread_limits.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"

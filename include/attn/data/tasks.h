@@ -51,7 +51,7 @@ class TaskGenerator {
   Batch fixed_length(int batch_size, int length);
 
   // `count` random sources with lengths uniform in [min_len, max_len] (what next() batches).
-  std::vector<std::vector<int32_t>> random_sources(int64_t count);
+  std::vector<std::vector<int32_t>> random_sources(int count);
   // One random source of the given length (content symbols only), from the same stream.
   std::vector<int32_t> random_source(int length);
 
