@@ -53,7 +53,7 @@ void check_output_folder(const std::string& path, const std::string& what) {
     if (!S_ISDIR(st.st_mode)) throw IoError(name + ": " + not_a_folder(st.st_mode) + ", not a folder");
     return;
   }
-  if (errno != ENOENT) throw IoError(name + ": " + std::strerror(errno));
+  if (errno != ENOENT && errno != ENOTDIR) throw IoError(name + ": " + std::strerror(errno));
   // A folder to make: the nearest path above it that exists must be a folder.
   for (fs::path above = fs::path(without_trailing_slashes(path)).parent_path(); !above.empty();
        above = above.parent_path()) {
@@ -62,7 +62,8 @@ void check_output_folder(const std::string& path, const std::string& what) {
         throw IoError(name + ": cannot make it: " + above.string() + " is " + not_a_folder(st.st_mode) + ", not a folder");
       return;
     }
-    if (errno != ENOENT) throw IoError(name + ": cannot make it: " + above.string() + ": " + std::strerror(errno));
+    if (errno != ENOENT && errno != ENOTDIR)
+      throw IoError(name + ": cannot make it: " + above.string() + ": " + std::strerror(errno));
     if (above == above.parent_path()) break;
   }
 }

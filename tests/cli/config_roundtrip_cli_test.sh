@@ -58,6 +58,10 @@ done < "$work/help.txt"
 ((tested >= 40)) || fail "only $tested options were read from attn train --help"
 [[ ! -e "$work/unused" ]] || fail "--print-config made the run folder"
 
+# --resume's help promised bit-identity without the condition on --steps (issue 34 defect 15).
+grep -q "bit-identical to an uninterrupted run of the same --steps" "$work/help.txt" ||
+  fail "attn train --help does not say that --resume is bit-identical only for the same --steps"
+
 # Flags take true or false, on the command line and in a file; what is recorded is what was parsed.
 expect 2 "--bidirectional: must be true or false, got 'on'" -- "$attn" train --task copy --bidirectional=on --out "$work/x" --print-config
 expect 2 "must be true or false, got '5'" -- "$attn" train --task copy --bidirectional=5 --out "$work/x" --print-config
