@@ -38,8 +38,6 @@ void TrainOptions::validate() const {
 }
 
 void check_run_memory(const models::Seq2SeqConfig& config, const TrainOptions& o) {
-  models::check_parameter_memory(config);
-  models::check_training_memory(config, o.batch, o.max_len, static_cast<int64_t>(o.max_len) + 1);
   // The generated sources held at once (a std::vector each and its symbols): a bucketing
   // pool of bucket x batch, and the validation set, decoded at once for up to max_len + 5 steps.
   const double source_bytes = 32.0 + 4.0 * o.max_len;
@@ -52,6 +50,8 @@ void check_run_memory(const models::Seq2SeqConfig& config, const TrainOptions& o
                        "--eval-samples " + std::to_string(o.eval_samples) + " sources of up to " +
                            std::to_string(o.max_len) + " symbols",
                        "lower --eval-samples");
+  models::check_parameter_memory(config);
+  models::check_training_memory(config, o.batch, o.max_len, static_cast<int64_t>(o.max_len) + 1);
   models::check_decoding_memory(config, o.eval_samples, o.max_len, static_cast<int64_t>(o.max_len) + 6);
 }
 

@@ -96,14 +96,24 @@ TEST(Seq2SeqSizes, ProductsOfOptionsAreCheckedBeforeAllocating) {
   o.batch = 4096;
   o.bucket = 1048577;  // 4096 x 1048577 wrapped to 4096 in int: batches were cut past the pool's end
   try {
-    check_run_memory(config, o);
+    o.validate();
     FAIL() << "a pool of 4,294,971,392 sources was accepted";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("--bucket 1048577 x --batch 4096"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--bucket 1048577 x --batch 4096: more than 2147483647 sources"), std::string::npos)
+        << e.what();
   }
   o.batch = 64;
   o.bucket = 33554433;  // wrapped to a negative batch size
-  EXPECT_THROW(check_run_memory(config, o), ValueError);
+  EXPECT_THROW(o.validate(), ValueError);
+  o.bucket = 30000000;  // fits in int, not in memory: 1.92e9 sources
+  o.validate();
+  try {
+    check_run_memory(config, o);
+    FAIL() << "a pool of 1.92e9 sources was accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("--bucket 30000000 x --batch 64: a pool of 1920000000 sources"), std::string::npos)
+        << e.what();
+  }
   o.bucket = 1;
   o.eval_samples = 2000000000;
   EXPECT_THROW(check_run_memory(config, o), ValueError);
