@@ -1,7 +1,13 @@
 #include "attn/data/subword.h"
 
+#include <fcntl.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -20,6 +26,9 @@
 #include "attn/data/tasks.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
+#include "attn/io/input_file.h"
+#include "attn/models/memory_estimate.h"
+#include "attn/signals.h"
 
 namespace attn::data {
 namespace {
@@ -72,13 +81,96 @@ void check_special_ids(const spm::SentencePieceProcessor& sp, const std::string&
   }
 }
 
+using SpmOptions = std::unordered_map<std::string, std::string>;
+
+// SentencePiece's trainer runs in a child process: it checks no flag that could stop it, and
+// a fatal check inside it ends the process it runs in. A signal to attn (held.pending()) kills
+// the child, and InterruptedError is thrown for the caller to clean up; a failure comes back
+// through a pipe as SentencePiece's message.
+void train_in_child(const SpmOptions& kwargs, const std::vector<std::string>& lines, std::vector<size_t> order,
+                    DeferredSignals& held, const std::string& model_prefix) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw IoError(fmt::format("cannot start SentencePiece training for '{}': {}", model_prefix, std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) {
+    const int error = errno;
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    throw IoError(fmt::format("cannot start SentencePiece training for '{}': {}", model_prefix, std::strerror(error)));
+  }
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    for (int signal : {SIGINT, SIGTERM, SIGHUP}) ::signal(signal, SIG_DFL);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // attn killed with -9: the training stops too
+    if (::getppid() != parent) ::_exit(3);
+    std::string reply;
+    try {
+      LinesIterator iterator(lines, std::move(order));
+      const auto status = spm::SentencePieceTrainer::Train(kwargs, &iterator);
+      if (!status.ok()) reply = (is_io_code(status.code()) ? "I" : "V") + spm_message(status, "");
+    } catch (const std::exception& e) {
+      reply = std::string("V") + e.what();
+    }
+    reply = reply.substr(0, 4096);  // less than a pipe holds: the parent reads once the child has ended
+    size_t written = 0;
+    while (written < reply.size()) {
+      const ssize_t n = ::write(pipe_fds[1], reply.data() + written, reply.size() - written);
+      if (n <= 0) break;
+      written += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  struct ClosePipe {
+    int fd;
+    ~ClosePipe() { ::close(fd); }
+  } reader{pipe_fds[0]};
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) break;
+    if (done < 0 && errno != EINTR) throw IoError(fmt::format("SentencePiece training for '{}': {}", model_prefix, std::strerror(errno)));
+    if (held.pending()) {
+      ::kill(child, SIGKILL);
+      while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+      }
+      const int signal = held.take();
+      throw InterruptedError(fmt::format("interrupted ({}) while training the SentencePiece model '{}': nothing written",
+                                         signal_name(signal), model_prefix),
+                             signal);
+    }
+    ::usleep(20 * 1000);  // a signal cuts the wait short
+  }
+  std::string reply;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(reader.fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  const std::string failed = fmt::format("SentencePiece training for '{}' failed: ", model_prefix);
+  if (WIFSIGNALED(status))
+    throw IoError(failed + fmt::format("it was killed by signal {} (out of memory?)", WTERMSIG(status)));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw ValueError(failed + fmt::format("SentencePiece stopped with exit status {}", WEXITSTATUS(status)));
+  if (reply.empty()) return;
+  const std::string message = failed + (reply.size() > 1 ? reply.substr(1) : "no reason given");
+  if (reply[0] == 'I') throw IoError(message);
+  throw ValueError(message);
+}
+
 }  // namespace
 
 void train_subword_model(const std::vector<std::string>& lines, const std::string& model_prefix,
                          const SubwordTrainOptions& options) {
-  if (options.vocab_size < 5) {
-    throw ValueError(fmt::format("train_subword_model: vocab_size must be >= 5 (4 special pieces + 1), got {}",
-                                 options.vocab_size));
+  // At most attn's vocabulary bound (2^24): SentencePiece itself computes vocab_size x 1.1 in
+  // 32 bits, which wraps from 1,952,257,862 and then trains for ever.
+  if (options.vocab_size < 5 || options.vocab_size > models::kMaxVocab) {
+    throw ValueError(fmt::format("train_subword_model: vocab_size must be in [5, {}] (4 special pieces + 1 at least), got {}",
+                                 models::kMaxVocab, options.vocab_size));
   }
   if (options.model_type != "unigram" && options.model_type != "bpe") {
     throw ValueError(
@@ -103,10 +195,21 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
                               model_prefix, parent.string()));
   }
 
+  // SentencePiece skips a line longer than its max_sentence_length without a word, and with
+  // no line left fails with no message ("failed: no reason given" for one 2 MB line).
+  constexpr size_t kMaxLineBytes = 4192;  // SentencePiece's default, passed on below
   std::vector<size_t> order;
+  size_t too_long = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (!lines[i].empty()) order.push_back(i);
+    if (lines[i].size() > kMaxLineBytes)
+      ++too_long;
+    else if (!lines[i].empty())
+      order.push_back(i);
   }
+  if (order.empty() && too_long > 0)
+    throw ValueError(fmt::format("train_subword_model: no training line to learn from: {} line{} longer than {} bytes "
+                                 "(SentencePiece's limit; split the text into sentences), the others empty",
+                                 too_long, too_long == 1 ? " is" : "s are", kMaxLineBytes));
   if (order.empty()) throw ValueError("train_subword_model: no non-empty training line");
   if (options.max_sentences > 0 && static_cast<int64_t>(order.size()) > options.max_sentences) {
     // An evenly spaced sample: deterministic, and it covers the whole input (not just its head).
@@ -122,6 +225,9 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   // short without an error: it writes into a fresh folder beside the target (mkdtemp, so no
   // file of the user's is touched), the model is loaded back, and only then are both files
   // written into place atomically. A failure leaves neither file.
+  // A signal stops the training and is reported once the scratch folder is gone; while the
+  // two files are put in place it waits, so that they are replaced together.
+  DeferredSignals held;
   std::string scratch_pattern = (parent.empty() ? std::string(".") : parent.string()) + "/.attn-spm-XXXXXX";
   if (::mkdtemp(scratch_pattern.data()) == nullptr)
     throw IoError(fmt::format("train_subword_model: cannot write '{}.model': cannot create a temporary folder: {}",
@@ -134,7 +240,7 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
     }
   } scratch{scratch_pattern};
   const std::string tmp_prefix = scratch.folder + "/spm";
-  const std::unordered_map<std::string, std::string> kwargs = {
+  const SpmOptions kwargs = {
       {"model_prefix", tmp_prefix},
       {"vocab_size", std::to_string(options.vocab_size)},
       {"model_type", options.model_type},
@@ -144,18 +250,12 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
       {"eos_id", std::to_string(kEos)},
       {"unk_id", std::to_string(kSubwordUnk)},
       {"input_sentence_size", "0"},  // the sample is chosen above
+      {"max_sentence_length", std::to_string(kMaxLineBytes)},
       {"num_threads", std::to_string(threads)},
       // INFO (0) logs every EM step; ERROR (2) keeps stderr quiet, errors come back as a status.
       {"minloglevel", options.verbose ? "0" : "2"},
   };
-  LinesIterator iterator(lines, std::move(order));
-  const auto status = spm::SentencePieceTrainer::Train(kwargs, &iterator);
-  if (!status.ok()) {
-    const std::string message =
-        fmt::format("SentencePiece training for '{}' failed: {}", model_prefix, spm_message(status, "no reason given"));
-    if (is_io_code(status.code())) throw IoError(message);
-    throw ValueError(message);
-  }
+  train_in_child(kwargs, lines, std::move(order), held, model_prefix);
   for (const char* ext : {".model", ".vocab"}) {
     if (!std::filesystem::is_regular_file(tmp_prefix + ext, error)) {
       throw IoError(fmt::format("train_subword_model: SentencePiece did not write '{}{}'", model_prefix, ext));
@@ -213,15 +313,29 @@ std::shared_ptr<spm::SentencePieceProcessor> checked_processor(const std::string
 }  // namespace
 
 SubwordModel SubwordModel::load(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error)) {
-    throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
+  // The bytes are read here, so that the character maps are checked before SentencePiece sees
+  // them; from a regular file only (a FIFO would block, /dev/zero never end).
+  int fd = -1;
+  try {
+    fd = io::open_regular_file(path);
+  } catch (const IoError& e) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
+      throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
+    throw IoError(fmt::format("cannot load SentencePiece model: {}", e.what()));  // "<path>: not a regular file (a FIFO)"
   }
-  // The bytes are read here, so that the character maps are checked before SentencePiece sees them.
-  std::ifstream in(path, std::ios::binary);
   std::string bytes;
-  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, std::strerror(errno)));
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw IoError(fmt::format("cannot load SentencePiece model '{}': {}", path, std::strerror(error)));
+    }
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
   SubwordModel model;
   model.processor_ = checked_processor(bytes, path, "", "not a SentencePiece model file (it does not parse)");
   model.path_ = path;

@@ -9,26 +9,42 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "attn/parallel.h"
+#include "attn/thread_limits.h"
 
 namespace attn::kernels {
 namespace {
 
+std::atomic<int> g_applied{0};
+
 // BLAS threads follow attn's thread count. Checked on each call (one relaxed load) because
 // core's set_num_threads cannot call BLAS: core sits below kernels.
 void sync_blas_threads() {
-  static std::atomic<int> applied{0};
-  const int n = num_threads();
-  if (applied.load(std::memory_order_relaxed) == n) return;
+  if (g_applied.load(std::memory_order_relaxed) == num_threads()) return;
 #ifdef ATTN_WITH_OPENMP
   if (omp_in_parallel()) return;  // inside our parallel regions BLAS runs one thread anyway
 #endif
-  openblas_set_num_threads(n);
-  applied.store(n, std::memory_order_relaxed);
+  prepare_blas_threads();
 }
 
 }  // namespace
+
+void prepare_blas_threads() {
+  const int n = num_threads();
+  if (g_applied.load(std::memory_order_relaxed) == n) return;
+  check_thread_address_space(n);
+  openblas_set_num_threads(n);
+  g_applied.store(n, std::memory_order_relaxed);
+  if (!address_space_limited()) return;
+  // Under a limit, every thread's buffer is mapped now, while the space is there: a GEMM
+  // large enough for OpenBLAS to use every thread (M·N·K above its 64^3 threshold). Later
+  // GEMMs reuse the buffers instead of looping in OpenBLAS's allocator when memory is short.
+  static std::vector<float> a(256 * 256, 1.0f), b(256 * 256, 1.0f), c(256 * 256);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 256, 256, 1.0f, a.data(), 256, b.data(), 256, 0.0f,
+              c.data(), 256);
+}
 
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {

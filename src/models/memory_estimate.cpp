@@ -260,7 +260,9 @@ double bilstm_training_bytes(const BiLstmConfig& c, int64_t B, int64_t S) {
 
 namespace {
 constexpr const char* kBatchAdvice = "use a smaller batch or shorter sequences (--batch, --max-len, --max-tokens)";
-constexpr const char* kDecodeAdvice = "decode fewer or shorter sources at once (--eval-lengths, --beam, --input)";
+// Without flags: decoding serves eval, translate, align, sample and the Python module, whose
+// options differ (a command adds its own: "--eval-lengths 1000000: ...").
+constexpr const char* kDecodeAdvice = "decode fewer or shorter sources at once, with a smaller beam or fewer steps";
 }  // namespace
 
 void check_training_memory(const Seq2SeqConfig& c, int64_t B, int64_t S, int64_t T) {

@@ -14,6 +14,7 @@
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/io/safetensors.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
@@ -24,7 +25,9 @@ using nlohmann::json;
 
 void LmOptions::validate() const {
   if (data_dir.empty()) throw ValueError("a data directory (--data) is required for --task charlm");
-  if (max_chars < 2) throw ValueError("--max-len must be >= 2, got " + std::to_string(max_chars));
+  if (max_chars < 2 || max_chars > models::kMaxLength - 2)
+    throw ValueError("--max-len must be in [2, " + std::to_string(models::kMaxLength - 2) + "], got " +
+                     std::to_string(max_chars));
   if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
   if (eval_sentences < 0) throw ValueError("--eval-sentences must be >= 0");

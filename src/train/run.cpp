@@ -14,6 +14,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "attn/autodiff/tape.h"
@@ -21,6 +22,7 @@
 #include "attn/distributed/gradient_reducer.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
+#include "attn/io/output_folder.h"
 #include "attn/parallel.h"
 #include "attn/version.h"
 #include "attn/train/checkpoint.h"
@@ -228,11 +230,78 @@ void load_random_streams(const io::SafetensorsFile& file, const nn::Module& modu
   for (size_t i = 0; i < streams.size(); ++i) streams[i].second->set_state(states[i]);
 }
 
+namespace {
+
+// The files of a run that --overwrite replaces: the models, the log, the configuration and
+// a translation run's tokenizer.
+constexpr const char* kRunFiles[] = {"model.safetensors", "last.safetensors", "log.jsonl", "config.toml", "spm.model",
+                                     "spm.vocab"};
+
+// The run folder's lock (an flock on DIR/.attn-run.lock, released when the descriptor
+// closes) and, with --overwrite, the old run moved aside into DIR/.attn-replaced-XXXXXX:
+// deleted once the new run has saved a model (keep_new_run), moved back when the lock is
+// released before that (an exception: a tokenizer that cannot be learned, a bad resume).
+class RunFolder {
+ public:
+  RunFolder(std::string dir, int fd) : dir_(std::move(dir)), fd_(fd) {}
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
+  ~RunFolder() {
+    restore_old_run();
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  // Moves the old run's files into a fresh DIR/.attn-replaced-XXXXXX.
+  void move_old_run_aside() {
+    std::string pattern = (fs::path(dir_) / ".attn-replaced-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw IoError(dir_ + ": cannot make a folder for the run --overwrite replaces (" + std::strerror(errno) + ")");
+    aside_ = pattern;
+    for (const char* name : kRunFiles) {
+      std::error_code error;
+      const fs::path from = fs::path(dir_) / name;
+      if (!fs::exists(fs::symlink_status(from, error))) continue;
+      fs::rename(from, fs::path(aside_) / name);
+    }
+  }
+  // The new run has saved a model: the old one goes for good.
+  void keep_new_run() {
+    if (aside_.empty()) return;
+    std::error_code ignored;
+    fs::remove_all(aside_, ignored);
+    aside_.clear();
+  }
+
+ private:
+  void restore_old_run() noexcept {
+    if (aside_.empty()) return;
+    std::error_code ignored;
+    for (const char* name : kRunFiles) {
+      const fs::path old = fs::path(aside_) / name;
+      if (!fs::exists(fs::symlink_status(old, ignored))) {
+        fs::remove(fs::path(dir_) / name, ignored);  // the new run's, with no old one to put back
+        continue;
+      }
+      fs::rename(old, fs::path(dir_) / name, ignored);
+    }
+    fs::remove_all(aside_, ignored);
+  }
+
+  std::string dir_;
+  int fd_;
+  std::string aside_;  // the old run while the new one has saved nothing
+};
+
+}  // namespace
+
 std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
-  if (o.communicator && o.communicator->rank() != 0) return std::make_shared<int>(0);  // rank 0 owns the folder
+  if (o.communicator && o.communicator->rank() != 0) return std::make_shared<RunFolder>("", -1);  // rank 0 owns the folder
   static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<void>> held;  // folders this process has locked
+  static std::map<std::string, std::weak_ptr<RunFolder>> held;  // folders this process has locked
   const std::lock_guard<std::mutex> guard(mutex);
+  if (o.resume && !fs::is_directory(o.out_dir))  // and not made only to find nothing in it
+    throw IoError((fs::path(o.out_dir) / "last.safetensors").string() + ": nothing to resume (no such file)");
+  io::check_output_folder(o.out_dir, "--out");
   fs::create_directories(o.out_dir);
   const std::string key = fs::canonical(o.out_dir).string();
   if (auto lock = held[key].lock()) return lock;
@@ -243,28 +312,23 @@ std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
     ::close(fd);
     throw IoError(o.out_dir + ": another attn run is using this folder (wait for it, or choose another --out)");
   }
-  // Closing the descriptor releases the flock. (A non-null pointer: an empty one would read
-  // as "no lock" through weak_ptr::lock.)
-  struct Lock {
-    explicit Lock(int descriptor) : fd(descriptor) {}
-    Lock(const Lock&) = delete;
-    Lock& operator=(const Lock&) = delete;
-    ~Lock() { ::close(fd); }
-    int fd;
-  };
-  std::shared_ptr<void> lock = std::make_shared<Lock>(fd);
+  auto lock = std::make_shared<RunFolder>(o.out_dir, fd);
   for (const char* name : {"last.safetensors", "model.safetensors"}) {
     if (o.resume || !fs::exists(fs::path(o.out_dir) / name)) continue;
     if (!o.overwrite)
       throw ValueError(o.out_dir + " holds another run (" + name +
                        "); give --resume to continue it, --overwrite to replace it, or another --out");
-    // --overwrite: nothing of the old run stays beside the new one (a translation run's tokenizer).
-    for (const char* old : {"model.safetensors", "last.safetensors", "log.jsonl", "spm.model", "spm.vocab"})
-      fs::remove(fs::path(o.out_dir) / old);
+    // --overwrite: nothing of the old run stays beside the new one (a translation run's
+    // tokenizer), and nothing of it is lost before the new run has saved a model.
+    lock->move_old_run_aside();
     break;
   }
   held[key] = lock;
   return lock;
+}
+
+void keep_new_run(const std::shared_ptr<void>& folder) {
+  if (folder) static_cast<RunFolder*>(folder.get())->keep_new_run();
 }
 
 void apply_gradients(Optimizer& optimizer, float clip) {
@@ -300,12 +364,13 @@ RunResult run(Task& task, const RunOptions& o) {
     distributed::require_same_configuration(dp->comm, configuration_description(task, o, options_now, total_steps, module));
     warn_about_oversubscription(dp->comm, o);
   }
+  if (o.resume && !fs::exists(result.last_path))  // before the folder is made or locked
+    throw IoError(result.last_path + ": nothing to resume (no such file)");
   const std::shared_ptr<void> folder = lock_run_folder(o);
   std::unique_ptr<Optimizer> optimizer = make_optimizer(module, o);
   RunState& state = result.state;
   if (o.resume) {
     // Every rank reads the checkpoint (the folder must be readable by all; only rank 0 writes).
-    if (!fs::exists(result.last_path)) throw IoError(result.last_path + ": nothing to resume (no such file)");
     const io::SafetensorsFile file = io::load_safetensors(result.last_path);
     refuse_other_rank_count(file, ranks, o);
     refuse_changed_options(file, options_now, o);
@@ -338,6 +403,7 @@ RunResult run(Task& task, const RunOptions& o) {
     for (auto& entry : random_stream_tensors(module)) tensors.push_back(std::move(entry));
     save_run_checkpoint(result.last_path, std::move(tensors),
                         with_run_state(task.checkpoint_metadata(state, false), state, options_now, ranks), optimizer.get());
+    keep_new_run(folder);
     last_save = std::chrono::steady_clock::now();
   };
   int64_t last_validated = -1;
@@ -360,6 +426,7 @@ RunResult run(Task& task, const RunOptions& o) {
       state.best_step = state.step;
       save_run_checkpoint(result.model_path, module.named_parameters(),
                           with_run_state(task.checkpoint_metadata(state, true), state, options_now, ranks));
+      keep_new_run(folder);
     }
   };
 
@@ -400,10 +467,26 @@ RunResult run(Task& task, const RunOptions& o) {
 
     if (step % o.log_every == 0 || step == total_steps) {
       json line = {{"step", step}, {"lr", optimizer->lr()}, {"elapsed_s", seconds_since(run_start)}};
+      const std::vector<LogField> fields = task.log_fields(seconds_since(window_start));
+      // A rate ("tokens_per_s") is this rank's shard; summed over the ranks it is the run's,
+      // "global_tokens_per_s", which the progress line shows instead (every rank logs at
+      // the same steps, so the sum is one collective).
+      std::vector<double> global_rates;
+      for (const LogField& f : fields)
+        if (dp && f.name.ends_with("_per_s")) global_rates.push_back(f.value);
+      if (!global_rates.empty()) dp->comm.all_reduce_sum(std::span<double>(global_rates));
       Progress::Fields shown;
-      for (const LogField& f : task.log_fields(seconds_since(window_start))) {
+      size_t next_rate = 0;
+      for (const LogField& f : fields) {
         line[f.name] = f.value;
-        if (!f.progress_name.empty()) shown.emplace_back(f.progress_name, f.value);
+        double value = f.value;
+        std::string shown_name = f.progress_name;
+        if (dp && f.name.ends_with("_per_s")) {
+          value = global_rates[next_rate++];
+          line["global_" + f.name] = value;
+          shown_name = "global " + shown_name;
+        }
+        if (!f.progress_name.empty()) shown.emplace_back(shown_name, value);
       }
       if (dp) {  // the task's fields are rank 0's shard; these are the whole run's
         line["ranks"] = ranks;

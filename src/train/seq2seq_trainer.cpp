@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
+#include "attn/checked_size.h"
 #include "attn/decode/seq2seq.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/ops/reduce.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
@@ -26,7 +29,30 @@ void TrainOptions::validate() const {
   if (eval_samples < 1) throw ValueError("--eval-samples must be >= 1");
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  // The pool of bucket x batch sources, formed in 64 bits: in int it wrapped (4096 x 1048577
+  // gave 4096, and batches were cut past the pool's end).
+  if (checked_size_product(bucket, batch, "--bucket x --batch") > std::numeric_limits<int>::max())
+    throw ValueError("--bucket " + std::to_string(bucket) + " x --batch " + std::to_string(batch) +
+                     ": more than 2147483647 sources in one pool");
   RunOptions::validate();
+}
+
+void check_run_memory(const models::Seq2SeqConfig& config, const TrainOptions& o) {
+  // The generated sources held at once (a std::vector each and its symbols): a bucketing
+  // pool of bucket x batch, and the validation set, decoded at once for up to max_len + 5 steps.
+  const double source_bytes = 32.0 + 4.0 * o.max_len;
+  const int64_t pool = checked_size_product(o.bucket, o.batch, "--bucket x --batch");
+  models::check_memory(static_cast<double>(pool) * source_bytes,
+                       "--bucket " + std::to_string(o.bucket) + " x --batch " + std::to_string(o.batch) + ": a pool of " +
+                           std::to_string(pool) + " sources of up to " + std::to_string(o.max_len) + " symbols",
+                       "lower --bucket or --batch");
+  models::check_memory(static_cast<double>(o.eval_samples) * source_bytes,
+                       "--eval-samples " + std::to_string(o.eval_samples) + " sources of up to " +
+                           std::to_string(o.max_len) + " symbols",
+                       "lower --eval-samples");
+  models::check_parameter_memory(config);
+  models::check_training_memory(config, o.batch, o.max_len, static_cast<int64_t>(o.max_len) + 1);
+  models::check_decoding_memory(config, o.eval_samples, o.max_len, static_cast<int64_t>(o.max_len) + 6);
 }
 
 namespace {
@@ -42,6 +68,7 @@ data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t s
   const int64_t pool = step / o.bucket;
   data::TaskGenerator generator(kind, o.min_len, o.max_len,
                                 splitmix64(o.seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(pool)));
+  // bucket x batch fits in int: checked by validate(), and against memory by check_run_memory.
   std::vector<std::vector<int32_t>> sources = generator.random_sources(o.bucket * o.batch);
   std::stable_sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) { return a.size() < b.size(); });
   // A seeded permutation of the pool's batches (Fisher-Yates), so lengths do not rise by step.
@@ -158,6 +185,7 @@ class Seq2SeqTask final : public Task {
 TrainResult train_seq2seq(const models::Seq2SeqConfig& config, const TrainOptions& o) {
   o.validate();
   config.validate();
+  check_run_memory(config, o);
   Seq2SeqTask task(config, o);
   TrainResult result(run(task, o));
   result.tokens_per_second = per_second(static_cast<double>(task.tokens_seen()), result.seconds);

@@ -13,6 +13,7 @@
 #include "attn/io/atomic_file.h"
 #include "attn/io/checksum.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/train/checkpoint.h"
 
 namespace attn::train {
@@ -23,12 +24,15 @@ void TranslationOptions::validate() const {
   if (data_dir.empty()) throw ValueError("a data directory (--data) is required for --task translate");
   if (src_lang.empty() || tgt_lang.empty() || src_lang == tgt_lang)
     throw ValueError("--src and --tgt must name two different languages, got '" + src_lang + "' and '" + tgt_lang + "'");
-  if (vocab_size < 16) throw ValueError("--vocab-size must be >= 16, got " + std::to_string(vocab_size));
-  if (max_len < 2) throw ValueError("--max-len must be >= 2, got " + std::to_string(max_len));
+  if (vocab_size < 16 || vocab_size > models::kMaxVocab)
+    throw ValueError("--vocab-size must be in [16, " + std::to_string(models::kMaxVocab) + "], got " +
+                     std::to_string(vocab_size));
+  if (max_len < 2 || max_len > models::kMaxLength)
+    throw ValueError("--max-len must be in [2, " + std::to_string(models::kMaxLength) + "], got " + std::to_string(max_len));
   if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
-  if (max_tokens < 2 * max_len + 1)
+  if (max_tokens < 2 * int64_t{max_len} + 1)
     throw ValueError("--max-tokens " + std::to_string(max_tokens) + " cannot hold one pair of --max-len " +
-                     std::to_string(max_len) + " (needs >= " + std::to_string(2 * max_len + 1) + ")");
+                     std::to_string(max_len) + " (needs >= " + std::to_string(2 * int64_t{max_len} + 1) + ")");
   if (max_sentences < 1) throw ValueError("--max-sentences must be >= 1");
   if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
     throw ValueError("--label-smoothing must be in [0, 1), got " + std::to_string(label_smoothing));

@@ -49,6 +49,14 @@ equivalent sort --task sort --batch 15 --emb 16 --hidden 24 --min-len 3 --max-le
 excepted=()
 # Only rank 0 writes the run folder, and its log says how many ranks trained.
 grep -q '"ranks":2' "$work/copy-2/log.jsonl" || fail "copy-2/log.jsonl does not record the 2 ranks"
+# The whole run's throughput beside rank 0's shard (issue 34 defect 15): the sum over the ranks.
+/usr/bin/python3 - "$work/copy-2/log.jsonl" <<'PY' || fail "copy-2/log.jsonl: global_tokens_per_s is not the ranks' sum"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if '"tokens_per_s"' in l]
+assert lines, "no tokens_per_s line"
+for l in lines:
+    assert l["global_tokens_per_s"] > l["tokens_per_s"] > 0, l
+PY
 
 # --deterministic-reduce: two 2-rank runs, the same bits (and within 1e-5 of one rank).
 for n in a b; do

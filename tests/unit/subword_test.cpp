@@ -188,8 +188,14 @@ TEST_F(SubwordTest, TrainingOptionsAndErrors) {
   const std::string prefix = (dir_ / "err").string();
   SubwordTrainOptions options;
   options.vocab_size = 4;
-  EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "vocab_size must be >= 5 (4 special pieces + 1), got 4");
+  EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "vocab_size must be in [5, 16777216] (4 special pieces + 1 at least), got 4");
+  // SentencePiece's vocab_size x 1.1 wraps in int32 from 1,952,257,862: it trained for ever.
+  options.vocab_size = 2000000000;
+  EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "got 2000000000");
   options.vocab_size = 100;
+  // A line beyond SentencePiece's 4,192 bytes is skipped; none left said "no reason given".
+  EXPECT_THROW_MSG(train_subword_model({std::string(2000000, 'a')}, prefix, options), ValueError,
+                   "1 line is longer than 4192 bytes");
   options.model_type = "word";
   EXPECT_THROW_MSG(train_subword_model(lines_, prefix, options), ValueError, "unknown model_type 'word'");
   options.model_type = "bpe";

@@ -19,6 +19,7 @@
 #include "attn/explain/diagnostic.h"
 #include "attn/explain/report.h"
 #include "attn/io/atomic_file.h"
+#include "attn/io/output_folder.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/progress.h"
 #include "attn/viz/plot.h"
@@ -493,6 +494,8 @@ void add_explain_command(CLI::App& app) {
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     Args& a = *args;
+    // A report's folder that cannot be one fails now, not after every sentence is explained.
+    if (!a.out.empty()) io::check_output_folder(a.out, "--out");
     if (a.diagnostic || cmd->count("--attention-from") || cmd->count("--trained-uniform") ||
         cmd->count("--trained-imposed")) {
       check_diagnostic_args(a, *cmd);

@@ -13,9 +13,11 @@
 // with PY) and spm.model, the SentencePiece model that makes its input pieces.
 // tests/parity/test_ctranslate2_export.py checks CTranslate2's greedy output against attn's.
 //
-// Both build the whole directory beside DIR and rename it into place: a failure writes
-// nothing. DIR must be missing or empty, unless --overwrite (the old one is removed once the
-// new one is in place).
+// Both build the whole directory beside DIR (.<name>.tmp-XXXXXX) and rename it into place, so
+// a failure or a signal (held until the folder is whole or gone) writes nothing and leaves no
+// model.safetensors without its model.py. DIR must be missing or empty, unless --overwrite
+// (the old one is removed once the new one is in place); a path that cannot become a folder
+// (a file, a device, a dangling link) is refused before the model is read.
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -32,8 +34,10 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/atomic_file.h"
+#include "attn/io/output_folder.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
+#include "attn/signals.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "attn/decode/translate.h"
@@ -151,7 +155,7 @@ TempDir staging_dir(const fs::path& out) {
   std::error_code error;
   fs::create_directories(parent, error);
   if (error) throw IoError(parent.string() + ": cannot create: " + error.message());
-  TempDir staging((parent / ("." + out.filename().string() + ".attn-export-")).string());
+  TempDir staging((parent / ("." + out.filename().string() + ".tmp-")).string());
   // mkdtemp makes it private (0700); the export gets a new directory's usual permissions.
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -183,16 +187,27 @@ void publish(TempDir& staging, const fs::path& out) {
   staging.release();
 }
 
+// publish(), unless a signal arrived while the folder was being written: then nothing is
+// published and the staging directory goes with `staging`.
+void publish_unless_interrupted(DeferredSignals& held, TempDir& staging, const fs::path& out) {
+  if (const int signal = held.take())
+    throw InterruptedError("interrupted (" + signal_name(signal) + ") during export: nothing written to " +
+                               out.string(), signal);
+  publish(staging, out);
+}
+
 // --- attn export --to torch ---
 
 void export_torch(const std::string& model_path, const fs::path& out, bool overwrite) {
+  io::check_output_folder(out.string(), "--out");  // before the model is read
   Exported e = load_exportable(model_path);
   check_out_dir(out, overwrite);
+  DeferredSignals held;
   TempDir staging = staging_dir(out);
   io::save_safetensors((staging.path() / "model.safetensors").string(), e.parameters,
                        {{"format", "pt"}, {"exported_from", model_path}});
   io::write_file_atomically((staging.path() / "model.py").string(), torch_module_source(e));
-  publish(staging, out);
+  publish_unless_interrupted(held, staging, out);
 }
 
 // --- attn export --to ctranslate2 ---
@@ -269,8 +284,10 @@ ProcessResult run_captured(const std::vector<std::string>& argv) {
 // Returns the ctranslate2 version that wrote the model.
 std::string export_ctranslate2(const std::string& model_path, const fs::path& out, bool overwrite,
                                const std::string& python) {
+  io::check_output_folder(out.string(), "--out");  // before the model is read
   const decode::LoadedTranslator loaded = load_transformer_translator(model_path);
   check_out_dir(out, overwrite);
+  DeferredSignals held;
   const TempDir work((fs::temp_directory_path() / "attn-ctranslate2-").string());
   write_ctranslate2_inputs(loaded, work.path());
   TempDir staging = staging_dir(out);
@@ -282,7 +299,7 @@ std::string export_ctranslate2(const std::string& model_path, const fs::path& ou
                   "); --python names a python3 with the ctranslate2 package: " + kCtranslate2Install);
   if (r.exit_code != 0) throw IoError("export --to ctranslate2: " + r.last_line);
   io::copy_file_atomically(loaded.info.tokenizer, (staging.path() / "spm.model").string());
-  publish(staging, out);
+  publish_unless_interrupted(held, staging, out);
   return r.last_line;
 }
 

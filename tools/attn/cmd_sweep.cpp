@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/io/atomic_file.h"
+#include "attn/io/output_folder.h"
 #include "commands.h"
 #include "common.h"
 
@@ -40,7 +41,11 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
       configs.push_back(c);
     }
     if (!score_used) throw ValueError("--score '" + score + "' fits none of the decoders given");
+    for (const models::Seq2SeqConfig& c : configs) train::check_run_memory(c, options);
   });
+  // The evaluation's memory and the output folder too: before models are trained to find out.
+  for (const models::Seq2SeqConfig& c : configs) check_eval_memory(c, eval);
+  io::check_output_folder(out_dir, "--out");
   fs::create_directories(out_dir);
   Comparison comparison;
   const data::TaskKind task = data::parse_task(options.task);

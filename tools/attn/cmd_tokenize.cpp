@@ -15,6 +15,7 @@
 #include "attn/data/subword.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/models/memory_estimate.h"
 #include "commands.h"
 #include "common.h"
 
@@ -106,8 +107,8 @@ void add_tokenize_command(CLI::App& app) {
   train_cmd->add_flag("--verbose", train->options.verbose, "Show SentencePiece's training log");
   train_cmd->add_option("--out", train->out, "Output prefix: writes PREFIX.model and PREFIX.vocab")->required();
   train_cmd->callback([train] {
-    if (train->options.vocab_size < 5) {
-      throw UsageError(fmt::format("--vocab-size must be >= 5, got {}", train->options.vocab_size));
+    if (train->options.vocab_size < 5 || train->options.vocab_size > models::kMaxVocab) {
+      throw UsageError(fmt::format("--vocab-size must be in [5, {}], got {}", models::kMaxVocab, train->options.vocab_size));
     }
     if (!(train->options.character_coverage > 0.0f && train->options.character_coverage <= 1.0f)) {
       throw UsageError(fmt::format("--character-coverage must be in (0, 1], got {}", train->options.character_coverage));

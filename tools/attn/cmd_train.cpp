@@ -246,6 +246,7 @@ void add_train_command(CLI::App& app) {
     ClassifierArgs classifier;
     TextTaskArgs text;
     std::string config_file;
+    bool print_config = false;
     TrainGroups groups;
     OptionGroups registry;
   };
@@ -265,6 +266,11 @@ void add_train_command(CLI::App& app) {
                              "on the command line override it")
                  ->configurable(false),
              {&g.run});
+  groups.add(cmd->add_flag("--print-config", args->print_config,
+                           "Print the config.toml this run would write (the options given, as --config reads them) "
+                           "and exit without training or writing anything")
+                 ->configurable(false),
+             {&g.run});
   add_model_options(cmd, args->config, args->names);
   add_threads_option(cmd);
   add_run_control_options(cmd, args->options);
@@ -278,6 +284,10 @@ void add_train_command(CLI::App& app) {
     args->registry.refuse_outside(cmd, target, task);
     args->options.provenance = train::current_provenance(command_line());
     args->options.config_toml = run_config_text(cmd, args->options.provenance);
+    if (args->print_config) {
+      std::printf("%s", args->options.config_toml.c_str());
+      return;
+    }
     // One rank of `mpirun -np N attn train` (an error when built without MPI).
     // Rank 0 alone reports (the run loop keeps the others' progress and files quiet too).
     if (distributed::launched_by_mpi()) {
@@ -310,10 +320,9 @@ void add_train_command(CLI::App& app) {
       config.validate();
       // A model or a batch beyond memory is an impossible request: refused before anything
       // is written (docs/reliability.md, exit codes).
-      models::check_parameter_memory(config);
-      models::check_training_memory(config, o.batch, o.max_len, static_cast<int64_t>(o.max_len) + 1);
+      train::check_run_memory(config, o);
     });
-      args->options.stop = &install_interrupt_flag();
+    args->options.stop = &install_interrupt_flag();
     train::TrainResult r = train::train_seq2seq(config, o);
     report_interrupt(r.interrupted, r.steps_done, o.out_dir);
     std::printf("trained %lld steps: final loss %.4f, best validation token accuracy %.1f %%, %.0f tokens/s\n",

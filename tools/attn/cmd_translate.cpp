@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attn/decode/translate.h"
+#include "attn/models/memory_estimate.h"
 #include "commands.h"
 #include "common.h"
 
@@ -37,8 +38,9 @@ void add_translate_command(CLI::App& app) {
     const float alpha = args->options.length_penalty;
     if (!(alpha >= 0.0f) || !std::isfinite(alpha))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(alpha));
-    if (args->options.max_len < 0)
-      throw UsageError("--max-len must be >= 0 (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
+    if (args->options.max_len < 0 || args->options.max_len > models::kMaxLength)
+      throw UsageError("--max-len must be in [0, " + std::to_string(models::kMaxLength) +
+                       "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
     require_checkpoint_format(args->model, "attn-translation", "a translation checkpoint");
     decode::LoadedTranslator model = decode::load_translator(args->model);
     std::vector<std::string> lines;

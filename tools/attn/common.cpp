@@ -13,6 +13,7 @@
 #include "attn/data/tasks.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
+#include "attn/thread_limits.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
@@ -67,7 +68,16 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
 void add_threads_option(CLI::App* app) {
   app->add_option_function<int>(
          "--threads", [](int n) { set_num_threads(n); }, "Threads (default: ATTN_NUM_THREADS or all cores)")
-      ->check(integer_at_least(1));
+      ->check(integer_at_least(1))
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // More threads than the machine can run only wait on each other (and each one takes
+            // address space: attn/parallel.h).
+            if (std::stoll(text) <= max_threads()) return std::string();
+            return "more than " + std::to_string(kMaxThreadsPerCpu) + " threads per CPU: this machine has " +
+                   std::to_string(machine_cpus()) + " CPUs; give at most " + std::to_string(max_threads());
+          },
+          ""));
 }
 
 std::string attn_checkpoint_format(const std::string& path) {

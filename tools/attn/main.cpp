@@ -10,6 +10,9 @@
 
 #include "attn/distributed/communicator.h"
 #include "attn/error.h"
+#include "attn/kernels/blas.h"
+#include "attn/thread_limits.h"
+#include "attn/signals.h"
 #include "attn/version.h"
 #include "commands.h"
 #include "option_parsing.h"
@@ -61,15 +64,28 @@ std::string without_json_prefix(std::string message) {
   return message;
 }
 
-void refuse_out_of_range_integers(CLI::App& app) {
+// A flag given a value (--bidirectional=on, =5, `bidirectional = "on"` in a --config file)
+// takes only true or false: CLI11 would read "on", "yes" or 5 as true, and a run's
+// config.toml, which records true or false, would then describe another run. (A negated
+// flag, --no-input-feeding, arrives here already turned into "true" or "false".)
+CLI::Validator true_or_false() {
+  return CLI::Validator(
+      [](std::string& text) { return text == "true" || text == "false" ? std::string() : "must be true or false, got '" + text + "'"; },
+      "");
+}
+
+void check_option_values(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     const std::string type = option->get_type_name();
-    if (type.rfind("UINT", 0) == 0)
+    const std::string name = option->get_name();
+    if (option->get_expected_min() == 0 && name != "--help" && name != "--help-all" && name != "--version")
+      option->check(true_or_false());
+    else if (type.rfind("UINT", 0) == 0)
       option->check(integer_in_range(true));
     else if (type.rfind("INT", 0) == 0)
       option->check(integer_in_range(false));
   }
-  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) refuse_out_of_range_integers(*sub);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) check_option_values(*sub);
 }
 
 int run_command_line(int argc, char** argv);
@@ -90,12 +106,20 @@ int run_command_line(int argc, char** argv) {
       std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS must be a positive integer, got '%s'\n", env);
       return 2;
     }
+    if (n > attn::max_threads()) {
+      std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS %ld: more than %d threads per CPU (this machine has %d CPUs)\n",
+                   n, attn::kMaxThreadsPerCpu, attn::machine_cpus());
+      return 2;
+    }
   }
   CLI::App app{"attn: attention mechanisms in sequence models — train, evaluate and look inside"};
   app.set_version_flag("--version", std::string("attn ") + attn::version() + " (commit " + attn::build_commit() + ")");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
-  refuse_out_of_range_integers(app);
+  check_option_values(app);
+  // Once the options are read (--threads), before the command's work: the threads' address
+  // space under a ulimit -v (attn/parallel.h), a clear error instead of a hang in OpenBLAS.
+  app.parse_complete_callback([] { attn::kernels::prepare_blas_threads(); });
   int status = 0;
   try {
     app.parse(argc, argv);
@@ -122,6 +146,9 @@ int run_command_line(int argc, char** argv) {
     if (message.rfind("filesystem error: ", 0) == 0) message.erase(0, 18);
     std::fprintf(stderr, "attn: error: %s\n", message.c_str());
     return 1;
+  } catch (const attn::InterruptedError& e) {
+    std::fprintf(stderr, "attn: %s\n", e.what());
+    return 128 + e.signal();
   } catch (const attn::Error& e) {
     std::fprintf(stderr, "attn: error: %s\n", without_json_prefix(e.what()).c_str());
     return 1;

@@ -48,7 +48,9 @@ std::string command_line() {
 
 void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
   // Not from a --config file: they say how this invocation treats the folder, not what the run is.
-  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors (bit-identical to an uninterrupted run)")
+  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors: bit-identical to an uninterrupted run of the same --steps. "
+                "With more --steps it is not when the learning rate follows --steps (--lr-schedule cosine or "
+                "linear_warmup_decay, or a default warm-up of a tenth of the run)")
       ->configurable(false);
   cmd->add_flag("--overwrite", o.overwrite, "Replace the run that --out holds (its models, log and tokenizer)")
       ->configurable(false);
@@ -225,6 +227,7 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
     o.validate();
     config = models::TransformerConfig::from_json(j);
     models::check_parameter_memory(config, "the character LM");  // an impossible size: exit 2
+    models::check_training_memory(config, o.batch, 0, static_cast<int64_t>(o.max_chars) + 1);
   });
   o.stop = &install_interrupt_flag();
   const train::LmResult r = train::train_char_lm(config, o);

@@ -213,7 +213,13 @@ RunResult run(Task& task, const RunOptions& options);
 // that another process is using (IoError). run() takes it; a task that writes into the
 // folder before run() (translation's tokenizer) takes it first. The lock lasts while a
 // returned handle lives; a second call for the same folder in this process shares it.
+// With options.overwrite, the old run's files (models, log, config.toml, spm.*) are moved
+// into DIR/.attn-replaced-XXXXXX, deleted by keep_new_run once the new run has saved a model
+// (run() calls it after each save), and moved back when the handle is released before that
+// (the new run failed: nothing of the old run is lost). --resume into a folder that does not
+// exist is an IoError, and the folder is not made.
 std::shared_ptr<void> lock_run_folder(const RunOptions& options);
+void keep_new_run(const std::shared_ptr<void>& folder);
 
 // The random streams of `module`, as int32 tensors "rng.<stream>" (8 values: 4 uint64),
 // and their restore: IoError naming a stream that is missing or malformed; a file with no

@@ -40,6 +40,11 @@ struct TrainOptions : RunOptions {
   void validate() const;  // ValueError / naming the bad option
 };
 
+// ValueError (memory_estimate.h) when the model, one training batch, the length-bucketing
+// pool (bucket x batch sources) or the validation set (decoded at once) would not fit in the
+// available memory: called before anything is allocated or written.
+void check_run_memory(const models::Seq2SeqConfig& config, const TrainOptions& options);
+
 struct TrainResult : TaskResult {
   // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
   TrainResult() = default;
