@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/text.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
@@ -97,7 +98,7 @@ void export_torch(const std::string& model_path, const std::string& out_dir) {
   fs::create_directories(out_dir, error);
   if (error) throw IoError(out_dir + ": cannot create: " + error.message());
   io::save_safetensors((fs::path(out_dir) / "model.safetensors").string(), e.parameters,
-                       {{"format", "pt"}, {"exported_from", model_path}});
+                       {{"format", "pt"}, {"exported_from", data::valid_utf8(model_path)}});  // metadata is UTF-8
   io::write_file_atomically((fs::path(out_dir) / "model.py").string(), torch_module_source(e));
 }
 
