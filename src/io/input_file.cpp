@@ -27,10 +27,16 @@ const char* kind_of(mode_t mode) {
   return "not a plain file";
 }
 
-// The files this process opened for reading: (device, inode) -> the path as given.
+// The files this process opened for reading: (device, inode) -> the path as given and the
+// file's ctime then. (A file deleted since can hand its inode to a new one: the ctime tells
+// them apart, so an output that reuses a deleted input's inode is not taken for it.)
+struct Input {
+  std::string path;
+  struct timespec ctime;
+};
 struct Inputs {
   std::mutex mutex;
-  std::map<std::pair<dev_t, ino_t>, std::string> files;
+  std::map<std::pair<dev_t, ino_t>, Input> files;
 };
 Inputs& inputs() {
   static Inputs registry;
@@ -41,7 +47,7 @@ std::atomic<bool> g_refuse_outputs_over_inputs{false};
 void remember_input(const struct stat& st, const std::string& path) {
   Inputs& r = inputs();
   std::lock_guard lock(r.mutex);
-  r.files.emplace(std::make_pair(st.st_dev, st.st_ino), path);
+  r.files.insert_or_assign(std::make_pair(st.st_dev, st.st_ino), Input{path, st.st_ctim});
 }
 
 }  // namespace
@@ -109,8 +115,10 @@ void check_not_an_input(const std::string& path, const std::string& what) {
   Inputs& r = inputs();
   std::lock_guard lock(r.mutex);
   const auto it = r.files.find({st.st_dev, st.st_ino});
-  if (it == r.files.end()) return;
-  throw ValueError((what.empty() ? "" : what + " ") + path + ": is also an input of this command (" + it->second +
+  if (it == r.files.end() || it->second.ctime.tv_sec != st.st_ctim.tv_sec ||
+      it->second.ctime.tv_nsec != st.st_ctim.tv_nsec)
+    return;
+  throw ValueError((what.empty() ? "" : what + " ") + path + ": is also an input of this command (" + it->second.path +
                    "); attn never writes over a file it reads: choose another path");
 }
 

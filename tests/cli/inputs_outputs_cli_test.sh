@@ -40,6 +40,33 @@ same "$work/run/log.jsonl" "$work/log.copy"
 same "$model" "$work/model.copy"
 expect 0 "heatmap" -- "$attn" align --model "$model" --input "5 9 3" --out "$work/a.svg" --json "$work/a.json"
 
+# A translation checkpoint: its tokenizer is an input too, and so is the data it reads
+# (that one is found when the output is written: exit 1, nothing written).
+mkdir -p "$work/par/raw"
+/usr/bin/python3 - "$work/par/raw" <<'PY'
+import gzip, random, sys
+words = {"hund": "dog", "katze": "cat", "haus": "house", "baum": "tree", "der": "the", "ein": "a"}
+rng = random.Random(7)
+for split, n in (("train", 100), ("val", 10), ("test_2016_flickr", 5)):
+    src = [[rng.choice(list(words)) for _ in range(rng.randint(2, 4))] for _ in range(n)]
+    for lang, lines in (("de", [" ".join(s) for s in src]), ("en", [" ".join(words[w] for w in s) for s in src])):
+        with gzip.open(f"{sys.argv[1]}/{split}.{lang}.gz", "wt") as f: f.write("\n".join(lines) + "\n")
+PY
+expect 0 "best validation BLEU" -- "$attn" train --task translate --data "$work/par" --vocab-size 30 --max-tokens 400 \
+  --steps 2 --warmup 1 --eval-every 2 --eval-sentences 5 --threads 1 --model rnn --emb 8 --hidden 8 --out "$work/mt"
+cp "$work/mt/spm.model" "$work/spm.copy" && cp "$work/mt/model.safetensors" "$work/mt.copy"
+cp "$work/par/raw/test_2016_flickr.en.gz" "$work/ref.copy"
+for target in "$work/mt/model.safetensors" "$work/mt/spm.model"; do
+  one_line 2 "--hypotheses $target: is also an input" -- \
+    "$attn" eval --model "$work/mt/model.safetensors" --data "$work/par" --hypotheses "$target"
+done
+one_line 1 "test_2016_flickr.en.gz: is also an input" -- \
+  "$attn" eval --model "$work/mt/model.safetensors" --data "$work/par" --hypotheses "$work/par/raw/test_2016_flickr.en.gz"
+same "$work/mt/spm.model" "$work/spm.copy"
+same "$work/mt/model.safetensors" "$work/mt.copy"
+same "$work/par/raw/test_2016_flickr.en.gz" "$work/ref.copy"
+expect 0 "BLEU" -- "$attn" eval --model "$work/mt/model.safetensors" --data "$work/par" --hypotheses "$work/hyp.txt"
+
 # --- Defect 2: JSON nested 100,000 deep (200 KB) is refused by name, not a stack overflow. ---
 deep="$(/usr/bin/python3 -c 'print("[" * 100000 + "]" * 100000)')"
 mkdir -p "$work/deep1" "$work/deep2" "$work/deep3"
@@ -114,6 +141,16 @@ expect 0 "heatmap" -- "$attn" align --model "$work/$latin" --input "5 9 3" --out
 expect 0 "wrote" -- "$attn" export --to torch --model "$work/$latin" --out "$work/exp"$'\xe9'
 [[ -f "$work/exp"$'\xe9'/model.py ]] || fail "export with a Latin-1 model path wrote no model.py"
 
+# Text that is not UTF-8 given to a translation model: the JSON outputs replace it, as above.
+expect 0 "heatmap" -- "$attn" align --model "$work/mt/model.safetensors" --text $'caf\xe9 der hund' --out "$work/t.svg" \
+  --json "$work/t.json"
+expect 0 "view:" -- "$attn" view --model "$work/mt/model.safetensors" --text $'caf\xe9 der hund' --out "$work/t.html" \
+  --json "$work/t2.json"
+for j in t.json t2.json; do
+  /usr/bin/python3 -c 'import json, sys; assert "caf\ufffd" in json.load(open(sys.argv[1], encoding="utf-8"))["input"]' \
+    "$work/$j" || fail "$j: the input is not the text with U+FFFD"
+done
+
 # --- Defect 12: control characters in what an error quotes are escaped, the line stays one. ---
 one_line 1 'x\x0a\x1b[31my: not a folder' -- "$attn" view --run "$work/x"$'\n\e[31m'"y" --out "$work/e.html"
 
@@ -145,12 +182,17 @@ write("dup.safetensors", dup)
 def short(meta):
     meta["config"]["max_len"] = 1
 write("short.safetensors", short)
+def escape(meta):
+    meta["config"]["positions"] = "x\n\x1b[31mred"
+write("escape.safetensors", escape)
 PY
   one_line 1 'bad '"'"'attn'"'"' metadata: character list: entry 0 ("ab") is not one UTF-8 character' -- \
     "$attn" sample --model "$work/crafted.safetensors" -n 2
   one_line 1 "appears twice" -- "$attn" sample --model "$work/dup.safetensors" -n 2
   one_line 1 "max_len 1 leaves no position for a character after the start symbol" -- \
     "$attn" sample --model "$work/short.safetensors" -n 2
+  # A metadata string quoted by a library message: the newline and ESC escaped in main.
+  one_line 1 "unknown positions 'x\\x0a\\x1b[31mred'" -- "$attn" sample --model "$work/escape.safetensors" -n 2
   one_line 2 "--temperature must be finite and >= 0, got inf" -- "$attn" sample --model "$lm" --temperature inf
   out="$("$attn" sample --model "$lm" -n 2 --max-chars 20 2>&1)" || fail "sample: $out"
   [[ $(printf '%s\n' "$out" | wc -l) == 2 ]] || fail "sample -n 2 printed other than 2 lines: $out"

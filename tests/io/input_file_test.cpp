@@ -58,6 +58,7 @@ TEST_F(InputFileTest, ReadRegularFileRefusesSpecialFilesAndBoundsTheSize) {
 TEST_F(InputFileTest, AnOutputNamingAnInputIsRefused) {
   put(path("model.safetensors"), "weights");
   put(path("other"), "x");
+  ASSERT_EQ(::link(path("model.safetensors").c_str(), path("hard").c_str()), 0);
   ::close(open_regular_file(path("model.safetensors")));
   EXPECT_THROW_MSG(check_not_an_input(path("model.safetensors"), "--out"), ValueError,
                    "--out " + path("model.safetensors") + ": is also an input of this command");
@@ -65,11 +66,22 @@ TEST_F(InputFileTest, AnOutputNamingAnInputIsRefused) {
   EXPECT_THROW(check_not_an_input((dir_ / "." / "model.safetensors").string(), "--out"), ValueError);
   fs::create_symlink(path("model.safetensors"), path("link"));
   EXPECT_THROW(check_not_an_input(path("link"), "--json"), ValueError);
-  ASSERT_EQ(::link(path("model.safetensors").c_str(), path("hard").c_str()), 0);
   EXPECT_THROW(check_not_an_input(path("hard"), "--hypotheses"), ValueError);
   // Files not read, and paths that do not exist yet, are fine.
   EXPECT_NO_THROW(check_not_an_input(path("other"), "--out"));
   EXPECT_NO_THROW(check_not_an_input(path("new.html"), "--out"));
+  // An input deleted since: a new file that gets its inode is not the input.
+  put(path("gone"), "read once");
+  ::close(open_regular_file(path("gone")));
+  struct stat before {};
+  ASSERT_EQ(::stat(path("gone").c_str(), &before), 0);
+  fs::remove(path("gone"));
+  for (int i = 0; i < 50; ++i) {
+    put(path("new" + std::to_string(i)), "fresh");
+    struct stat st {};
+    ASSERT_EQ(::stat(path("new" + std::to_string(i)).c_str(), &st), 0);
+    if (st.st_ino == before.st_ino) EXPECT_NO_THROW(check_not_an_input(path("new" + std::to_string(i)), "--out"));
+  }
 }
 
 TEST_F(InputFileTest, AtomicFileRefusesAnInputOnceAsked) {
