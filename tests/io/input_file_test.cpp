@@ -9,8 +9,6 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "attn/io/atomic_file.h"
 #include "test_support.h"
@@ -20,27 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class InputFileTest : public ::testing::Test {
+class InputFileTest : public attn::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attn_input_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-  }
   void TearDown() override {
     refuse_outputs_over_inputs(false);  // the process-wide switch, off as the library starts
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
+    TempDirTest::TearDown();
   }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  static void put(const std::string& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
-  static std::string read(const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  fs::path dir_;
 };
 
 TEST_F(InputFileTest, ReadRegularFileRefusesSpecialFilesAndBoundsTheSize) {

@@ -5,71 +5,48 @@
 // warning; a damaged line anywhere else is still an error naming it.
 #include "attn/train/run_log.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "test_support.h"
 
 namespace attn::train {
 namespace {
 
-namespace fs = std::filesystem;
-
-class RunLogTest : public ::testing::Test {
+class RunLogTest : public attn::testing::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "attn_runlog_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = (dir_ / "log.jsonl").string();
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  void put(const std::string& text) const { std::ofstream(path_, std::ios::binary) << text; }
-  std::string read() const {
-    std::ifstream in(path_, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  fs::path dir_;
-  std::string path_;
+  void put(const std::string& text) const { TempDirTest::put(log_path(), text); }
+  std::string read() const { return TempDirTest::read(log_path()); }
+  std::string log_path() const { return path("log.jsonl"); }
 };
 
 TEST_F(RunLogTest, ResumeAfterAPartialLineStartsAFreshLine) {
   put("{\"run\": {}, \"step\": 0, \"resume\": false}\n{\"step\": 5, \"loss\": 1.5}\n{\"step\": 10, \"lo");
   {
-    JsonlLog log(path_, /*append=*/true);
+    JsonlLog log(log_path(), /*append=*/true);
     log.write({{"run", nlohmann::json::object()}, {"step", 10}, {"resume", true}});
     log.write({{"step", 15}, {"loss", 1.25}});
   }
   EXPECT_EQ(read(), "{\"run\": {}, \"step\": 0, \"resume\": false}\n{\"step\": 5, \"loss\": 1.5}\n{\"step\": 10, \"lo\n"
                     "{\"resume\":true,\"run\":{},\"step\":10}\n{\"loss\":1.25,\"step\":15}\n");
-  const RunLogRecords read_back = read_run_log(path_);
+  const RunLogRecords read_back = read_run_log(log_path());
   ASSERT_EQ(read_back.records.size(), 4u);  // the partial line skipped, every other record kept
   EXPECT_EQ(read_back.records[3]["step"], 15);
   ASSERT_EQ(read_back.warnings.size(), 1u);
   EXPECT_NE(read_back.warnings[0].find("log.jsonl: line 3 is not valid JSON: "), std::string::npos) << read_back.warnings[0];
   // A whole log resumed gets no extra blank line.
   put("{\"step\": 1}\n");
-  JsonlLog(path_, true).write({{"step", 2}});
+  JsonlLog(log_path(), true).write({{"step", 2}});
   EXPECT_EQ(read(), "{\"step\": 1}\n{\"step\":2}\n");
 }
 
 TEST_F(RunLogTest, ADamagedLastLineIsSkippedWithAWarning) {
   put("{\"step\": 5}\n\n{\"step\": 10, \"lo");
-  RunLogRecords r = read_run_log(path_);
+  RunLogRecords r = read_run_log(log_path());
   EXPECT_EQ(r.records.size(), 1u);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("log.jsonl: line 3 is not valid JSON: "), std::string::npos) << r.warnings[0];
   // Nested 100,000 deep on the last line: skipped too, never parsed into a value that deep.
   put("{\"step\": 5}\n" + std::string(100000, '[') + std::string(100000, ']') + "\n");
-  r = read_run_log(path_);
+  r = read_run_log(log_path());
   EXPECT_EQ(r.records.size(), 1u);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("line 2 nests deeper than 64 levels; skipped (the last line"), std::string::npos)
@@ -78,9 +55,9 @@ TEST_F(RunLogTest, ADamagedLastLineIsSkippedWithAWarning) {
 
 TEST_F(RunLogTest, ADamagedLineInTheMiddleIsAnError) {
   put("{\"step\": 5}\n[1, 2]\n{\"step\": 10}\n");
-  EXPECT_THROW_MSG(read_run_log(path_), IoError, "log.jsonl: line 2 is not a JSON object");
+  EXPECT_THROW_MSG(read_run_log(log_path()), IoError, "log.jsonl: line 2 is not a JSON object");
   put("{\"step\": 5}\n" + std::string(100000, '[') + "\n{\"step\": 10}\n");
-  EXPECT_THROW_MSG(read_run_log(path_), IoError, "log.jsonl: line 2 nests deeper than 64 levels");
+  EXPECT_THROW_MSG(read_run_log(log_path()), IoError, "log.jsonl: line 2 nests deeper than 64 levels");
 }
 
 }  // namespace
