@@ -109,17 +109,35 @@ std::string read_regular_file(const std::string& path, size_t max_bytes) {
   return text;
 }
 
-void check_not_an_input(const std::string& path, const std::string& what) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;  // nothing there to replace
+namespace {
+
+// The path an input was read by when `st` is that input's, or "".
+std::string input_path_of(const struct stat& st) {
   Inputs& r = inputs();
   std::lock_guard lock(r.mutex);
   const auto it = r.files.find({st.st_dev, st.st_ino});
   if (it == r.files.end() || it->second.ctime.tv_sec != st.st_ctim.tv_sec ||
       it->second.ctime.tv_nsec != st.st_ctim.tv_nsec)
-    return;
-  throw ValueError((what.empty() ? "" : what + " ") + path + ": is also an input of this command (" + it->second.path +
-                   "); attn never writes over a file it reads: choose another path");
+    return "";
+  return it->second.path;
+}
+
+}  // namespace
+
+void check_not_an_input(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // nothing there to replace
+  if (const std::string input = input_path_of(st); !input.empty())
+    throw ValueError((what.empty() ? "" : what + " ") + path + ": is also an input of this command (" + input +
+                     "); attn never writes over a file it reads: choose another path");
+}
+
+void check_stdout_not_an_input() {
+  struct stat st {};
+  if (::fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (const std::string input = input_path_of(st); !input.empty())
+    throw ValueError("the standard output is the input " + input +
+                     " (appended to with >>?); attn never writes over a file it reads: choose another file");
 }
 
 void refuse_outputs_over_inputs(bool on) { g_refuse_outputs_over_inputs.store(on); }

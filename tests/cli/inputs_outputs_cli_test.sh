@@ -66,6 +66,10 @@ same "$work/mt/spm.model" "$work/spm.copy"
 same "$work/mt/model.safetensors" "$work/mt.copy"
 same "$work/par/raw/test_2016_flickr.en.gz" "$work/ref.copy"
 expect 0 "BLEU" -- "$attn" eval --model "$work/mt/model.safetensors" --data "$work/par" --hypotheses "$work/hyp.txt"
+# The standard output appended to an input (translate writes only there).
+one_line 2 "the standard output is the input $work/mt/spm.model" -- \
+  bash -c 'echo "der hund" | "$1" translate --model "$2" 2>&1 >> "$3"' _ "$attn" "$work/mt/model.safetensors" "$work/mt/spm.model"
+same "$work/mt/spm.model" "$work/spm.copy"
 
 # --- Defect 2: JSON nested 100,000 deep (200 KB) is refused by name, not a stack overflow. ---
 deep="$(/usr/bin/python3 -c 'print("[" * 100000 + "]" * 100000)')"

@@ -94,6 +94,7 @@ void refuse_outputs_naming_inputs(std::initializer_list<std::pair<const char*, s
   as_usage([&] {
     for (const auto& [option, path] : outputs)
       if (!path.empty()) io::check_not_an_input(path, option);
+    io::check_stdout_not_an_input();
   });
 }
 

@@ -43,8 +43,8 @@ void check_stdin_read();
 // The whole standard input, refused (IoError, after reading at most max_bytes + 1 bytes)
 // when it holds more than max_bytes: `--stdin < /dev/zero` used to read until memory ran out.
 std::string read_stdin_bounded(size_t max_bytes);
-// An output (option and path; an empty path is skipped) that names a file the command has
-// read so far, a UsageError before the work: called once a command's inputs are open, so
+// An output (option and path; an empty path is skipped), or the standard output, that names a
+// file the command has read so far, a UsageError before the work: called once a command's inputs are open, so
 // that `view --model M --out M` or `eval --hypotheses RUN/spm.model` is refused before
 // decoding. (io::AtomicFile refuses it again when the output is written, for an input read
 // later.) Compared by device and inode (io::check_not_an_input), not by name.

@@ -29,6 +29,9 @@ std::string read_regular_file(const std::string& path, size_t max_bytes);
 // file it reads: choose another path". `what` names the output ("--out"). Nothing happens
 // when `path` does not exist.
 void check_not_an_input(const std::string& path, const std::string& what);
+// The same for the standard output (`attn translate --model M >> M` appended text to the
+// checkpoint): ValueError when it is a regular file this process read.
+void check_stdout_not_an_input();
 // From now on io::AtomicFile refuses (check_not_an_input) to replace a file this process has
 // read. The attn CLI turns it on; a library user may rewrite a file it loaded (attn.save).
 void refuse_outputs_over_inputs(bool on = true);
