@@ -20,6 +20,17 @@ using data::CharVocab;
 using data::utf8_characters;
 namespace fs = std::filesystem;
 
+// A one-layer causal LM configuration without dropout.
+models::TransformerConfig one_layer_lm(int64_t d_model, int64_t heads, int64_t ffn) {
+  models::TransformerConfig config;
+  config.d_model = d_model;
+  config.heads = heads;
+  config.ffn = ffn;
+  config.decoder_layers = 1;
+  config.dropout = 0.0f;
+  return config;
+}
+
 TEST(CharVocab, Utf8Characters) {
   EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
   EXPECT_EQ(utf8_characters(std::string("a\xC3")), (std::vector<std::string>{"a", "\xEF\xBF\xBD"}));  // truncated é
@@ -56,11 +67,7 @@ TEST(CharVocab, ACheckpointsListIsValidated) {
 
 // The loader reports the list as bad metadata, one line, naming the file.
 TEST(CharVocab, LoadRefusesACraftedList) {
-  models::TransformerConfig config;
-  config.d_model = 8;
-  config.heads = 1;
-  config.ffn = 8;
-  config.decoder_layers = 1;
+  models::TransformerConfig config = one_layer_lm(8, 1, 8);
   config.tgt_vocab = 6;
   nlohmann::json meta = lm_metadata(config, CharVocab({"a", "b"}), 10, 0, 0.0);
   meta["characters"] = {"a", "\n\x1b[31m"};
@@ -83,12 +90,7 @@ TEST(LmTrainer, LearnsCharactersAndSamples) {
   ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
   const fs::path out = fs::temp_directory_path() / ("attn_lm_trainer_test_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  models::TransformerConfig config;
-  config.d_model = 32;
-  config.heads = 2;
-  config.ffn = 64;
-  config.decoder_layers = 1;
-  config.dropout = 0.0f;
+  const models::TransformerConfig config = one_layer_lm(32, 2, 64);
   LmOptions o;
   o.data_dir = attn::testing::data_dir() + "/tatoeba-fra-eng";
   o.train_limit = 600;
