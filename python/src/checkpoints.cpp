@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/tasks.h"
 #include "attn/autodiff/tape.h"
 #include "attn/io/checksum.h"
@@ -75,7 +76,7 @@ std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
                   "'; expected attn-seq2seq, attn-translation, attn-classifier or attn-lm)");
   }
   io::SafetensorsFile file = io::load_safetensors(path);
-  c->metadata = nlohmann::json::parse(file.metadata.at(io::kAttnMetadataKey));
+  c->metadata = io::attn_metadata(file, path);
   return c;
 }
 
@@ -157,7 +158,7 @@ py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Te
   return py::module_::import("numpy").attr("ascontiguousarray")(time_major.attr("transpose")(1, 0, 2));
 }
 
-py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(attn::json_text(j)); }
 
 void register_checkpoints(py::module_& m) {
   py::class_<LoadedCheckpoint>(m, "Model", "A loaded attn checkpoint: attn.load(path)")

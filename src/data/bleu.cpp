@@ -1,3 +1,4 @@
+#include "attn/json.h"
 #include "attn/data/bleu.h"
 
 #include <cmath>
@@ -328,7 +329,7 @@ std::string BleuResult::to_json() const {
   j["ref_len"] = ref_len;
   j["counts"] = correct;
   j["totals"] = total;
-  return j.dump(1);
+  return json_text(j, 1);
 }
 
 }  // namespace attn::data

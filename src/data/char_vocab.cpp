@@ -5,17 +5,41 @@
 
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
+#include "attn/error.h"
+#include "attn/printable.h"
 
 namespace attn::data {
 
+namespace {
+
+// A C0 control (newline, ESC, ...), DEL or a C1 control (U+0080..U+009F), one code point.
+bool is_control(std::string_view c) {
+  const auto b0 = static_cast<unsigned char>(c[0]);
+  return b0 < 0x20 || b0 == 0x7f || (b0 == 0xC2 && c.size() == 2 && static_cast<unsigned char>(c[1]) < 0xA0);
+}
+
+}  // namespace
+
 CharVocab::CharVocab(std::vector<std::string> characters) : characters_(std::move(characters)) {
-  for (size_t i = 0; i < characters_.size(); ++i) index_.emplace(characters_[i], static_cast<int32_t>(i) + kFirstCharacter);
+  if (characters_.size() > kMaxCharacters)
+    throw ValueError("character list: " + std::to_string(characters_.size()) + " entries, more than " +
+                     std::to_string(kMaxCharacters));
+  for (size_t i = 0; i < characters_.size(); ++i) {
+    const std::string& c = characters_[i];
+    auto refuse = [&](const std::string& why) {
+      throw ValueError("character list: entry " + std::to_string(i) + " (\"" + printable(c, false, 40) + "\") " + why);
+    };
+    if (c.empty() || utf8_length_at(c, 0) != c.size()) refuse("is not one UTF-8 character");
+    if (is_control(c)) refuse("is a control character");
+    if (!index_.emplace(c, static_cast<int32_t>(i) + kFirstCharacter).second) refuse("appears twice");
+  }
 }
 
 CharVocab CharVocab::build(const std::vector<std::string>& lines) {
   std::map<std::string, int64_t> counts;
   for (const auto& line : lines)
-    for (auto& c : utf8_characters(line)) ++counts[c];
+    for (auto& c : utf8_characters(line))
+      if (!is_control(c)) ++counts[c];  // a '\r' or ESC in the text is read as unknown
   std::vector<std::pair<std::string, int64_t>> sorted(counts.begin(), counts.end());
   std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> characters;

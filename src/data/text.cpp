@@ -62,31 +62,6 @@ std::vector<std::string> read_lines(const std::string& path) {
   return lines;
 }
 
-size_t utf8_length_at(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const unsigned char b0 = byte(0);
-  if (b0 < 0x80) return 1;
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // overlong
-    if (b0 == 0xED) hi = 0x9F;  // surrogates
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;  // overlong
-    if (b0 == 0xF4) hi = 0x8F;  // past U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + len > s.size() || byte(1) < lo || byte(1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k)
-    if ((byte(k) & 0xC0) != 0x80) return 0;
-  return len;
-}
-
 namespace {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 

@@ -1,3 +1,4 @@
+#include "attn/json.h"
 #include "attn/decode/classify.h"
 
 #include <algorithm>
@@ -115,7 +116,7 @@ ClassifierEval evaluate_classifier(models::TextClassifier& model, const data::Vo
 }
 
 std::string classifier_eval_json(const ClassifierEval& eval) {
-  return json{{"accuracy", eval.accuracy}, {"examples", eval.examples}, {"loss", eval.loss}}.dump();
+  return json_text(json{{"accuracy", eval.accuracy}, {"examples", eval.examples}, {"loss", eval.loss}});
 }
 
 Classification classify_text(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text) {

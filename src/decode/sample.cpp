@@ -21,6 +21,12 @@ LoadedLm load_char_lm(const io::SafetensorsFile& file, const std::string& path) 
   LoadedLm loaded;
   try {
     loaded.vocab = data::CharVocab(j.at("characters").get<std::vector<std::string>>());
+  } catch (const json::exception& e) {
+    throw IoError(path + ": bad 'attn' metadata: " + e.what());
+  } catch (const ValueError& e) {
+    throw IoError(path + ": bad 'attn' metadata: " + e.what());
+  }
+  try {
     loaded.model = std::make_unique<models::TransformerLM>(models::TransformerConfig::from_json(j.at("config")));
     loaded.step = j.at("step").get<int64_t>();
     loaded.best_val_loss = j.at("best_val_loss").get<double>();
@@ -29,6 +35,10 @@ LoadedLm load_char_lm(const io::SafetensorsFile& file, const std::string& path) 
   } catch (const ValueError& e) {
     throw IoError(path + ": bad model configuration: " + e.what());
   }
+  // Position 0 holds the start symbol: a model of max_len 1 could never produce a character.
+  if (loaded.model->config().max_len < 2)
+    throw IoError(path + ": bad model configuration: max_len " + std::to_string(loaded.model->config().max_len) +
+                  " leaves no position for a character after the start symbol (at least 2)");
   if (loaded.model->config().tgt_vocab != loaded.vocab.size())
     throw IoError(path + ": the model's vocabulary (" + std::to_string(loaded.model->config().tgt_vocab) +
                   ") differs from its character list (" + std::to_string(loaded.vocab.size()) + ")");

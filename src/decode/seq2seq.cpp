@@ -1,3 +1,4 @@
+#include "attn/json.h"
 #include "attn/decode/seq2seq.h"
 
 #include <algorithm>
@@ -99,7 +100,7 @@ std::string accuracy_json(const std::vector<LengthAccuracy>& rows) {
   json lengths = json::array();
   for (const auto& r : rows)
     lengths.push_back({{"length", r.length}, {"token_accuracy", r.token_accuracy}, {"sequence_accuracy", r.sequence_accuracy}});
-  return json{{"lengths", lengths}}.dump(2);
+  return json_text(json{{"lengths", lengths}}, 2);
 }
 
 }  // namespace attn::decode

@@ -53,6 +53,7 @@ mode_t new_file_mode() {
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (path.empty()) throw IoError("cannot write a file with an empty name");
   target_ = follow_symlinks(path, path);
+  if (refusing_outputs_over_inputs()) check_not_an_input(path, "");
   struct stat st;
   const bool exists = ::stat(target_.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) fail("cannot write", errno);

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "attn/error.h"
+#include "attn/json.h"
+#include "attn/printable.h"
 
 namespace attn::io {
 namespace {
@@ -20,7 +22,7 @@ void note_if_unverified(const SafetensorsFile& file, const std::string& path) {
   std::lock_guard lock(mutex);
   if (noted.insert(path).second)
     std::fprintf(stderr, "note: %s has no checksums (written by another tool or an older attn): its tensors are unverified\n",
-                 path.c_str());
+                 printable(path).c_str());
 }
 
 }  // namespace
@@ -36,17 +38,17 @@ std::string non_finite(const Tensor& t) {
   return "";
 }
 
+json attn_metadata(const SafetensorsFile& file, const std::string& path) {
+  auto it = file.metadata.find(kAttnMetadataKey);
+  return it == file.metadata.end() ? json() : parse_json(it->second, path + ": 'attn' metadata");
+}
+
 json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
                        const std::string& what) {
   auto it = file.metadata.find(kAttnMetadataKey);
   if (it == file.metadata.end()) throw IoError(path + ": no 'attn' metadata (not written by attn)");
   note_if_unverified(file, path);
-  json j;
-  try {
-    j = json::parse(it->second);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
+  const json j = parse_json(it->second, path + ": 'attn' metadata");
   if (!j.is_object()) throw IoError(path + ": bad 'attn' metadata: not a JSON object");
   const std::string found = j.value("format", "");
   if (found != format) throw IoError(path + ": not " + what + " (metadata format '" + found + "')");
@@ -64,9 +66,9 @@ std::string checkpoint_format(const std::string& path) {
   auto it = file.metadata.find(kAttnMetadataKey);
   if (it == file.metadata.end()) return "";
   try {
-    const json j = json::parse(it->second);
-    return j.is_object() ? j.value("format", "") : "";
-  } catch (const json::exception&) {
+    const json j = parse_json(it->second, path + ": 'attn' metadata");
+    return j.is_object() && j.contains("format") && j["format"].is_string() ? j["format"].get<std::string>() : "";
+  } catch (const IoError&) {
     return "";
   }
 }

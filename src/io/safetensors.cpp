@@ -3,6 +3,8 @@
 #include "attn/io/atomic_file.h"
 #include "attn/io/checksum.h"
 #include "attn/io/input_file.h"
+#include "attn/json.h"
+#include "attn/printable.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -27,32 +29,7 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-constexpr int kMaxJsonDepth = 64;
-
-// Makes any text safe for a one-line message: control bytes become \xNN, and very long
-// strings are cut. With escape_high, bytes >= 0x80 are escaped too (text of unknown
-// encoding, such as a parser's "last read" excerpt).
-std::string printable(const std::string& s, bool escape_high = false, size_t limit = 120) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (out.size() >= limit) {
-      out += "...";
-      break;
-    }
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7f || (escape_high && c >= 0x80)) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::string qname(const std::string& name) { return "'" + printable(name) + "'"; }
+std::string qname(const std::string& name) { return "'" + printable(name, false, 120) + "'"; }
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw IoError(printable(path, false, 400) + ": " + problem);
@@ -97,30 +74,6 @@ bool read_exact(int fd, void* data, size_t n, uint64_t offset, int& error) {
 
 const void* tensor_bytes(const Tensor& t) {
   return t.dtype() == DType::f32 ? static_cast<const void*>(t.f32()) : static_cast<const void*>(t.i32());
-}
-
-// Deepest nesting of objects/arrays in a JSON text (strings skipped); cheap guard so a
-// hostile header cannot ask the parser for unbounded depth.
-int json_depth(const std::string& text) {
-  int depth = 0, worst = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      worst = std::max(worst, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return worst;
 }
 
 struct Entry {
@@ -224,27 +177,17 @@ SafetensorsFile load_impl(const std::string& path) {
   std::string text(static_cast<size_t>(header_len), '\0');
   if (!read_exact(fd.fd, text.data(), text.size(), 8, error))
     fail(path, "cannot read the header: " + (error ? errno_text(error) : std::string("unexpected end of file")));
-  if (json_depth(text) > kMaxJsonDepth)
-    fail(path, "header JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-
-  // Parse, noting duplicate names (JSON allows them, safetensors does not).
+  // Parsed with depth and size limits (attn/json.h), noting duplicate names (JSON allows
+  // them, safetensors does not).
   std::string duplicate;
   std::unordered_set<std::string> keys;
-  ordered_json::parser_callback_t on_event = [&](int depth, ordered_json::parse_event_t event, ordered_json& parsed) {
-    if (depth == 1 && event == ordered_json::parse_event_t::key && parsed.is_string()) {
-      const auto& k = parsed.get_ref<const std::string&>();
-      if (!keys.insert(k).second && duplicate.empty()) duplicate = k;
-    }
-    return true;
-  };
   ordered_json header;
   try {
-    header = ordered_json::parse(text.begin(), text.end(), on_event);
-  } catch (const ordered_json::parse_error& e) {
-    std::string why = e.what();
-    const size_t colon = why.find("] ");
-    if (colon != std::string::npos) why = why.substr(colon + 2);
-    fail(path, "header is not valid JSON: " + printable(why, true, 200));
+    header = parse_ordered_json(text, "header", [&](const std::string& key) {
+      if (!keys.insert(key).second && duplicate.empty()) duplicate = key;
+    });
+  } catch (const IoError& e) {
+    fail(path, e.what());
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");
   if (!duplicate.empty()) fail(path, "header names " + qname(duplicate) + " more than once");
@@ -301,9 +244,9 @@ SafetensorsFile load_impl(const std::string& path) {
   if (has_checksums) {
     ordered_json parsed;
     try {
-      parsed = ordered_json::parse(sums->second);
-    } catch (const ordered_json::parse_error&) {
-      fail(path, std::string("metadata '") + kChecksumMetadataKey + "' is not valid JSON (damaged file?)");
+      parsed = parse_ordered_json(sums->second, std::string("metadata '") + kChecksumMetadataKey + "'");
+    } catch (const IoError& e) {
+      fail(path, std::string(e.what()) + " (damaged file?)");
     }
     if (!parsed.is_object()) fail(path, std::string("metadata '") + kChecksumMetadataKey + "' is not a JSON object");
     for (auto it = parsed.begin(); it != parsed.end(); ++it) {

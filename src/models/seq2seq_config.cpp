@@ -4,6 +4,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "attn/error.h"
+#include "attn/json.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
 #include "config_json.h"
@@ -131,9 +133,9 @@ std::string Seq2SeqConfig::to_json_string() const { return to_json().dump(); }
 Seq2SeqConfig Seq2SeqConfig::from_json_string(const std::string& text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ValueError(std::string("seq2seq config: not valid JSON: ") + e.what());
+    j = parse_json(text, "seq2seq config");
+  } catch (const IoError& e) {
+    throw ValueError(e.what());
   }
   return from_json(j);
 }

@@ -1,3 +1,4 @@
+#include "attn/json.h"
 #include "attn/train/checkpoint.h"
 
 #include "attn/error.h"
@@ -21,7 +22,7 @@ void save_run_checkpoint(const std::string& path, NamedTensors parameters, const
     for (auto& entry : state.tensors) parameters.push_back(std::move(entry));
     parameters.emplace_back(kStepCount, Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
   }
-  io::save_safetensors(path, parameters, {{io::kAttnMetadataKey, metadata.dump()}});
+  io::save_safetensors(path, parameters, {{io::kAttnMetadataKey, json_text(metadata)}});
 }
 
 void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer, const std::string& path) {

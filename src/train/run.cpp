@@ -1,3 +1,4 @@
+#include "attn/json.h"
 #include "attn/train/run.h"
 
 #include <fcntl.h>
@@ -116,9 +117,7 @@ json checked_options(const Task& task, const RunOptions& o) {
 
 // ValueError naming the first option that differs from the run being resumed.
 void refuse_changed_options(const io::SafetensorsFile& file, const json& now, const RunOptions& o) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) return;
-  const json j = json::parse(it->second, nullptr, false);
+  const json j = io::attn_metadata(file, o.out_dir + "/last.safetensors");
   if (!j.is_object() || !j.contains("run") || !j["run"].is_object() || !j["run"].contains("options")) return;
   const json& before = j["run"]["options"];
   auto show = [](const json& v) {
@@ -138,9 +137,7 @@ void refuse_changed_options(const io::SafetensorsFile& file, const json& now, co
 // --resume with another rank count than the run's: its shards, and so its batches' split
 // and rounding, would differ. A checkpoint without the record was written by one process.
 void refuse_other_rank_count(const io::SafetensorsFile& file, int ranks, const RunOptions& o) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) return;
-  const json j = json::parse(it->second, nullptr, false);
+  const json j = io::attn_metadata(file, o.out_dir + "/last.safetensors");
   if (!j.is_object() || !j.contains("run") || !j["run"].is_object()) return;
   const int before = j["run"].value("ranks", 1);
   if (before != ranks)
@@ -168,7 +165,7 @@ std::string configuration_description(const Task& task, const RunOptions& o, con
             {"bucket_mb", o.bucket_mb},
             {"reduce_after_backward", o.reduce_after_backward}};
   for (const auto& [name, t] : module.named_parameters()) j["parameters"][name] = t.shape().str();
-  return j.dump();
+  return json_text(j);
 }
 
 // --threads × ranks on this machine above its cores: a warning (the ranks' threads compete).
@@ -184,9 +181,7 @@ void warn_about_oversubscription(const distributed::Communicator& comm, const Ru
 
 // Prefers the "run" record; a checkpoint written before it existed has the task's own fields.
 RunState read_run_state(const io::SafetensorsFile& file, const RunState& from_task) {
-  auto it = file.metadata.find(io::kAttnMetadataKey);
-  if (it == file.metadata.end()) return from_task;
-  const json j = json::parse(it->second, nullptr, false);
+  const json j = io::attn_metadata(file, file.path);
   if (!j.is_object() || !j.contains("run") || !j["run"].is_object()) return from_task;
   const json& r = j["run"];
   RunState s = from_task;

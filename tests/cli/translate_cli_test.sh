@@ -106,7 +106,7 @@ if have_data tatoeba-fra-eng/fra.txt.gz; then
   a=$("$attn" sample --model "$work/lm/model.safetensors" --temperature 0 -n 1)
   b=$("$attn" sample --model "$work/lm/model.safetensors" --temperature 0 -n 1)
   [[ "$a" == "$b" ]] || fail "greedy sampling is not deterministic: '$a' vs '$b'"
-  expect 2 "--temperature must be >= 0" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
+  expect 2 "--temperature must be finite and >= 0, got -1" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
   expect 2 "is not a language-model checkpoint (format 'attn-translation')" -- "$attn" sample --model "$work/tf/model.safetensors"
   # align on an LM checkpoint names its kind (issue 18 item 13: it asked for a synthetic task's --input).
   expect 2 "is not a seq2seq or translation checkpoint (format 'attn-lm')" -- "$attn" align \

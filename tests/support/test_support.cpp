@@ -3,13 +3,37 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <unistd.h>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "attn/autodiff/tape.h"
 #include "attn/random.h"
 
 namespace attn::testing {
+
+void TempDirTest::SetUp() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "attn_test_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  dir_ = pattern;
+}
+
+void TempDirTest::TearDown() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void TempDirTest::put(const std::string& file, const std::string& text) {
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+std::string TempDirTest::read(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
   Rng rng(seed);

@@ -3,6 +3,7 @@
 // gradient checks, and exception-message assertions.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -23,6 +24,18 @@ bool data_file_exists(const std::string& relative_path);
 // ATTN_REQUIRE_DATA=1 in the environment (.ci/run sets it when ../shared/data exists): a data
 // test whose file is missing fails instead of skipping.
 bool data_required();
+
+// A fixture with a fresh folder (dir_) under the system's temporary folder for each test,
+// removed afterwards, and helpers to put and read files in it.
+class TempDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  static void put(const std::string& file, const std::string& text);
+  static std::string read(const std::string& file);
+  std::filesystem::path dir_;
+};
 
 // Fails with the worst index, expected and actual when |a - e| > atol * scale + rtol |e|, where
 // scale = max |e| over the tensor, at least 1 (as tests/parity/parity.py's assert_close):

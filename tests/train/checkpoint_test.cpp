@@ -133,7 +133,13 @@ TEST(Checkpoint, Errors) {
   EXPECT_EQ(checkpoint_format(path), "");
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "not a JSON object");
   io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, "{broken"}});
-  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "bad 'attn' metadata");
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "'attn' metadata is not valid JSON");
+  // Nested deeper than attn/json.h's limit: refused by name (it overflowed the stack later).
+  io::save_safetensors(path, trained.parameters(),
+                       {{io::kAttnMetadataKey, std::string(100000, '[') + std::string(100000, ']')}});
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
+                   "'attn' metadata nests deeper than 64 levels");
+  EXPECT_EQ(checkpoint_format(path), "");
   // A version from a newer attn, or one that is not a version at all.
   io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": 99})"}});
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,

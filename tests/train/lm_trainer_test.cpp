@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "attn/data/text.h"
+#include "attn/decode/sample.h"
+#include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
 #include "test_support.h"
 
@@ -17,6 +19,17 @@ using namespace attn::decode;  // load_char_lm, sample_text
 using data::CharVocab;
 using data::utf8_characters;
 namespace fs = std::filesystem;
+
+// A one-layer causal LM configuration without dropout.
+models::TransformerConfig one_layer_lm(int64_t d_model, int64_t heads, int64_t ffn) {
+  models::TransformerConfig config;
+  config.d_model = d_model;
+  config.heads = heads;
+  config.ffn = ffn;
+  config.decoder_layers = 1;
+  config.dropout = 0.0f;
+  return config;
+}
 
 TEST(CharVocab, Utf8Characters) {
   EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
@@ -34,16 +47,50 @@ TEST(CharVocab, BuildEncodeDecode) {
   EXPECT_EQ(vocab.decode({1, 6, 4, 0, 5, 2, 4}), "cab");  // BOS and PAD skipped, stops at EOS
 }
 
+// Issue 34, defect 12: a crafted character list (several characters in one entry,
+// duplicates, a newline, an ESC) was accepted, and `attn sample` printed 9 lines for 2
+// samples, with terminal escapes.
+TEST(CharVocab, ACheckpointsListIsValidated) {
+  EXPECT_EQ(CharVocab({"a", "\xC3\xA9", "\xF0\x9F\x98\x80", " "}).size(), 8);
+  EXPECT_THROW_MSG(CharVocab({"a", "ab"}), ValueError, "character list: entry 1 (\"ab\") is not one UTF-8 character");
+  EXPECT_THROW_MSG(CharVocab({""}), ValueError, "entry 0 (\"\") is not one UTF-8 character");
+  EXPECT_THROW_MSG(CharVocab({"\xe9"}), ValueError, "entry 0 (\"\\xe9\") is not one UTF-8 character");
+  EXPECT_THROW_MSG(CharVocab({"a", "\n"}), ValueError, "entry 1 (\"\\x0a\") is a control character");
+  EXPECT_THROW_MSG(CharVocab({"\x1b"}), ValueError, "entry 0 (\"\\x1b\") is a control character");
+  EXPECT_THROW_MSG(CharVocab({"\xC2\x9B"}), ValueError, "is a control character");  // U+009B, 8-bit CSI
+  EXPECT_THROW_MSG(CharVocab({"a", "b", "a"}), ValueError, "entry 2 (\"a\") appears twice");
+  // Training never builds a list its own loader would refuse: control characters are unknown.
+  const CharVocab built = CharVocab::build({"a\r", "b\x1b[2J"});
+  EXPECT_EQ(built.characters(), (std::vector<std::string>{"2", "J", "[", "a", "b"}));
+  EXPECT_EQ(built.encode("\r").at(0), CharVocab::kUnk);
+}
+
+// The loader reports the list as bad metadata, one line, naming the file.
+TEST(CharVocab, LoadRefusesACraftedList) {
+  models::TransformerConfig config = one_layer_lm(8, 1, 8);
+  config.tgt_vocab = 6;
+  nlohmann::json meta = lm_metadata(config, CharVocab({"a", "b"}), 10, 0, 0.0);
+  meta["characters"] = {"a", "\n\x1b[31m"};
+  io::SafetensorsFile file;
+  file.metadata[io::kAttnMetadataKey] = meta.dump();
+  EXPECT_THROW_MSG(load_char_lm(file, "lm.safetensors"), IoError,
+                   "lm.safetensors: bad 'attn' metadata: character list: entry 1 (\"\\x0a\\x1b[31m\") is not one UTF-8 "
+                   "character");
+  // A configuration whose positions leave no room for a character after BOS.
+  meta["characters"] = {"a", "b"};
+  config.max_len = 1;
+  meta["config"] = config.to_json();
+  file.metadata[io::kAttnMetadataKey] = meta.dump();
+  EXPECT_THROW_MSG(load_char_lm(file, "lm.safetensors"), IoError,
+                   "lm.safetensors: bad model configuration: max_len 1 leaves no position for a character after the "
+                   "start symbol (at least 2)");
+}
+
 TEST(LmTrainer, LearnsCharactersAndSamples) {
   ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
   const fs::path out = fs::temp_directory_path() / ("attn_lm_trainer_test_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  models::TransformerConfig config;
-  config.d_model = 32;
-  config.heads = 2;
-  config.ffn = 64;
-  config.decoder_layers = 1;
-  config.dropout = 0.0f;
+  const models::TransformerConfig config = one_layer_lm(32, 2, 64);
   LmOptions o;
   o.data_dir = attn::testing::data_dir() + "/tatoeba-fra-eng";
   o.train_limit = 600;

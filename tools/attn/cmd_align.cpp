@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/tasks.h"
 #include "attn/decode/translate.h"
 #include "attn/io/atomic_file.h"
@@ -48,11 +49,12 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
   }
   const nlohmann::json j = {{"input", input}, {"output", output}, {"title", map.title}, {"rows", map.row_labels},
                             {"cols", map.col_labels}, {"panels", std::move(panels)}};
-  io::write_file_atomically(path, j.dump(1) + "\n");
+  io::write_file_atomically(path, json_text(j, 1) + "\n");
 }
 
 void align_translation(const AlignArgs& a) {
   decode::LoadedTranslator model = decode::load_translator(a.model);
+  refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
   const int layers = model.model->attention_layers(), heads = model.model->attention_heads();
   if (layers == 0) throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   if (a.layer < -1 || a.layer >= layers)
@@ -131,6 +133,7 @@ void add_align_command(CLI::App& app) {
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });
     decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
+    refuse_outputs_naming_inputs({{"--out", args->out}, {"--json", args->json_out}});
     std::string output;
     const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output);
     viz::write_heatmap(map, args->out);

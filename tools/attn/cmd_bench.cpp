@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/autodiff/tape.h"
 #include "attn/data/parallel.h"
 #include "attn/data/tasks.h"
@@ -88,9 +89,9 @@ double median(std::vector<double> v) {
 
 void print_json_or_text(bool as_json, const json& j) {
   if (as_json) {
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_text(j).c_str());
   } else {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", json_text(j, 2).c_str());
   }
   std::fflush(stdout);
 }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
 #include "attn/train/checkpoint.h"
@@ -30,7 +31,7 @@ void print_classification(const decode::LoadedClassifier& loaded, const std::str
                         {"probability", c.probability}, {"probabilities", c.probabilities},
                         {"tokens", c.tokens}};
     j["attention"] = c.attention.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.attention);
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", json_text(j).c_str());
     return;
   }
   std::printf("%s %.4f  %s\n", name.c_str(), c.probability, text.c_str());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "attn/json.h"
 #include "attn/train/machine_report.h"
 #include "commands.h"
 #include "common.h"
@@ -28,7 +29,7 @@ void add_doctor_command(CLI::App& app) {
   cmd->callback([args] {
     const train::MachineReport report = train::machine_report({.sgemm_seconds = args->seconds});
     if (args->json)
-      std::printf("%s\n", report.to_json().dump().c_str());
+      std::printf("%s\n", json_text(report.to_json()).c_str());
     else if (args->summary)
       std::printf("%s\n", report.summary().c_str());
     else

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
@@ -57,6 +58,7 @@ void add_eval_command(CLI::App& app) {
       if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
       if (args->limit < 0) throw UsageError("--limit must be >= 0");
       decode::LoadedTranslator model = decode::load_translator(args->model);
+      refuse_outputs_naming_inputs({{"--hypotheses", args->hypotheses}});  // the checkpoint, its spm.model
       decode::TranslateOptions options;
       options.beam = cmd->count("--beam") ? args->options.beam : 5;  // the documented Multi30k recipe
       options.length_penalty = args->options.length_penalty;
@@ -77,7 +79,7 @@ void add_eval_command(CLI::App& app) {
         j["kind"] = model.info.kind;
         j["score"] = e.bleu;
         j["metric"] = "bleu";
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", json_text(j, 2).c_str());
       } else {
         std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
                     static_cast<long long>(e.sentences), options.beam, e.bleu_line.c_str());
@@ -99,7 +101,7 @@ void add_eval_command(CLI::App& app) {
         j["split"] = args->split;
         j["score"] = e.accuracy;
         j["metric"] = "accuracy";
-        std::printf("%s\n", j.dump(2).c_str());
+        std::printf("%s\n", json_text(j, 2).c_str());
       } else {
         std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
                     args->split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
@@ -122,7 +124,7 @@ void add_eval_command(CLI::App& app) {
       j["seed"] = args->options.seed;
       j["score"] = mean;
       j["metric"] = "mean token accuracy over the lengths";
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", json_text(j, 2).c_str());
     } else {
       std::printf("%s", accuracy_table({models::to_string(loaded.info.config.attention)}, {rows}).c_str());
     }

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
@@ -94,7 +95,7 @@ void print_sentence(const decode::LoadedClassifier& loaded, const explain::Expla
   const explain::SentenceImportance& m = s.importance;
   if (json) {
     explain::ExplainReport one = explain::summarise({s});
-    std::printf("%s\n", explain::report_json(one, {{"model", loaded.model->kind()}}).at("sentences").at(0).dump().c_str());
+    std::printf("%s\n", json_text(explain::report_json(one, {{"model", loaded.model->kind()}}).at("sentences").at(0)).c_str());
     return;
   }
   std::printf("%s %.4f  %s\n", loaded.labels.at(static_cast<size_t>(m.label)).c_str(), m.probability, s.text.c_str());
@@ -285,14 +286,14 @@ void run_split(const decode::LoadedClassifier& loaded, const Explainable& model,
   const explain::ExplainReport report = explain::summarise(std::move(sentences), skipped);
   const nlohmann::json j = explain::report_json(report, context);
   std::filesystem::create_directories(a.out);
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), j.dump(1) + "\n");
+  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), json_text(j, 1) + "\n");
   io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(),
                             explain::report_markdown(report, context));
   write_pictures(report, a.out);
   if (a.json) {
     nlohmann::json summary = j;
     summary.erase("sentences");
-    std::printf("%s\n", summary.dump().c_str());
+    std::printf("%s\n", json_text(summary).c_str());
   } else {
     std::printf("%s", explain::report_markdown(report, context).c_str());
   }
@@ -447,10 +448,10 @@ void run_diagnostic(const Args& a) {
                 share(imposed), a.attention_from.c_str(), share(source_right));
   if (!a.out.empty()) {
     std::filesystem::create_directories(a.out);
-    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.json").string(), j.dump(1) + "\n");
+    io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.json").string(), json_text(j, 1) + "\n");
     io::write_file_atomically((std::filesystem::path(a.out) / "diagnostic.md").string(), md + trained_md);
   }
-  std::printf("%s", a.json ? (j.dump() + "\n").c_str() : (md + trained_md).c_str());
+  std::printf("%s", a.json ? (json_text(j) + "\n").c_str() : (md + trained_md).c_str());
 }
 
 }  // namespace
@@ -537,6 +538,7 @@ void add_explain_command(CLI::App& app) {
       throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
                        "'); attn explain supports 'bilstm-attn' and 'transformer-cls' classifier checkpoints");
     decode::LoadedClassifier loaded = decode::load_classifier(a.model);
+    refuse_outputs_naming_inputs({{"--picture", a.picture}});
     const Explainable model = explainable(loaded, a.model);
     if (one) {
       const std::string text = data::valid_utf8(a.text);

@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/text.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/output_folder.h"
 #include "attn/io/safetensors.h"
@@ -205,7 +206,7 @@ void export_torch(const std::string& model_path, const fs::path& out, bool overw
   DeferredSignals held;
   TempDir staging = staging_dir(out);
   io::save_safetensors((staging.path() / "model.safetensors").string(), e.parameters,
-                       {{"format", "pt"}, {"exported_from", model_path}});
+                       {{"format", "pt"}, {"exported_from", data::valid_utf8(model_path)}});  // metadata is UTF-8
   io::write_file_atomically((staging.path() / "model.py").string(), torch_module_source(e));
   publish_unless_interrupted(held, staging, out);
 }

@@ -1,9 +1,11 @@
 // attn sample: generates text with a trained character language model
 // (`attn train --task charlm`).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "attn/decode/sample.h"
+#include "attn/number_format.h"
 #include "commands.h"
 #include "common.h"
 
@@ -30,7 +32,8 @@ void add_sample_command(CLI::App& app) {
   cmd->callback([args] {
     if (args->count < 1) throw UsageError("--count must be >= 1");
     if (args->options.max_len < 1) throw UsageError("--max-chars must be >= 1");
-    if (!(args->options.temperature >= 0.0f)) throw UsageError("--temperature must be >= 0");
+    if (!(args->options.temperature >= 0.0f) || !std::isfinite(args->options.temperature))
+      throw UsageError("--temperature must be finite and >= 0, got " + format_number(args->options.temperature));
     if (args->options.top_k < 0) throw UsageError("--top-k must be >= 0");
     require_checkpoint_format(args->model, "attn-lm", "a language-model checkpoint");
     decode::LoadedLm lm = decode::load_char_lm(args->model);

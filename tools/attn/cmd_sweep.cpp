@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/output_folder.h"
 #include "commands.h"
@@ -75,7 +76,7 @@ Comparison run_comparison(const std::vector<std::string>& attentions, const mode
              std::to_string(r.sequence_accuracy) + "\n";
     }
   io::write_file_atomically((fs::path(out_dir) / "results.csv").string(), csv);
-  io::write_file_atomically((fs::path(out_dir) / "results.json").string(), records.dump(2) + "\n");
+  io::write_file_atomically((fs::path(out_dir) / "results.json").string(), json_text(records, 2) + "\n");
   write_accuracy_plot(out_dir, options.task, comparison.names, comparison.results);
   std::printf("%s", accuracy_table(comparison.names, comparison.results).c_str());
   return comparison;

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/io/input_file.h"
+#include "attn/json.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/distributed/communicator.h"
 #include "attn/train/classifier_trainer.h"
@@ -106,9 +108,9 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   if (!a.model_config.empty()) {
     nlohmann::json extra;
     try {
-      extra = nlohmann::json::parse(a.model_config);
-    } catch (const nlohmann::json::exception& e) {
-      throw UsageError(std::string("--model-config is not valid JSON: ") + e.what());
+      extra = parse_json(a.model_config, "--model-config");
+    } catch (const IoError& e) {
+      throw UsageError(e.what());
     }
     if (!extra.is_object()) throw UsageError("--model-config must be a JSON object, got " + extra.dump());
     mc.update(extra);
@@ -278,6 +280,7 @@ void add_train_command(CLI::App& app) {
   add_classifier_options(cmd, args->classifier, g, groups);
   add_text_task_options(cmd, args->text, g, groups);
   cmd->callback([args, cmd] {
+    io::refuse_outputs_over_inputs(false);  // a resumed run rewrites the last.safetensors it read
     if (!args->config_file.empty()) apply_config_file(cmd, args->config_file);
     const std::string& task = args->options.task;
     const TrainTarget target = train_target(task, args->classifier.model, cmd->count("--model") > 0);

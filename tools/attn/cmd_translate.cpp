@@ -43,6 +43,7 @@ void add_translate_command(CLI::App& app) {
                        "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
     require_checkpoint_format(args->model, "attn-translation", "a translation checkpoint");
     decode::LoadedTranslator model = decode::load_translator(args->model);
+    refuse_outputs_naming_inputs({});  // `>> RUN/spm.model`: the standard output
     std::vector<std::string> lines;
     for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));
     check_stdin_read();

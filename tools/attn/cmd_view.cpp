@@ -26,6 +26,10 @@
 #include "attn/explain/report.h"
 #include "attn/explain/rollout.h"
 #include "attn/io/atomic_file.h"
+#include "attn/io/input_file.h"
+#include "attn/json.h"
+#include "attn/printable.h"
+#include "attn/train/run_log.h"
 #include "attn/models/attention_classifier.h"
 #include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
@@ -367,40 +371,31 @@ View view_classifier(const ViewArgs& a, const std::string& text) {
 }
 
 // --run DIR: every log.jsonl record; for a sweep folder (results.json, as attn sweep and
-// train --compare write it) the accuracy-by-length results too.
+// train --compare write it) the accuracy-by-length results too. Each file is read as
+// attn reads every input: a regular file (a FIFO, a link to /dev/zero or a folder in its
+// place is refused), bounded in size, its JSON in depth (attn/json.h); a damaged last line
+// of a log is skipped with a warning (train::read_run_log).
 json run_json(const std::string& dir) {
   if (!fs::is_directory(dir)) throw IoError(dir + ": not a folder (--run wants a run or sweep folder)");
   json j = {{"kind", "run"}, {"title", "run " + fs::path(dir).filename().string()}, {"runs", json::array()}};
   auto read_log = [&](const fs::path& log, const std::string& name) {
-    std::ifstream in(log);
-    if (!in) throw IoError(log.string() + ": cannot read");
-    json records = json::array();
-    std::string line;
-    for (int64_t number = 1; std::getline(in, line); ++number) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      try {
-        records.push_back(json::parse(line));
-      } catch (const json::exception&) {
-        throw IoError(log.string() + ":" + std::to_string(number) + ": not a JSON object");
-      }
-    }
-    j["runs"].push_back({{"name", name}, {"records", records}});
+    train::RunLogRecords read = train::read_run_log(log.string());
+    for (const std::string& warning : read.warnings) std::fprintf(stderr, "attn: warning: %s\n", printable(warning).c_str());
+    j["runs"].push_back({{"name", name}, {"records", std::move(read.records)}});
   };
-  if (fs::exists(fs::path(dir) / "log.jsonl")) read_log(fs::path(dir) / "log.jsonl", fs::path(dir).filename().string());
+  // (exists: a dangling link is no file; a FIFO or a folder named log.jsonl is one, refused.)
+  auto present = [](const fs::path& path) {
+    std::error_code error;
+    return fs::exists(path, error);
+  };
+  if (present(fs::path(dir) / "log.jsonl")) read_log(fs::path(dir) / "log.jsonl", fs::path(dir).filename().string());
   std::vector<fs::path> children;
   for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.is_directory() && fs::exists(entry.path() / "log.jsonl")) children.push_back(entry.path());
+    if (entry.is_directory() && present(entry.path() / "log.jsonl")) children.push_back(entry.path());
   std::sort(children.begin(), children.end());
   for (const fs::path& child : children) read_log(child / "log.jsonl", child.filename().string());
   const fs::path results = fs::path(dir) / "results.json";
-  if (fs::exists(results)) {
-    std::ifstream in(results);
-    try {
-      j["sweep"] = json::parse(in);
-    } catch (const json::exception& e) {
-      throw IoError(results.string() + ": not JSON: " + e.what());
-    }
-  }
+  if (present(results)) j["sweep"] = parse_json(io::read_regular_file(results.string(), kMaxJsonBytes), results.string());
   if (j["runs"].empty() && !j.contains("sweep"))
     throw IoError(dir + ": no log.jsonl and no results.json (not a run or sweep folder)");
   return j;
@@ -438,9 +433,12 @@ void add_sweep_alignments(json& page, json& raw, const ViewArgs& a) {
   raw["hypotheses"] = numbers["hypotheses"];
 }
 
+// The page shows one input: more than this is not one (`--stdin < /dev/zero` read until
+// memory ran out).
+constexpr size_t kMaxStdinBytes = size_t{1} << 20;
+
 std::string read_stdin() {
-  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  check_stdin_read();
+  std::string text = read_stdin_bounded(kMaxStdinBytes);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
   return text;
 }
@@ -476,8 +474,11 @@ void run_view(ViewArgs& a) {
     page = view_json(v, true);
     if (!a.json_out.empty()) raw = view_json(v, false);
   }
+  // Every input is read by now: an output naming one (`--out M`, `--json M`) is refused
+  // before anything is written.
+  refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
   viz::write_view_html(page, a.out);
-  if (!a.json_out.empty()) io::write_file_atomically(a.json_out, raw.dump(1) + "\n");
+  if (!a.json_out.empty()) io::write_file_atomically(a.json_out, json_text(raw, 1) + "\n");
   std::printf("view: %s\n", a.out.c_str());
 }
 

@@ -11,6 +11,7 @@
 
 #include "attn/data/catalog.h"
 #include "attn/data/tasks.h"
+#include "attn/io/input_file.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
 #include "attn/thread_limits.h"
@@ -98,6 +99,29 @@ void check_stdin_read() {
   // unsynchronised (tokenize) it sets badbit.
   if (std::cin.bad() || (std::cin.fail() && !std::cin.eof()) || std::ferror(stdin))
     throw IoError(std::string("cannot read the standard input: ") + std::strerror(errno ? errno : EIO));
+}
+
+void refuse_outputs_naming_inputs(std::initializer_list<std::pair<const char*, std::string>> outputs) {
+  as_usage([&] {
+    for (const auto& [option, path] : outputs)
+      if (!path.empty()) io::check_not_an_input(path, option);
+    io::check_stdout_not_an_input();
+  });
+}
+
+std::string read_stdin_bounded(size_t max_bytes) {
+  std::string text;
+  char buffer[65536];
+  while (text.size() <= max_bytes) {
+    std::cin.read(buffer, sizeof buffer);
+    const std::streamsize got = std::cin.gcount();
+    if (got <= 0) break;
+    text.append(buffer, static_cast<size_t>(got));
+  }
+  if (text.size() > max_bytes)
+    throw IoError("the standard input holds more than " + std::to_string(max_bytes) + " bytes, more than one input");
+  check_stdin_read();
+  return text;
 }
 
 CLI::Validator integer_at_least(unsigned long long min) {

@@ -1,6 +1,8 @@
 #pragma once
 // Options and helpers shared by the seq2seq subcommands.
 #include <atomic>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,15 @@ std::string require_checkpoint_format(const std::string& path, const std::string
 // After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
 // an I/O error) instead of treating the lines read so far as the whole input.
 void check_stdin_read();
+// The whole standard input, refused (IoError, after reading at most max_bytes + 1 bytes)
+// when it holds more than max_bytes: `--stdin < /dev/zero` used to read until memory ran out.
+std::string read_stdin_bounded(size_t max_bytes);
+// An output (option and path; an empty path is skipped), or the standard output, that names a
+// file the command has read so far, a UsageError before the work: called once a command's inputs are open, so
+// that `view --model M --out M` or `eval --hypotheses RUN/spm.model` is refused before
+// decoding. (io::AtomicFile refuses it again when the output is written, for an input read
+// later.) Compared by device and inode (io::check_not_an_input), not by name.
+void refuse_outputs_naming_inputs(std::initializer_list<std::pair<const char*, std::string>> outputs);
 // A CLI11 check: a whole number >= min ("--threads: must be a positive integer, got '0'";
 // "--seed: must be a non-negative integer, got '-1'", which CLI11 would wrap to 2^64 - 1).
 CLI::Validator integer_at_least(unsigned long long min);

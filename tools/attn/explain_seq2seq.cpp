@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/json.h"
 #include "attn/data/parallel.h"
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
@@ -130,11 +131,8 @@ std::string column(const std::string& token) {
 void print_pair(const Loaded& l, const explain::ExplainedPair& p, bool json) {
   const explain::Seq2SeqReport one = explain::summarise_seq2seq({p});
   if (json) {
-    std::printf("%s\n", explain::seq2seq_report_json(one, {{"kind", l.kind}, {"attention", l.model.attention}})
-                            .at("pairs")
-                            .at(0)
-                            .dump()
-                            .c_str());
+    const nlohmann::json report = explain::seq2seq_report_json(one, {{"kind", l.kind}, {"attention", l.model.attention}});
+    std::printf("%s\n", json_text(report.at("pairs").at(0)).c_str());
     return;
   }
   const explain::PairImportance& m = p.importance;
@@ -249,7 +247,7 @@ void run_report(const Loaded& l, const Seq2SeqExplainArgs& a) {
   const nlohmann::json j = explain::seq2seq_report_json(report, context);
   const std::string md = explain::seq2seq_report_markdown(report, context);
   std::filesystem::create_directories(a.out);
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), j.dump(1) + "\n");
+  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), json_text(j, 1) + "\n");
   io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(), md);
   write_tau_picture(report, a.out);
   if (!report.pairs.empty())
@@ -258,7 +256,7 @@ void run_report(const Loaded& l, const Seq2SeqExplainArgs& a) {
   if (a.json) {
     nlohmann::json summary = j;
     summary.erase("pairs");
-    std::printf("%s\n", summary.dump().c_str());
+    std::printf("%s\n", json_text(summary).c_str());
   } else {
     std::printf("%s", md.c_str());
   }
@@ -289,6 +287,7 @@ void explain_seq2seq(const Seq2SeqExplainArgs& a) {
     if (!a.picture.empty()) throw UsageError("--picture applies to " + one_flag + " (a report draws into --out)");
   }
   const Loaded l = load(a);
+  refuse_outputs_naming_inputs({{"--picture", a.picture}});
   if (!one) {
     run_report(l, a);
     return;

@@ -13,6 +13,8 @@
 #include "attn/kernels/blas.h"
 #include "attn/thread_limits.h"
 #include "attn/signals.h"
+#include "attn/io/input_file.h"
+#include "attn/printable.h"
 #include "attn/version.h"
 #include "commands.h"
 #include "option_parsing.h"
@@ -36,10 +38,10 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   const bool unknown_command =
       argc > 1 && argv[1][0] != '-' && app.get_subcommands().empty() && !is_command(app, argv[1]);
   if (unknown_command)
-    std::fprintf(stderr, "attn: usage error: unknown command '%s' (commands: %s; see attn --help)\n", argv[1],
-                 command_names(app).c_str());
+    std::fprintf(stderr, "attn: usage error: unknown command '%s' (commands: %s; see attn --help)\n",
+                 attn::printable(argv[1]).c_str(), command_names(app).c_str());
   else
-    std::fprintf(stderr, "attn: usage error: %s (see attn%s%s --help)\n", e.what(),
+    std::fprintf(stderr, "attn: usage error: %s (see attn%s%s --help)\n", attn::printable(e.what()).c_str(),
                  app.get_subcommands().empty() ? "" : " ",
                  app.get_subcommands().empty() ? "" : app.get_subcommands().front()->get_name().c_str());
   return 2;
@@ -53,15 +55,18 @@ CLI::Validator integer_in_range(bool is_unsigned) {
                         "");
 }
 
-// nlohmann::json's messages start "[json.exception.type_error.302] "; the user needs only
-// what follows (the message already names the file and the field).
-std::string without_json_prefix(std::string message) {
+// Every error line is formed here, from the exception's message: nlohmann::json's prefix
+// "[json.exception.type_error.302] " dropped (the message already names the file and the
+// field), and whatever the message quotes from outside (a file name, a metadata string, a
+// line of input) made printable: a newline or an ESC in it would split the line or reach
+// the terminal as an escape sequence (attn::printable).
+std::string error_line(std::string message) {
   for (size_t at = message.find("[json.exception."); at != std::string::npos; at = message.find("[json.exception.", at)) {
     const size_t end = message.find("] ", at);
     if (end == std::string::npos) break;
     message.erase(at, end + 2 - at);
   }
-  return message;
+  return attn::printable(message);
 }
 
 // A flag given a value (--bidirectional=on, =5, `bidirectional = "on"` in a --config file)
@@ -103,7 +108,8 @@ int run_command_line(int argc, char** argv) {
     char* end = nullptr;
     const long n = std::strtol(env, &end, 10);
     if (*env == '\0' || *end != '\0' || n < 1) {
-      std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS must be a positive integer, got '%s'\n", env);
+      std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS must be a positive integer, got '%s'\n",
+                   attn::printable(env).c_str());
       return 2;
     }
     if (n > attn::max_threads()) {
@@ -116,6 +122,10 @@ int run_command_line(int argc, char** argv) {
   app.set_version_flag("--version", std::string("attn ") + attn::version() + " (commit " + attn::build_commit() + ")");
   app.require_subcommand(1);
   attn::cli::add_registered_commands(app);
+  // No command writes over a file it reads (`view --model M --out M`, `eval --hypotheses
+  // RUN/spm.model`): io::AtomicFile refuses it. (attn train turns this off: resuming rewrites
+  // the last.safetensors it read.)
+  attn::io::refuse_outputs_over_inputs();
   check_option_values(app);
   // Once the options are read (--threads), before the command's work: the threads' address
   // space under a ulimit -v (attn/parallel.h), a clear error instead of a hang in OpenBLAS.
@@ -134,7 +144,7 @@ int run_command_line(int argc, char** argv) {
   } catch (const attn::cli::Interrupted& e) {
     return e.exit_code;
   } catch (const attn::cli::UsageError& e) {
-    std::fprintf(stderr, "attn: usage error: %s\n", without_json_prefix(e.what()).c_str());
+    std::fprintf(stderr, "attn: usage error: %s\n", error_line(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "attn: error: out of memory: a size in the options or in the model file is too large for "
@@ -144,16 +154,16 @@ int run_command_line(int argc, char** argv) {
     // libstdc++ says "filesystem error: cannot create directories: Not a directory [a/b]".
     std::string message = e.what();
     if (message.rfind("filesystem error: ", 0) == 0) message.erase(0, 18);
-    std::fprintf(stderr, "attn: error: %s\n", message.c_str());
+    std::fprintf(stderr, "attn: error: %s\n", error_line(message).c_str());
     return 1;
   } catch (const attn::InterruptedError& e) {
     std::fprintf(stderr, "attn: %s\n", e.what());
     return 128 + e.signal();
   } catch (const attn::Error& e) {
-    std::fprintf(stderr, "attn: error: %s\n", without_json_prefix(e.what()).c_str());
+    std::fprintf(stderr, "attn: error: %s\n", error_line(e.what()).c_str());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "attn: error: %s\n", without_json_prefix(e.what()).c_str());
+    std::fprintf(stderr, "attn: error: %s\n", error_line(e.what()).c_str());
     return 1;
   }
   // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.

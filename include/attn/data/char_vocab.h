@@ -16,8 +16,14 @@ class CharVocab {
   static constexpr int32_t kUnk = models::kUnk;
   static constexpr int32_t kFirstCharacter = models::kUnk + 1;
   CharVocab() = default;
-  // Every character seen in `lines`, most frequent first (ties by code point order).
+  // A checkpoint's list holds no more (models bound vocabularies at 2^24).
+  static constexpr size_t kMaxCharacters = size_t{1} << 24;
+  // Every character seen in `lines`, most frequent first (ties by code point order); control
+  // characters are left out (they encode as UNK).
   static CharVocab build(const std::vector<std::string>& lines);
+  // ValueError "character list: entry 5 ("ab") is not one UTF-8 character" (or "is a control
+  // character", "appears twice"): a checkpoint's list is checked before anything decodes
+  // with it, so `attn sample` never prints a newline or an ESC that the list smuggled in.
   explicit CharVocab(std::vector<std::string> characters);
   std::vector<int32_t> encode(const std::string& text) const;  // no BOS/EOS; unknown → UNK
   std::string decode(const std::vector<int32_t>& ids) const;   // skips specials, stops at EOS

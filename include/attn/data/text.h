@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/printable.h"
+
 namespace attn::data {
 
 // Every line of `path` without its '\n' (a trailing '\r' is kept: the data is LF-only).
@@ -14,9 +16,8 @@ namespace attn::data {
 // IoError naming the path when it cannot be opened or a gzip stream is corrupt or truncated.
 std::vector<std::string> read_lines(const std::string& path);
 
-// The byte length of the UTF-8 sequence at s[i], or 0 when it is not valid UTF-8 (RFC 3629:
-// no overlong forms, no surrogates, nothing past U+10FFFF, as JSON requires).
-size_t utf8_length_at(std::string_view s, size_t i);
+// utf8_length_at(s, i): the byte length of the UTF-8 sequence at s[i] (attn/printable.h).
+using attn::utf8_length_at;
 // `text` with each byte that does not start a valid sequence replaced by U+FFFD, as
 // Python's errors="replace" does; valid text comes back unchanged.
 std::string valid_utf8(std::string_view text);

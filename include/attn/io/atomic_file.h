@@ -15,6 +15,8 @@
 //                               there is nothing to replace, so no atomicity.
 //   a directory, block device   refused: IoError, nothing written.
 //   or socket
+//   a file this process read    refused (ValueError, nothing written) once the CLI has called
+//                               io::refuse_outputs_over_inputs() (attn/io/input_file.h).
 //
 // Every failure is one IoError "<path>: <problem>" (missing folder, permission, ENOSPC);
 // the temporary file is removed and the old file is left as it was. Renaming breaks a

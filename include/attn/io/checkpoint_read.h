@@ -27,6 +27,10 @@ constexpr int kCheckpointVersion = 1;
 nlohmann::json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
                                  const std::string& what);
 
+// The "attn" metadata of `file` parsed (attn/json.h's limits), null when it has none;
+// IoError "<path>: 'attn' metadata is not valid JSON: ..." (or nests too deep).
+nlohmann::json attn_metadata(const SafetensorsFile& file, const std::string& path);
+
 // The "format" of the checkpoint at `path`: "" when the file has no attn metadata.
 // IoError when the file cannot be read as safetensors.
 std::string checkpoint_format(const std::string& path);

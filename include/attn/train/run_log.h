@@ -3,6 +3,7 @@
 // is stopped keeps every line written so far.
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,21 +13,30 @@ namespace attn::train {
 
 class JsonlLog {
  public:
-  // append: continue an existing log (a resumed run); otherwise start it afresh.
-  JsonlLog(const std::string& path, bool append) : path_(path), out_(path, append ? std::ios::app : std::ios::trunc) {
-    if (!out_) throw IoError(path + ": cannot open for writing");
-  }
+  // append: continue an existing log (a resumed run); otherwise start it afresh. A log whose
+  // last line was cut short (a kill or a full disk during a write) gets a newline first, so
+  // the new session's records start a line of their own instead of being glued onto it.
+  JsonlLog(const std::string& path, bool append);
   // IoError when the line could not be written (a full disk): the run stops rather than
   // go on with a log that silently lacks lines.
-  void write(const nlohmann::json& j) {
-    out_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-    out_.flush();
-    if (!out_) throw IoError(path_ + ": cannot write (is the disk full?)");
-  }
+  void write(const nlohmann::json& j);
 
  private:
   std::string path_;
   std::ofstream out_;
 };
+
+// A log.jsonl as `attn view --run` reads it.
+struct RunLogRecords {
+  nlohmann::json records = nlohmann::json::array();  // one JSON object per line, in order
+  std::vector<std::string> warnings;                 // one per damaged line skipped
+};
+// Reads the log at `path`: a regular file (io::open_regular_file) of at most 256 MiB, each
+// non-blank line one JSON object read with attn/json.h's limits. A damaged line (cut short,
+// not JSON, not an object, nested too deep) is skipped with a warning naming it when it is
+// the last line or the line before a session's first record ({"run": ...}): what a kill or
+// a full disk leaves behind, and --resume continues after. A damaged line anywhere else is
+// an IoError "<path>: line N is not valid JSON: ...".
+RunLogRecords read_run_log(const std::string& path);
 
 }  // namespace attn::train
