@@ -9,15 +9,18 @@
 #   ROUNDS=1 ONLY=sdpa bash bench/peers/compare.sh # one part
 #
 # Environment:
-#   THREADS (2)  ROUNDS (3)  ONLY (all | limits | seq2seq | transformer | translate | sdpa)
+#   THREADS (2)  ROUNDS (3)  ONLY (all, or some of: limits seq2seq transformer translate sdpa)
 #   ATTN_PEERS_VENV   the peer venv (default: bash bench/peers/setup.sh --print)
 #   BUILD        attn's build folder (default build/; configured with ATTN_BUILD_BENCH=ON and the
 #                targets attn attn_micro attn_gemm_limits built there); NO_BUILD=1 uses it as is
 #   MODEL        a trained Transformer translator (RUN/model.safetensors, spm.model beside it)
 #                for the beam rows; without one they print n/a and the command that trains one
+#   DATA         the data folder (default ../shared/data beside the clone)
 #   SENTENCES    test2016 sentences per beam run (200; "all" = 1,000)
 #   SEQ_STEPS (8)  TF_STEPS (4)  SDPA_LENS ("512 2048 8192")  fixed, small: a --peers run
-#                with ROUNDS=3 takes about 15 minutes on 2 cores
+#                with ROUNDS=3 takes about 15 minutes on 2 idle cores
+#   SDPA_LONG_ROUNDS (1)  T >= 8192 runs in the first this many rounds only (about a minute
+#                per side and mask)
 #   OUT          where the raw JSON lines go (default $BUILD/peers-<time>)
 #   OMP_WAIT_POLICY  both sides; PASSIVE unless set (as bench/compare.sh)
 set -euo pipefail
@@ -38,14 +41,16 @@ SENTENCES=${SENTENCES:-200}
 SEQ_STEPS=${SEQ_STEPS:-8}
 TF_STEPS=${TF_STEPS:-4}
 SDPA_LENS=${SDPA_LENS:-512 2048 8192}
+SDPA_LONG_ROUNDS=${SDPA_LONG_ROUNDS:-1}
 MODEL=${MODEL:-}
+DATA=${DATA:-$ROOT/../shared/data}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 export ATTN_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
 OUT=${OUT:-$BUILD/peers-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
-part() { [[ $ONLY == all || $ONLY == "$1" ]]; }
+part() { [[ $ONLY == all || " $ONLY " == *" $1 "* ]]; }
 
 if [[ -z "${NO_BUILD:-}" ]]; then
   if [[ ! -f $BUILD/build.ninja ]]; then
@@ -110,10 +115,8 @@ TRANSLATE_NA=""
 if part translate; then
   mkdir -p "$TR"
   n=$([[ $SENTENCES == all ]] && echo 100000 || echo "$SENTENCES")
-  zcat "$ROOT/../shared/data/multi30k/raw/test_2016_flickr.de.gz" 2>/dev/null | head -n "$n" >"$TR/src.de" ||
-    zcat /work/shared/data/multi30k/raw/test_2016_flickr.de.gz | head -n "$n" >"$TR/src.de"
-  zcat "$ROOT/../shared/data/multi30k/raw/test_2016_flickr.en.gz" 2>/dev/null | head -n "$n" >"$TR/ref.en" ||
-    zcat /work/shared/data/multi30k/raw/test_2016_flickr.en.gz | head -n "$n" >"$TR/ref.en"
+  zcat "$DATA/multi30k/raw/test_2016_flickr.de.gz" | sed -n "1,${n}p" >"$TR/src.de"
+  zcat "$DATA/multi30k/raw/test_2016_flickr.en.gz" | sed -n "1,${n}p" >"$TR/ref.en"
   if [[ -z $MODEL || ! -f $MODEL ]]; then
     TRANSLATE_NA="no trained Transformer: MODEL=RUN/model.safetensors, from e.g. $ATTN train --task translate --model transformer --data ../shared/data --vocab-size 6000 --max-tokens 2500 --warmup 300 --max-minutes 95 --out RUN"
   else
@@ -144,7 +147,9 @@ translate_row() {  # translate_row <impl> <config> <engine args...>: timing, the
     [[ $line == *'"na"'* ]] || "$ATTN" tokenize decode --model "$SPM" --ids <"$ids" >"$hyp"
   fi
   score='{}'
-  [[ $line == *'"na"'* ]] || score=$("${TRANSLATE_PEER[@]}" bleu --hyp "$hyp" --ref "$TR/ref.en" --ids "$ids")
+  if [[ $line != *'"na"'* ]]; then
+    score=$("${TRANSLATE_PEER[@]}" bleu --hyp "$hyp" --ref "$TR/ref.en" --ids "$ids" 2>>"$LOG") || score='{"bleu": null}'
+  fi
   run "beam-5 test2016" "$impl" "$config" "$PY" -c "import json,sys; d=json.loads(sys.argv[1]); s=json.loads(sys.argv[2]); d.update(s)
 if d.get('target_tokens'): d['tokens_per_s'] = d['target_tokens'] / d['seconds']
 print(json.dumps(d))" "$line" "$score"
@@ -177,17 +182,20 @@ for ROUND in $(seq 1 "$ROUNDS"); do
     if [[ -n $TRANSLATE_NA ]]; then
       na "beam-5 test2016" attn "attn translate fp32" "$TRANSLATE_NA"
     else
-      translate_row attn "attn translate fp32"
-      translate_row torch "torch fp32 eager" --engine torch --model "$TR/torch"
+      translate_row attn "translate fp32"
+      translate_row torch "fp32 eager, cached beam" --engine torch --model "$TR/torch"
       for ct in float32 int8 bfloat16 int8_bfloat16; do
-        translate_row ctranslate2 "ctranslate2 $ct" --engine ctranslate2 --compute-type "$ct" --model "$TR/ct2"
+        translate_row ctranslate2 "$ct" --engine ctranslate2 --compute-type "$ct" --model "$TR/ct2"
       done
     fi
   fi
   if part sdpa; then
     for len in $SDPA_LENS; do
       reps=3
-      ((len >= 8192)) && reps=1
+      if ((len >= 8192)); then
+        reps=1
+        ((ROUND <= SDPA_LONG_ROUNDS)) || continue
+      fi
       for mask in causal padding; do
         ATT=(--kind sdpa --mask "$mask" --batch 1 --heads 8 --dim 512 --len "$len" --reps "$reps" --warmup 1 --threads "$THREADS" --json)
         run "sdpa T=$len $mask" attn "fused sdpa" "$ATTN" bench attention "${ATT[@]}"

@@ -42,13 +42,15 @@ def peak_rss_mb():
 
 
 def read_config(export_dir):
-    """The configuration `attn export --to torch` wrote into model.py (CONFIG = {...})."""
-    with open(os.path.join(export_dir, "model.py")) as f:
-        for line in f:
-            if line.startswith("KIND, CONFIG = "):
-                kind, config = eval(line.split("=", 1)[1], {"true": True, "false": False, "null": None})  # a literal
-                return kind, config
-    sys.exit(f"translate_peer: {export_dir}/model.py has no KIND, CONFIG line (not an attn export --to torch folder)")
+    """KIND and CONFIG of the model.py `attn export --to torch` wrote (imports it: needs torch)."""
+    import importlib.util
+    path = os.path.join(export_dir, "model.py")
+    if not os.path.isfile(path):
+        sys.exit(f"translate_peer: {path} does not exist (not an attn export --to torch folder)")
+    spec = importlib.util.spec_from_file_location("attn_exported_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KIND, module.CONFIG
 
 
 def check_supported(kind, c):
@@ -95,7 +97,8 @@ def convert(a):
 
     for side in ("encoder", "decoder"):
         stack = getattr(spec, side)
-        stack.embeddings.weight = w["embedding.weight"]  # shared, scaled by sqrt(D) (CTranslate2's default)
+        for e in stack.embeddings if isinstance(stack.embeddings, list) else [stack.embeddings]:
+            e.weight = w["embedding.weight"]  # shared, scaled by sqrt(D) (CTranslate2's default)
         stack.position_encodings.encodings = table
         norm(stack.layer_norm, side + ".norm")
         for i, layer in enumerate(stack.layer):
@@ -120,6 +123,7 @@ def convert(a):
     spec.register_target_vocabulary(vocab)
     spec.validate()
     spec.optimize(quantization=None)
+    os.makedirs(a.out, exist_ok=True)
     spec.save(a.out)
     print(f"translate_peer: wrote {a.out} (CTranslate2 TransformerSpec, {L}+{L} layers, d_model {D})")
 
@@ -157,7 +161,7 @@ def run_attn(a):
         sentences = sum(1 for _ in f)
     with open(a.out) as f:
         hyps = f.read().splitlines()
-    print(json.dumps({"bench": "translate", "impl": "attn", "config": "attn translate fp32", "sentences": sentences,
+    print(json.dumps({"bench": "translate", "impl": "attn", "engine": "attn translate fp32", "sentences": sentences,
                       "seconds": seconds, "sentences_per_s": sentences / seconds, "target_tokens": None,
                       "hypothesis_words": sum(len(h.split()) for h in hyps), "peak_rss_mb": peak,
                       "load_seconds": load_seconds, "beam": a.beam, "length_penalty": a.length_penalty,
@@ -170,9 +174,10 @@ def bleu(a):
         hyps, refs = h.read().splitlines(), r.read().splitlines()[:a.first or None]
     if len(hyps) != len(refs):
         sys.exit(f"translate_peer: {len(hyps)} hypotheses for {len(refs)} references")
-    b = sacrebleu.corpus_bleu(hyps, [refs], tokenize="13a")
+    metric = sacrebleu.BLEU(tokenize="13a")
+    b = metric.corpus_score(hyps, [refs])
     tokens = sum(len(ids) for ids in read_ids(a.ids)) if a.ids else None
-    print(json.dumps({"bleu": b.score, "target_tokens": tokens, "signature": str(sacrebleu.BLEU(tokenize="13a").get_signature()),
+    print(json.dumps({"bleu": b.score, "target_tokens": tokens, "signature": str(metric.get_signature()),
                       "sacrebleu": sacrebleu.__version__}))
 
 
@@ -196,7 +201,7 @@ def run(a):
     with open(a.out, "w") as f:
         f.writelines(" ".join(map(str, ids)) + "\n" for ids in outputs)
     tokens = sum(len(x) for x in outputs)
-    print(json.dumps({"bench": "translate", "impl": a.engine, "config": kind, "sentences": len(sources),
+    print(json.dumps({"bench": "translate", "impl": a.engine, "engine": kind, "sentences": len(sources),
                       "seconds": seconds, "sentences_per_s": len(sources) / seconds, "target_tokens": tokens,
                       "tokens_per_s": tokens / seconds, "peak_rss_mb": peak_rss_mb(), "load_seconds": load_seconds,
                       "beam": a.beam, "length_penalty": a.length_penalty, "batch": a.batch, "threads": a.threads}))
