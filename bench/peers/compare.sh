@@ -126,7 +126,7 @@ if part translate; then
     MAX_POS=$("$PY" -c "import sys; sys.path.insert(0, '$ROOT/bench/peers'); import translate_peer as t; print(t.read_config('$TR/torch')[1]['max_len'])")
     if "$ATTN" export --help 2>&1 | grep -q ctranslate2; then
       CT2_HOW="attn export --to ctranslate2"
-      "$ATTN" export --to ctranslate2 --model "$MODEL" --out "$TR/ct2" >/dev/null
+      "$ATTN" export --to ctranslate2 --model "$MODEL" --out "$TR/ct2" --python "$PY" >/dev/null
     else
       CT2_HOW="bench's spec-API converter (attn export --to ctranslate2 pending)"
       "${TRANSLATE_PEER[@]}" convert --torch-export "$TR/torch" --out "$TR/ct2" >/dev/null

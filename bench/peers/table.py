@@ -72,8 +72,24 @@ def main(path):
             m = statistics.median(ratios)
             rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
             verdict = "attn faster" if m > 1 else "**attn slower**"
-            print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | {best[1]} {best[2]} | "
+            print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | {best[1]}: {best[2]} | "
                   f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
+
+    beam = [k for k in by if k[0].startswith("beam-5")]
+    if beam:
+        print()
+        print("| beam-5 test2016 | sentences/s | target tokens/s | peak RSS MB | sacreBLEU |")
+        print("|---|---:|---:|---:|---:|")
+        for key in beam:
+            if na_of(key):
+                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | |")
+                continue
+            cells = []
+            for metric in ("sentences_per_s", "tokens_per_s", "peak_rss_mb", "bleu"):
+                v = list(per_round(key, metric).values())
+                rng = f" ({fmt(min(v))}–{fmt(max(v))})" if len(v) > 1 and metric != "bleu" else ""
+                cells.append(f"{fmt(statistics.median(v))}{rng}" if v else "—")
+            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) + " |")
 
     print()
     print("Every configuration (medians over the rounds, range in brackets):")
@@ -81,6 +97,8 @@ def main(path):
     print("| benchmark | engine | configuration | " + " | ".join(["metric", "median (range)"]) + " |")
     print("|---|---|---|---|---:|")
     for label in labels:
+        if label.startswith("beam-5"):
+            continue  # the table above
         for key in [k for k in by if k[0] == label]:
             if na_of(key):
                 print(f"| {label} | {key[1]} | {key[2]} | | {na_of(key)} |")
@@ -92,9 +110,10 @@ def main(path):
                     print(f"| {label} | {key[1]} | {key[2]} | {shown} | {fmt(statistics.median(v))}{rng} |")
             extra = by[key][0]
             if extra.get("warmup_seconds"):
-                print(f"| {label} | {key[1]} | {key[2]} | untimed warm-up s (compile) | "
+                what = "untimed warm-up steps, s (compile included)" if "compile" in key[2] else "untimed warm-up steps, s"
+                print(f"| {label} | {key[1]} | {key[2]} | {what} | "
                       f"{fmt(statistics.median(r['warmup_seconds'] for r in by[key]))} |")
-            if extra.get("note"):
+            if extra.get("note") and key[1] == "attn":
                 print(f"| {label} | {key[1]} | {key[2]} | note | {extra['note']} |")
 
     limits = [r for r in rows if r["label"] == "limits" and "na" not in r]

@@ -246,15 +246,36 @@ def ctranslate2_engine(a):
         sys.exit(0)
     translator = ctranslate2.Translator(a.model, device="cpu", compute_type=a.compute_type,
                                        intra_threads=a.threads, inter_threads=1)
-    inverse = {v: k for k, v in SPECIALS.items()}
+    # Piece id i is the model's vocabulary entry i, whatever its strings are (this converter's
+    # decimal ids, or the SentencePiece pieces `attn export --to ctranslate2` writes).
+    src_vocab, tgt_vocab = ct2_vocabularies(a.model)
+    tgt_index = {t: i for i, t in enumerate(tgt_vocab)}
 
     def decode(rows, max_decoding_length):
-        tokens = [[SPECIALS.get(i, str(i)) for i in ids] for ids in rows]
+        tokens = [[src_vocab[i] for i in ids] for ids in rows]
         results = translator.translate_batch(tokens, beam_size=a.beam, length_penalty=a.length_penalty,
                                              max_decoding_length=max_decoding_length, max_batch_size=len(rows))
-        return [[inverse[t] if t in inverse else int(t) for t in r.hypotheses[0]] for r in results]
+        return [[tgt_index[t] for t in r.hypotheses[0]] for r in results]
 
     return decode, f"ctranslate2 {ctranslate2.__version__} {a.compute_type}", a.max_positions
+
+
+def ct2_vocabularies(model_dir):
+    """(source, target) token lists of a CTranslate2 model folder (shared or separate, JSON or text)."""
+    def read(name):
+        for ext, load in ((".json", json.load), (".txt", lambda f: f.read().splitlines())):
+            path = os.path.join(model_dir, name + ext)
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    return load(f)
+        return None
+    shared = read("shared_vocabulary")
+    if shared is not None:
+        return shared, shared
+    src, tgt = read("source_vocabulary"), read("target_vocabulary")
+    if src is None or tgt is None:
+        sys.exit(f"translate_peer: no vocabulary files in {model_dir}")
+    return src, tgt
 
 
 def main():
