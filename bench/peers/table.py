@@ -64,14 +64,14 @@ def main(path):
             medians = {k: statistics.median(per_round(k, metric).values()) for k in peers if per_round(k, metric)}
             if not medians:
                 print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | "
-                      f"{'; '.join(f'{k[2]}: {na_of(k)}' for k in peers)} | | | |")
+                      f"{'; '.join(f'{k[1]} {k[2]}: {na_of(k)}' for k in peers)} | | | |")
                 continue
             best = (max if higher else min)(medians, key=medians.get)
             p = per_round(best, metric)
             ratios = [(a[r] / p[r]) if higher else (p[r] / a[r]) for r in a if r in p and a[r] and p[r]]
             m = statistics.median(ratios)
             rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
-            verdict = "attn faster" if m > 1 else "**attn slower**"
+            verdict = "attn faster" if m >= 1.005 else "**attn slower**" if m < 0.995 else "level"
             print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | {best[1]}: {best[2]} | "
                   f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
 
