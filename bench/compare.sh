@@ -7,6 +7,8 @@
 #
 #   bench/compare.sh                       # everything, 3 rounds, 2 threads
 #   ROUNDS=1 ONLY=seq2seq bench/compare.sh # a quicker subset
+#   bench/compare.sh --peers               # against PyTorch 2.15 and CTranslate2 instead:
+#                                          # bench/peers/compare.sh (its own environment)
 #
 # Environment:
 #   THREADS (2)  ROUNDS (3)  ONLY (all | seq2seq | attention | transformer | gru)
@@ -24,6 +26,14 @@
 #   SEQ_ARGS, ATTN_ARGS, TF_ARGS  extra arguments for the seq2seq, attention and transformer runs
 #   ATTENTION_SPECS  kind:len pairs (default "mha:4096"; the earlier set: "mha:4096 sdpa:4096 additive:1024")
 set -euo pipefail
+if [[ ${1:-} == --peers ]]; then
+  shift
+  exec bash "$(dirname "$0")/peers/compare.sh" "$@"
+fi
+if [[ $# -gt 0 ]]; then
+  echo "usage: bench/compare.sh [--peers]  (settings through the environment; see the header)" >&2
+  exit 2
+fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}

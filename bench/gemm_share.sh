@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What share of a step both sides spend in the same OpenBLAS GEMM, and the bound that puts on
-# attn's speedup over PyTorch (docs/performance.md, "Amdahl bounds"). Each benchmark runs on
-# one thread with bench/gemm_time_shim.c preloaded, which adds up the thread CPU time spent
+# attn's speedup over PyTorch (bench/results/2026-12-02-amdahl-bounds-cpu-time.md). Each benchmark
+# runs on one thread with bench/gemm_time_shim.c preloaded, which adds up the thread CPU time spent
 # inside sgemm; the process CPU time comes from getrusage. Each side runs at two repetition
 # counts (alternating attn / PyTorch), and the differences give the cost of one step (or
 # decode, or call) without start-up, warm-up and the sgemm measurement. CPU time, not wall

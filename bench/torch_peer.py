@@ -185,6 +185,9 @@ def bench_seq2seq(a):
     torch.manual_seed(a.seed)
     gen = torch.Generator().manual_seed(a.seed)
     model = Seq2Seq(a.attention, a.emb, a.hidden, a.vocab)
+    if a.compile:  # torch 2: the decoder step (the loop body, run T times) and the encoder
+        model.step = torch.compile(model.step)
+        model.encode = torch.compile(model.encode)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     batches = [copy_batch(gen, a.batch, a.len) for _ in range(a.warmup + a.steps)]
     greedy_batch = copy_batch(gen, a.batch, a.len)
@@ -192,6 +195,7 @@ def bench_seq2seq(a):
     t_fwd = t_bwd = t_opt = train_seconds = train_cpu = 0.0
     loss_value = 0.0
     model.train()
+    started = time.perf_counter()
     for i, (src, lengths, tgt_in, tgt_out) in enumerate(batches):
         c0 = time.process_time()  # every thread's CPU time, as attn's train_cpu_seconds
         t0 = time.perf_counter()
@@ -205,6 +209,8 @@ def bench_seq2seq(a):
         opt.step()
         opt.zero_grad(set_to_none=True)
         t3 = time.perf_counter()
+        if i + 1 == a.warmup:
+            warmup_seconds = time.perf_counter() - started  # torch.compile's compile time included
         if i >= a.warmup:
             t_fwd += t1 - t0
             t_bwd += t2 - t1
@@ -257,6 +263,8 @@ def bench_seq2seq(a):
         "greedy_steps_per_rep": mean_steps,
         "final_loss": loss_value,
         "threads": torch.get_num_threads(),
+        "compile": a.compile,
+        "warmup_seconds": warmup_seconds if a.warmup else 0.0,
         "parameters": sum(p.numel() for p in model.parameters()),
         "config": {"batch": a.batch, "emb": a.emb, "hidden": a.hidden, "vocab": V, "len": a.len,
                    "target_len": T, "encoder": "gru",
@@ -344,13 +352,30 @@ def bench_attention(a):
     B, H, T, D = a.batch, a.heads, a.len, a.dim
     Dh = D // H
     note = None
+    if a.mask != "none" and a.kind != "sdpa":
+        sys.exit("torch_peer: --mask is for --kind sdpa")
     if a.kind == "sdpa":
         q, k, v = (torch.randn(B, H, T, Dh, requires_grad=True) for _ in range(3))
         leaves = [q, k, v]
         scale = 1.0 / math.sqrt(Dh)
+        # padding: every row's last quarter of keys is padding (attn bench attention --mask padding)
+        keep = (torch.arange(T) < T - T // 4).view(1, 1, 1, T).expand(B, 1, 1, T) if a.mask == "padding" else None
+        if hasattr(F, "scaled_dot_product_attention"):  # torch 2: the fused CPU kernel
+            note = "F.scaled_dot_product_attention"
 
-        def forward():  # torch 1.13 has no fused CPU sdpa: the composed form
-            return torch.softmax((q @ k.transpose(-1, -2)) * scale, dim=-1) @ v
+            def forward():
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, is_causal=a.mask == "causal")
+        else:  # torch 1.13 has no fused CPU sdpa: the composed form
+            note = "composed softmax(q kᵀ) v"
+            bias = None
+            if a.mask == "causal":
+                bias = torch.full((T, T), float("-inf")).triu(1)
+            elif keep is not None:
+                bias = torch.zeros(B, 1, 1, T).masked_fill(~keep, float("-inf"))
+
+            def forward():
+                scores = (q @ k.transpose(-1, -2)) * scale
+                return torch.softmax(scores if bias is None else scores + bias, dim=-1) @ v
 
         seed_grad = torch.randn(B, H, T, Dh)
         flops = 4.0 * B * H * T * T * Dh
@@ -439,6 +464,8 @@ def bench_attention(a):
     }
     if a.kind in ("sdpa", "mha"):
         res["config"]["head_dim"] = Dh
+    if a.kind == "sdpa":
+        res["config"]["mask"] = a.mask
     if note:
         res["note"] = note
     if skip_backward:
@@ -673,13 +700,16 @@ def bench_transformer(a):
     batches = [pair_batch(pairs, all_batches[i * len(all_batches) // n_batches]) for i in range(n_batches)]
     # Beam decoding first, on the untrained model, for exactly longest target + 1 steps: EOS's
     # tied embedding row is zeroed so no hypothesis finishes early (as attn bench transformer).
+    # --beam-sentences 0: training only.
     with torch.no_grad():
         model.embedding.weight[EOS].zero_()
     model.eval()
-    src, src_lengths, tgt_in, _, _ = pair_batch(pairs, list(range(a.beam_sentences)))
-    max_len = tgt_in.shape[1]
+    max_len = 0
     beam_seconds = beam_tokens = 0.0
-    for r in range(1 + a.beam_reps):
+    if a.beam_sentences:
+        src, src_lengths, tgt_in, _, _ = pair_batch(pairs, list(range(a.beam_sentences)))
+        max_len = tgt_in.shape[1]
+    for r in range(1 + a.beam_reps if a.beam_sentences else 0):
         t0 = time.perf_counter()
         out = model.beam(src, src_lengths, a.beam, a.length_penalty, max_len)
         s = time.perf_counter() - t0
@@ -691,10 +721,18 @@ def bench_transformer(a):
     train_seconds = train_flops = target_tokens = padded = sentences = 0.0
     loss_value = 0.0
     model.train()
+    # torch 2 options: bf16 autocast (CPU), torch.compile of the teacher-forced forward (shapes
+    # change from batch to batch: dynamic shapes after the first recompile).
+    logits_of = torch.compile(model.logits) if a.compile else model.logits
+    started = time.perf_counter()
+    warmup_seconds = 0.0
     for i, (src, src_lengths, tgt_in, tgt_out, tgt_lengths) in enumerate(batches):
+        if i == a.warmup:
+            warmup_seconds = time.perf_counter() - started
         t0 = time.perf_counter()
-        logits = model.logits(src, src_lengths, tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD,
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            logits = logits_of(src, src_lengths, tgt_in)
+        loss = F.cross_entropy(logits.float().reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD,
                                label_smoothing=a.label_smoothing)
         loss_value = loss.item()
         loss.backward()
@@ -717,9 +755,12 @@ def bench_transformer(a):
         "train_padded_tokens_per_s": padded / train_seconds,
         "train_sentences_per_s": sentences / train_seconds,
         "gflops_per_s": train_flops / train_seconds / 1e9,
-        "beam_sentences_per_s": a.beam_sentences * a.beam_reps / beam_seconds,
-        "beam_tokens_per_s": beam_tokens / beam_seconds,
-        "beam_tokens_per_sentence": beam_tokens / (a.beam_sentences * a.beam_reps),
+        "beam_sentences_per_s": a.beam_sentences * a.beam_reps / beam_seconds if beam_seconds else None,
+        "beam_tokens_per_s": beam_tokens / beam_seconds if beam_seconds else None,
+        "beam_tokens_per_sentence": beam_tokens / (a.beam_sentences * a.beam_reps) if beam_seconds else None,
+        "precision": a.precision,
+        "compile": a.compile,
+        "warmup_seconds": warmup_seconds,
         "train_flops": train_flops,
         "target_tokens": target_tokens,
         "steps": a.steps,
@@ -866,11 +907,14 @@ def main():
     s = sub.add_parser("seq2seq")
     seq2seq_shape_arguments(s)
     s.add_argument("--greedy-reps", type=int, default=3)
+    s.add_argument("--compile", action="store_true", help="torch 2: torch.compile the encoder and decoder step")
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--threads", type=int, default=0)
     s.add_argument("--json", action="store_true")
     t = sub.add_parser("attention")
     t.add_argument("--kind", default="sdpa")
+    t.add_argument("--mask", default="none", choices=["none", "causal", "padding"],
+                   help="sdpa: causal, or the last quarter of the keys padding")
     t.add_argument("--batch", type=int, default=1)
     t.add_argument("--heads", type=int, default=8)
     t.add_argument("--len", type=int, default=4096)
@@ -885,7 +929,9 @@ def main():
     transformer_shape_arguments(m)
     m.add_argument("--beam", type=int, default=5)
     m.add_argument("--length-penalty", type=float, default=1.0)
-    m.add_argument("--beam-sentences", type=int, default=64)
+    m.add_argument("--beam-sentences", type=int, default=64, help="0: training only")
+    m.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: torch 2's CPU autocast")
+    m.add_argument("--compile", action="store_true", help="torch 2: torch.compile the training forward")
     m.add_argument("--beam-reps", type=int, default=1)
     m.add_argument("--seed", type=int, default=1)
     m.add_argument("--threads", type=int, default=0)

@@ -96,7 +96,8 @@ const char* blas_core_for(const CpuFeatures& cpu) {
   }
   if (cpu.avx && cpu.os_ymm) return "Sandybridge";
   // Not Nehalem or Penryn for SSE4: their kernels ran at 7.4 and 8.6 GFLOP/s against Core2's
-  // 10.4 (2048^3, docs/performance.md), and OpenBLAS's table knows the real SSE4 CPUs anyway.
+  // 10.4 (2048^3, bench/results/2026-12-01-intel-xeon-model167-blas-core-wait-policy.md), and
+  // OpenBLAS's table knows the real SSE4 CPUs anyway.
   if (cpu.ssse3) return "Core2";
   return "Prescott";  // SSE3, which every x86-64 OpenBLAS supports
 }

@@ -147,6 +147,13 @@ for kind in sdpa additive mha; do
     | /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["forward_ms"] > 0 and d["peak_rss_mb"] >= d["baseline_rss_mb"] > 0' \
     || fail "bench attention --kind $kind --json"
 done
+for mask in causal padding; do
+  "$attn" bench attention --kind sdpa --mask $mask --len 16 --dim 16 --heads 2 --reps 1 --threads 1 --json \
+    | /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); assert d["forward_ms"] > 0 and d["config"]["mask"] == sys.argv[1]' $mask \
+    || fail "bench attention --mask $mask --json"
+done
+expect 2 "unknown --mask 'diagonal' (valid: none, causal, padding)" -- "$attn" bench attention --mask diagonal
+expect 2 "--mask is for --kind sdpa" -- "$attn" bench attention --kind mha --mask causal
 expect 2 "unknown --kind 'foo' (valid: sdpa, additive, mha)" -- "$attn" bench attention --kind foo
 expect 2 "unknown attention 'foo' (valid: none, bahdanau, luong)" -- "$attn" bench seq2seq --attention foo
 expect 2 "is not divisible by --heads" -- "$attn" bench attention --dim 10 --heads 3

@@ -94,9 +94,9 @@ TEST(BlasCoreFor, AmdZen4WithAvX512AndBf16) {
 
 // The development machine of 2026-12-02: AMD EPYC "Genoa" under KVM (family 25, model 17),
 // AVX-512 F/CD/DQ/BW/VL/VNNI/BF16, no AMX. OpenBLAS 0.3.21 picks Cooperlake there itself;
-// measured against Zen, Haswell and SkylakeX (docs/performance.md), Cooperlake was the fastest
-// on the 2048^3 product and within the noise on the step shapes, so AMD's AVX-512 (double-pumped
-// 256-bit units on Zen 4) keeps the AVX-512 rule.
+// measured against Zen, Haswell and SkylakeX (bench/results/2026-12-02-amd-genoa-blas-core-wait-policy.md),
+// Cooperlake was the fastest on the 2048^3 product and within the noise on the step shapes, so AMD's
+// AVX-512 (double-pumped 256-bit units on Zen 4) keeps the AVX-512 rule.
 TEST(BlasCoreFor, AmdGenoaKeepsTheAvX512Kernels) {
   CpuFeatures f = x86("AuthenticAMD", 25, 17);
   with_avx512(f).avx512_bf16 = true;

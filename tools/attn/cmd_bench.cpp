@@ -273,6 +273,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
 
 struct AttentionBenchArgs {
   std::string kind = "sdpa";
+  std::string mask = "none";  // sdpa: none | causal | padding (the last quarter of the keys masked)
   int batch = 1;
   int heads = 8;
   int len = 4096;
@@ -298,6 +299,9 @@ void run_attention_bench(const AttentionBenchArgs& a) {
     throw UsageError("--batch, --heads, --len, --dim, --reps must be >= 1 and --warmup >= 0");
   if (a.kind != "additive" && a.dim % a.heads != 0)
     throw UsageError("--dim " + std::to_string(a.dim) + " is not divisible by --heads " + std::to_string(a.heads));
+  if (a.mask != "none" && a.mask != "causal" && a.mask != "padding")
+    throw UsageError("unknown --mask '" + a.mask + "' (valid: none, causal, padding)");
+  if (a.mask != "none" && a.kind != "sdpa") throw UsageError("--mask is for --kind sdpa");
   const int64_t B = a.batch, H = a.heads, T = a.len, D = a.dim, Dh = D / H;
   Rng rng(a.seed);
 
@@ -311,7 +315,11 @@ void run_attention_bench(const AttentionBenchArgs& a) {
     Tensor q = random_normal({B, H, T, Dh}, rng, true), k = random_normal({B, H, T, Dh}, rng, true),
            v = random_normal({B, H, T, Dh}, rng, true);
     leaves = {q, k, v};
-    forward = [q, k, v] { return sdpa(q, k, v).out; };
+    SdpaOptions o;
+    o.causal = a.mask == "causal";
+    if (a.mask == "padding")  // every row's last quarter of keys is padding
+      o.key_lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T - T / 4)), {B});
+    forward = [q, k, v, o] { return sdpa(q, k, v, o).out; };
     seed_grad = random_normal({B, H, T, Dh}, rng, false);
     flops_forward = 4.0 * B * H * T * T * Dh;  // q kᵀ and a v
   } else if (a.kind == "mha") {
@@ -392,6 +400,7 @@ void run_attention_bench(const AttentionBenchArgs& a) {
   j["threads"] = num_threads();
   j["config"] = {{"batch", a.batch}, {"heads", a.heads}, {"len", a.len}, {"dim", a.dim}, {"seed", a.seed}};
   if (a.kind == "sdpa") j["config"]["head_dim"] = Dh;
+  if (a.kind == "sdpa") j["config"]["mask"] = a.mask;
   if (a.kind == "mha") j["config"]["head_dim"] = Dh;
   if (a.kind == "additive") j["note"] = "heads unused; T queries over S = T keys, A = E = D = dim";
   j["machine"] = train::machine_report().to_json();  // after the peak-RSS reading, as attn doctor
@@ -618,6 +627,7 @@ void add_bench_command(CLI::App& app) {
   auto t = std::make_shared<AttentionBenchArgs>();
   CLI::App* att = bench->add_subcommand("attention", "One attention call: forward and forward+backward time, RSS");
   att->add_option("--kind", t->kind, "sdpa | additive | mha")->capture_default_str();
+  att->add_option("--mask", t->mask, "sdpa: none | causal | padding (last quarter of keys)")->capture_default_str();
   att->add_option("--batch", t->batch, "Batch size")->capture_default_str();
   att->add_option("--heads", t->heads, "Heads (sdpa, mha)")->capture_default_str();
   att->add_option("--len", t->len, "T = S")->capture_default_str();

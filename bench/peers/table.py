@@ -1,0 +1,137 @@
+"""The tables of bench/peers/compare.sh from its results.jsonl (one JSON line per run, tagged
+label, impl, config, round). Run it again on a saved file to reprint them:
+
+    python bench/peers/table.py build/peers-<time>/results.jsonl
+
+The first table has one row per benchmark and metric: attn, the fastest peer configuration
+(by its median over the rounds), and attn's speed over that peer's (rates: attn / peer; times:
+peer / attn), the median of the per-round ratios with their range. > 1: attn is faster.
+"""
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+# label prefix -> [(metric, higher is better, shown as)]
+METRICS = {
+    "seq2seq": [("train_tokens_per_s", True, "training tokens/s"), ("greedy_tokens_per_s", True, "greedy tokens/s")],
+    "transformer training": [("train_tokens_per_s", True, "training target tokens/s")],
+    "beam-5 test2016": [("sentences_per_s", True, "sentences/s"), ("tokens_per_s", True, "target tokens/s"),
+                        ("peak_rss_mb", False, "peak RSS MB"), ("bleu", True, "sacreBLEU")],
+    "sdpa": [("forward_ms", False, "forward ms"), ("forward_backward_ms", False, "forward+backward ms"),
+             ("growth_mb", False, "memory growth MB")],
+}
+SPEED = {"train_tokens_per_s", "greedy_tokens_per_s", "sentences_per_s", "forward_ms", "forward_backward_ms"}
+
+
+def metrics_of(label):
+    return next(m for prefix, m in METRICS.items() if label.startswith(prefix))
+
+
+def fmt(v):
+    if v is None:
+        return "—"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def main(path):
+    rows = [json.loads(line) for line in open(path)]
+    by = defaultdict(list)  # (label, impl, config) -> rows
+    for r in rows:
+        by[(r["label"], r["impl"], r["config"])].append(r)
+    labels = list(dict.fromkeys(r["label"] for r in rows if r["label"] != "limits"))
+
+    def per_round(key, metric):
+        return {r["round"]: r[metric] for r in by[key] if r.get(metric) is not None and "na" not in r}
+
+    def na_of(key):
+        return next((r["na"] for r in by[key] if "na" in r), None)
+
+    print("| benchmark | metric | attn | fastest peer (configuration) | peer | attn vs peer, median (range) | |")
+    print("|---|---|---:|---|---:|---:|---|")
+    for label in labels:
+        configs = [k for k in by if k[0] == label]
+        mine = [k for k in configs if k[1] == "attn"]
+        peers = [k for k in configs if k[1] != "attn"]
+        for metric, higher, shown in metrics_of(label):
+            if metric not in SPEED:
+                continue
+            a = per_round(mine[0], metric) if mine else {}
+            if not a:
+                why = na_of(mine[0]) if mine else "no attn run"
+                print(f"| {label} | {shown} | {why or '—'} | | | | |")
+                continue
+            medians = {k: statistics.median(per_round(k, metric).values()) for k in peers if per_round(k, metric)}
+            if not medians:
+                print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | "
+                      f"{'; '.join(f'{k[1]} {k[2]}: {na_of(k)}' for k in peers)} | | | |")
+                continue
+            best = (max if higher else min)(medians, key=medians.get)
+            p = per_round(best, metric)
+            ratios = [(a[r] / p[r]) if higher else (p[r] / a[r]) for r in a if r in p and a[r] and p[r]]
+            m = statistics.median(ratios)
+            rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+            verdict = "attn faster" if m >= 1.005 else "**attn slower**" if m < 0.995 else "level"
+            print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | {best[1]}: {best[2]} | "
+                  f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
+
+    beam = [k for k in by if k[0].startswith("beam-5")]
+    if beam:
+        print()
+        print("| beam-5 test2016 | sentences/s | target tokens/s | peak RSS MB | sacreBLEU |")
+        print("|---|---:|---:|---:|---:|")
+        for key in beam:
+            if na_of(key):
+                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | |")
+                continue
+            cells = []
+            for metric in ("sentences_per_s", "tokens_per_s", "peak_rss_mb", "bleu"):
+                v = list(per_round(key, metric).values())
+                rng = f" ({fmt(min(v))}–{fmt(max(v))})" if len(v) > 1 and metric != "bleu" else ""
+                cells.append(f"{fmt(statistics.median(v))}{rng}" if v else "—")
+            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) + " |")
+
+    print()
+    print("Every configuration (medians over the rounds, range in brackets):")
+    print()
+    print("| benchmark | engine | configuration | " + " | ".join(["metric", "median (range)"]) + " |")
+    print("|---|---|---|---|---:|")
+    for label in labels:
+        if label.startswith("beam-5"):
+            continue  # the table above
+        for key in [k for k in by if k[0] == label]:
+            if na_of(key):
+                print(f"| {label} | {key[1]} | {key[2]} | | {na_of(key)} |")
+                continue
+            for metric, _, shown in metrics_of(label):
+                v = list(per_round(key, metric).values())
+                if v:
+                    rng = f" ({fmt(min(v))}–{fmt(max(v))})" if len(v) > 1 else ""
+                    print(f"| {label} | {key[1]} | {key[2]} | {shown} | {fmt(statistics.median(v))}{rng} |")
+            extra = by[key][0]
+            if extra.get("warmup_seconds"):
+                what = "untimed warm-up steps, s (compile included)" if "compile" in key[2] else "untimed warm-up steps, s"
+                print(f"| {label} | {key[1]} | {key[2]} | {what} | "
+                      f"{fmt(statistics.median(r['warmup_seconds'] for r in by[key]))} |")
+            if extra.get("note") and key[1] == "attn":
+                print(f"| {label} | {key[1]} | {key[2]} | note | {extra['note']} |")
+
+    limits = [r for r in rows if r["label"] == "limits" and "na" not in r]
+    if limits:
+        print()
+        print("| limit (this run) | GFLOP/s (GOP/s for int8): every measurement | implementation |")
+        print("|---|---:|---|")
+        sgemm = [r["f32_gflops"] for r in limits if r["impl"] == "attn"]
+        if sgemm:
+            print(f"| fp32 sgemm, attn_micro (OpenBLAS / kernels::gemm, best of 1024² and 2048²) | "
+                  f"{', '.join(fmt(v) for v in sgemm)} | |")
+        dnnl = [r for r in limits if r["impl"] == "onednn"]
+        for kind in ("f32", "bf16", "int8"):
+            vals = [r[f"{kind}_gflops"] for r in dnnl if r.get(f"{kind}_gflops") is not None]
+            impl = dnnl[0][f"{kind}_impl"] if dnnl else ""
+            print(f"| {kind} matmul 2048², oneDNN {dnnl[0]['onednn'] if dnnl else ''} | "
+                  f"{', '.join(fmt(v) for v in vals) if vals else impl} | {impl if vals else ''} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
