@@ -34,7 +34,7 @@ expect 2 "--ref" -- "$attn" bleu
 # ---- tokenize ----
 expect 2 "--input" -- "$attn" tokenize train --out "$work/m"
 expect 2 "--model-type" -- "$attn" tokenize train --input "$work/ref.txt" --model-type word --out "$work/m"
-expect 2 "vocab-size must be >= 5" -- "$attn" tokenize train --input "$work/ref.txt" --vocab-size 2 --out "$work/m"
+expect 2 "--vocab-size must be in [5, 16777216], got 2" -- "$attn" tokenize train --input "$work/ref.txt" --vocab-size 2 --out "$work/m"
 expect 1 "missing.model" -- bash -c "echo hi | \"$attn\" tokenize encode --model \"$work/missing.model\""
 
 de="$data/multi30k/raw/val.de.gz"
