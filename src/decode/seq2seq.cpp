@@ -61,11 +61,12 @@ LoadedSeq2Seq load_seq2seq(const std::string& path) {
 }
 
 data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam,
-                                      float length_penalty) {
+                                      float length_penalty, float coverage_penalty) {
   const int max_len = static_cast<int>(batch.tgt_out.dim(1)) + 5;
-  models::DecodeResult decoded =
-      beam > 1 ? model.beam(batch.src, batch.src_lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len})
-               : model.greedy(batch.src, batch.src_lengths, max_len);
+  const models::BeamOptions options{
+      .width = beam, .length_penalty = length_penalty, .max_len = max_len, .coverage_penalty = coverage_penalty};
+  models::DecodeResult decoded = beam > 1 ? model.beam(batch.src, batch.src_lengths, options)
+                                          : model.greedy(batch.src, batch.src_lengths, max_len);
   const Tensor predicted = models::pad_rows({decoded.tokens.begin(), decoded.tokens.end()});  // (B, T')
   return data::score_predictions(predicted, batch.tgt_out, batch.tgt_lengths);
 }
@@ -75,6 +76,8 @@ void EvalOptions::validate() const {
   if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
   if (!(length_penalty >= 0.0f) || !std::isfinite(length_penalty))
     throw ValueError("--length-penalty must be >= 0, got " + std::to_string(length_penalty));
+  if (!(coverage_penalty >= 0.0f) || !std::isfinite(coverage_penalty))
+    throw ValueError("--coverage-penalty must be finite and >= 0, got " + std::to_string(coverage_penalty));
   if (batch < 1) throw ValueError("evaluation batch must be >= 1, got " + std::to_string(batch));
   for (int length : lengths)
     if (length < 1) throw ValueError("evaluation length must be >= 1, got " + std::to_string(length));
@@ -82,6 +85,8 @@ void EvalOptions::validate() const {
 
 std::vector<LengthAccuracy> evaluate_seq2seq(models::Seq2Seq& model, data::TaskKind task, const EvalOptions& options) {
   options.validate();
+  if (options.coverage_penalty > 0.0f && options.beam < 2)
+    throw ValueError("--coverage-penalty applies to beam search (--beam > 1)");
   model.eval();
   std::vector<LengthAccuracy> rows;
   for (int length : options.lengths) {
@@ -89,7 +94,8 @@ std::vector<LengthAccuracy> evaluate_seq2seq(models::Seq2Seq& model, data::TaskK
     data::AccuracyCounts counts;
     for (int done = 0; done < options.samples; done += options.batch) {
       const int n = std::min(options.batch, options.samples - done);
-      counts.add(decode_and_score(model, generator.fixed_length(n, length), options.beam, options.length_penalty));
+      counts.add(decode_and_score(model, generator.fixed_length(n, length), options.beam, options.length_penalty,
+                                  options.coverage_penalty));
     }
     rows.push_back({length, counts.token_accuracy(), counts.sequence_accuracy()});
   }

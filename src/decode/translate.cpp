@@ -120,7 +120,8 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
     if (model.info.kind == "transformer") max_len = std::min<int>(max_len, static_cast<int>(limit) - 1);
     const models::DecodeResult decoded = model.model->decode(
         src, src_lengths,
-        {.beam = options.beam, .max_len = max_len, .length_penalty = options.length_penalty, .select = options.select});
+        {.beam = options.beam, .max_len = max_len, .length_penalty = options.length_penalty,
+         .coverage_penalty = options.coverage_penalty, .select = options.select});
     const int64_t S = src.dim(1);
     for (size_t k = 0; k < batch_indices.size(); ++k) {
       Translation& t = out[real[batch_indices[k]]];

@@ -12,7 +12,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const bool with_weights = decoder.attention != nullptr;
-  detail::BeamSearch search("beam", B, options, with_weights ? W : 0);
+  detail::BeamSearch search("beam", B, options, with_weights ? W : 0, detail::beam_source(src_lengths, S));
   check_decoding_memory(config_, search.rows(), S, options.max_len);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "attn/checked_size.h"
 #include "attn/models/batch.h"
@@ -15,13 +16,31 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 }  // namespace
 
-BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row)
-    : batch_(batch), K_(options.width), alpha_(options.length_penalty), max_len_(options.max_len), W_(weights_per_row) {
+BeamSource beam_source(const Tensor& src_lengths, int64_t S) {
+  const int32_t* l = src_lengths.i32();
+  return {S, std::vector<int32_t>(l, l + src_lengths.numel())};
+}
+
+BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row,
+                       BeamSource source)
+    : batch_(batch),
+      K_(options.width),
+      alpha_(options.length_penalty),
+      max_len_(options.max_len),
+      W_(weights_per_row),
+      beta_(options.coverage_penalty),
+      source_(std::move(source)) {
   if (options.width < 1) throw ValueError(op + ": width must be >= 1, got " + std::to_string(options.width));
   if (options.max_len < 1) throw ValueError(op + ": max_len must be >= 1, got " + std::to_string(options.max_len));
   if (!(options.length_penalty >= 0.0f) || !std::isfinite(options.length_penalty))
     throw ValueError(op + ": length_penalty must be finite and >= 0, got " + std::to_string(options.length_penalty));
+  if (!(beta_ >= 0.0f) || !std::isfinite(beta_))
+    throw ValueError(op + ": coverage_penalty must be finite and >= 0, got " + std::to_string(beta_));
+  if (beta_ > 0.0f && (W_ == 0 || source_.S < 1 || W_ % source_.S != 0 ||
+                       source_.lengths.size() != static_cast<size_t>(batch)))
+    throw ValueError(op + ": coverage_penalty needs the attention weights, and this model has none");
   const size_t BK = static_cast<size_t>(checked_size_product(batch, K_, op + ": batch x beam width"));
+  if (beta_ > 0.0f) coverage_.assign(BK * static_cast<size_t>(source_.S), 0.0f);
   score_.assign(BK, kNegInf);
   for (int64_t b = 0; b < batch; ++b) score_[static_cast<size_t>(b * K_)] = 0.0f;
   finished_.resize(static_cast<size_t>(batch));
@@ -31,6 +50,23 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
 }
 
 float BeamSearch::lp(int len) const { return alpha_ == 0.0f ? 1.0f : std::pow((5.0f + len) / 6.0f, alpha_); }
+
+float BeamSearch::coverage_penalty(int64_t b, const float* coverage) const {
+  if (beta_ == 0.0f) return 0.0f;
+  double sum = 0.0;  // over the source positions (columns), never the target steps (rows)
+  for (int64_t i = 0; i < source_.lengths[static_cast<size_t>(b)]; ++i)
+    sum += std::log(std::min(std::max(coverage[i], std::numeric_limits<float>::min()), 1.0f));
+  return beta_ * static_cast<float>(sum);
+}
+
+void BeamSearch::add_weights(const float* from, const float* weights, float* coverage) const {
+  const int64_t S = source_.S, heads = W_ / S;
+  for (int64_t i = 0; i < S; ++i) {
+    double a = 0.0;
+    for (int64_t h = 0; h < heads; ++h) a += weights[h * S + i];
+    coverage[i] = from[i] + static_cast<float>(a / static_cast<double>(heads));
+  }
+}
 
 Tensor BeamSearch::next_tokens() const { return Tensor::from_vector(next_, {rows()}); }
 
@@ -44,6 +80,8 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
   std::vector<int32_t>& tok = tokens_.back();
   std::vector<int32_t>& par = parents_.back();
   std::vector<float> new_score(static_cast<size_t>(BK), kNegInf);
+  const int64_t S = source_.S;
+  std::vector<float> new_coverage(coverage_.size(), 0.0f), extended(beta_ > 0.0f ? static_cast<size_t>(S) : 0);
   std::vector<Candidate>& cands = candidates_;
   cands.reserve(static_cast<size_t>(K * V));  // allocates on the first step only
   bool all_done = true;
@@ -69,13 +107,20 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
     for (size_t i = 0; i < top && alive < K; ++i) {
       const Candidate& c = cands[i];
       if (c.score == kNegInf) break;
+      const int64_t from = b * K + c.beam;
+      float cp = 0.0f;
+      if (beta_ > 0.0f) {  // the hypothesis's attention, this step's included
+        add_weights(coverage_.data() + from * S, weights + from * W_, extended.data());
+        cp = coverage_penalty(b, extended.data());
+      }
       if (c.token == kEos) {
-        finished.push_back({c.score / lp(t + 1), t, c.beam});
+        finished.push_back({c.score / lp(t + 1) + cp, t, c.beam});
       } else {
         const size_t j = static_cast<size_t>(b * K + alive);
         tok[j] = c.token;
-        par[j] = static_cast<int32_t>(b * K + c.beam);
+        par[j] = static_cast<int32_t>(from);
         new_score[j] = c.score;
+        if (beta_ > 0.0f) std::copy(extended.begin(), extended.end(), new_coverage.begin() + static_cast<int64_t>(j) * S);
         ++alive;
       }
     }
@@ -94,6 +139,7 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights) {
     }
   }
   score_.swap(new_score);
+  coverage_.swap(new_coverage);
   if (all_done) return false;
   for (int64_t i = 0; i < BK; ++i) {
     reorder_.i32()[i] = par[static_cast<size_t>(i)];
@@ -150,7 +196,8 @@ DecodeResult BeamSearch::result() const {
       for (int k = 1; k < K; ++k)
         if (score_[static_cast<size_t>(b * K + k)] > score_[static_cast<size_t>(beam_at)])
           beam_at = static_cast<int>(b * K + k);
-      list.push_back(trace(steps - 1, beam_at, false, score_[static_cast<size_t>(beam_at)] / lp(steps)));
+      const float cp = beta_ > 0.0f ? coverage_penalty(b, coverage_.data() + static_cast<int64_t>(beam_at) * source_.S) : 0.0f;
+      list.push_back(trace(steps - 1, beam_at, false, score_[static_cast<size_t>(beam_at)] / lp(steps) + cp));
     }
     result.tokens[static_cast<size_t>(b)] = list.front().tokens;
     if (W_ > 0) result.attention[static_cast<size_t>(b)] = list.front().attention;

@@ -29,11 +29,23 @@
 
 namespace attn::models::detail {
 
+// What the coverage penalty needs to read the weights: each row's weights_per_row floats are
+// heads blocks of S source positions (head-major), and source row b has lengths[b] real ones.
+struct BeamSource {
+  int64_t S = 0;
+  std::vector<int32_t> lengths;  // (B)
+};
+
+// The BeamSource of a padded batch of S positions with src_lengths (B) int32.
+BeamSource beam_source(const Tensor& src_lengths, int64_t S);
+
 class BeamSearch {
  public:
-  // `op` prefixes the ValueError for a bad width, max_len or length_penalty.
+  // `op` prefixes the ValueError for a bad width, max_len, length_penalty or coverage_penalty
+  // (or a coverage penalty without weights).
   // weights_per_row: attention floats per hypothesis and step (0: no attention kept).
-  BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row);
+  BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row,
+             BeamSource source = {});
 
   int64_t rows() const { return batch_ * K_; }  // B·K
   // The token each hypothesis feeds next (BOS at the start), as an int32 (B·K) tensor.
@@ -58,12 +70,19 @@ class BeamSearch {
     int token;
   };
   float lp(int len) const;
+  // β Σ_{i < L_b} log(min(coverage_i, 1)) of one hypothesis's summed attention (S floats).
+  float coverage_penalty(int64_t b, const float* coverage) const;
+  // coverage (S) = from (S) + the head-averaged weights of one step (heads · S).
+  void add_weights(const float* from, const float* weights, float* coverage) const;
 
   int64_t batch_;
   int K_;
   float alpha_;
   int max_len_;
   int64_t W_;
+  float beta_;
+  BeamSource source_;
+  std::vector<float> coverage_;                  // Σ_t a_t of alive hypotheses (B·K, S); β > 0 only
   std::vector<float> score_;                     // raw log-prob of alive hypotheses (B·K)
   std::vector<std::vector<int32_t>> tokens_;      // per step, per new beam (B·K)
   std::vector<std::vector<int32_t>> parents_;     // per step, per new beam (B·K)

@@ -41,7 +41,8 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .heads = config.heads,
                                          .window = config.window,
                                          .max_src_len = config.max_src_len,
-                                         .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL)},
+                                         .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL),
+                                         .coverage = config.coverage != CoverageKind::none},
                                         rng);
     register_module("attention", attention->module());
   }
@@ -82,6 +83,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
     nn::StepAttentionResult r = attention->step(state.h.back(), memory, state.attention, need_weights);  // queries with s_{t-1}
     s.context = r.context;
     s.weights = r.weights;
+    s.coverage_loss = r.coverage_loss;
     x = concat({emb_prev, r.context});
   } else if (kind() == AttentionKind::luong && config_.input_feeding) {
     x = concat({emb_prev, state.feed});
@@ -132,7 +134,7 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
   // Without attention the first layer's input is known ahead: one GEMM over T·B rows.
   Tensor projected;
   if (kind() == AttentionKind::none) projected = linear(emb_all, rnn.at(0, 0).w_ih, rnn.at(0, 0).b_ih);  // (T, B, G)
-  std::vector<Tensor> tops, contexts, features, hard_log_probs;
+  std::vector<Tensor> tops, contexts, features, hard_log_probs, coverage_terms;
   tops.reserve(static_cast<size_t>(T));
   contexts.reserve(static_cast<size_t>(T));
   features.reserve(static_cast<size_t>(T));
@@ -147,6 +149,7 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
       features.push_back(s.feature);
     }
     if (s.log_prob.defined()) hard_log_probs.push_back(s.log_prob);
+    if (s.coverage_loss.defined()) coverage_terms.push_back(s.coverage_loss);
   }
   DecoderOutput result;
   // The output layer over all T steps at once: one GEMM over T·B rows.
@@ -154,6 +157,7 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
                       ? out.forward(concat({stack_rows(tops), stack_rows(contexts), emb_all}))  // (T, B, V)
                       : out.forward(stack_rows(features));                                      // (T, B, V)
   if (!hard_log_probs.empty()) result.hard_log_probs = stack_rows(hard_log_probs);  // (T, B)
+  if (!coverage_terms.empty()) result.coverage_terms = stack_rows(coverage_terms);  // (T, B)
   return result;
 }
 

@@ -31,7 +31,22 @@ Seq2Seq::Loss Seq2Seq::loss_terms(const Batch& batch, float label_smoothing) {
   const DecoderOutput out = forward(batch);
   const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
                                   {.ignore_index = kPad, .label_smoothing = label_smoothing});
-  return {with_reinforce(ce, out, batch), ce, out.logits};
+  return {with_coverage(with_reinforce(ce, out, batch), out, batch), ce, out.logits};
+}
+
+Tensor Seq2Seq::with_coverage(const Tensor& loss, const DecoderOutput& out, const Batch& batch) const {
+  if (!out.coverage_terms.defined() || config_.coverage_loss == 0.0f) return loss;
+  const Tensor targets = time_major_ids(batch.tgt_out);  // (T, B)
+  const int64_t n = targets.numel();
+  Tensor real = Tensor::empty(targets.shape());          // 1 for a target token, 0 for padding
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    real.f32()[i] = targets.i32()[i] == kPad ? 0.0f : 1.0f;
+    count += targets.i32()[i] != kPad;
+  }
+  if (count == 0) return loss;
+  const Tensor per_token = scale(sum(mul(out.coverage_terms, real)), 1.0f / static_cast<float>(count));
+  return add(loss, scale(per_token, config_.coverage_loss));
 }
 
 Tensor Seq2Seq::loss(const Batch& batch, float label_smoothing) { return loss_terms(batch, label_smoothing).loss; }

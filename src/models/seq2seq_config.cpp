@@ -29,6 +29,7 @@ size_t parse_name(const char* what, const std::string& value, const std::vector<
 // In the order of the enums RnnCell and AttentionKind.
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
+const std::vector<std::string> kCoverages = {"none", "see"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
@@ -42,6 +43,11 @@ RnnCell parse_rnn_cell(const std::string& name) {
 const char* to_string(AttentionKind kind) { return kAttentions.at(static_cast<size_t>(kind)).c_str(); }
 AttentionKind parse_attention_kind(const std::string& name) {
   return static_cast<AttentionKind>(parse_name("attention", name, kAttentions));
+}
+
+const char* to_string(CoverageKind kind) { return kCoverages.at(static_cast<size_t>(kind)).c_str(); }
+CoverageKind parse_coverage_kind(const std::string& name) {
+  return static_cast<CoverageKind>(parse_name("coverage", name, kCoverages));
 }
 
 std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::string& name) {
@@ -98,32 +104,45 @@ void Seq2SeqConfig::validate() const {
     throw ValueError(fmt::format(
         "luong {}: decoder state D={} differs from encoder state E={} (bidirectional): use 'general' or 'concat'", s,
         hidden, 2 * hidden));
+  if (coverage != CoverageKind::none && !(attention == AttentionKind::bahdanau))
+    throw ValueError(fmt::format("coverage '{}' needs bahdanau attention (its additive score), got attention '{}'",
+                                 to_string(coverage), to_string(attention)));
+  if (!(coverage_loss >= 0.0f) || !std::isfinite(coverage_loss))
+    throw ValueError(fmt::format("coverage_loss must be finite and >= 0, got {}", coverage_loss));
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
-  return nlohmann::json{{"encoder", to_string(encoder)}, {"layers", layers},
+  nlohmann::json j{{"encoder", to_string(encoder)}, {"layers", layers},
                         {"bidirectional", bidirectional}, {"emb", emb},
                         {"hidden", hidden},       {"dropout", dropout},
                         {"attention", to_string(attention)}, {"score", score_name()},
                         {"input_feeding", input_feeding}, {"vocab", vocab},
                         {"max_src_len", max_src_len}, {"heads", heads},
                         {"window", window}, {"seed", seed}};
+  if (coverage != CoverageKind::none) {  // checkpoints without coverage keep the older form
+    j["coverage"] = to_string(coverage);
+    j["coverage_loss"] = coverage_loss;
+  }
+  return j;
 }
 
 Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
   Seq2SeqConfig c;
-  std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score;  // the choices' names
+  std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score,
+              coverage = to_string(c.coverage);  // the choices' names
   detail::read_config("seq2seq", j, {{"encoder", &encoder}, {"layers", &c.layers},
                                      {"bidirectional", &c.bidirectional}, {"emb", &c.emb},
                                      {"hidden", &c.hidden}, {"dropout", &c.dropout},
                                      {"attention", &attention}, {"score", &score},
                                      {"input_feeding", &c.input_feeding}, {"vocab", &c.vocab},
                                      {"max_src_len", &c.max_src_len}, {"heads", &c.heads},
-                                     {"window", &c.window}, {"seed", &c.seed}});
+                                     {"window", &c.window}, {"seed", &c.seed},
+                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}});
   check_config_bounds(c);  // first, as validate() does
   c.encoder = parse_rnn_cell(encoder);
   c.attention = parse_attention_kind(attention);
   c.score = parse_score(c.attention, score);
+  c.coverage = parse_coverage_kind(coverage);
   c.validate();
   return c;
 }

@@ -230,7 +230,7 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
                                       AttentionSelect select) {
   const char* op = "TransformerSeq2Seq.beam";
   const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
-  detail::BeamSearch search(op, B, options, S);
+  detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S));
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;

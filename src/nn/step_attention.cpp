@@ -9,6 +9,8 @@
 #include "attn/error.h"
 #include "attn/nn/attention_init.h"
 #include "attn/nn/init.h"
+#include "attn/ops/coverage.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/hard_attention.h"
 #include "attn/ops/local_attention.h"
 #include "attn/ops/select.h"
@@ -72,10 +74,12 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
   if (D < 1 || E < 1)
     throw ValueError("make_step_attention: query_size and memory_size must be >= 1, got " + std::to_string(D) + ", " +
                      std::to_string(E));
+  if (o.coverage && o.score != StepScore::additive && o.score != StepScore::additive_normalized)
+    throw ValueError(std::string("make_step_attention: coverage needs an additive score, got ") + step_score_name(o.score));
   switch (o.score) {
     case StepScore::additive:
     case StepScore::additive_normalized:
-      return std::make_unique<AdditiveAttention>(D, E, o.score == StepScore::additive_normalized, rng);
+      return std::make_unique<AdditiveAttention>(D, E, o.score == StepScore::additive_normalized, o.coverage, rng);
     case StepScore::dot:
     case StepScore::general:
     case StepScore::concat: return std::make_unique<LuongAttention>(o.score, D, E, rng);
@@ -92,25 +96,41 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
 
 // ---- additive ---------------------------------------------------------------------------------
 
-AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, Rng& rng) : SingleHeadStepAttention(E), normalize_(normalize) {
+AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, bool coverage, Rng& rng)
+    : SingleHeadStepAttention(E), normalize_(normalize) {
   AdditiveParams p = additive_attention_init(D, E, /*A=*/D, rng, normalize);
   w_q = register_parameter("w_q", p.w_q);
   w_k = register_parameter("w_k", p.w_k);
   bias = register_parameter("bias", p.bias);
   v = register_parameter("v", p.v);
   if (normalize) g = register_parameter("g", p.g);
+  // Zeros: a new coverage model starts as plain Bahdanau, and draws nothing from rng.
+  if (coverage) w_c = register_parameter("w_c", Tensor::zeros({D}));
 }
 
 StepMemory AdditiveAttention::prepare(const Tensor& values, const Tensor& lengths) const {
   return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
 }
 
-StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
+StepState AdditiveAttention::start(const StepMemory& m) const {
+  StepState state;
+  if (w_c.defined()) state.rows.push_back(Tensor::zeros({m.values.dim(0), m.values.dim(1)}));  // c_0 (B, S)
+  return state;
+}
+
+StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
+                                              bool need_weights) {
   AdditiveOptions o;
   o.normalize = normalize_;
   o.g = g;
-  o.need_weights = need_weights;
-  return from(additive_attention(query, m.keys, m.values, w_q, bias, v, m.lengths, o));
+  o.need_weights = need_weights || w_c.defined();  // coverage adds the weights up
+  if (!w_c.defined()) return from(additive_attention(query, m.keys, m.values, w_q, bias, v, m.lengths, o));
+  Tensor& coverage = state.rows.at(0);  // c_t (B, S): the earlier steps' attention only
+  StepAttentionResult r = from(additive_attention(query, add_outer(m.keys, coverage, w_c), m.values, w_q, bias, v,
+                                                  m.lengths, o));
+  r.coverage_loss = coverage_overlap(r.weights, coverage);  // (B)
+  coverage = add(coverage, r.weights);                       // c_{t+1}
+  return r;
 }
 
 // ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------

@@ -565,5 +565,123 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
   }
 }
 
+// ---- coverage (See et al. 2017) and GNMT's coverage penalty ---------------------------------
+
+Seq2SeqConfig tiny_coverage() {
+  Seq2SeqConfig c = tiny("bahdanau");
+  c.coverage = CoverageKind::see;
+  c.coverage_loss = 0.5f;
+  return c;
+}
+
+TEST(Seq2SeqConfig, CoverageInTheJsonOnlyWhenUsed) {
+  EXPECT_FALSE(tiny("bahdanau").to_json().contains("coverage"));  // older checkpoints' form
+  const Seq2SeqConfig c = tiny_coverage();
+  const nlohmann::json j = c.to_json();
+  EXPECT_EQ(j.at("coverage"), "see");
+  const Seq2SeqConfig back = Seq2SeqConfig::from_json(j);
+  EXPECT_EQ(back.coverage, CoverageKind::see);
+  EXPECT_EQ(back.coverage_loss, 0.5f);
+  Seq2SeqConfig luong = tiny("luong");
+  luong.coverage = CoverageKind::see;
+  EXPECT_THROW_MSG(luong.validate(), ValueError, "coverage 'see' needs bahdanau attention");
+  Seq2SeqConfig bad = tiny_coverage();
+  bad.coverage_loss = -1.0f;
+  EXPECT_THROW_MSG(bad.validate(), ValueError, "coverage_loss must be finite and >= 0, got -1");
+  EXPECT_THROW_MSG(parse_coverage_kind("tu2"), ValueError, "unknown coverage 'tu2' (valid: none, see)");
+}
+
+// The loss adds λ times the mean over target tokens (padding left out) of Σ_i min(a_i, c_i).
+TEST(Seq2Seq, CoverageLossIsTheMeanOverTargetTokens) {
+  const data::Batch batch = batch_of({{3, 4, 5, 3}, {5}, {4, 4}});
+  Seq2Seq model(tiny_coverage());
+  const Seq2Seq::Loss terms = model.loss_terms(batch);
+  const DecoderOutput out = model.forward(batch);
+  ASSERT_TRUE(out.coverage_terms.defined());
+  const Tensor targets = time_major_ids(batch.tgt_out);
+  double sum = 0.0;
+  int64_t tokens = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i)
+    if (targets.i32()[i] != data::kPad) {
+      sum += out.coverage_terms.f32()[i];
+      ++tokens;
+    }
+  EXPECT_GT(sum, 0.0);
+  EXPECT_NEAR(terms.loss.item() - terms.cross_entropy.item(), 0.5 * sum / static_cast<double>(tokens), 1e-5);
+  Tensor w_c;  // the coverage weight, zeros at the start: its gradient comes from c_t > 0
+  for (const auto& [name, t] : model.named_parameters())
+    if (name == "decoder.attention.w_c") w_c = t;
+  ASSERT_TRUE(w_c.defined());
+  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>&) { return model.loss(batch); }, {w_c}));
+  autodiff::tape().clear();
+}
+
+// The score of a hypothesis under β minus its score without: its coverage penalty.
+double penalty_of(const DecodeResult::Hypothesis& h, int32_t length, float beta) {
+  double sum = 0.0;
+  for (int32_t i = 0; i < length; ++i) {  // the source positions: columns, never the target rows
+    double column = 0.0;
+    for (const auto& step : h.attention) column += step[static_cast<size_t>(i)];
+    sum += std::log(std::min(column, 1.0));
+  }
+  return beta * sum;
+}
+
+// CTranslate2 #906 / #915: the penalty sums over the source columns of the attention, and
+// leaves padding out (a padded column sums to 0, whose log would be -inf).
+TEST(Seq2Seq, CoveragePenaltySumsSourceColumns) {
+  const std::vector<std::vector<int32_t>> sources = {{3, 4, 5, 3, 4}, {5, 3}};
+  const data::Batch batch = batch_of(sources);
+  Seq2Seq model(tiny("bahdanau"));
+  const float beta = 0.4f;
+  const BeamOptions plain{.width = 3, .length_penalty = 0.0f, .max_len = 6};
+  BeamOptions covered = plain;
+  covered.coverage_penalty = beta;
+  const DecodeResult without = model.beam(batch.src, batch.src_lengths, plain);
+  const DecodeResult with = model.beam(batch.src, batch.src_lengths, covered);
+  int compared = 0;
+  for (size_t r = 0; r < sources.size(); ++r)
+    for (const auto& h : with.hypotheses[r])
+      for (const auto& g : without.hypotheses[r])
+        if (g.tokens == h.tokens) {
+          const double cp = penalty_of(h, static_cast<int32_t>(sources[r].size()), beta);
+          EXPECT_LT(cp, 0.0);
+          EXPECT_NEAR(h.score - g.score, cp, 1e-4) << "row " << r;
+          ++compared;
+        }
+  EXPECT_GE(compared, 2);  // (a penalty summed over the rows would be 0: each row sums to 1)
+}
+
+// ESPnet #665: a batch decodes as its rows one at a time, coverage penalty included.
+TEST(Seq2Seq, BatchedBeamWithCoveragePenaltyEqualsRowByRow) {
+  const std::vector<std::vector<int32_t>> sources = {{3, 4, 5, 3, 4}, {5}, {4, 4, 3}};
+  Seq2Seq model(tiny_coverage());
+  const BeamOptions options{.width = 3, .length_penalty = 1.0f, .max_len = 8, .coverage_penalty = 0.3f};
+  const data::Batch batch = batch_of(sources);
+  const DecodeResult all = model.beam(batch.src, batch.src_lengths, options);
+  for (size_t r = 0; r < sources.size(); ++r) {
+    const data::Batch one = batch_of({sources[r]});
+    const DecodeResult alone = model.beam(one.src, one.src_lengths, options);
+    EXPECT_EQ(all.tokens[r], alone.tokens[0]) << "row " << r;
+    ASSERT_EQ(all.hypotheses[r].size(), alone.hypotheses[0].size());
+    for (size_t k = 0; k < alone.hypotheses[0].size(); ++k)
+      EXPECT_NEAR(all.hypotheses[r][k].score, alone.hypotheses[0][k].score, 1e-5) << "row " << r << " hypothesis " << k;
+  }
+}
+
+// OpenNMT-py #2471: a penalty on a model with no attention is a clear error, not a crash; a
+// one-position source and a hypothesis that ends at once score finitely.
+TEST(Seq2Seq, CoveragePenaltyEdgeCases) {
+  const data::Batch one = batch_of({{5}});
+  Seq2Seq none(tiny("none"));
+  EXPECT_THROW_MSG(none.beam(one.src, one.src_lengths, {.width = 2, .max_len = 4, .coverage_penalty = 1.0f}), ValueError,
+                   "coverage_penalty needs the attention weights, and this model has none");
+  Seq2Seq model(tiny_coverage());
+  EXPECT_THROW_MSG(model.beam(one.src, one.src_lengths, {.width = 2, .max_len = 4, .coverage_penalty = -1.0f}),
+                   ValueError, "coverage_penalty must be finite and >= 0, got -1");
+  const DecodeResult r = model.beam(one.src, one.src_lengths, {.width = 2, .max_len = 1, .coverage_penalty = 5.0f});
+  for (const auto& h : r.hypotheses[0]) EXPECT_TRUE(std::isfinite(h.score));
+}
+
 }  // namespace
 }  // namespace attn::models

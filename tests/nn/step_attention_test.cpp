@@ -14,6 +14,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/ops/attention.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/hard_attention.h"
 #include "attn/ops/local_attention.h"
 #include "attn/ops/reduce.h"
@@ -135,7 +136,7 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
 
 TEST(StepAttention, AdditiveStepIsTheOpWithKeysProjectedOnce) {
   Rng rng(5);
-  AdditiveAttention a(D, E, /*normalize=*/true, rng);
+  AdditiveAttention a(D, E, /*normalize=*/true, /*coverage=*/false, rng);
   const Tensor values = random_tensor({B, S, E}, 6), q = random_tensor({B, D}, 7);
   const StepMemory m = a.prepare(values, lengths());
   EXPECT_TRUE(tensors_close(m.keys, additive_project_keys(values, a.w_k), 0.0f, 0.0f));
@@ -293,6 +294,96 @@ TEST(StepAttention, StateReordersRows) {
   EXPECT_EQ(state.t, 4);
   EXPECT_EQ(state.rows[0].to_vector(), (std::vector<float>{20, 21, 0, 1, 0, 1, 10, 11}));
   EXPECT_EQ(state.rows[1].to_vector(), (std::vector<float>{7, 5, 5, 6}));
+}
+
+// ---- coverage (See et al. 2017) -------------------------------------------------------------
+
+std::unique_ptr<StepAttention> make_coverage(Rng& rng) {
+  auto a = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = true}, rng);
+  // w_c starts at zeros; give it values so that the coverage term shows in the scores.
+  auto& module = dynamic_cast<AdditiveAttention&>(*a);
+  module.w_c.copy_from(random_tensor({D}, 41, -2.0f, 2.0f));
+  return a;
+}
+
+// The weights of plain additive attention on keys + c ⊗ w_c: what step t must give.
+Tensor expected_weights(const AdditiveAttention& a, const Tensor& q, const StepMemory& m, const std::vector<float>& c) {
+  std::vector<float> keys = m.keys.to_vector();
+  const std::vector<float> w = a.w_c.to_vector();
+  for (int64_t r = 0; r < B * S; ++r)
+    for (int64_t i = 0; i < D; ++i) keys[static_cast<size_t>(r * D + i)] += c[static_cast<size_t>(r)] * w[static_cast<size_t>(i)];
+  AdditiveOptions o;
+  o.need_weights = true;
+  return additive_attention(q, Tensor::from_vector(keys, {B, S, D}), m.values, a.w_q, a.bias, a.v, m.lengths, o).weights;
+}
+
+// OpenNMT-py #2013: the coverage a step scores with is the attention of the EARLIER steps only.
+// Step 0 sees zeros (its coverage loss is 0, not Σ a_0 = 1); step t sees Σ_{t' < t} a_{t'}.
+TEST(StepAttention, CoverageExcludesTheCurrentStep) {
+  Rng rng(31);
+  auto a = make_coverage(rng);
+  auto& module = dynamic_cast<AdditiveAttention&>(*a);
+  const StepMemory m = a->prepare(random_tensor({B, S, E}, 32), lengths());
+  StepState state = a->start(m);
+  ASSERT_EQ(state.rows.size(), 1u);
+  std::vector<float> coverage(static_cast<size_t>(B * S), 0.0f);
+  for (int t = 0; t < 3; ++t) {
+    SCOPED_TRACE(t);
+    const Tensor q = random_tensor({B, D}, 33 + t);
+    const StepAttentionResult r = a->step(q, m, state, false);
+    ASSERT_TRUE(r.weights.defined());  // coverage needs them even when not asked for
+    EXPECT_TRUE(tensors_close(r.weights, expected_weights(module, q, m, coverage), 1e-6f, 1e-5f));
+    const std::vector<float> w = r.weights.to_vector();
+    for (int64_t b = 0; b < B; ++b) {
+      double overlap = 0.0;
+      for (int64_t i = 0; i < S; ++i) overlap += std::min(w[static_cast<size_t>(b * S + i)], coverage[static_cast<size_t>(b * S + i)]);
+      EXPECT_NEAR(r.coverage_loss.to_vector()[static_cast<size_t>(b)], overlap, 1e-6) << "row " << b;
+      if (t == 0) {
+        EXPECT_EQ(r.coverage_loss.to_vector()[static_cast<size_t>(b)], 0.0f);
+      }
+    }
+    for (size_t i = 0; i < coverage.size(); ++i) coverage[i] += w[i];
+    EXPECT_TRUE(tensors_close(state.rows[0], Tensor::from_vector(coverage, {B, S}), 1e-6f, 1e-5f));
+  }
+  autodiff::tape().clear();
+}
+
+// A new coverage model (w_c = 0) scores as plain Bahdanau, and draws the same parameters.
+TEST(StepAttention, CoverageStartsAsPlainBahdanau) {
+  Rng r1(7), r2(7);
+  auto with = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = true}, r1);
+  auto without = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E}, r2);
+  EXPECT_EQ(dynamic_cast<AdditiveAttention&>(*with).w_c.to_vector(), std::vector<float>(D, 0.0f));
+  const Tensor values = random_tensor({B, S, E}, 8), q = random_tensor({B, D}, 9);
+  const StepMemory m1 = with->prepare(values, lengths()), m2 = without->prepare(values, lengths());
+  StepState s1 = with->start(m1), s2 = without->start(m2);
+  for (int t = 0; t < 2; ++t)
+    EXPECT_TRUE(tensors_close(with->step(q, m1, s1, true).weights, without->step(q, m2, s2, true).weights, 0.0f, 0.0f));
+  autodiff::tape().clear();
+}
+
+// Gradients flow through the coverage of two steps into w_c, the query and the values.
+TEST(StepAttention, CoverageGradients) {
+  Rng rng(51);
+  auto a = make_coverage(rng);
+  Tensor w_c = dynamic_cast<AdditiveAttention&>(*a).w_c;  // the module's parameter (shared storage)
+  w_c.set_requires_grad(true);
+  const Tensor q1 = random_tensor({B, D}, 53);
+  auto two_steps = [&](const std::vector<Tensor>& in) {  // in: values, the first query, w_c
+    const StepMemory m = a->prepare(in[0], lengths());
+    StepState state = a->start(m);
+    a->step(in[1], m, state, false);
+    return a->step(q1, m, state, false).context;
+  };
+  EXPECT_TRUE(gradcheck(two_steps, {random_tensor({B, S, E}, 54).set_requires_grad(true),
+                                    random_tensor({B, D}, 52).set_requires_grad(true), w_c}));
+  autodiff::tape().clear();
+}
+
+TEST(StepAttention, CoverageNeedsAnAdditiveScore) {
+  Rng rng(1);
+  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = D, .memory_size = E, .coverage = true}, rng),
+                   ValueError, "coverage needs an additive score, got general");
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct AlignArgs {
   std::string model, input, text, out = "align.png", json_out;
   int beam = 1;
   float length_penalty = 1.0f;  // beam: GNMT's α
+  float coverage_penalty = 0.0f;  // beam: GNMT's β
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
 };
@@ -73,7 +74,7 @@ void align_translation(const AlignArgs& a) {
   }
   std::string output;
   for (int h : panel_heads) {
-    decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .select = {.layer = layer, .head = h}, .attention = true};
+    decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .coverage_penalty = a.coverage_penalty, .select = {.layer = layer, .head = h}, .attention = true};
     decode::Translation t = decode::translate(model, {a.text}, options).at(0);
     if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
     if (map.panels.empty()) {
@@ -107,6 +108,7 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--length-penalty", args->length_penalty,
                   "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
       ->capture_default_str();
+  add_coverage_penalty_option(cmd, args->coverage_penalty);
   cmd->add_option("--layer", args->layer, "Transformer: decoder layer whose cross-attention to draw (-1: the last)")
       ->capture_default_str();
   cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
@@ -118,6 +120,7 @@ void add_align_command(CLI::App& app) {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
     if (!(args->length_penalty >= 0.0f) || !std::isfinite(args->length_penalty))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(args->length_penalty));
+    check_coverage_penalty(args->coverage_penalty, args->beam);
     // Only encoder-decoders have alignments: say which kind of model arrived (an LM or a
     // classifier used to be told it "needs --input").
     using decode::CheckpointKind;
@@ -134,7 +137,8 @@ void add_align_command(CLI::App& app) {
     decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
     refuse_outputs_naming_inputs({{"--out", args->out}, {"--json", args->json_out}});
     std::string output;
-    const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output);
+    const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output,
+                                                   args->coverage_penalty);
     viz::write_heatmap(map, args->out);
     if (!args->json_out.empty())
       write_alignment_json(map, data::symbols_to_string(source), output, args->json_out);

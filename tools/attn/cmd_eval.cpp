@@ -31,11 +31,13 @@ struct EvalArgs {
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   if (a.data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
+  check_coverage_penalty(a.options.coverage_penalty, cmd->count("--beam") ? a.options.beam : 5);
   decode::LoadedTranslator model = decode::load_translator(a.model);
   refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
   decode::TranslateOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
   options.length_penalty = a.options.length_penalty;
+  options.coverage_penalty = a.options.coverage_penalty;
   const std::string split = a.split.empty() ? "test2016" : a.split;
   std::string dir = a.data;
   if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
@@ -48,6 +50,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["sentences"] = e.sentences;
     j["beam"] = options.beam;
     j["length_penalty"] = options.length_penalty;
+    j["coverage_penalty"] = options.coverage_penalty;
     j["seconds"] = e.seconds;
     j["model"] = a.model;
     j["kind"] = model.info.kind;
@@ -83,6 +86,7 @@ void eval_classifier(EvalArgs& a) {
 }
 
 void eval_seq2seq(const EvalArgs& a) {
+  check_coverage_penalty(a.options.coverage_penalty, a.options.beam);
   decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
   check_eval_memory(loaded.model->config(), a.options);
   auto rows = decode::evaluate_seq2seq(*loaded.model, data::parse_task(loaded.info.task), a.options);
@@ -95,6 +99,7 @@ void eval_seq2seq(const EvalArgs& a) {
     j["attention"] = models::to_string(loaded.info.config.attention);
     j["beam"] = a.options.beam;
     j["length_penalty"] = a.options.length_penalty;
+    j["coverage_penalty"] = a.options.coverage_penalty;
     j["samples"] = a.options.samples;
     j["seed"] = a.options.seed;
     j["score"] = mean;
@@ -120,6 +125,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--length-penalty", args->options.length_penalty,
                   "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
       ->capture_default_str();
+  add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
   cmd->add_option("--data", args->data, "Classifier / translation: the data folder (or its sst2/ or multi30k/)");

@@ -73,6 +73,9 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
     throw ValueError("export --to torch: score '" + score +
                      "' has no plain-PyTorch version here (exportable: none, additive, additive_normalized, dot, "
                      "general, concat, location, scaled_dot, multihead)");
+  if (c.coverage != models::CoverageKind::none)
+    throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
+                     "' has no plain-PyTorch version here (export a model trained without --coverage)");
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;

@@ -25,6 +25,7 @@ void add_translate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
   cmd->add_option("--length-penalty", args->options.length_penalty, "GNMT length penalty alpha")->capture_default_str();
+  add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
   cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
       ->capture_default_str();
@@ -38,6 +39,7 @@ void add_translate_command(CLI::App& app) {
     const float alpha = args->options.length_penalty;
     if (!(alpha >= 0.0f) || !std::isfinite(alpha))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(alpha));
+    check_coverage_penalty(args->options.coverage_penalty, args->options.beam);
     if (args->options.max_len < 0 || args->options.max_len > models::kMaxLength)
       throw UsageError("--max-len must be in [0, " + std::to_string(models::kMaxLength) +
                        "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));

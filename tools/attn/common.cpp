@@ -26,6 +26,7 @@ void ModelChoiceNames::apply(models::Seq2SeqConfig& config) const {
   config.encoder = models::parse_rnn_cell(encoder);
   config.attention = models::parse_attention_kind(attention);
   config.score = models::parse_score(config.attention, score);
+  config.coverage = models::parse_coverage_kind(coverage);
 }
 
 void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames& names) {
@@ -42,6 +43,12 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
   app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
   app->add_flag("!--no-input-feeding", c.input_feeding, "Luong decoder without input feeding");
+  app->add_option("--coverage", names.coverage,
+                  "Coverage of the bahdanau decoder: none | see (See et al. 2017: the earlier steps' attention "
+                  "enters the additive score, and the loss adds --coverage-loss times sum_i min(a_i, c_i))")
+      ->capture_default_str();
+  app->add_option("--coverage-loss", c.coverage_loss, "--coverage see: the weight lambda of the coverage loss")
+      ->capture_default_str();
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
@@ -88,6 +95,19 @@ decode::CheckpointKind require_checkpoint(const std::string& path, std::initiali
   } catch (const ValueError& e) {
     throw UsageError(e.what());
   }
+}
+
+void add_coverage_penalty_option(CLI::App* cmd, float& beta) {
+  cmd->add_option("--coverage-penalty", beta,
+                  "Beam search: GNMT's coverage penalty beta, beta * sum_i log(min(sum_t a_ti, 1)) over the source "
+                  "positions i added to each finished hypothesis's score (0: none)")
+      ->capture_default_str();
+}
+
+void check_coverage_penalty(float beta, int beam) {
+  if (!(beta >= 0.0f) || !std::isfinite(beta))
+    throw UsageError("--coverage-penalty must be finite and >= 0, got " + std::to_string(beta));
+  if (beta > 0.0f && beam < 2) throw UsageError("--coverage-penalty applies to beam search (--beam > 1)");
 }
 
 void check_stdin_read() {
@@ -212,7 +232,7 @@ void check_eval_memory(const models::Seq2SeqConfig& config, const decode::EvalOp
 }
 
 viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                               float length_penalty, std::string* output) {
+                               float length_penalty, std::string* output, float coverage_penalty) {
   if (model.config().attention == models::AttentionKind::none)
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   model.eval();
@@ -224,8 +244,9 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
   Tensor src = Tensor::from_vector(source, {1, length});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(length)}, {1});
   const int max_len = static_cast<int>(length) * 2 + 10;
-  models::DecodeResult decoded = beam > 1 ? model.beam(src, lengths, {.width = beam, .length_penalty = length_penalty, .max_len = max_len})
-                                          : model.greedy(src, lengths, max_len);
+  const models::BeamOptions options{
+      .width = beam, .length_penalty = length_penalty, .max_len = max_len, .coverage_penalty = coverage_penalty};
+  models::DecodeResult decoded = beam > 1 ? model.beam(src, lengths, options) : model.greedy(src, lengths, max_len);
   const auto& tokens = decoded.tokens.at(0);
   const auto& steps = decoded.attention.at(0);
   viz::Heatmap map;

@@ -48,10 +48,10 @@ struct LoadedSeq2Seq {
 LoadedSeq2Seq load_seq2seq(const std::string& path);
 
 // Decodes `batch` (greedy when beam <= 1, else beam search of that width and GNMT length
-// penalty α; at most the batch's target length + 5 steps) and counts the right tokens and
-// sequences against its targets.
+// penalty α and coverage penalty β; at most the batch's target length + 5 steps) and counts
+// the right tokens and sequences against its targets.
 data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam,
-                                      float length_penalty = 1.0f);
+                                      float length_penalty = 1.0f, float coverage_penalty = 0.0f);
 
 struct LengthAccuracy {
   int length = 0;
@@ -64,6 +64,7 @@ struct EvalOptions {
   int samples = 500;  // per length
   int beam = 1;       // 1: greedy; > 1: beam width
   float length_penalty = 1.0f;  // beam: GNMT's α, scores divided by ((5 + length) / 6)^α
+  float coverage_penalty = 0.0f;  // beam: GNMT's β (models::BeamOptions)
   uint64_t seed = 12345;
   int batch = 100;
 

@@ -5,7 +5,7 @@
 //
 //   Seq2SeqConfig cfg{.attention = AttentionKind::bahdanau};
 //   Seq2Seq model(cfg);
-//   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE (+ REINFORCE for hard)
+//   Tensor loss = model.loss(batch);                    // teacher forcing, mean CE (+ REINFORCE for hard, + coverage)
 //   Seq2Seq::Loss terms = model.loss_terms(batch);     // the same with its cross-entropy and logits
 //   DecodeResult r = model.greedy(src, src_lengths, 80);
 //
@@ -47,6 +47,9 @@ enum class RnnCell { gru, lstm };
 const char* to_string(RnnCell cell);                // "gru" | "lstm"
 RnnCell parse_rnn_cell(const std::string& name);    // "unknown encoder '...'"
 enum class AttentionKind { none, bahdanau, luong };  // the decoder (see the top of this file)
+enum class CoverageKind { none, see };               // see: See et al. (2017)
+const char* to_string(CoverageKind kind);            // "none" | "see"
+CoverageKind parse_coverage_kind(const std::string& name);  // "unknown coverage '...'"
 const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "luong"
 AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
 // The score of a decoder of kind `attention` called `name`: nullopt for "" (the kind's default)
@@ -72,6 +75,11 @@ struct Seq2SeqConfig {
   bool input_feeding = true;  // luong only
   int vocab = 32;             // V: the synthetic tasks' (data::kVocabSize, tests/unit/tasks_test.cpp)
   int max_src_len = 128;      // the longest source location attention can score
+  // Coverage (See et al. 2017; bahdanau's additive scores only): the attention of earlier
+  // steps, c_t = Σ_{t'<t} a_{t'}, enters the score, and training adds coverage_loss ·
+  // Σ_i min(a_{t,i}, c_{t,i}) per target token. Stored in the JSON only when not none.
+  CoverageKind coverage = CoverageKind::none;
+  float coverage_loss = 1.0f;  // λ, >= 0
   uint64_t seed = 1;
 
   // The score the decoder uses: `score`, or the attention type's default when unset
@@ -113,6 +121,11 @@ struct BeamOptions {
   int width = 4;
   float length_penalty = 1.0f;  // α of GNMT's lp(len) = ((5 + len) / 6)^α; 0 = raw log-prob
   int max_len = 100;
+  // β of GNMT's coverage penalty (Wu et al. 2016), added to a finished hypothesis's score:
+  // cp = β Σ_{i < |X|} log(min(Σ_t a_{t,i}, 1)), summed over the source positions i (the
+  // columns of its attention; padding left out), the attention averaged over heads and
+  // floored at the smallest normal float before the log. 0: none. Needs attention weights.
+  float coverage_penalty = 0.0f;
 };
 
 // A stack of GRU or LSTM layers with PyTorch nn.GRU / nn.LSTM parameter names
@@ -195,6 +208,7 @@ struct DecoderState {
 struct DecoderOutput {
   Tensor logits;          // (T, B, V), time-major
   Tensor hard_log_probs;  // hard attention in training: log π(k_t) of each step's sampled position (T, B); else undefined
+  Tensor coverage_terms;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) of each step (T, B); else undefined
 };
 
 // The decoder's attention is an nn::StepAttention (attn/nn/step_attention.h), built by
@@ -214,6 +228,7 @@ class Decoder : public nn::Module {
     Tensor feature;  // luong: h̃_t; none: s_t; bahdanau: undefined (see output_features)
     Tensor weights;  // (B, S) or multihead (B, H·S)
     Tensor log_prob; // hard attention in training: (B)
+    Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) (B)
   };
   Step step(const Tensor& emb_prev, DecoderState& state, const nn::StepMemory& memory, bool need_weights,
             const Tensor* projected_input = nullptr);
@@ -259,7 +274,7 @@ class Seq2Seq : public nn::Module {
   // token, r = −CE(t, b), against the moving-average baseline (decoder.hard_baseline,
   // updated after the loss with the mean reward; padded positions get zero advantage).
   struct Loss {
-    Tensor loss;           // () what backward() takes: cross_entropy (+ the REINFORCE term)
+    Tensor loss;           // () what backward() takes: cross_entropy (+ the REINFORCE term, + coverage's)
     Tensor cross_entropy;  // () the mean cross-entropy alone (what a log reports)
     Tensor logits;         // (T, B, V), time-major
   };
@@ -279,6 +294,9 @@ class Seq2Seq : public nn::Module {
   // ce plus, when out.hard_log_probs is defined and gradients are recorded, the REINFORCE
   // term above; otherwise ce itself.
   Tensor with_reinforce(const Tensor& ce, const DecoderOutput& out, const Batch& batch);
+  // loss plus, with coverage, coverage_loss · the mean over target tokens (padding left out)
+  // of Σ_i min(a_{t,i}, c_{t,i}) (See et al. 2017, eq. 13).
+  Tensor with_coverage(const Tensor& loss, const DecoderOutput& out, const Batch& batch) const;
 };
 
 // The (T, B) time-major copy of a (B, T) int32 tensor.

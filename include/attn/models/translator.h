@@ -20,6 +20,7 @@ struct TranslatorDecodeOptions {
   int beam = 1;                 // 1: greedy; > 1: beam width
   int max_len = 100;            // output tokens at most
   float length_penalty = 1.0f;  // beam: GNMT's α
+  float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
   AttentionSelect select{};     // Transformer: which cross-attention the weights report
 };
 

@@ -18,6 +18,12 @@
 // its parameters from the given Rng in the order listed, Xavier as attn/nn/attention_init.h):
 //   AdditiveAttention      additive | additive_normalized: Bahdanau, additive_attention
 //                          (attn/ops/attention.h); w_q (A, D), w_k (A, E), bias (A), v (A) [, g]
+//                          [, w_c (A), zeros: with coverage]. With coverage (See et al. 2017) the
+//                          state holds c_t = Σ_{t'<t} a_{t'} (B, S), zeros at the start; step t
+//                          scores vᵀ tanh(W_q s + W_k h_i + w_c c_{t,i} + b) (ops/coverage.h's
+//                          add_outer on the projected keys), reports Σ_i min(a_{t,i}, c_{t,i}) as
+//                          its coverage_loss, and only then adds a_t to c: a step never sees its
+//                          own attention in its coverage.
 //   LuongAttention         dot | general | concat: luong_attention (attn/ops/attention.h);
 //                          general w (D, E); concat w (A, D + E), v (A)
 //   LocationAttention      location: location_attention; w_a (S_max, D), b_a (S_max)
@@ -76,6 +82,7 @@ struct StepAttentionOptions {
   int64_t window = 0;        // local_m / local_p: half-width of the window
   int64_t max_src_len = 0;   // location: the longest source it scores
   uint64_t sample_seed = 0;  // hard: the stream of its draws
+  bool coverage = false;     // additive scores only: See et al.'s coverage (AdditiveAttention)
 };
 
 // One batch's attention memory: the values and what prepare() computed once for every step.
@@ -90,6 +97,7 @@ struct StepAttentionResult {
   Tensor context;   // (B, context_size())
   Tensor weights;   // (B, weight_heads() · S), head-major; when asked for (hard: always)
   Tensor log_prob;  // hard attention in training: log π(k) of the sampled position (B); else undefined
+  Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) with c_t before this step (B); else undefined
 };
 
 // The per-sequence state of a decoder's attention, carried from one step to the next.
@@ -143,11 +151,13 @@ class SingleHeadStepAttention : public Module, public StepAttention {
 
 class AdditiveAttention final : public SingleHeadStepAttention {
  public:
-  AdditiveAttention(int64_t D, int64_t E, bool normalize, Rng& rng);
+  AdditiveAttention(int64_t D, int64_t E, bool normalize, bool coverage, Rng& rng);
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
+  StepState start(const StepMemory& memory) const override;
   StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w_q, w_k, bias, v, g;  // g: additive_normalized only
+  Tensor w_c;                   // coverage only
 
  private:
   bool normalize_;
