@@ -15,6 +15,7 @@ packages=(
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   zlib1g-dev                   # reading the gzip-compressed data sets
   libcurl4-openssl-dev libssl-dev   # attn data get: downloads (libcurl) and their SHA-256 (libcrypto)
+  libarchive-dev               # attn data get: unpacking Tatoeba's zip and CMUdict's npm .tgz
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
   libicu-dev                   # Unicode lowercasing (attn bleu --lowercase, as sacreBLEU)
   libopenmpi-dev openmpi-bin   # data-parallel training: mpirun -np N attn train (docs/distributed.md)

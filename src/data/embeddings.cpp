@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 
+#include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/io/input_file.h"
 
@@ -19,18 +20,6 @@ bool all_digits(std::string_view s) {
   for (char c : s)
     if (c < '0' || c > '9') return false;
   return true;
-}
-
-std::vector<std::string_view> fields_of(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    const size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
 }
 
 // The words seen so far (a word twice is an error) and the vectors kept.
@@ -84,7 +73,7 @@ void parse_text(std::string_view bytes, const std::string& name, const std::unor
     const std::string_view line = bytes.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    const std::vector<std::string_view> f = fields_of(line);
+    const std::vector<std::string_view> f = split_fields(line);
     if (f.empty()) continue;
     const std::string where = name + ":" + std::to_string(line_no);
     if (line_no == 1 && f.size() == 2 && all_digits(f[0]) && all_digits(f[1])) {
@@ -135,7 +124,7 @@ void parse_binary(std::string_view bytes, const std::string& name, const std::un
                   WordVectors& out) {
   out.format = "word2vec binary";
   const size_t eol = bytes.find('\n');
-  const std::vector<std::string_view> h = fields_of(bytes.substr(0, eol == std::string_view::npos ? 0 : eol));
+  const std::vector<std::string_view> h = split_fields(bytes.substr(0, eol == std::string_view::npos ? 0 : eol));
   if (eol == std::string_view::npos || h.size() != 2 || !all_digits(h[0]) || !all_digits(h[1]) ||
       parse_count(h[0]) < 1 || parse_count(h[1]) < 1)
     throw ValueError(name + ":1: a word2vec binary file starts with a header line '<words> <dimensions>'");

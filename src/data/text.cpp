@@ -99,6 +99,18 @@ void write_lines(const std::string& path, const std::vector<std::string>& lines)
   file.commit();
 }
 
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
 bool file_exists(const std::string& path) {
   std::error_code error;
   return std::filesystem::is_regular_file(path, error);

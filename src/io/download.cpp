@@ -46,30 +46,40 @@ struct CurlGlobal {
   CurlGlobal() { curl_global_init(CURL_GLOBAL_DEFAULT); }
 };
 
-// One GET of `url` appended to `part` from `offset` (0: the whole file).
-CURLcode get(const std::string& url, const std::string& part, int64_t offset, const DownloadOptions& o, Transfer& t,
-             long& status, char (&error)[CURL_ERROR_SIZE]) {
+using CurlHandle = std::unique_ptr<CURL, void (*)(CURL*)>;
+
+// A handle for `url` with the options every request shares: attn's user agent, redirects
+// (http and https only, at most 5), an HTTP error status as a failure, the connect timeout.
+// (libcurl copies the strings it is given.)
+CurlHandle open_curl(const std::string& url, int stall_seconds) {
   static CurlGlobal global;
-  std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
+  CurlHandle curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) throw IoError(url + ": libcurl could not start");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(part.c_str(), offset > 0 ? "ab" : "wb"), std::fclose);
-  if (!out) throw IoError(part + ": cannot write: " + std::strerror(errno));
-  t.out = out.get();
-  t.offset = offset;
-  t.options = &o;
-  error[0] = '\0';
-  const std::string agent = std::string("attn/") + version();
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_USERAGENT, agent.c_str());
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_USERAGENT, (std::string("attn/") + version()).c_str());
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(o.stall_seconds));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, static_cast<long>(stall_seconds));
+  return curl;
+}
+
+// One GET of `url` appended to `part` from `offset` (0: the whole file).
+CURLcode get(const std::string& url, const std::string& part, int64_t offset, const DownloadOptions& o, Transfer& t,
+             long& status, char (&error)[CURL_ERROR_SIZE]) {
+  CurlHandle curl = open_curl(url, o.stall_seconds);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(part.c_str(), offset > 0 ? "ab" : "wb"), std::fclose);
+  if (!out) throw IoError(part + ": cannot write: " + std::strerror(errno));
+  t.out = out.get();
+  t.offset = offset;
+  t.options = &o;
+  error[0] = '\0';
+  CURL* c = curl.get();
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   // A stall: under 1 byte/s for stall_seconds.
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(o.stall_seconds));
@@ -87,6 +97,13 @@ CURLcode get(const std::string& url, const std::string& part, int64_t offset, co
 }
 
 }  // namespace
+
+bool url_exists(const std::string& url, int stall_seconds) {
+  CurlHandle curl = open_curl(url, stall_seconds);
+  curl_easy_setopt(curl.get(), CURLOPT_NOBODY, 1L);
+  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT, static_cast<long>(stall_seconds));
+  return curl_easy_perform(curl.get()) == CURLE_OK;
+}
 
 bool is_url(const std::string& text) { return text.starts_with("http://") || text.starts_with("https://"); }
 

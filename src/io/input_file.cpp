@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "attn/error.h"
 
@@ -107,6 +108,28 @@ std::string read_regular_file(const std::string& path, size_t max_bytes) {
   ::close(fd);
   if (error) throw IoError(path + ": cannot read: " + std::strerror(error));
   return text;
+}
+
+void read_regular_file_chunks(const std::string& path, const std::function<void(const char*, size_t)>& chunk) {
+  const int fd = open_regular_file(path);
+  std::vector<char> buffer(size_t{1} << 20);
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw IoError(path + ": cannot read: " + std::strerror(error));
+    }
+    if (got == 0) break;
+    try {
+      chunk(buffer.data(), static_cast<size_t>(got));
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  }
+  ::close(fd);
 }
 
 namespace {

@@ -4,9 +4,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
 #include "attn/error.h"
@@ -50,21 +48,8 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string file_sha256(const std::string& path) {
-  const int fd = open_regular_file(path);
   Sha256 h;
-  std::vector<char> buffer(1 << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      throw IoError(path + ": cannot read: " + std::strerror(error));
-    }
-    if (n == 0) break;
-    h.update(buffer.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
+  read_regular_file_chunks(path, [&](const char* data, size_t bytes) { h.update(data, bytes); });
   return h.hex_digest();
 }
 

@@ -2,6 +2,9 @@
 //   attn data get sst2 [multi30k ...] [--to DIR] [--mirror DIR|URL]
 //   attn data list [--to DIR]
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <sstream>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -53,6 +56,23 @@ struct FileBars {
   }
 };
 
+// ATTN_TEST_ARCHIVE_SHA256="NAME=SHA256[,NAME=SHA256]": the tests' pins for the archives they
+// serve from a mirror (data/catalog.h, GetOptions::test_archive_sha256; docs/data.md).
+std::map<std::string, std::string> test_archive_pins() {
+  std::map<std::string, std::string> pins;
+  const char* env = std::getenv("ATTN_TEST_ARCHIVE_SHA256");
+  if (env == nullptr || *env == '\0') return pins;
+  std::stringstream in(env);
+  for (std::string item; std::getline(in, item, ',');) {
+    const size_t eq = item.find('=');
+    const std::string sha = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == 0 || sha.size() != 64 || sha.find_first_not_of("0123456789abcdef") != std::string::npos)
+      throw UsageError("ATTN_TEST_ARCHIVE_SHA256: expected NAME=SHA256 (64 lower-case hex digits), got '" + item + "'");
+    pins[item.substr(0, eq)] = sha;
+  }
+  return pins;
+}
+
 void add_data_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> names;
@@ -70,7 +90,8 @@ void add_data_command(CLI::App& app) {
   get->add_option("--to", args->to, to_help);
   get->add_option("--mirror", args->mirror,
                   "A folder or http(s) URL laid out like ../shared/data (NAME/FILE) to fetch from instead of the "
-                  "upstream sources; the checksums are checked all the same");
+                  "upstream sources, or for tatoeba-fra-eng and cmudict holding the upstream's archive "
+                  "(NAME/fra-eng.zip, NAME/cmu-pronouncing-dictionary-3.0.0.tgz); the checksums are checked all the same");
   get->add_option("--stall-timeout", args->stall_seconds, "Give up on a server that sends nothing for this many seconds")
       ->capture_default_str();
   get->add_flag("--list", args->list, "List the known data sets and what is installed (as attn data list)");
@@ -88,6 +109,11 @@ void add_data_command(CLI::App& app) {
     data::GetOptions o;
     o.to = args->to;
     o.mirror = args->mirror;
+    o.test_archive_sha256 = test_archive_pins();
+    for (const auto& [name, sha] : o.test_archive_sha256)
+      std::fprintf(stderr, "attn data get: ATTN_TEST_ARCHIVE_SHA256: a mirror's archive of %s is checked against the "
+                           "test's SHA-256 %.12s..., its unpacked files against attn's pins\n",
+                   name.c_str(), sha.c_str());
     o.stall_seconds = args->stall_seconds;
     o.stop = &install_interrupt_flag();
     o.say = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

@@ -22,21 +22,10 @@
 namespace attn::cli {
 namespace {
 
-std::vector<std::string> split_spaces(const std::string& line) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
-    const size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
 std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number) {
   std::vector<int32_t> ids;
-  for (const auto& token : split_spaces(line)) {
+  for (const std::string_view field : data::split_fields(line)) {
+    const std::string token(field);
     size_t used = 0;
     long value = 0;
     try {
@@ -157,7 +146,8 @@ void add_tokenize_command(CLI::App& app) {
     const auto model = data::SubwordModel::load(decode->model);
     filter_stdin([&](const std::string& line, int64_t number) {
       if (decode->ids) return model.decode(parse_ids(line, number));
-      return model.decode_pieces(split_spaces(line));
+      const std::vector<std::string_view> pieces = data::split_fields(line);
+      return model.decode_pieces(std::vector<std::string>(pieces.begin(), pieces.end()));
     });
   });
 }

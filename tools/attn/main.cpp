@@ -47,13 +47,6 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   return 2;
 }
 
-// CLI11 reads a 64-bit integer option with strtoll and keeps the clamped value of one out
-// of range (--steps 99999999999999999999 ran 9223372036854775807 steps): every integer
-// option of every command refuses a decimal number outside its 64-bit range instead.
-CLI::Validator integer_in_range(bool is_unsigned) {
-  return CLI::Validator([is_unsigned](std::string& text) { return attn::cli::integer_range_error(text, is_unsigned); },
-                        "");
-}
 
 // Every error line is formed here, from the exception's message: nlohmann::json's prefix
 // "[json.exception.type_error.302] " dropped (the message already names the file and the
@@ -67,30 +60,6 @@ std::string error_line(std::string message) {
     message.erase(at, end + 2 - at);
   }
   return attn::printable(message);
-}
-
-// A flag given a value (--bidirectional=on, =5, `bidirectional = "on"` in a --config file)
-// takes only true or false: CLI11 would read "on", "yes" or 5 as true, and a run's
-// config.toml, which records true or false, would then describe another run. (A negated
-// flag, --no-input-feeding, arrives here already turned into "true" or "false".)
-CLI::Validator true_or_false() {
-  return CLI::Validator(
-      [](std::string& text) { return text == "true" || text == "false" ? std::string() : "must be true or false, got '" + text + "'"; },
-      "");
-}
-
-void check_option_values(CLI::App& app) {
-  for (CLI::Option* option : app.get_options()) {
-    const std::string type = option->get_type_name();
-    const std::string name = option->get_name();
-    if (option->get_expected_min() == 0 && name != "--help" && name != "--help-all" && name != "--version")
-      option->check(true_or_false());
-    else if (type.rfind("UINT", 0) == 0)
-      option->check(integer_in_range(true));
-    else if (type.rfind("INT", 0) == 0)
-      option->check(integer_in_range(false));
-  }
-  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) check_option_values(*sub);
 }
 
 int run_command_line(int argc, char** argv);
@@ -126,7 +95,7 @@ int run_command_line(int argc, char** argv) {
   // RUN/spm.model`): io::AtomicFile refuses it. (attn train turns this off: resuming rewrites
   // the last.safetensors it read.)
   attn::io::refuse_outputs_over_inputs();
-  check_option_values(app);
+  attn::cli::add_option_value_checks(app);
   // Once the options are read (--threads), before the command's work: the threads' address
   // space under a ulimit -v (attn/parallel.h), a clear error instead of a hang in OpenBLAS.
   app.parse_complete_callback([] { attn::kernels::prepare_blas_threads(); });

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "commands.h"
 
 namespace attn::cli {
@@ -55,6 +57,42 @@ std::vector<int> parse_lengths(const std::string& text) {
   }
   if (lengths.empty()) throw UsageError("no lengths given (e.g. --eval-lengths 5,10,20,40,80)");
   return lengths;
+}
+
+namespace {
+
+// CLI11 reads a 64-bit integer option with strtoll and keeps the clamped value of one out
+// of range (--steps 99999999999999999999 ran 9223372036854775807 steps): every integer
+// option of every command refuses a decimal number outside its 64-bit range instead.
+CLI::Validator integer_in_range(bool is_unsigned) {
+  return CLI::Validator([is_unsigned](std::string& text) { return integer_range_error(text, is_unsigned); },
+                        "");
+}
+
+// A flag given a value (--bidirectional=on, =5, `bidirectional = "on"` in a --config file)
+// takes only true or false: CLI11 would read "on", "yes" or 5 as true, and a run's
+// config.toml, which records true or false, would then describe another run. (A negated
+// flag, --no-input-feeding, arrives here already turned into "true" or "false".)
+CLI::Validator true_or_false() {
+  return CLI::Validator(
+      [](std::string& text) { return text == "true" || text == "false" ? std::string() : "must be true or false, got '" + text + "'"; },
+      "");
+}
+
+}  // namespace
+
+void add_option_value_checks(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const std::string name = option->get_name();
+    if (option->get_expected_min() == 0 && name != "--help" && name != "--help-all" && name != "--version")
+      option->check(true_or_false());
+    else if (type.rfind("UINT", 0) == 0)
+      option->check(integer_in_range(true));
+    else if (type.rfind("INT", 0) == 0)
+      option->check(integer_in_range(false));
+  }
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) add_option_value_checks(*sub);
 }
 
 }  // namespace attn::cli

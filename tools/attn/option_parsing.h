@@ -1,11 +1,21 @@
 #pragma once
-// The CLI's numeric option checks as plain functions (no CLI11), so the libFuzzer target
-// fuzz/option_parsing_fuzz.cpp calls exactly what `attn` runs. Each returns "" for an
-// accepted text, else the message CLI11 shows; parse_lengths throws UsageError.
+// The CLI's option value checks, apart from main so that the libFuzzer targets
+// (fuzz/option_parsing_fuzz.cpp, fuzz/train_config_fuzz.cpp) run exactly what `attn` runs.
+// The text checks return "" for an accepted text, else the message CLI11 shows;
+// parse_lengths throws UsageError.
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace attn::cli {
+
+// Adds to every option of `app` and its subcommands the checks main() relies on: a flag
+// given a value takes only true or false, and an integer option refuses a decimal number
+// outside its 64-bit range (integer_range_error).
+void add_option_value_checks(CLI::App& app);
 
 // A decimal integer outside the 64-bit range of the option's type ("99999999999999999999":
 // CLI11's strtoll would clamp it silently). Anything else (not a decimal number) is left to

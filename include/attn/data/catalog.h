@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +30,17 @@ struct CatalogFile {
   const char* sha256;    // of the content; "" = not pinned: the set refuses to install
 };
 
+// An upstream that ships a set as one archive (a zip, an npm package's .tgz): fetched whole,
+// its bytes checked against `sha256`, then `unpack` writes the set's files into a folder,
+// where each is checked against its own pin before it is installed.
+struct CatalogArchive {
+  const char* url;     // the archive's upstream URL
+  const char* file;    // its name in a mirror laid out like the upstream: MIRROR/NAME/<file>
+  int64_t bytes;       // the archive's length
+  const char* sha256;  // of the archive's bytes as downloaded (not of a decompressed content)
+  void (*unpack)(const std::string& archive, const std::string& folder);  // IoError / ValueError, one line
+};
+
 struct CatalogEntry {
   const char* name;         // sst2, multi30k, ...
   const char* title;        // one line
@@ -37,6 +49,7 @@ struct CatalogEntry {
   const char* license;      // as the upstream states it
   const char* note;         // why a set cannot be fetched from upstream, or ""
   std::span<const CatalogFile> files;
+  const CatalogArchive* archive;  // the upstream's archive the files are made from, or nullptr
 };
 
 // Every known set, in the order `attn data list` shows them.
@@ -51,7 +64,16 @@ std::string data_home();
 
 struct GetOptions {
   std::string to;      // the data folder (default data_home())
-  std::string mirror;  // "" (upstream), a folder, or an http(s) URL prefix laid out as a data folder
+  // "" (upstream), a folder, or an http(s) URL prefix laid out as a data folder (NAME/FILE);
+  // for a set with an upstream archive, a mirror holding NAME/<archive file> (laid out like
+  // the upstream) is unpacked instead.
+  std::string mirror;
+  // Tests only (docs/data.md, "Testing the archive sets"): NAME -> the SHA-256 a mirror's
+  // archive of set NAME is checked against instead of the upstream's pin, so that a test can
+  // serve an archive it made from ../shared/data. Ignored without a mirror. The unpacked files
+  // are still checked against their own pins, so no content other than the pinned one can be
+  // installed through it.
+  std::map<std::string, std::string> test_archive_sha256;
   int stall_seconds = 30;
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const std::string&)> say;  // one line of news ("sst2: sentiment-dev from ...")
@@ -61,7 +83,10 @@ struct GetOptions {
 
 // Installs `name` into options.to/NAME/: every file fetched (resuming what an earlier,
 // interrupted run left in options.to/.partial/NAME/), its content checked against the pinned
-// length and SHA-256, then the folder put in place by one rename with its SOURCE.md. A set
+// length and SHA-256, then the folder put in place by one rename with its SOURCE.md. For a set
+// with an archive (tatoeba-fra-eng, cmudict), the archive is fetched instead (into
+// options.to/.partial/, resumable too), checked against its pin, unpacked into the staging
+// folder, and every unpacked file checked against its pin as a fetched one is. A set
 // already installed and verifying is left as it is. Another `attn data get` into the same
 // folder at the same time is refused (a lock on options.to/.lock). On any failure nothing is
 // installed and an existing DIR/NAME is untouched: ValueError for a checksum or length

@@ -25,6 +25,10 @@ std::string valid_utf8(std::string_view text);
 // U+FFFD.
 std::vector<std::string> utf8_characters(std::string_view text);
 
+// The fields of `line` between runs of spaces, tabs and carriage returns, none empty: the words
+// and values of a word-vector line, the ids or pieces of a line `attn tokenize decode` reads.
+std::vector<std::string_view> split_fields(std::string_view line);
+
 // Writes `lines`, each followed by '\n', atomically through io::AtomicFile (a failure never
 // leaves a half-written file; a symlink is written through, a device in place). Throws
 // IoError naming the path.

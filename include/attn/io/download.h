@@ -29,6 +29,10 @@ struct DownloadResult {
 // failure of `part` (a full disk), an interruption.
 DownloadResult download(const std::string& url, const std::string& part, const DownloadOptions& options);
 
+// Whether `url` answers a HEAD request with a success status (redirects followed as above);
+// false for an error status or a failed connection (within stall_seconds).
+bool url_exists(const std::string& url, int stall_seconds);
+
 // True for http:// and https:// URLs; anything else is a local path.
 bool is_url(const std::string& text);
 

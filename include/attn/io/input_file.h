@@ -9,6 +9,7 @@
 // checkpoint with HTML. check_not_an_input() is that check; io::AtomicFile, the one writer,
 // makes it for every output once the CLI has called refuse_outputs_over_inputs().
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace attn::io {
@@ -22,6 +23,10 @@ int open_regular_file(const std::string& path);
 // The whole regular file at `path` (as open_regular_file), refused with IoError "<path>: is
 // N bytes, more than the M this reader takes" when larger than `max_bytes`.
 std::string read_regular_file(const std::string& path, size_t max_bytes);
+
+// Passes the regular file at `path` (as open_regular_file) to `chunk` piece by piece, in
+// order, for a checksum of a file of any size. IoError "<path>: cannot read: <reason>".
+void read_regular_file_chunks(const std::string& path, const std::function<void(const char*, size_t)>& chunk);
 
 // ValueError when `path` (symlinks followed) is the same file (device and inode, so a hard
 // link or another spelling of the path too) as one this process opened for reading:
