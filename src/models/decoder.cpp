@@ -42,7 +42,7 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .window = config.window,
                                          .max_src_len = config.max_src_len,
                                          .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL),
-                                         .coverage = config.coverage != CoverageKind::none},
+                                         .coverage = step_coverage(config.coverage)},
                                         rng);
     register_module("attention", attention->module());
   }

@@ -29,7 +29,7 @@ size_t parse_name(const char* what, const std::string& value, const std::vector<
 // In the order of the enums RnnCell and AttentionKind.
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
-const std::vector<std::string> kCoverages = {"none", "see"};
+const std::vector<std::string> kCoverages = {"none", "see", "tu"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
@@ -46,6 +46,15 @@ AttentionKind parse_attention_kind(const std::string& name) {
 }
 
 const char* to_string(CoverageKind kind) { return kCoverages.at(static_cast<size_t>(kind)).c_str(); }
+nn::StepCoverage step_coverage(CoverageKind kind) {
+  switch (kind) {
+    case CoverageKind::none: return nn::StepCoverage::none;
+    case CoverageKind::see: return nn::StepCoverage::see;
+    case CoverageKind::tu: return nn::StepCoverage::tu;
+  }
+  return nn::StepCoverage::none;
+}
+
 CoverageKind parse_coverage_kind(const std::string& name) {
   return static_cast<CoverageKind>(parse_name("coverage", name, kCoverages));
 }

@@ -12,6 +12,7 @@
 #include "attn/ops/coverage.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/hard_attention.h"
+#include "attn/ops/linear.h"
 #include "attn/ops/local_attention.h"
 #include "attn/ops/select.h"
 #include "attn/ops/sdpa.h"
@@ -74,7 +75,7 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
   if (D < 1 || E < 1)
     throw ValueError("make_step_attention: query_size and memory_size must be >= 1, got " + std::to_string(D) + ", " +
                      std::to_string(E));
-  if (o.coverage && o.score != StepScore::additive && o.score != StepScore::additive_normalized)
+  if (o.coverage != StepCoverage::none && o.score != StepScore::additive && o.score != StepScore::additive_normalized)
     throw ValueError(std::string("make_step_attention: coverage needs an additive score, got ") + step_score_name(o.score));
   switch (o.score) {
     case StepScore::additive:
@@ -96,20 +97,29 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
 
 // ---- additive ---------------------------------------------------------------------------------
 
-AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, bool coverage, Rng& rng)
-    : SingleHeadStepAttention(E), normalize_(normalize) {
+AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, StepCoverage coverage, Rng& rng)
+    : SingleHeadStepAttention(E), normalize_(normalize), coverage_(coverage) {
   AdditiveParams p = additive_attention_init(D, E, /*A=*/D, rng, normalize);
   w_q = register_parameter("w_q", p.w_q);
   w_k = register_parameter("w_k", p.w_k);
   bias = register_parameter("bias", p.bias);
   v = register_parameter("v", p.v);
   if (normalize) g = register_parameter("g", p.g);
-  // Zeros: a new coverage model starts as plain Bahdanau, and draws nothing from rng.
-  if (coverage) w_c = register_parameter("w_c", Tensor::zeros({D}));
+  // Zeros: a new coverage model starts as plain Bahdanau (and tu's fertility at N σ(0) = 1),
+  // drawing nothing from rng.
+  if (coverage != StepCoverage::none) w_c = register_parameter("w_c", Tensor::zeros({D}));
+  if (coverage == StepCoverage::tu) w_f = register_parameter("w_f", Tensor::zeros({1, E}));
 }
 
 StepMemory AdditiveAttention::prepare(const Tensor& values, const Tensor& lengths) const {
-  return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+  StepMemory m{values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+  if (coverage_ == StepCoverage::tu) {
+    // 1 / Φ = (1 + e^{−w_f·h}) / N, Φ = N σ(w_f·h): (B, S)
+    const int64_t B = values.dim(0), S = values.dim(1);
+    const Tensor x = linear(values, w_f).reshape({B, S});
+    m.inverse_fertility = scale(add(exp(scale(x, -1.0f)), Tensor::full({B, S}, 1.0f)), 1.0f / kTuFertilityMax);
+  }
+  return m;
 }
 
 StepState AdditiveAttention::start(const StepMemory& m) const {
@@ -128,8 +138,12 @@ StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMem
   Tensor& coverage = state.rows.at(0);  // c_t (B, S): the earlier steps' attention only
   StepAttentionResult r = from(additive_attention(query, add_outer(m.keys, coverage, w_c), m.values, w_q, bias, v,
                                                   m.lengths, o));
-  r.coverage_loss = coverage_overlap(r.weights, coverage);  // (B)
-  coverage = add(coverage, r.weights);                       // c_{t+1}
+  if (coverage_ == StepCoverage::see) {
+    r.coverage_loss = coverage_overlap(r.weights, coverage);  // (B)
+    coverage = add(coverage, r.weights);                       // c_{t+1}
+  } else {
+    coverage = add(coverage, mul(r.weights, m.inverse_fertility));  // c_{t+1} = c_t + a_t / Φ
+  }
   return r;
 }
 

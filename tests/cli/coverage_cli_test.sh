@@ -14,6 +14,8 @@ model="$work/cov/model.safetensors"
 grep -q '"coverage":"see"' <(head -c 4096 "$model" | tr -d '\\') || fail "the checkpoint does not record coverage 'see'"
 grep -q 'coverage = "see"' "$work/cov/config.toml" || fail "config.toml does not repeat --coverage see"
 expect 0 "| 4 |" -- "$attn" eval --model "$model" --eval-lengths 4 --samples 8 --beam 3 --coverage-penalty 0.2
+expect 0 "trained 6 steps" -- "$attn" train --task copy --coverage tu "${tiny[@]}" --steps 6 --out "$work/tu"
+expect 0 "heatmap:" -- "$attn" align --model "$work/tu/model.safetensors" --input "5 9 3" --beam 2 --out "$work/tu.svg"
 expect 0 "heatmap:" -- "$attn" align --model "$model" --input "5 9 3 17" --beam 2 --coverage-penalty 1 --out "$work/a.svg"
 
 # Refused, exit 2: coverage on a decoder without an additive score, on a task without the
@@ -23,7 +25,7 @@ expect 2 "coverage 'see' needs bahdanau attention" -- "$attn" train --task copy 
 expect 2 "--coverage does not apply to --task sst2" -- "$attn" train --task sst2 --coverage see --out "$work/bad2"
 expect 2 "coverage_loss must be finite and >= 0" -- "$attn" train --task copy --coverage see --coverage-loss -1 \
   "${tiny[@]}" --steps 1 --out "$work/bad3"
-expect 2 "unknown coverage 'tu2' (valid: none, see)" -- "$attn" train --task copy --coverage tu2 "${tiny[@]}" \
+expect 2 "unknown coverage 'tu2' (valid: none, see, tu)" -- "$attn" train --task copy --coverage tu2 "${tiny[@]}" \
   --steps 1 --out "$work/bad4"
 for bad in bad1 bad2 bad3 bad4; do [[ ! -e "$work/$bad" ]] || fail "a refused train wrote $bad"; done
 expect 2 "--coverage-penalty applies to beam search (--beam > 1)" -- "$attn" eval --model "$model" --eval-lengths 4 \

@@ -588,7 +588,10 @@ TEST(Seq2SeqConfig, CoverageInTheJsonOnlyWhenUsed) {
   Seq2SeqConfig bad = tiny_coverage();
   bad.coverage_loss = -1.0f;
   EXPECT_THROW_MSG(bad.validate(), ValueError, "coverage_loss must be finite and >= 0, got -1");
-  EXPECT_THROW_MSG(parse_coverage_kind("tu2"), ValueError, "unknown coverage 'tu2' (valid: none, see)");
+  EXPECT_THROW_MSG(parse_coverage_kind("tu2"), ValueError, "unknown coverage 'tu2' (valid: none, see, tu)");
+  Seq2SeqConfig tu = tiny("bahdanau");
+  tu.coverage = CoverageKind::tu;
+  EXPECT_EQ(Seq2SeqConfig::from_json(tu.to_json()).coverage, CoverageKind::tu);
 }
 
 // The loss adds λ times the mean over target tokens (padding left out) of Σ_i min(a_i, c_i).

@@ -136,7 +136,7 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
 
 TEST(StepAttention, AdditiveStepIsTheOpWithKeysProjectedOnce) {
   Rng rng(5);
-  AdditiveAttention a(D, E, /*normalize=*/true, /*coverage=*/false, rng);
+  AdditiveAttention a(D, E, /*normalize=*/true, StepCoverage::none, rng);
   const Tensor values = random_tensor({B, S, E}, 6), q = random_tensor({B, D}, 7);
   const StepMemory m = a.prepare(values, lengths());
   EXPECT_TRUE(tensors_close(m.keys, additive_project_keys(values, a.w_k), 0.0f, 0.0f));
@@ -298,11 +298,12 @@ TEST(StepAttention, StateReordersRows) {
 
 // ---- coverage (See et al. 2017) -------------------------------------------------------------
 
-std::unique_ptr<StepAttention> make_coverage(Rng& rng) {
-  auto a = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = true}, rng);
-  // w_c starts at zeros; give it values so that the coverage term shows in the scores.
+std::unique_ptr<StepAttention> make_coverage(Rng& rng, StepCoverage coverage = StepCoverage::see) {
+  auto a = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = coverage}, rng);
+  // w_c (and tu's w_f) start at zeros; give them values so that the coverage shows in the scores.
   auto& module = dynamic_cast<AdditiveAttention&>(*a);
   module.w_c.copy_from(random_tensor({D}, 41, -2.0f, 2.0f));
+  if (coverage == StepCoverage::tu) module.w_f.copy_from(random_tensor({1, E}, 42, -1.0f, 1.0f));
   return a;
 }
 
@@ -351,7 +352,7 @@ TEST(StepAttention, CoverageExcludesTheCurrentStep) {
 // A new coverage model (w_c = 0) scores as plain Bahdanau, and draws the same parameters.
 TEST(StepAttention, CoverageStartsAsPlainBahdanau) {
   Rng r1(7), r2(7);
-  auto with = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = true}, r1);
+  auto with = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, r1);
   auto without = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E}, r2);
   EXPECT_EQ(dynamic_cast<AdditiveAttention&>(*with).w_c.to_vector(), std::vector<float>(D, 0.0f));
   const Tensor values = random_tensor({B, S, E}, 8), q = random_tensor({B, D}, 9);
@@ -359,6 +360,48 @@ TEST(StepAttention, CoverageStartsAsPlainBahdanau) {
   StepState s1 = with->start(m1), s2 = without->start(m2);
   for (int t = 0; t < 2; ++t)
     EXPECT_TRUE(tensors_close(with->step(q, m1, s1, true).weights, without->step(q, m2, s2, true).weights, 0.0f, 0.0f));
+  autodiff::tape().clear();
+}
+
+// Tu et al. (2016): each step adds a_t / Φ, Φ_i = 2 σ(w_f · h_i); the step scores with the
+// earlier steps' coverage only, and reports no coverage loss.
+TEST(StepAttention, TuCoverageDividesByTheFertility) {
+  Rng rng(61);
+  auto a = make_coverage(rng, StepCoverage::tu);
+  auto& module = dynamic_cast<AdditiveAttention&>(*a);
+  const Tensor values = random_tensor({B, S, E}, 62);
+  const StepMemory m = a->prepare(values, lengths());
+  const std::vector<float> h = values.to_vector(), wf = module.w_f.to_vector();
+  std::vector<float> inverse_fertility(static_cast<size_t>(B * S));
+  for (int64_t r = 0; r < B * S; ++r) {
+    double x = 0.0;
+    for (int64_t e = 0; e < E; ++e) x += static_cast<double>(h[static_cast<size_t>(r * E + e)]) * wf[static_cast<size_t>(e)];
+    inverse_fertility[static_cast<size_t>(r)] = static_cast<float>(1.0 / (2.0 / (1.0 + std::exp(-x))));
+  }
+  EXPECT_TRUE(tensors_close(m.inverse_fertility, Tensor::from_vector(inverse_fertility, {B, S}), 1e-6f, 1e-5f));
+  StepState state = a->start(m);
+  std::vector<float> coverage(static_cast<size_t>(B * S), 0.0f);
+  for (int t = 0; t < 3; ++t) {
+    SCOPED_TRACE(t);
+    const Tensor q = random_tensor({B, D}, 63 + t);
+    const StepAttentionResult r = a->step(q, m, state, true);
+    EXPECT_FALSE(r.coverage_loss.defined());
+    EXPECT_TRUE(tensors_close(r.weights, expected_weights(module, q, m, coverage), 1e-6f, 1e-5f));
+    const std::vector<float> w = r.weights.to_vector();
+    for (size_t i = 0; i < coverage.size(); ++i) coverage[i] += w[i] * inverse_fertility[i];
+    EXPECT_TRUE(tensors_close(state.rows[0], Tensor::from_vector(coverage, {B, S}), 1e-6f, 1e-5f));
+  }
+  // Gradients reach the fertility weights through two steps.
+  module.w_f.set_requires_grad(true);
+  const Tensor q1 = random_tensor({B, D}, 70);
+  EXPECT_TRUE(gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        const StepMemory mm = a->prepare(in[0], lengths());
+        StepState st = a->start(mm);
+        a->step(q1, mm, st, false);
+        return a->step(q1, mm, st, false).context;
+      },
+      {values.clone().set_requires_grad(true), module.w_f}));
   autodiff::tape().clear();
 }
 
@@ -382,7 +425,7 @@ TEST(StepAttention, CoverageGradients) {
 
 TEST(StepAttention, CoverageNeedsAnAdditiveScore) {
   Rng rng(1);
-  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = D, .memory_size = E, .coverage = true}, rng),
+  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, rng),
                    ValueError, "coverage needs an additive score, got general");
 }
 

@@ -44,8 +44,9 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
   app->add_flag("!--no-input-feeding", c.input_feeding, "Luong decoder without input feeding");
   app->add_option("--coverage", names.coverage,
-                  "Coverage of the bahdanau decoder: none | see (See et al. 2017: the earlier steps' attention "
-                  "enters the additive score, and the loss adds --coverage-loss times sum_i min(a_i, c_i))")
+                  "Coverage of the bahdanau decoder, the earlier steps' attention in the additive score: none | "
+                  "see (See et al. 2017; the loss adds --coverage-loss times sum_i min(a_i, c_i)) | tu (Tu et al. "
+                  "2016: attention divided by a learned fertility, no loss term)")
       ->capture_default_str();
   app->add_option("--coverage-loss", c.coverage_loss, "--coverage see: the weight lambda of the coverage loss")
       ->capture_default_str();

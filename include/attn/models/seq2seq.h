@@ -47,8 +47,9 @@ enum class RnnCell { gru, lstm };
 const char* to_string(RnnCell cell);                // "gru" | "lstm"
 RnnCell parse_rnn_cell(const std::string& name);    // "unknown encoder '...'"
 enum class AttentionKind { none, bahdanau, luong };  // the decoder (see the top of this file)
-enum class CoverageKind { none, see };               // see: See et al. (2017)
-const char* to_string(CoverageKind kind);            // "none" | "see"
+enum class CoverageKind { none, see, tu };           // See et al. (2017), Tu et al. (2016)
+const char* to_string(CoverageKind kind);            // "none" | "see" | "tu"
+nn::StepCoverage step_coverage(CoverageKind kind);
 CoverageKind parse_coverage_kind(const std::string& name);  // "unknown coverage '...'"
 const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "luong"
 AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
@@ -75,9 +76,10 @@ struct Seq2SeqConfig {
   bool input_feeding = true;  // luong only
   int vocab = 32;             // V: the synthetic tasks' (data::kVocabSize, tests/unit/tasks_test.cpp)
   int max_src_len = 128;      // the longest source location attention can score
-  // Coverage (See et al. 2017; bahdanau's additive scores only): the attention of earlier
-  // steps, c_t = Σ_{t'<t} a_{t'}, enters the score, and training adds coverage_loss ·
-  // Σ_i min(a_{t,i}, c_{t,i}) per target token. Stored in the JSON only when not none.
+  // Coverage (bahdanau's additive scores only; nn/step_attention.h): the attention of earlier
+  // steps enters the score. see (See et al. 2017): c_t = Σ_{t'<t} a_{t'}, and training adds
+  // coverage_loss · Σ_i min(a_{t,i}, c_{t,i}) per target token; tu (Tu et al. 2016): each step
+  // adds a_t / Φ with a learned fertility Φ, no loss term. Stored in the JSON only when not none.
   CoverageKind coverage = CoverageKind::none;
   float coverage_loss = 1.0f;  // λ, >= 0
   uint64_t seed = 1;

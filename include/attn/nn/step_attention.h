@@ -18,12 +18,16 @@
 // its parameters from the given Rng in the order listed, Xavier as attn/nn/attention_init.h):
 //   AdditiveAttention      additive | additive_normalized: Bahdanau, additive_attention
 //                          (attn/ops/attention.h); w_q (A, D), w_k (A, E), bias (A), v (A) [, g]
-//                          [, w_c (A), zeros: with coverage]. With coverage (See et al. 2017) the
-//                          state holds c_t = Σ_{t'<t} a_{t'} (B, S), zeros at the start; step t
-//                          scores vᵀ tanh(W_q s + W_k h_i + w_c c_{t,i} + b) (ops/coverage.h's
-//                          add_outer on the projected keys), reports Σ_i min(a_{t,i}, c_{t,i}) as
-//                          its coverage_loss, and only then adds a_t to c: a step never sees its
-//                          own attention in its coverage.
+//                          [, w_c (A), zeros: with coverage] [, w_f (1, E), zeros: tu]. With
+//                          coverage the state holds c_t (B, S), zeros at the start; step t scores
+//                          vᵀ tanh(W_q s + W_k h_i + w_c c_{t,i} + b) (ops/coverage.h's add_outer
+//                          on the projected keys) and only then adds its own attention to c: a
+//                          step never sees its own attention in its coverage.
+//                          see (See et al. 2017): c_t = Σ_{t'<t} a_{t'}; the step reports
+//                          Σ_i min(a_{t,i}, c_{t,i}) as its coverage_loss.
+//                          tu (Tu et al. 2016, linguistic coverage with fertility): c_t =
+//                          Σ_{t'<t} a_{t'} / Φ with Φ_i = N σ(w_f · h_i), N = 2, computed once per
+//                          batch by prepare(); no coverage loss.
 //   LuongAttention         dot | general | concat: luong_attention (attn/ops/attention.h);
 //                          general w (D, E); concat w (A, D + E), v (A)
 //   LocationAttention      location: location_attention; w_a (S_max, D), b_a (S_max)
@@ -55,6 +59,10 @@
 
 namespace attn::nn {
 
+// Coverage of the additive scores (the configuration's `coverage`).
+enum class StepCoverage { none, see, tu };
+inline constexpr float kTuFertilityMax = 2.0f;  // Tu et al.'s N: the most target words one source word yields
+
 // The score functions of the decoder's attention (the configuration's `score`).
 enum class StepScore {
   additive,             // Bahdanau
@@ -82,7 +90,7 @@ struct StepAttentionOptions {
   int64_t window = 0;        // local_m / local_p: half-width of the window
   int64_t max_src_len = 0;   // location: the longest source it scores
   uint64_t sample_seed = 0;  // hard: the stream of its draws
-  bool coverage = false;     // additive scores only: See et al.'s coverage (AdditiveAttention)
+  StepCoverage coverage = StepCoverage::none;  // additive scores only (AdditiveAttention)
 };
 
 // One batch's attention memory: the values and what prepare() computed once for every step.
@@ -91,6 +99,7 @@ struct StepMemory {
   Tensor lengths;           // (B) int32
   Tensor keys;              // additive: values W_kᵀ (B, S, A); multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
   Tensor projected_values;  // multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
+  Tensor inverse_fertility; // additive with tu coverage: 1 / Φ_i (B, S)
 };
 
 struct StepAttentionResult {
@@ -151,16 +160,18 @@ class SingleHeadStepAttention : public Module, public StepAttention {
 
 class AdditiveAttention final : public SingleHeadStepAttention {
  public:
-  AdditiveAttention(int64_t D, int64_t E, bool normalize, bool coverage, Rng& rng);
+  AdditiveAttention(int64_t D, int64_t E, bool normalize, StepCoverage coverage, Rng& rng);
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
   StepState start(const StepMemory& memory) const override;
   StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w_q, w_k, bias, v, g;  // g: additive_normalized only
   Tensor w_c;                   // coverage only
+  Tensor w_f;                   // tu coverage only
 
  private:
   bool normalize_;
+  StepCoverage coverage_;
 };
 
 class LuongAttention final : public SingleHeadStepAttention {
