@@ -41,7 +41,11 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .heads = config.heads,
                                          .window = config.window,
                                          .max_src_len = config.max_src_len,
-                                         .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL)},
+                                         .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL),
+                                         .location_filters = config.location_filters,
+                                         .location_width = config.location_width,
+                                         .location_sharpening = config.location_sharpening,
+                                         .location_smoothing = config.location_smoothing},
                                         rng);
     register_module("attention", attention->module());
   }

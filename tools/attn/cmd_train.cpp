@@ -179,7 +179,8 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--emb", {&g.rnn, &g.bilstm}, "copy / reverse / sort 64, translate 256, sst2 300");
   place("--hidden", {&g.rnn, &g.bilstm}, "256; sst2 150");
   place("--heads", {&g.rnn, &g.transformer});
-  for (const char* name : {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding"})
+  for (const char* name : {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding",
+                           "--location-filters", "--location-width", "--location-sharpen", "--location-smooth"})
     place(name, {&g.rnn});
 }
 

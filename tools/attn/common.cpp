@@ -37,11 +37,20 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--dropout", c.dropout, "Dropout between RNN layers")->capture_default_str();
   app->add_option("--attention", names.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
   app->add_option("--score", names.score,
-                  "Attention score. bahdanau: additive | additive_normalized; "
+                  "Attention score. bahdanau: additive | additive_normalized | location_aware; "
                   "luong: general | dot | concat | location | scaled_dot | multihead | local_m | local_p | hard");
   app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
   app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
   app->add_flag("!--no-input-feeding", c.input_feeding, "Luong decoder without input feeding");
+  app->add_option("--location-filters", c.location_filters, "--score location_aware: convolution channels K")
+      ->capture_default_str();
+  app->add_option("--location-width", c.location_width,
+                  "--score location_aware: filter width r, odd (ESPnet's aconv_filts 100 is width 201)")
+      ->capture_default_str();
+  app->add_option("--location-sharpen", c.location_sharpening, "--score location_aware: sharpening beta, a = softmax(beta e)")
+      ->capture_default_str();
+  app->add_flag("--location-smooth", c.location_smoothing,
+                "--score location_aware: smoothing, sigmoid(e) normalised instead of softmax(e)");
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
