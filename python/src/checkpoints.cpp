@@ -20,6 +20,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
 #include "attn/train/checkpoint.h"
+#include "attn/decode/checkpoint_kind.h"
 #include "attn/decode/classify.h"
 #include "attn/decode/sample.h"
 #include "attn/train/seq2seq_trainer.h"
@@ -32,6 +33,7 @@ namespace py = pybind11;
 namespace {
 
 using namespace attn;
+using Kind = decode::CheckpointKind;
 
 struct LoadedCheckpoint {
   std::string path, format;
@@ -48,12 +50,14 @@ struct LoadedCheckpoint {
     return *lm->model;
   }
 
-  // ValueError unless this checkpoint is one of `formats` (a " or "-joined list).
-  void require(const std::string& method, std::initializer_list<const char*> formats) const {
+  decode::CheckpointKind kind = decode::CheckpointKind::seq2seq;
+
+  // ValueError unless this checkpoint is one of `kinds` (their formats " or "-joined).
+  void require(const std::string& method, std::initializer_list<decode::CheckpointKind> kinds) const {
     std::string names;
-    for (const char* f : formats) {
-      if (format == f) return;
-      names += (names.empty() ? "" : " or ") + std::string(f);
+    for (decode::CheckpointKind k : kinds) {
+      if (kind == k) return;
+      names += (names.empty() ? "" : " or ") + std::string(decode::format_name(k));
     }
     throw ValueError(method + ": '" + path + "' is an " + format + " checkpoint; " + method + " needs " + names);
   }
@@ -62,18 +66,29 @@ struct LoadedCheckpoint {
 std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
   auto c = std::make_unique<LoadedCheckpoint>();
   c->path = path;
-  c->format = train::checkpoint_format(path);
-  if (c->format == "attn-seq2seq") {
-    c->seq2seq = std::make_unique<decode::LoadedSeq2Seq>(decode::load_seq2seq(path));
-  } else if (c->format == "attn-translation") {
-    c->translator = std::make_unique<decode::LoadedTranslator>(decode::load_translator(path));
-  } else if (c->format == "attn-classifier") {
-    c->classifier = std::make_unique<decode::LoadedClassifier>(decode::load_classifier(path));
-  } else if (c->format == "attn-lm") {
-    c->lm = std::make_unique<decode::LoadedLm>(decode::load_char_lm(path));
-  } else {
-    throw IoError(path + ": not an attn checkpoint (format '" + c->format +
-                  "'; expected attn-seq2seq, attn-translation, attn-classifier or attn-lm)");
+  const std::optional<decode::CheckpointKind> kind = decode::find_checkpoint_kind(path);
+  if (!kind) {
+    std::string known;
+    for (decode::CheckpointKind k : decode::checkpoint_kinds())
+      known += (known.empty() ? "" : ", ") + std::string(decode::format_name(k));
+    throw IoError(path + ": not an attn checkpoint (format '" + train::checkpoint_format(path) + "'; expected " + known +
+                  ")");
+  }
+  c->kind = *kind;
+  c->format = decode::format_name(*kind);
+  switch (*kind) {
+    case decode::CheckpointKind::seq2seq:
+      c->seq2seq = std::make_unique<decode::LoadedSeq2Seq>(decode::load_seq2seq(path));
+      break;
+    case decode::CheckpointKind::translation:
+      c->translator = std::make_unique<decode::LoadedTranslator>(decode::load_translator(path));
+      break;
+    case decode::CheckpointKind::classifier:
+      c->classifier = std::make_unique<decode::LoadedClassifier>(decode::load_classifier(path));
+      break;
+    case decode::CheckpointKind::lm:
+      c->lm = std::make_unique<decode::LoadedLm>(decode::load_char_lm(path));
+      break;
   }
   io::SafetensorsFile file = io::load_safetensors(path);
   c->metadata = io::attn_metadata(file, path);
@@ -142,7 +157,7 @@ void save_loaded(LoadedCheckpoint& c, const std::string& path) {
 // Teacher-forced logits (B, T, V) of an encoder-decoder checkpoint, as numpy (the RNN's
 // time-major (T, B, V) transposed).
 py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Tensor& src_lengths, const Tensor& tgt_in) {
-  c.require("logits", {"attn-seq2seq", "attn-translation"});
+  c.require("logits", {Kind::seq2seq, Kind::translation});
   if (tgt_in.dtype() != DType::i32 || tgt_in.shape().rank() != 2)
     throw ShapeError("logits: 'tgt_in' expected (B, T) int32, got " + tgt_in.shape().str() + " " + dtype_name(tgt_in.dtype()));
   const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
@@ -180,7 +195,7 @@ void register_checkpoints(py::module_& m) {
            "Writes the (possibly changed) parameters with the same metadata, atomically (a translation "
            "checkpoint's tokenizer is copied beside it when it is not there)")
       .def("translate", [](LoadedCheckpoint& c, const py::object& input, int beam, float length_penalty, int max_len) -> py::object {
-        c.require("translate", {"attn-seq2seq", "attn-translation"});
+        c.require("translate", {Kind::seq2seq, Kind::translation});
         if (c.translator) {
           const bool one = py::isinstance<py::str>(input);
           const auto lines = one ? std::vector<std::string>{input.cast<std::string>()} : input.cast<std::vector<std::string>>();
@@ -203,7 +218,7 @@ void register_checkpoints(py::module_& m) {
            "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
            "-> logits (B, T, V) as numpy")
       .def("attend", [](LoadedCheckpoint& c, const py::object& input) -> py::object {
-        c.require("attend", {"attn-seq2seq", "attn-translation", "attn-classifier"});
+        c.require("attend", {Kind::seq2seq, Kind::translation, Kind::classifier});
         py::dict out;
         if (c.seq2seq) {
           const auto source = input.cast<std::vector<int32_t>>();
@@ -226,7 +241,7 @@ void register_checkpoints(py::module_& m) {
          "The attention weights: seq2seq {output, weights (step x source)}; translation {text, source, output, weights}; "
          "classifier {tokens, weights (per token; empty when the model has none)}")
       .def("classify", [](LoadedCheckpoint& c, const std::string& text) {
-        c.require("classify", {"attn-classifier"});
+        c.require("classify", {Kind::classifier});
         decode::Classification r = decode::classify_text(*c.classifier->model, c.classifier->vocab, text);
         py::dict out;
         out["label"] = r.label;
@@ -237,7 +252,7 @@ void register_checkpoints(py::module_& m) {
       }, py::arg("text"), "{label, name, probability, probabilities}")
       .def("generate", [](LoadedCheckpoint& c, const std::string& prompt, int max_chars, float temperature, int top_k,
                           uint64_t seed) {
-        c.require("generate", {"attn-lm"});
+        c.require("generate", {Kind::lm});
         if (max_chars < 1) throw ValueError("generate: max_chars must be >= 1, got " + std::to_string(max_chars));
         if (!(temperature >= 0.0f)) throw ValueError("generate: temperature must be >= 0");
         if (top_k < 0) throw ValueError("generate: top_k must be >= 0, got " + std::to_string(top_k));

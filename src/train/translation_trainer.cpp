@@ -9,6 +9,7 @@
 #include "attn/data/bleu.h"
 #include "attn/data/parallel.h"
 #include "attn/data/text.h"
+#include "attn/decode/checkpoint_kind.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/checksum.h"
@@ -57,9 +58,8 @@ class TranslationTask final : public Task {
     // Issue 18 item 13: another task's run was given a learned spm.model before the resume failed.
     if (o.resume) {
       const std::string last = (dir / "last.safetensors").string();
-      const std::string format = checkpoint_format(last);
-      if (format != decode::kTranslationFormat)
-        throw ValueError("--resume: " + last + " is not a translation run (format '" + format +
+      if (decode::find_checkpoint_kind(last) != decode::CheckpointKind::translation)
+        throw ValueError("--resume: " + last + " is not a translation run (format '" + checkpoint_format(last) +
                          "'): resume it with its own --task, or give another --out");
     }
     if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one

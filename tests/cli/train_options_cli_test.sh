@@ -41,12 +41,17 @@ refused "--src does not apply to --task charlm" --task charlm --src fr
 refused "(it is an option of Synthetic seq2seq (--task copy | reverse | sort); Classifier (--task sst2))" \
   --task translate --bucket 4
 refused "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" --task sst2 --model cnn
-refused "unknown task 'nope'" --task nope
+refused "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, charlm)" --task nope
+refused "--task charlm: unknown --model 'rnn' (valid: transformer)" --task charlm --model rnn
 # issue 18: an impossible model is a usage error (2), not a runtime one.
 refused "needs about" --task copy --hidden 60000 --layers 200
 
 # --help shows the groups, and no single default where the task decides it.
 help="$("$attn" train --help)"
+# ... and lists the registered tasks (tools/attn/train_tasks.h), each on a line of its own.
+for task in copy reverse sort sst2 translate charlm; do
+  grep -qE "^  $task +[a-z]" <<<"$help" || fail "train --help does not list the task '$task'"
+done
 for heading in "Every task:" "Synthetic seq2seq (--task copy | reverse | sort):" "Text data (--task sst2 | translate | charlm):" \
   "Classifier (--task sst2):" "Translation (--task translate):" "Transformer (--task translate --model transformer"; do
   [[ "$help" == *"$heading"* ]] || fail "train --help lacks the group '$heading'"

@@ -19,7 +19,7 @@ loss_falls() {
 
 # Bad options fail before any work, with exit code 2.
 expect 2 "--task translate needs --data" -- "$attn" train --task translate --out "$work/x"
-expect 2 "--model must be rnn or transformer" -- "$attn" train --task translate --model bilstm --data "$data" --out "$work/x"
+expect 2 "--task translate: unknown --model 'bilstm' (valid: rnn, transformer)" -- "$attn" train --task translate --model bilstm --data "$data" --out "$work/x"
 expect 2 "--label-smoothing" -- "$attn" train --task translate --data "$data" --label-smoothing 1.5 --out "$work/x"
 expect 2 "--norm must be pre or post" -- "$attn" train --task translate --model transformer --norm mid --data "$data" --out "$work/x"
 

@@ -1,5 +1,7 @@
 #include "attn/train/checkpoint.h"
 
+#include "attn/decode/checkpoint_kind.h"
+
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -149,6 +151,38 @@ TEST(Checkpoint, Errors) {
                    "bad 'attn' metadata: version \"1\"");
   EXPECT_THROW(checkpoint_format("/nonexistent/model.safetensors"), IoError);
   fs::remove(path);
+}
+
+// The checkpoint kinds (decode/checkpoint_kind.h): every kind's format names it back, and a
+// file's kind is read from its metadata; a format attn does not know names the known ones.
+TEST(CheckpointKind, FormatsNameTheirKinds) {
+  using decode::CheckpointKind;
+  ASSERT_EQ(decode::checkpoint_kinds().size(), 4u);
+  for (CheckpointKind kind : decode::checkpoint_kinds())
+    EXPECT_EQ(decode::kind_of_format(decode::format_name(kind)), kind) << decode::format_name(kind);
+  EXPECT_STREQ(decode::format_name(CheckpointKind::translation), "attn-translation");
+  EXPECT_THROW_MSG(decode::kind_of_format("attn-test"), ValueError,
+                   "unknown checkpoint format 'attn-test' (this attn reads attn-seq2seq, attn-translation, "
+                   "attn-classifier, attn-lm)");
+}
+
+TEST(CheckpointKind, ReadFromTheFileAndRequired) {
+  using decode::CheckpointKind;
+  Trained trained;
+  const std::string lm = temp_path("kind_lm.safetensors"), other = temp_path("kind_other.safetensors");
+  save_run_checkpoint(lm, trained.parameters(), {{"format", "attn-lm"}, {"step", 2}}, &trained.adam);
+  save_run_checkpoint(other, trained.parameters(), {{"format", "attn-test"}}, &trained.adam);
+  EXPECT_EQ(decode::checkpoint_kind(lm), CheckpointKind::lm);
+  EXPECT_EQ(decode::find_checkpoint_kind(lm), CheckpointKind::lm);
+  EXPECT_EQ(decode::require_checkpoint_kind(lm, {CheckpointKind::translation, CheckpointKind::lm}), CheckpointKind::lm);
+  EXPECT_THROW_MSG(decode::require_checkpoint_kind(lm, {CheckpointKind::seq2seq, CheckpointKind::translation}, "; hint"),
+                   ValueError, lm + " is not a seq2seq or translation checkpoint (format 'attn-lm'); hint");
+  EXPECT_THROW_MSG(decode::require_checkpoint_kind(lm, {CheckpointKind::classifier}), ValueError,
+                   "is not a classifier checkpoint (format 'attn-lm')");
+  EXPECT_FALSE(decode::find_checkpoint_kind(other).has_value());
+  EXPECT_THROW_MSG(decode::checkpoint_kind(other), IoError, other + ": unknown checkpoint format 'attn-test'");
+  fs::remove(lm);
+  fs::remove(other);
 }
 
 }  // namespace

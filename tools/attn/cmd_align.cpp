@@ -118,17 +118,16 @@ void add_align_command(CLI::App& app) {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
     if (!(args->length_penalty >= 0.0f) || !std::isfinite(args->length_penalty))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(args->length_penalty));
-    const std::string format = attn_checkpoint_format(args->model);
-    if (format == "attn-translation") {
+    // Only encoder-decoders have alignments: say which kind of model arrived (an LM or a
+    // classifier used to be told it "needs --input").
+    using decode::CheckpointKind;
+    const CheckpointKind kind = require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation},
+                                                   ": align draws encoder-decoder attention; for a classifier use attn classify");
+    if (kind == CheckpointKind::translation) {
       if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
       align_translation(*args);
       return;
     }
-    // Only encoder-decoders have alignments: say which kind of model arrived (an LM or a
-    // classifier used to be told it "needs --input").
-    if (format != "attn-seq2seq")
-      throw UsageError(args->model + " is not a seq2seq or translation checkpoint (format '" + format +
-                       "'): align draws encoder-decoder attention; for a classifier use attn classify");
     if (args->input.empty()) throw UsageError("a synthetic-task model needs --input \"5 9 3 17 4\"");
     std::vector<int32_t> source;
     as_usage([&] { source = data::parse_symbols(args->input); });

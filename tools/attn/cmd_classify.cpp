@@ -63,7 +63,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
-    require_checkpoint_format(args->model, "attn-classifier", "a classifier checkpoint");
+    require_checkpoint(args->model, {decode::CheckpointKind::classifier});
     decode::LoadedClassifier loaded = decode::load_classifier(args->model);
     // Bytes that are not UTF-8 become U+FFFD, as in the data files, so that --json can print them.
     if (cmd->count("--text")) {

@@ -1,5 +1,5 @@
 // attn eval: accuracy of a trained model — per source length for seq2seq checkpoints, on
-// an SST-2 split for classifier checkpoints (dispatch on the checkpoint's metadata format).
+// an SST-2 split for classifier checkpoints (dispatch on the checkpoint's kind, decode/checkpoint_kind.h).
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -14,20 +14,101 @@
 #include "common.h"
 
 namespace attn::cli {
+namespace {
+
+struct EvalArgs {
+  std::string model;
+  std::string lengths = "5,10,20,40,80";
+  decode::EvalOptions options;
+  bool json = false;
+  std::string data;
+  std::string split;
+  int batch = 256;
+  std::string hypotheses;
+  int64_t limit = 0;
+};
+
+void eval_translation(EvalArgs& a, const CLI::App* cmd) {
+  if (a.data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
+  if (a.limit < 0) throw UsageError("--limit must be >= 0");
+  decode::LoadedTranslator model = decode::load_translator(a.model);
+  refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
+  decode::TranslateOptions options;
+  options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
+  options.length_penalty = a.options.length_penalty;
+  const std::string split = a.split.empty() ? "test2016" : a.split;
+  std::string dir = a.data;
+  if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
+  const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, a.limit);
+  if (!a.hypotheses.empty()) data::write_lines(a.hypotheses, e.hypotheses);
+  if (a.json) {
+    nlohmann::json j = e.bleu_json;
+    j["bleu"] = e.bleu;
+    j["split"] = split;
+    j["sentences"] = e.sentences;
+    j["beam"] = options.beam;
+    j["length_penalty"] = options.length_penalty;
+    j["seconds"] = e.seconds;
+    j["model"] = a.model;
+    j["kind"] = model.info.kind;
+    j["score"] = e.bleu;
+    j["metric"] = "bleu";
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
+                static_cast<long long>(e.sentences), options.beam, e.bleu_line.c_str());
+  }
+}
+
+void eval_classifier(EvalArgs& a) {
+  if (a.split.empty()) a.split = "dev";
+  a.data = data_or_default(a.data, "sst2", "a classifier checkpoint needs --data DIR (the folder holding sst2/)");
+  if (a.split != "dev" && a.split != "test" && a.split != "train")
+    throw UsageError("unknown --split '" + a.split + "' (valid: train, dev, test)");
+  decode::LoadedClassifier loaded = decode::load_classifier(a.model);
+  const auto examples = data::read_sst2(data::sst2_split_path(a.data, a.split));
+  const decode::ClassifierEval e = decode::evaluate_classifier(*loaded.model, loaded.vocab, examples, a.batch);
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::parse(decode::classifier_eval_json(e));
+    j["model"] = a.model;
+    j["kind"] = loaded.model->kind();
+    j["split"] = a.split;
+    j["score"] = e.accuracy;
+    j["metric"] = "accuracy";
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
+                a.split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
+  }
+}
+
+void eval_seq2seq(const EvalArgs& a) {
+  decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
+  check_eval_memory(loaded.model->config(), a.options);
+  auto rows = decode::evaluate_seq2seq(*loaded.model, data::parse_task(loaded.info.task), a.options);
+  if (a.json) {
+    // The score: token accuracy averaged over the evaluated lengths.
+    nlohmann::json j = nlohmann::json::parse(decode::accuracy_json(rows));
+    double mean = 0.0;
+    for (const auto& r : rows) mean += r.token_accuracy / static_cast<double>(rows.size());
+    j["model"] = a.model;
+    j["attention"] = models::to_string(loaded.info.config.attention);
+    j["beam"] = a.options.beam;
+    j["length_penalty"] = a.options.length_penalty;
+    j["samples"] = a.options.samples;
+    j["seed"] = a.options.seed;
+    j["score"] = mean;
+    j["metric"] = "mean token accuracy over the lengths";
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    std::printf("%s", accuracy_table({models::to_string(loaded.info.config.attention)}, {rows}).c_str());
+  }
+}
+
+}  // namespace
 
 void add_eval_command(CLI::App& app) {
-  struct Args {
-    std::string model;
-    std::string lengths = "5,10,20,40,80";
-    decode::EvalOptions options;
-    bool json = false;
-    std::string data;
-    std::string split;
-    int batch = 256;
-    std::string hypotheses;
-    int64_t limit = 0;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "Evaluate a model: token and sequence accuracy per source length (seq2seq), or accuracy on an "
               "SST-2 split (classifier)");
@@ -52,81 +133,17 @@ void add_eval_command(CLI::App& app) {
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);
     as_usage([&] { args->options.validate(); });  // --samples, --beam
-    const std::string format = attn_checkpoint_format(args->model);
-    if (!args->hypotheses.empty() && format != "attn-translation") throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" + format + "'");
-    if (format == "attn-translation") {
-      if (args->data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
-      if (args->limit < 0) throw UsageError("--limit must be >= 0");
-      decode::LoadedTranslator model = decode::load_translator(args->model);
-      refuse_outputs_naming_inputs({{"--hypotheses", args->hypotheses}});  // the checkpoint, its spm.model
-      decode::TranslateOptions options;
-      options.beam = cmd->count("--beam") ? args->options.beam : 5;  // the documented Multi30k recipe
-      options.length_penalty = args->options.length_penalty;
-      const std::string split = args->split.empty() ? "test2016" : args->split;
-      std::string dir = args->data;
-      if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
-      const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, args->limit);
-      if (!args->hypotheses.empty()) data::write_lines(args->hypotheses, e.hypotheses);
-      if (args->json) {
-        nlohmann::json j = e.bleu_json;
-        j["bleu"] = e.bleu;
-        j["split"] = split;
-        j["sentences"] = e.sentences;
-        j["beam"] = options.beam;
-        j["length_penalty"] = options.length_penalty;
-        j["seconds"] = e.seconds;
-        j["model"] = args->model;
-        j["kind"] = model.info.kind;
-        j["score"] = e.bleu;
-        j["metric"] = "bleu";
-        std::printf("%s\n", json_text(j, 2).c_str());
-      } else {
-        std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
-                    static_cast<long long>(e.sentences), options.beam, e.bleu_line.c_str());
-      }
-      return;
-    }
-    if (format == "attn-classifier") {
-      if (args->split.empty()) args->split = "dev";
-      args->data = data_or_default(args->data, "sst2", "a classifier checkpoint needs --data DIR (the folder holding sst2/)");
-      if (args->split != "dev" && args->split != "test" && args->split != "train")
-        throw UsageError("unknown --split '" + args->split + "' (valid: train, dev, test)");
-      decode::LoadedClassifier loaded = decode::load_classifier(args->model);
-      const auto examples = data::read_sst2(data::sst2_split_path(args->data, args->split));
-      const decode::ClassifierEval e = decode::evaluate_classifier(*loaded.model, loaded.vocab, examples, args->batch);
-      if (args->json) {
-        nlohmann::json j = nlohmann::json::parse(decode::classifier_eval_json(e));
-        j["model"] = args->model;
-        j["kind"] = loaded.model->kind();
-        j["split"] = args->split;
-        j["score"] = e.accuracy;
-        j["metric"] = "accuracy";
-        std::printf("%s\n", json_text(j, 2).c_str());
-      } else {
-        std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
-                    args->split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
-      }
-      return;
-    }
-    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
-    check_eval_memory(loaded.model->config(), args->options);
-    auto rows = decode::evaluate_seq2seq(*loaded.model, data::parse_task(loaded.info.task), args->options);
-    if (args->json) {
-      // The score: token accuracy averaged over the evaluated lengths.
-      nlohmann::json j = nlohmann::json::parse(decode::accuracy_json(rows));
-      double mean = 0.0;
-      for (const auto& r : rows) mean += r.token_accuracy / static_cast<double>(rows.size());
-      j["model"] = args->model;
-      j["attention"] = models::to_string(loaded.info.config.attention);
-      j["beam"] = args->options.beam;
-      j["length_penalty"] = args->options.length_penalty;
-      j["samples"] = args->options.samples;
-      j["seed"] = args->options.seed;
-      j["score"] = mean;
-      j["metric"] = "mean token accuracy over the lengths";
-      std::printf("%s\n", json_text(j, 2).c_str());
-    } else {
-      std::printf("%s", accuracy_table({models::to_string(loaded.info.config.attention)}, {rows}).c_str());
+    using decode::CheckpointKind;
+    const CheckpointKind kind = require_checkpoint(
+        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier});
+    if (!args->hypotheses.empty() && kind != CheckpointKind::translation)
+      throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" +
+                       decode::format_name(kind) + "'");
+    switch (kind) {
+      case CheckpointKind::translation: return eval_translation(*args, cmd);
+      case CheckpointKind::classifier: return eval_classifier(*args);
+      case CheckpointKind::seq2seq: return eval_seq2seq(*args);
+      case CheckpointKind::lm: break;  // refused above
     }
   });
 }

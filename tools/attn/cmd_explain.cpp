@@ -310,9 +310,7 @@ void check_diagnostic_args(const Args& a, const CLI::App& cmd) {
   if (a.split != "dev" && a.split != "test") throw UsageError("--split must be dev or test, got '" + a.split + "'");
   for (const std::string* path : {&a.model, &a.attention_from, &a.trained_uniform, &a.trained_imposed}) {
     if (path->empty()) continue;
-    const std::string format = attn_checkpoint_format(*path);
-    if (format != "attn-classifier")
-      throw ValueError(*path + " is not a classifier checkpoint (format '" + format + "'); --diagnostic needs bilstm-attn ones");
+    decode::require_checkpoint_kind(*path, {decode::CheckpointKind::classifier}, "; --diagnostic needs bilstm-attn ones");
   }
 }
 
@@ -506,9 +504,13 @@ void add_explain_command(CLI::App& app) {
     if (a.min_length < 0) throw UsageError("--min-length must be >= 0, got " + std::to_string(a.min_length));
     if (cmd->count("--limit") && a.limit < 1)
       throw UsageError("--limit must be >= 1, got " + std::to_string(a.limit));
-    if (const std::string format = attn_checkpoint_format(a.model); is_seq2seq_format(format)) {
+    using decode::CheckpointKind;
+    const CheckpointKind kind = decode::require_checkpoint_kind(
+        a.model, {CheckpointKind::classifier, CheckpointKind::seq2seq, CheckpointKind::translation},
+        "; attn explain supports 'bilstm-attn' and 'transformer-cls' classifiers and encoder-decoders");
+    if (kind != CheckpointKind::classifier) {
       if (cmd->count("--min-length")) throw UsageError("--min-length applies to classifier checkpoints (SST-2)");
-      explain_seq2seq({.model = a.model, .format = format, .text = a.text, .input = a.input, .data = a.data,
+      explain_seq2seq({.model = a.model, .kind = kind, .text = a.text, .input = a.input, .data = a.data,
                        .split = a.split, .out = a.out, .picture = a.picture, .limit = a.limit, .json = a.json,
                        .split_given = cmd->count("--split") > 0, .limit_given = cmd->count("--limit") > 0,
                        .text_given = cmd->count("--text") > 0, .input_given = cmd->count("--input") > 0, .seed = a.options.seed});
@@ -533,10 +535,6 @@ void add_explain_command(CLI::App& app) {
     if (!one && cmd->count("--picture")) throw UsageError("--picture applies to --text (--data draws into --out)");
     if (one && (cmd->count("--out") || cmd->count("--limit") || cmd->count("--split") || cmd->count("--min-length")))
       throw UsageError("--out, --limit, --min-length and --split apply to --data, not --text");
-    const std::string format = attn_checkpoint_format(a.model);
-    if (format != "attn-classifier")
-      throw ValueError(a.model + " is not a classifier checkpoint (format '" + format +
-                       "'); attn explain supports 'bilstm-attn' and 'transformer-cls' classifier checkpoints");
     decode::LoadedClassifier loaded = decode::load_classifier(a.model);
     refuse_outputs_naming_inputs({{"--picture", a.picture}});
     const Explainable model = explainable(loaded, a.model);

@@ -87,22 +87,28 @@ train::NamedTensors rnn_parameters(train::NamedTensors parameters) {
   return parameters;
 }
 
+// "an attn-lm checkpoint", or "not an attn checkpoint".
+std::string checkpoint_phrase(std::optional<decode::CheckpointKind> kind) {
+  return kind ? "an " + std::string(decode::format_name(*kind)) + " checkpoint" : "not an attn checkpoint";
+}
+
 Exported load_exportable(const std::string& path) {
-  const std::string format = train::checkpoint_format(path);
-  if (format == "attn-seq2seq") {
+  using decode::CheckpointKind;
+  const std::optional<CheckpointKind> kind = decode::find_checkpoint_kind(path);
+  if (kind == CheckpointKind::seq2seq) {
     decode::LoadedSeq2Seq loaded = decode::load_seq2seq(path);
     return {"rnn", rnn_config(loaded.model->config()), rnn_parameters(loaded.model->named_parameters())};
   }
-  if (format == "attn-translation") {
+  if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
-    const std::string kind = loaded.model->kind();
-    if (kind == "rnn")
-      return {kind, rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
+    const std::string model_kind = loaded.model->kind();
+    if (model_kind == "rnn")
+      return {model_kind, rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
               rnn_parameters(loaded.model->module().named_parameters())};
-    return {kind, models::TransformerConfig::from_json(loaded.info.config).to_json(),
+    return {model_kind, models::TransformerConfig::from_json(loaded.info.config).to_json(),
             loaded.model->module().named_parameters()};
   }
-  throw ValueError("export --to torch: " + path + " is " + (format.empty() ? "not an attn checkpoint" : "an " + format + " checkpoint") +
+  throw ValueError("export --to torch: " + path + " is " + checkpoint_phrase(kind) +
                    "; it exports attn-seq2seq and attn-translation (RNN and Transformer encoder-decoders)");
 }
 
@@ -220,10 +226,11 @@ constexpr const char* kCtranslate2Install =
 
 // Only Transformer encoder-decoders: one line naming what CTranslate2 runs, for the rest.
 decode::LoadedTranslator load_transformer_translator(const std::string& path) {
-  const std::string format = train::checkpoint_format(path);
-  std::string what = format.empty() ? "not an attn checkpoint" : "an " + format + " checkpoint";
-  if (format == "attn-seq2seq") what = "an RNN encoder-decoder (attn-seq2seq)";
-  if (format == "attn-translation") {
+  using decode::CheckpointKind;
+  const std::optional<CheckpointKind> kind = decode::find_checkpoint_kind(path);
+  std::string what = checkpoint_phrase(kind);
+  if (kind == CheckpointKind::seq2seq) what = "an RNN encoder-decoder (attn-seq2seq)";
+  if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
     if (loaded.model->kind() == "transformer") return loaded;
     what = "an RNN translator (attn-translation, --model rnn)";

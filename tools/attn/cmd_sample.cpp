@@ -35,7 +35,7 @@ void add_sample_command(CLI::App& app) {
     if (!(args->options.temperature >= 0.0f) || !std::isfinite(args->options.temperature))
       throw UsageError("--temperature must be finite and >= 0, got " + format_number(args->options.temperature));
     if (args->options.top_k < 0) throw UsageError("--top-k must be >= 0");
-    require_checkpoint_format(args->model, "attn-lm", "a language-model checkpoint");
+    require_checkpoint(args->model, {decode::CheckpointKind::lm});
     decode::LoadedLm lm = decode::load_char_lm(args->model);
     for (int i = 0; i < args->count; ++i) {
       models::SampleOptions o = args->options;

@@ -41,7 +41,7 @@ void add_translate_command(CLI::App& app) {
     if (args->options.max_len < 0 || args->options.max_len > models::kMaxLength)
       throw UsageError("--max-len must be in [0, " + std::to_string(models::kMaxLength) +
                        "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
-    require_checkpoint_format(args->model, "attn-translation", "a translation checkpoint");
+    require_checkpoint(args->model, {decode::CheckpointKind::translation});
     decode::LoadedTranslator model = decode::load_translator(args->model);
     refuse_outputs_naming_inputs({});  // `>> RUN/spm.model`: the standard output
     std::vector<std::string> lines;

@@ -415,7 +415,7 @@ void add_sweep_alignments(json& page, json& raw, const ViewArgs& a) {
   if (source.empty()) throw UsageError("--input is empty");
   View v("rnn-seq2seq", "", data::symbols_to_string(source));
   for (const fs::path& file : models) {
-    if (attn_checkpoint_format(file.string()) != "attn-seq2seq") continue;
+    if (decode::checkpoint_kind(file.string()) != decode::CheckpointKind::seq2seq) continue;
     decode::LoadedSeq2Seq loaded = decode::load_seq2seq(file.string());
     const std::string name = file.parent_path().filename().string();
     if (loaded.model->config().attention == models::AttentionKind::none) {
@@ -450,26 +450,28 @@ void run_view(ViewArgs& a) {
     page = raw = run_json(a.run);
     if (page.contains("sweep")) add_sweep_alignments(page, raw, a);
   } else {
-    const std::string format = attn_checkpoint_format(a.model);
-    if (a.from_stdin) (format == "attn-seq2seq" ? a.input : a.text) = read_stdin();
+    using decode::CheckpointKind;
+    const CheckpointKind kind = decode::checkpoint_kind(a.model);
+    if (a.from_stdin) (kind == CheckpointKind::seq2seq ? a.input : a.text) = read_stdin();
     const std::string text = data::valid_utf8(a.text);
     auto need_text = [&] {
       if (data::whitespace_tokens(text).empty()) throw UsageError("the input is empty (give --text \"...\" or --stdin)");
     };
     View v;
-    if (format == "attn-seq2seq") {
-      v = view_synthetic(a);
-    } else if (format == "attn-translation") {
-      need_text();
-      v = view_translation(a, text);
-    } else if (format == "attn-lm") {
-      if (text.empty()) throw UsageError("the input is empty (give --text \"...\" or --stdin)");
-      v = view_lm(a, text);
-    } else if (format == "attn-classifier") {
-      need_text();
-      v = view_classifier(a, text);
-    } else {
-      throw UsageError(a.model + " has format '" + format + "', which attn view does not know");
+    switch (kind) {
+      case CheckpointKind::seq2seq: v = view_synthetic(a); break;
+      case CheckpointKind::translation:
+        need_text();
+        v = view_translation(a, text);
+        break;
+      case CheckpointKind::lm:
+        if (text.empty()) throw UsageError("the input is empty (give --text \"...\" or --stdin)");
+        v = view_lm(a, text);
+        break;
+      case CheckpointKind::classifier:
+        need_text();
+        v = view_classifier(a, text);
+        break;
     }
     page = view_json(v, true);
     if (!a.json_out.empty()) raw = view_json(v, false);

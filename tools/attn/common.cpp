@@ -90,17 +90,13 @@ void add_threads_option(CLI::App* app) {
           ""));
 }
 
-std::string attn_checkpoint_format(const std::string& path) {
-  const std::string format = train::checkpoint_format(path);
-  if (format.empty())
-    throw IoError(path + ": no readable attn metadata (a file attn did not write, or damaged metadata)");
-  return format;
-}
-
-std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what) {
-  const std::string found = attn_checkpoint_format(path);
-  if (found != format) throw UsageError(path + " is not " + what + " (format '" + found + "')");
-  return found;
+decode::CheckpointKind require_checkpoint(const std::string& path, std::initializer_list<decode::CheckpointKind> allowed,
+                                          const std::string& hint) {
+  try {
+    return decode::require_checkpoint_kind(path, allowed, hint);
+  } catch (const ValueError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 void check_stdin_read() {

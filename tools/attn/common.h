@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attn/decode/checkpoint_kind.h"
+
 #include "attn/models/seq2seq.h"
 #include "attn/decode/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"
@@ -30,13 +32,12 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& config, ModelChoice
 void add_training_options(CLI::App* app, train::TrainOptions& options);
 // --threads (sets the kernels' and OpenBLAS's thread count when parsed)
 void add_threads_option(CLI::App* app);
-// train::checkpoint_format, but an IoError naming the file when it holds no readable attn
-// metadata (a safetensors file attn did not write, or damaged metadata).
-std::string attn_checkpoint_format(const std::string& path);
-// The checkpoint's format when it is `format`; otherwise a UsageError (exit 2) naming the file,
-// what the command needs (`what`, e.g. "a classifier checkpoint") and the format that arrived.
-// Every command refuses a checkpoint of the wrong kind this way (docs/reliability.md).
-std::string require_checkpoint_format(const std::string& path, const std::string& format, const std::string& what);
+// The kind of the checkpoint at `path` when it is one of `allowed`; otherwise a UsageError
+// (exit 2) naming the file, the kinds the command needs and the format that arrived, then
+// `hint`. IoError when the file holds no readable attn metadata. Every command refuses a
+// checkpoint of the wrong kind this way (docs/reliability.md).
+decode::CheckpointKind require_checkpoint(const std::string& path, std::initializer_list<decode::CheckpointKind> allowed,
+                                          const std::string& hint = "");
 // After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
 // an I/O error) instead of treating the lines read so far as the whole input.
 void check_stdin_read();

@@ -52,7 +52,7 @@ struct Loaded {
 
 Loaded load(const Seq2SeqExplainArgs& a) {
   Loaded l;
-  if (a.format == "attn-seq2seq") {
+  if (a.kind == decode::CheckpointKind::seq2seq) {
     l.synthetic = decode::load_seq2seq(a.model);
     l.model = explain::source_embedding_model(*l.synthetic->model);
     l.kind = "seq2seq " + l.synthetic->info.task;
@@ -266,10 +266,9 @@ void run_report(const Loaded& l, const Seq2SeqExplainArgs& a) {
 
 }  // namespace
 
-bool is_seq2seq_format(const std::string& format) { return format == "attn-seq2seq" || format == "attn-translation"; }
 
 void explain_seq2seq(const Seq2SeqExplainArgs& a) {
-  const bool translation = a.format == "attn-translation";
+  const bool translation = a.kind == decode::CheckpointKind::translation;
   const std::string one_flag = translation ? "--text" : "--input";
   const bool one = translation ? a.text_given : a.input_given;
   if (translation && a.input_given)

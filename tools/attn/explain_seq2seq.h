@@ -2,21 +2,24 @@
 // attn explain for encoder-decoders (include/attn/explain/seq2seq_importance.h): RNN seq2seq
 // checkpoints of the synthetic tasks (--input "5 9 3", or --limit N generated sources) and
 // translation checkpoints (RNN or Transformer; --text, or --data D --split dev|test).
-// cmd_explain.cpp hands a checkpoint of format attn-seq2seq or attn-translation here.
+// cmd_explain.cpp hands a seq2seq or translation checkpoint here.
 #include <cstdint>
 #include <string>
+
+#include "attn/decode/checkpoint_kind.h"
 
 namespace attn::cli {
 
 struct Seq2SeqExplainArgs {
-  std::string model, format, text, input, data, split = "test", out, picture;
+  std::string model;
+  decode::CheckpointKind kind = decode::CheckpointKind::seq2seq;  // or translation
+  std::string text, input, data, split = "test", out, picture;
   int64_t limit = 0;
   bool json = false;
   bool split_given = false, limit_given = false, text_given = false, input_given = false;
   uint64_t seed = 1;  // the synthetic sources' generator
 };
 
-bool is_seq2seq_format(const std::string& format);
 // UsageError (exit 2) for a bad combination of options.
 void explain_seq2seq(const Seq2SeqExplainArgs& args);
 

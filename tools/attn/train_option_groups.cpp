@@ -5,50 +5,12 @@
 #include <filesystem>
 #include <set>
 
-#include "attn/data/tasks.h"
 #include "attn/error.h"
-#include "attn/models/classifier.h"
 #include "commands.h"
 #include "common.h"
+#include "train_tasks.h"
 
 namespace attn::cli {
-
-TrainTarget train_target(const std::string& task, const std::string& model, bool model_given) {
-  if (task == "sst2") {
-    if (model == "bilstm") return TrainTarget::sst2_bilstm;
-    if (model == "bilstm-attn") return TrainTarget::sst2_bilstm_attn;
-    if (model == "transformer-cls") return TrainTarget::sst2_transformer_cls;
-    throw UsageError("--task sst2: unknown --model '" + model + "' (valid: " + models::classifier_kinds() + ")");
-  }
-  if (task == "translate") {
-    if (!model_given || model == "rnn") return TrainTarget::translate_rnn;
-    if (model == "transformer") return TrainTarget::translate_transformer;
-    throw UsageError("--task translate: --model must be rnn or transformer, got '" + model + "'");
-  }
-  if (task == "charlm") {
-    if (!model_given || model == "transformer") return TrainTarget::charlm;
-    throw UsageError("--task charlm: --model must be transformer (a decoder-only causal Transformer)");
-  }
-  try {
-    data::parse_task(task);
-  } catch (const ValueError& e) {
-    throw UsageError(std::string(e.what()) + "; attn train also: sst2, translate, charlm");
-  }
-  return TrainTarget::seq2seq;
-}
-
-std::string target_flags(TrainTarget target, const std::string& task) {
-  switch (target) {
-    case TrainTarget::seq2seq: return "--task " + task;
-    case TrainTarget::translate_rnn: return "--task translate --model rnn";
-    case TrainTarget::translate_transformer: return "--task translate --model transformer";
-    case TrainTarget::sst2_bilstm: return "--task sst2 --model bilstm";
-    case TrainTarget::sst2_bilstm_attn: return "--task sst2 --model bilstm-attn";
-    case TrainTarget::sst2_transformer_cls: return "--task sst2 --model transformer-cls";
-    case TrainTarget::charlm: return "--task charlm";
-  }
-  return "--task " + task;
-}
 
 TrainGroups::TrainGroups() {
   using T = TrainTarget;

@@ -37,12 +37,6 @@ enum class TrainTarget {
   charlm,
 };
 
-// The target of --task `task` --model `model` (`model_given` false: the task's default
-// model). UsageError for an unknown task, or a model the task does not have.
-TrainTarget train_target(const std::string& task, const std::string& model, bool model_given);
-// "--task translate --model rnn", "--task copy" (the task as given).
-std::string target_flags(TrainTarget target, const std::string& task);
-
 struct OptionGroup {
   std::string heading;                // --help's section title, naming the targets
   std::vector<TrainTarget> targets;   // where its options apply

@@ -14,6 +14,7 @@
 #include "attn/train/translation_trainer.h"
 #include "commands.h"
 #include "common.h"
+#include "train_tasks.h"
 
 namespace attn::cli {
 namespace {
@@ -115,7 +116,7 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
 namespace {
 
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
-                                  const SharedTrainArgs& s, const TextTaskArgs& a) {
+                                  const ClassifierArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (a.norm != "pre" && a.norm != "post") throw UsageError("--norm must be pre or post, got '" + a.norm + "'");
   return {{"d_model", s.d_model},
@@ -130,10 +131,12 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
           {"seed", t.seed}};
 }
 
-}  // namespace
-
-void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
-                     const SharedTrainArgs& s, const TextTaskArgs& a) {
+void run_translation(CLI::App* cmd, TrainArgs& args) {
+  as_usage([&] { args.names.apply(args.config); });
+  const models::Seq2SeqConfig& c = args.config;
+  const train::TrainOptions& t = args.options;
+  const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
+  const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const std::string data_dir =
       data_or_default(s.data, "multi30k", "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
@@ -194,13 +197,14 @@ void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& c, const train:
   std::printf("model: %s\n", r.model_path.c_str());
 }
 
-void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
-                 const SharedTrainArgs& s, const TextTaskArgs& a) {
+void run_char_lm(CLI::App* cmd, TrainArgs& args) {
+  const models::Seq2SeqConfig& c = args.config;
+  const train::TrainOptions& t = args.options;
+  const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
+  const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const std::string data_dir = data_or_default(
       s.data, "tatoeba-fra-eng", "--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
-  if (given("--model") && s.model != "transformer")
-    throw UsageError("--task charlm: --model must be transformer (a decoder-only causal Transformer)");
   train::LmOptions o;
   o.data_dir = task_data_dir(data_dir, "tatoeba-fra-eng", "fra.txt.gz");
   o.max_chars = given("--max-len") ? t.max_len : 128;
@@ -237,5 +241,20 @@ void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::Tra
               r.best_val_bits_per_char);
   std::printf("model: %s\n", r.model_path.c_str());
 }
+
+}  // namespace
+
+ATTN_REGISTER_TASK({.order = 30,
+                    .name = "translate",
+                    .summary = "translation on Multi30k (--data DIR; --src --tgt): --model rnn | transformer",
+                    .writes = decode::CheckpointKind::translation,
+                    .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
+                    .run = run_translation});
+ATTN_REGISTER_TASK({.order = 40,
+                    .name = "charlm",
+                    .summary = "a character language model on Tatoeba's French (--data DIR): --model transformer",
+                    .writes = decode::CheckpointKind::lm,
+                    .models = {{"transformer", TrainTarget::charlm}},
+                    .run = run_char_lm});
 
 }  // namespace attn::cli

@@ -1,9 +1,10 @@
 #pragma once
-// `attn train --task translate` and `attn train --task charlm`: their extra options and
-// runs. Options shared with the synthetic seq2seq trainer (--steps --lr --lr-schedule
-// --warmup --clip --seed --log-every --eval-every --emb --hidden --layers --dropout --heads
-// --attention --score --encoder --bidirectional --batch --max-len) keep task-specific
-// defaults unless given on the command line.
+// `attn train --task translate` and `attn train --task charlm`: their extra options, and the
+// run controls every task shares. The runs themselves are registered in train_text_tasks.cpp
+// (train_tasks.h). Options shared with the synthetic seq2seq trainer (--steps --lr
+// --lr-schedule --warmup --clip --seed --log-every --eval-every --emb --hidden --layers
+// --dropout --heads --attention --score --encoder --bidirectional --batch --max-len) keep
+// task-specific defaults unless given on the command line.
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -32,12 +33,6 @@ struct TextTaskArgs {
 // --eval-sentences --enc-layers --dec-layers --norm --positions --activation, in their groups.
 void add_text_task_options(CLI::App* cmd, TextTaskArgs& args, const TrainGroups& g, OptionGroups& groups);
 
-// The shared options the two runs read besides their own.
-struct SharedTrainArgs {
-  std::string model, data;
-  int64_t d_model = 256, ffn = 1024, train_limit = 0;
-};
-
 // --resume, --max-minutes, --save-every: how every task's run is stopped, saved and continued.
 void add_run_control_options(CLI::App* cmd, train::RunOptions& options);
 // Copies those, --out, the provenance of this command line and its config.toml from `from` into `to`.
@@ -48,10 +43,5 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to);
 void report_interrupt(bool interrupted, int64_t steps, const std::string& out);
 // This process's command line, arguments joined by spaces (for the run's provenance).
 std::string command_line();
-
-void run_translation(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
-                     const SharedTrainArgs& shared, const TextTaskArgs& a);
-void run_char_lm(CLI::App* cmd, const models::Seq2SeqConfig& config, const train::TrainOptions& t,
-                 const SharedTrainArgs& shared, const TextTaskArgs& a);
 
 }  // namespace attn::cli

@@ -1,0 +1,100 @@
+#pragma once
+// The task registry of `attn train`. Each task is described once, in the file that runs it:
+// its --task name, a line for --help, the checkpoint kind its runs write, its --model values
+// (each with the option groups that apply, train_option_groups.h) and the function that runs
+// it. `attn train` finds the task here, checks its options against the model's groups and
+// calls the run; `attn train --help` lists the registered tasks. No --task string is compared
+// anywhere else.
+//
+// Adding a task (docs/architecture.md, "Adding a task"): write its run in one file and register
+// it there,
+//   ATTN_REGISTER_TASK({.order = 50, .name = "g2p", .summary = "...",
+//                       .writes = decode::CheckpointKind::translation,
+//                       .models = {{"rnn", TrainTarget::translate_rnn}}, .run = run_g2p});
+// and give its options a group (train_option_groups.cpp) when it has options of its own.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "attn/decode/checkpoint_kind.h"
+#include "attn/models/seq2seq.h"
+#include "attn/train/run.h"
+#include "common.h"
+#include "train_option_groups.h"
+#include "train_text_tasks.h"
+
+namespace attn::cli {
+
+// The classifier options (--task sst2) and the options shared by the text tasks (--model,
+// --data, --train-limit, --d-model, --ffn).
+struct ClassifierArgs {
+  std::string model = "bilstm";
+  std::string data;
+  std::string model_config;  // JSON merged over the options below
+  int epochs = 4;            // transformer-cls: 2 unless given
+  int min_freq = 1;
+  int64_t max_vocab = 0;
+  float weight_decay = 0.0f;
+  int64_t d_model = 256, ffn = 1024;
+  int64_t train_limit = 0, dev_limit = 0;
+  std::string sst2_train = "phrases";
+  std::string embeddings;
+  bool freeze_embeddings = false;
+  std::string pooling = "additive";  // bilstm-attn: additive | dot | uniform
+  std::string attention_from;        // bilstm-attn --encoder average: pool with this model's attention
+};
+
+// Everything `attn train` parsed; a task's run reads the parts it needs.
+struct TrainArgs {
+  models::Seq2SeqConfig config;
+  ModelChoiceNames names;  // parsed into config for the seq2seq tasks (translate's rnn too)
+  train::TrainOptions options;
+  ClassifierArgs classifier;
+  TextTaskArgs text;
+  std::string config_file;
+  bool print_config = false;
+  TrainGroups groups;
+  OptionGroups registry;
+};
+
+struct TaskModel {
+  std::string name;    // the --model value; "" for a task without --model
+  TrainTarget target;  // where the option groups apply
+};
+
+struct TrainTask {
+  int order = 0;                   // position in --help's list
+  std::string name;                // --task NAME
+  std::string summary;             // one line for --help
+  decode::CheckpointKind writes;   // what its runs write (model.safetensors' format)
+  std::vector<TaskModel> models;   // its --model values; the first is the default
+  void (*run)(CLI::App* cmd, TrainArgs& args) = nullptr;
+};
+
+struct RegisterTask {
+  explicit RegisterTask(TrainTask task);
+};
+
+// Every registered task, in --help's order.
+const std::vector<TrainTask>& train_tasks();
+// The task named `name`; UsageError naming the registered tasks otherwise:
+//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, charlm)"
+const TrainTask& find_train_task(const std::string& name);
+// "copy, reverse, sort, sst2, translate, charlm".
+std::string train_task_names();
+// "  copy        the synthetic copy task ...\n  sst2 ..." (train --help's list).
+std::string train_task_help();
+
+// The target of --task `task` --model `model` (`model_given` false: the task's default model).
+// UsageError naming the task's models when it has no such model.
+TrainTarget train_target(const TrainTask& task, const std::string& model, bool model_given);
+// "--task translate --model rnn", "--task copy": how a command line selects `target`
+// (`task` names the task given, for targets that several tasks share).
+std::string target_flags(TrainTarget target, const std::string& task);
+
+}  // namespace attn::cli
+
+#define ATTN_REGISTER_TASK(...) \
+  static const ::attn::cli::RegisterTask ATTN_CLI_CONCAT(attn_train_task_, __LINE__)(::attn::cli::TrainTask __VA_ARGS__)
