@@ -10,6 +10,7 @@
 
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/models/batch.h"
 #include "attn/printable.h"
 
 namespace attn::data {
@@ -147,6 +148,54 @@ std::vector<CmudictEntry> cmudict_subset(const std::vector<CmudictEntry>& entrie
   std::vector<CmudictEntry> out;
   for (const CmudictEntry& e : entries)
     if (cmudict_split(e.word) == split) out.push_back(e);
+  return out;
+}
+
+const std::vector<std::string>& g2p_symbols() {
+  static const std::vector<std::string> symbols = [] {
+    std::vector<std::string> all = {"<pad>", "<bos>", "<eos>", "<unk>"};
+    all.insert(all.end(), cmudict_letters().begin(), cmudict_letters().end());
+    all.insert(all.end(), cmudict_phonemes().begin(), cmudict_phonemes().end());
+    return all;
+  }();
+  return symbols;
+}
+
+namespace {
+
+constexpr int32_t kFirstLetter = models::kUnk + 1;
+const int32_t kFirstPhoneme = kFirstLetter + static_cast<int32_t>(cmudict_letters().size());
+
+}  // namespace
+
+std::vector<int32_t> g2p_encode_word(const std::string& word) {
+  std::vector<int32_t> ids;
+  for (const std::string& letter : cmudict_spell(word)) {
+    const auto& l = cmudict_letters();
+    ids.push_back(kFirstLetter + static_cast<int32_t>(std::find(l.begin(), l.end(), letter) - l.begin()));
+  }
+  return ids;
+}
+
+std::vector<int32_t> g2p_encode_phonemes(const std::vector<std::string>& phonemes) {
+  const auto& p = cmudict_phonemes();
+  std::vector<int32_t> ids;
+  for (const std::string& symbol : phonemes) {
+    const auto it = std::lower_bound(p.begin(), p.end(), symbol);  // sorted (cmudict.symbols' order)
+    if (it == p.end() || *it != symbol)
+      throw ValueError("unknown phoneme '" + printable(symbol, true, 20) + "' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
+    ids.push_back(kFirstPhoneme + static_cast<int32_t>(it - p.begin()));
+  }
+  return ids;
+}
+
+std::vector<std::string> g2p_decode_phonemes(const std::vector<int32_t>& ids) {
+  const auto& symbols = g2p_symbols();
+  std::vector<std::string> out;
+  for (int32_t id : ids) {
+    if (id == models::kEos) break;
+    if (id >= kFirstPhoneme && id < static_cast<int32_t>(symbols.size())) out.push_back(symbols[static_cast<size_t>(id)]);
+  }
   return out;
 }
 

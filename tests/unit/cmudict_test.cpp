@@ -88,6 +88,21 @@ TEST(Cmudict, SplitIsAHashOfTheWord) {
   EXPECT_EQ(cmudict_subset(d, cmudict_split("a")).front().pronunciations.size(), 2u);
 }
 
+// The G2P models' one vocabulary: specials, letters, phonemes.
+TEST(Cmudict, G2pSymbols) {
+  const std::vector<std::string>& s = g2p_symbols();
+  ASSERT_EQ(s.size(), 4u + 29u + 84u);
+  EXPECT_EQ(s[2], "<eos>");
+  EXPECT_EQ(g2p_encode_word("Ab-"), (std::vector<int32_t>{4, 5, 4 + 28}));
+  EXPECT_EQ(s[4 + 28], "-");
+  EXPECT_EQ(g2p_encode_phonemes({"AA", "ZH", "AH0"}), (std::vector<int32_t>{33, 116, 33 + 9}));
+  EXPECT_EQ(s[33 + 9], "AH0");
+  // Decoding stops at EOS and leaves out what is not a phoneme.
+  EXPECT_EQ(g2p_decode_phonemes({33, 4, 116, 3, 2, 34}), (std::vector<std::string>{"AA", "ZH"}));
+  EXPECT_THROW_MSG(g2p_encode_phonemes({"AA", "XX"}), ValueError, "unknown phoneme 'XX'");
+  EXPECT_THROW_MSG(g2p_encode_word("x y"), ValueError, "character ' ' in 'x y' is not a letter");
+}
+
 // The counts docs/data.md states, on the real data.
 TEST(Cmudict, SharedDataCounts) {
   ATTN_SKIP_WITHOUT_DATA("cmudict/cmudict.dict.gz");

@@ -54,7 +54,7 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
-  app->add_option("--task", o.task, "Task: " + data::task_names() + " (attn train also: sst2, translate, charlm)")->capture_default_str();
+  app->add_option("--task", o.task, "Task: " + data::task_names() + " (attn train also: sst2, translate, g2p, charlm)")->capture_default_str();
   app->add_option("--min-len", o.min_len, "Shortest training source")->capture_default_str();
   app->add_option("--max-len", o.max_len, "Longest training source")->capture_default_str();
   app->add_option("--steps", o.steps, "Training steps")->capture_default_str();

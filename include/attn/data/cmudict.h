@@ -60,4 +60,17 @@ const std::vector<std::string>& cmudict_phonemes();
 // the letters (`where` prefixes the message, e.g. "cmudict.dict.gz:12: ").
 std::vector<std::string> cmudict_spell(const std::string& word, const std::string& where = "");
 
+// The one vocabulary of the G2P models (source and target share it, as models::Translator
+// wants): PAD 0, BOS 1, EOS 2, UNK 3 (models/batch.h), the 29 letters (ids 4..32), then the
+// 84 phonemes (33..116), in the orders above. Entries are the symbols' names ("<pad>", "a",
+// "AA0", ...).
+const std::vector<std::string>& g2p_symbols();
+// A word's letter ids (cmudict_spell: ValueError for a character outside the letters).
+std::vector<int32_t> g2p_encode_word(const std::string& word);
+// Phoneme ids; ValueError for a symbol that is not one of the 84.
+std::vector<int32_t> g2p_encode_phonemes(const std::vector<std::string>& phonemes);
+// The phonemes of decoded ids, up to the first EOS; ids that are not phonemes (a letter,
+// a special) are left out.
+std::vector<std::string> g2p_decode_phonemes(const std::vector<int32_t>& ids);
+
 }  // namespace attn::data
