@@ -1,18 +1,30 @@
 #pragma once
-// Private to src/decode/ (translate.cpp, g2p.cpp): decoding id sequences with a
-// models::Translator in length-sorted batches, and the weights each output step reports.
+// Private to src/decode/ (translate.cpp, g2p.cpp): building a checkpoint's models::Translator,
+// decoding id sequences with it in length-sorted batches, and the weights each step reports.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "attn/data/parallel.h"
+#include "attn/error.h"
 #include "attn/models/batch.h"
 #include "attn/models/translator.h"
 
 namespace attn::decode::detail {
+
+// The translator of a checkpoint's "kind" and "config"; IoError naming `path` for a bad configuration.
+inline std::unique_ptr<models::Translator> checkpoint_translator(const std::string& kind, const nlohmann::json& config,
+                                                                 const std::string& path) {
+  try {
+    return models::make_translator(kind, config);
+  } catch (const ValueError& e) {
+    throw IoError(path + ": bad model configuration: " + e.what());
+  }
+}
 
 // The longest source a model of `kind` takes (Transformer: its positions; RNN: max_src_len).
 inline size_t source_limit(const std::string& kind, const nlohmann::json& config) {

@@ -33,11 +33,7 @@ LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
-  try {
-    loaded.model = models::make_translator(loaded.info.kind, loaded.info.config);
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
+  loaded.model = detail::checkpoint_translator(loaded.info.kind, loaded.info.config, path);
   if (loaded.model->vocab() != static_cast<int64_t>(data::g2p_symbols().size()))
     throw IoError(path + ": the model has " + std::to_string(loaded.model->vocab()) + " symbols, G2P " +
                   std::to_string(data::g2p_symbols().size()));

@@ -49,11 +49,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
-  try {
-    loaded.model = models::make_translator(loaded.info.kind, loaded.info.config);
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
+  loaded.model = detail::checkpoint_translator(loaded.info.kind, loaded.info.config, path);
   if (!data::file_exists(loaded.info.tokenizer))
     throw IoError(path + ": its tokenizer " + loaded.info.tokenizer + " is missing (keep it next to the checkpoint)");
   // A swapped spm.model (another language's, say) would load and translate garbage.
