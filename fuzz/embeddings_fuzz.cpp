@@ -11,13 +11,9 @@
 #include "attn/data/embeddings.h"
 #include "fuzz_support.h"
 
-namespace {
+using attn::fuzz::require;
 
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz: broken promise: %s\n", what);
-  std::abort();
-}
+namespace {
 
 void check(const attn::data::WordVectors& v, const std::unordered_set<std::string>* wanted) {
   require(v.dim >= 1, "a dimension below 1 accepted");

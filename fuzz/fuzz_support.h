@@ -28,6 +28,14 @@ void write_file(const std::string& path, const uint8_t* data, size_t size);
 template <class Fn>
 void expect_only_attn_errors(Fn&& fn);
 
+// Aborts (a finding) with "fuzz: broken promise: <what>" unless `ok`: for the promises a
+// target checks beyond "no crash".
+inline void require(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "fuzz: broken promise: %s\n", what);
+  std::abort();
+}
+
 }  // namespace attn::fuzz
 
 #include <filesystem>

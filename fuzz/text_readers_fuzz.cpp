@@ -10,6 +10,8 @@
 #include "attn/data/text.h"
 #include "fuzz_support.h"
 
+using attn::fuzz::require;
+
 namespace {
 
 bool is_valid_utf8(std::string_view s) {
@@ -19,12 +21,6 @@ bool is_valid_utf8(std::string_view s) {
     i += n;
   }
   return true;
-}
-
-void require(bool ok, const char* what) {
-  if (ok) return;
-  std::fprintf(stderr, "fuzz: broken promise: %s\n", what);
-  std::abort();
 }
 
 }  // namespace

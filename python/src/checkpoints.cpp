@@ -22,6 +22,7 @@
 #include "attn/train/checkpoint.h"
 #include "attn/decode/checkpoint_kind.h"
 #include "attn/decode/classify.h"
+#include "attn/decode/g2p.h"
 #include "attn/decode/sample.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "attn/decode/translate.h"
@@ -42,11 +43,13 @@ struct LoadedCheckpoint {
   std::unique_ptr<decode::LoadedTranslator> translator;
   std::unique_ptr<decode::LoadedClassifier> classifier;
   std::unique_ptr<decode::LoadedLm> lm;
+  std::unique_ptr<decode::LoadedG2p> g2p;
 
   nn::Module& module() {
     if (seq2seq) return *seq2seq->model;
     if (translator) return translator->model->module();
     if (classifier) return classifier->model->module();
+    if (g2p) return g2p->model->module();
     return *lm->model;
   }
 
@@ -88,6 +91,9 @@ std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
       break;
     case decode::CheckpointKind::lm:
       c->lm = std::make_unique<decode::LoadedLm>(decode::load_char_lm(path));
+      break;
+    case decode::CheckpointKind::g2p:
+      c->g2p = std::make_unique<decode::LoadedG2p>(decode::load_g2p(path));
       break;
   }
   io::SafetensorsFile file = io::load_safetensors(path);
@@ -179,7 +185,7 @@ void register_checkpoints(py::module_& m) {
   py::class_<LoadedCheckpoint>(m, "Model", "A loaded attn checkpoint: attn.load(path)")
       .def(py::init(&load_checkpoint_any), py::arg("path"))
       .def_readonly("path", &LoadedCheckpoint::path)
-      .def_readonly("format", &LoadedCheckpoint::format, "attn-seq2seq | attn-translation | attn-classifier | attn-lm")
+      .def_readonly("format", &LoadedCheckpoint::format, "attn-seq2seq | attn-translation | attn-classifier | attn-lm | attn-g2p")
       .def_property_readonly("metadata", [](const LoadedCheckpoint& c) { return json_to_python(c.metadata); },
                              "The checkpoint's 'attn' metadata (configuration, vocabulary, progress) as a dict")
       .def_property_readonly("module", [](const py::object& self) -> py::object {

@@ -1,5 +1,6 @@
 // The RNN attention family (include/attn/ops/attention.h): additive_project_keys,
-// additive_attention (Bahdanau), luong_attention (dot / general / concat), location_attention.
+// additive_attention (Bahdanau), luong_attention (dot / general / concat), location_attention,
+// location_aware_features and location_aware_attention (Chorowski et al. 2015).
 // Options structs become keyword arguments with the C++ defaults; results are
 // AttentionResult objects (.context, .weights) that also unpack as `context, weights = ...`.
 // Common keywords: lengths may be None; key_keep_mask int32 (B, S), nonzero = KEEP (as
@@ -124,6 +125,24 @@ void register_attention(py::module_& m) {
         py::arg("dropout_seed") = 0,
         "Luong location attention: a = softmax over the first S positions of (W_a q + b_a)");
 
+  m.def("location_aware_features", &attn::location_aware_features, py::arg("prev_weights"), py::arg("filters"),
+        "f = F * a_{t-1}: prev_weights (B, S), filters (K, r), r odd -> (B, S, K) (conv1d, padding r // 2)");
+  m.def("location_aware_attention",
+        [](const Tensor& query, const Tensor& projected_keys, const Tensor& values, const Tensor& prev_weights,
+           const Tensor& w_q, const Tensor& bias, const Tensor& v, const Tensor& filters, const Tensor& w_loc,
+           const OT& lengths, float sharpening, bool smoothing, bool need_weights) {
+          LocationAwareOptions o;
+          o.sharpening = sharpening;
+          o.smoothing = smoothing;
+          o.need_weights = need_weights;
+          return location_aware_attention(query, projected_keys, values, prev_weights, w_q, bias, v, filters, w_loc,
+                                          opt(lengths), o);
+        },
+        py::arg("query"), py::arg("projected_keys"), py::arg("values"), py::arg("prev_weights"), py::arg("w_q"),
+        py::arg("bias"), py::arg("v"), py::arg("filters"), py::arg("w_loc"), py::arg("lengths") = py::none(),
+        py::kw_only(), py::arg("sharpening") = 1.0f, py::arg("smoothing") = false, py::arg("need_weights") = true,
+        "Chorowski location-aware attention: e = vᵀ tanh(W_q q + k̃ + U (F * a_prev) + b), a = softmax(β e) "
+        "(smoothing: σ(β e) normalised)");
   m.def("additive_attention_init",
         [](int64_t D, int64_t E, int64_t A, uint64_t seed, bool normalize) {
           Rng rng(seed);

@@ -12,7 +12,7 @@
 #include <ctime>
 #include <filesystem>
 
-#include "attn/data/cmudict.h"
+#include "attn/data/cmudict_npm.h"
 #include "attn/error.h"
 #include "attn/io/archive.h"
 #include "attn/io/atomic_file.h"

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "attn/error.h"
+
 namespace attn::data {
 
 double AccuracyCounts::token_accuracy() const {
@@ -45,6 +49,46 @@ AccuracyCounts score_predictions(const Tensor& predicted, const Tensor& tgt_out,
     counts.sequences_total += 1;
   }
   return counts;
+}
+
+int64_t edit_distance(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  // One row of the dynamic programme: row[j] = d(a[0, i), b[0, j)).
+  std::vector<int64_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = static_cast<int64_t>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int64_t diagonal = row[0];  // d(a[0, i-1), b[0, j-1))
+    row[0] = static_cast<int64_t>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const int64_t up = row[j];
+      row[j] = std::min({up + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+void PronunciationScore::add(const std::vector<int32_t>& hypothesis, const std::vector<std::vector<int32_t>>& references) {
+  if (references.empty()) throw ValueError("PronunciationScore::add: a word with no reference pronunciation");
+  int64_t best = -1, best_length = 0;
+  for (const std::vector<int32_t>& r : references) {
+    const int64_t d = edit_distance(hypothesis, r), length = static_cast<int64_t>(r.size());
+    if (best < 0 || d < best || (d == best && length < best_length)) {
+      best = d;
+      best_length = length;
+    }
+  }
+  edits += best;
+  phonemes += best_length;
+  words += 1;
+  words_wrong += best == 0 ? 0 : 1;
+}
+
+double PronunciationScore::per() const {
+  return phonemes > 0 ? static_cast<double>(edits) / static_cast<double>(phonemes) : 0.0;
+}
+
+double PronunciationScore::wer() const {
+  return words > 0 ? static_cast<double>(words_wrong) / static_cast<double>(words) : 0.0;
 }
 
 }  // namespace attn::data

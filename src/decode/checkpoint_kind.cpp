@@ -2,6 +2,7 @@
 #include "attn/decode/checkpoint_kind.h"
 
 #include "attn/decode/classify.h"
+#include "attn/decode/g2p.h"
 #include "attn/decode/sample.h"
 #include "attn/decode/seq2seq.h"
 #include "attn/decode/translate.h"
@@ -24,6 +25,7 @@ const KindInfo kKinds[] = {
     {CheckpointKind::translation, kTranslationFormat, "translation"},
     {CheckpointKind::classifier, kClassifierFormat, "classifier"},
     {CheckpointKind::lm, kLmFormat, "language-model"},
+    {CheckpointKind::g2p, kG2pFormat, "G2P"},
 };
 
 const KindInfo& info(CheckpointKind kind) {

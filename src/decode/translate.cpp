@@ -10,6 +10,7 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/io/checksum.h"
+#include "decode_batches.h"
 
 namespace attn::decode {
 namespace fs = std::filesystem;
@@ -48,11 +49,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
-  try {
-    loaded.model = models::make_translator(loaded.info.kind, loaded.info.config);
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
+  loaded.model = detail::checkpoint_translator(loaded.info.kind, loaded.info.config, path);
   if (!data::file_exists(loaded.info.tokenizer))
     throw IoError(path + ": its tokenizer " + loaded.info.tokenizer + " is missing (keep it next to the checkpoint)");
   // A swapped spm.model (another language's, say) would load and translate garbage.
@@ -81,10 +78,7 @@ std::vector<std::vector<int32_t>> encode_sources(const data::SubwordModel& token
 }
 
 // The longest source a model can take (Transformer: its positions).
-size_t source_limit(const LoadedTranslator& model) {
-  if (model.info.kind == "transformer") return static_cast<size_t>(model.info.config.value("max_len", 256));
-  return static_cast<size_t>(model.info.config.value("max_src_len", 128));
-}
+size_t source_limit(const LoadedTranslator& model) { return detail::source_limit(model.info.kind, model.info.config); }
 
 }  // namespace
 
@@ -108,40 +102,23 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
       real.push_back(i);
       real_sources.push_back(sources[i]);
     }
-  for (const auto& batch_indices : data::sorted_batches(real_sources, options.batch)) {
-    models::IdRows rows;
-    int64_t longest = 1;
-    for (size_t k : batch_indices) {
-      rows.emplace_back(real_sources[k]);
-      longest = std::max<int64_t>(longest, static_cast<int64_t>(real_sources[k].size()));
-    }
-    const Tensor src = models::pad_rows(rows), src_lengths = models::row_lengths(rows);  // (B, S), (B)
-    int max_len = options.max_len > 0 ? options.max_len : static_cast<int>(2 * longest + 10);
-    if (model.info.kind == "transformer") max_len = std::min<int>(max_len, static_cast<int>(limit) - 1);
-    const models::DecodeResult decoded = model.model->decode(
-        src, src_lengths,
-        {.beam = options.beam, .max_len = max_len, .length_penalty = options.length_penalty,
-         .coverage_penalty = options.coverage_penalty, .select = options.select});
-    const int64_t S = src.dim(1);
-    for (size_t k = 0; k < batch_indices.size(); ++k) {
-      Translation& t = out[real[batch_indices[k]]];
-      t.text = model.tokenizer->decode(decoded.tokens[k]);
-      if (!options.attention) continue;
-      const auto& src_ids = real_sources[batch_indices[k]];
-      t.src_pieces = model.tokenizer->pieces(src_ids);
-      std::vector<int32_t> out_ids = decoded.tokens[k];
-      t.out_pieces = model.tokenizer->pieces(out_ids);
-      for (size_t step = 0; step < out_ids.size() && step < decoded.attention[k].size(); ++step) {
-        const std::vector<float>& w = decoded.attention[k][step];
-        // Multi-head RNN weights are head-major (H·S); report the head average.
-        const int64_t heads = static_cast<int64_t>(w.size()) / S;
-        std::vector<float> row(src_ids.size(), 0.0f);
-        for (int64_t h = 0; h < heads; ++h)
-          for (size_t s = 0; s < src_ids.size(); ++s) row[s] += w[static_cast<size_t>(h * S) + s] / heads;
-        t.weights.push_back(std::move(row));
-      }
-    }
-  }
+  detail::decode_sorted(
+      *model.model, model.info.kind, limit, real_sources, options.batch,
+      {.beam = options.beam, .max_len = options.max_len, .length_penalty = options.length_penalty,
+        .coverage_penalty = options.coverage_penalty, .select = options.select},
+      [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
+        for (size_t k = 0; k < batch_indices.size(); ++k) {
+          Translation& t = out[real[batch_indices[k]]];
+          t.text = model.tokenizer->decode(decoded.tokens[k]);
+          if (!options.attention) continue;
+          const auto& src_ids = real_sources[batch_indices[k]];
+          t.src_pieces = model.tokenizer->pieces(src_ids);
+          std::vector<int32_t> out_ids = decoded.tokens[k];
+          t.out_pieces = model.tokenizer->pieces(out_ids);
+          for (size_t step = 0; step < out_ids.size() && step < decoded.attention[k].size(); ++step)
+            t.weights.push_back(detail::head_average(decoded.attention[k][step], S, src_ids.size()));
+        }
+      });
   return out;
 }
 

@@ -133,6 +133,50 @@ void attention_masked_softmax_backward(const float* weights, const float* dweigh
   });
 }
 
+// ---- masked row sigmoid normaliser (Chorowski's smoothing) -------------------------------------
+
+void attention_masked_sigmoid_forward(const float* scores, const int32_t* lengths, const int32_t* keep, int64_t B,
+                                      int64_t T, int64_t S, float alpha, float* weights) {
+  parallel_for(0, B * T, grain_for(4 * S), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t len = lengths[r / T];
+      const float* x = scores + r * S;
+      const int32_t* k = keep ? keep + (r / T) * S : nullptr;
+      float* w = weights + r * S;
+      float sum = 0.0f;
+      for (int64_t s = 0; s < len; ++s) {
+        const float sig = !k || k[s] ? sigmoid_approx(alpha * x[s]) : 0.0f;
+        w[s] = sig;
+        sum += sig;
+      }
+      // sum > 0 unless nothing is kept (σ > 0 for finite scores; far below, σ underflows only
+      // past alpha·x < −87, where exp_approx clamps and σ stays > 0).
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      for (int64_t s = 0; s < len; ++s) w[s] *= inv;
+      for (int64_t s = std::max<int64_t>(len, 0); s < S; ++s) w[s] = 0.0f;
+    }
+  });
+}
+
+// σ_s = σ(alpha x_s), w_s = σ_s / Z, Z = Σ_j σ_j:  ∂w_i/∂x_s = alpha (δ_is w_s − w_i w_s)(1 − σ_s), so
+// dx_s += alpha w_s (1 − σ_s)(dw_s − Σ_j w_j dw_j).  Masked positions have w_s = 0 and get 0.
+void attention_masked_sigmoid_backward(const float* scores, const float* weights, const float* dweights,
+                                       const int32_t* lengths, int64_t B, int64_t T, int64_t S, float alpha,
+                                       float* dscores) {
+  parallel_for(0, B * T, grain_for(4 * S), [=](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t len = lengths[r / T];
+      const float* x = scores + r * S;
+      const float* w = weights + r * S;
+      const float* dw = dweights + r * S;
+      float* dx = dscores + r * S;
+      float dot = 0.0f;
+      for (int64_t s = 0; s < len; ++s) dot += w[s] * dw[s];
+      for (int64_t s = 0; s < len; ++s) dx[s] += alpha * w[s] * (1.0f - sigmoid_approx(alpha * x[s])) * (dw[s] - dot);
+    }
+  });
+}
+
 // ---- context = weights · values --------------------------------------------------------------
 //
 // Per batch row these are (T, L) × (L, E) products. A decoder step has T = 1, where one BLAS

@@ -42,6 +42,10 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .window = config.window,
                                          .max_src_len = config.max_src_len,
                                          .sample_seed = splitmix64(config.seed ^ 0x4A2DA77ULL),
+                                         .location_filters = config.location_filters,
+                                         .location_width = config.location_width,
+                                         .location_sharpening = config.location_sharpening,
+                                         .location_smoothing = config.location_smoothing,
                                          .coverage = step_coverage(config.coverage)},
                                         rng);
     register_module("attention", attention->module());

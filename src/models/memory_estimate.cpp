@@ -104,7 +104,8 @@ double rnn_layer_floats(double g, double input, double H) { return g * H * (inpu
 void check_config_bounds(const Seq2SeqConfig& c) {
   at_most("seq2seq", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
                       {"heads", c.heads, kMaxWidth}, {"window", c.window, kMaxWidth}, {"vocab", c.vocab, kMaxVocab},
-                      {"max_src_len", c.max_src_len, kMaxLength}});
+                      {"max_src_len", c.max_src_len, kMaxLength}, {"location_filters", c.location_filters, kMaxWidth},
+                      {"location_width", c.location_width, kMaxLength}});
 }
 
 void check_config_bounds(const TransformerConfig& c) {

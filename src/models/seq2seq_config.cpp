@@ -30,7 +30,7 @@ size_t parse_name(const char* what, const std::string& value, const std::vector<
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kCoverages = {"none", "see", "tu"};
-const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized"};
+const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized", "location_aware"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
 
@@ -108,14 +108,22 @@ void Seq2SeqConfig::validate() const {
   if (attends && score_used == nn::StepScore::multihead && hidden % heads != 0)
     throw ValueError(fmt::format("multihead: hidden={} is not divisible by heads={}", hidden, heads));
   if (!(dropout >= 0.0f && dropout < 1.0f)) throw ValueError(fmt::format("dropout must be in [0, 1), got {}", dropout));
+  positive("location_filters", location_filters, 1);
+  positive("location_width", location_width, 1);
+  if (location_width % 2 == 0)
+    throw ValueError(fmt::format("location_width must be odd (a filter centred on the position), got {}", location_width));
+  if (!(location_sharpening > 0.0f) || !std::isfinite(location_sharpening))
+    throw ValueError(fmt::format("location_sharpening must be finite and > 0, got {}", location_sharpening));
   if (attention == AttentionKind::luong && bidirectional &&
       (score_used == nn::StepScore::dot || score_used == nn::StepScore::scaled_dot))
     throw ValueError(fmt::format(
         "luong {}: decoder state D={} differs from encoder state E={} (bidirectional): use 'general' or 'concat'", s,
         hidden, 2 * hidden));
-  if (coverage != CoverageKind::none && !(attention == AttentionKind::bahdanau))
-    throw ValueError(fmt::format("coverage '{}' needs bahdanau attention (its additive score), got attention '{}'",
-                                 to_string(coverage), to_string(attention)));
+  if (coverage != CoverageKind::none &&
+      !(attention == AttentionKind::bahdanau &&
+        (score_used == nn::StepScore::additive || score_used == nn::StepScore::additive_normalized)))
+    throw ValueError(fmt::format("coverage '{}' needs bahdanau attention with an additive score, got {} ({})",
+                                 to_string(coverage), to_string(attention), s));
   if (!(coverage_loss >= 0.0f) || !std::isfinite(coverage_loss))
     throw ValueError(fmt::format("coverage_loss must be finite and >= 0, got {}", coverage_loss));
 }
@@ -127,7 +135,9 @@ nlohmann::json Seq2SeqConfig::to_json() const {
                         {"attention", to_string(attention)}, {"score", score_name()},
                         {"input_feeding", input_feeding}, {"vocab", vocab},
                         {"max_src_len", max_src_len}, {"heads", heads},
-                        {"window", window}, {"seed", seed}};
+                        {"window", window}, {"location_filters", location_filters},
+                        {"location_width", location_width}, {"location_sharpening", location_sharpening},
+                        {"location_smoothing", location_smoothing}, {"seed", seed}};
   if (coverage != CoverageKind::none) {  // checkpoints without coverage keep the older form
     j["coverage"] = to_string(coverage);
     j["coverage_loss"] = coverage_loss;
@@ -145,7 +155,10 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
                                      {"attention", &attention}, {"score", &score},
                                      {"input_feeding", &c.input_feeding}, {"vocab", &c.vocab},
                                      {"max_src_len", &c.max_src_len}, {"heads", &c.heads},
-                                     {"window", &c.window}, {"seed", &c.seed},
+                                     {"window", &c.window}, {"location_filters", &c.location_filters},
+                                     {"location_width", &c.location_width},
+                                     {"location_sharpening", &c.location_sharpening},
+                                     {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
                                      {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}});
   check_config_bounds(c);  // first, as validate() does
   c.encoder = parse_rnn_cell(encoder);

@@ -50,6 +50,17 @@ AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng
   return p;
 }
 
+LocationAwareParams location_aware_attention_init(int64_t D, int64_t E, int64_t A, int64_t K, int64_t r, Rng& rng) {
+  if (K < 1 || r < 1 || r % 2 == 0)
+    throw ValueError("location_aware_attention_init: filters K must be >= 1 and the width r odd, got K=" +
+                     std::to_string(K) + ", r=" + std::to_string(r));
+  const AdditiveParams a = additive_attention_init(D, E, A, rng);
+  LocationAwareParams p{a.w_q, a.w_k, a.bias, a.v, {}, {}};
+  p.filters = xavier_matrix(K, r, rng);
+  p.w_loc = xavier_matrix(A, K, rng);
+  return p;
+}
+
 LuongParams luong_attention_init(LuongScore score, int64_t D, int64_t E, int64_t A, Rng& rng) {
   if (D < 1 || E < 1 || (score == LuongScore::concat && A < 1))
     throw ValueError("luong_attention_init: sizes must be >= 1, got " + sizes(D, E, A));

@@ -20,7 +20,7 @@
 namespace attn::nn {
 namespace {
 
-constexpr std::array<std::pair<StepScore, const char*>, 11> kScoreNames = {{
+constexpr std::array<std::pair<StepScore, const char*>, 12> kScoreNames = {{
     {StepScore::additive, "additive"},
     {StepScore::additive_normalized, "additive_normalized"},
     {StepScore::dot, "dot"},
@@ -32,6 +32,7 @@ constexpr std::array<std::pair<StepScore, const char*>, 11> kScoreNames = {{
     {StepScore::local_m, "local_m"},
     {StepScore::local_p, "local_p"},
     {StepScore::hard, "hard"},
+    {StepScore::location_aware, "location_aware"},
 }};
 
 LuongScore luong_score(StepScore score) {
@@ -91,6 +92,7 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
     case StepScore::local_p:
       return std::make_unique<LocalAttention>(o.score == StepScore::local_p, D, E, o.window, rng);
     case StepScore::hard: return std::make_unique<HardAttention>(D, E, o.sample_seed, rng);
+    case StepScore::location_aware: return std::make_unique<LocationAwareAttention>(D, E, o, rng);
   }
   throw ValueError("make_step_attention: unknown score " + std::to_string(static_cast<int>(o.score)));
 }
@@ -145,6 +147,45 @@ StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMem
     coverage = add(coverage, mul(r.weights, m.inverse_fertility));  // c_{t+1} = c_t + a_t / Φ
   }
   return r;
+}
+
+// ---- location-aware (Chorowski) ---------------------------------------------------------------
+
+LocationAwareAttention::LocationAwareAttention(int64_t D, int64_t E, const StepAttentionOptions& o, Rng& rng)
+    : SingleHeadStepAttention(E), sharpening_(o.location_sharpening), smoothing_(o.location_smoothing) {
+  LocationAwareParams p = location_aware_attention_init(D, E, /*A=*/D, o.location_filters, o.location_width, rng);
+  w_q = register_parameter("w_q", p.w_q);
+  w_k = register_parameter("w_k", p.w_k);
+  bias = register_parameter("bias", p.bias);
+  v = register_parameter("v", p.v);
+  filters = register_parameter("filters", p.filters);
+  w_loc = register_parameter("w_loc", p.w_loc);
+}
+
+StepMemory LocationAwareAttention::prepare(const Tensor& values, const Tensor& lengths) const {
+  return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+}
+
+StepState LocationAwareAttention::start(const StepMemory& m) const {
+  const int64_t B = m.values.dim(0), S = m.values.dim(1);
+  Tensor a0 = Tensor::zeros({B, S});  // uniform over the real positions, 0 past them
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t L = std::min<int32_t>(m.lengths.i32()[b], static_cast<int32_t>(S));
+    for (int64_t s = 0; s < L; ++s) a0.f32()[b * S + s] = 1.0f / static_cast<float>(L);
+  }
+  return {0, {a0}};
+}
+
+StepAttentionResult LocationAwareAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
+                                                   bool need_weights) {
+  LocationAwareOptions o;
+  o.sharpening = sharpening_;
+  o.smoothing = smoothing_;
+  o.need_weights = true;  // a_t is the next step's a_{t−1}
+  const AttentionResult r =
+      location_aware_attention(query, m.keys, m.values, state.rows.at(0), w_q, bias, v, filters, w_loc, m.lengths, o);
+  state.rows[0] = r.weights;
+  return {r.context, need_weights ? r.weights : Tensor(), Tensor()};
 }
 
 // ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------

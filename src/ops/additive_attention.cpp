@@ -1,7 +1,7 @@
 // Bahdanau (additive) attention, one fused node:
 //   u_t = W_q q_t + b                           (B·T, A)  one GEMM for every query row
 //   e_{t,s} = v_effᵀ tanh(u_t + k̃_s)            (B, T, S) never materialising (B, T, S, A)
-//   a_t = masked softmax(e_t / τ),  c_t = Σ_s a_{t,s} values_s
+//   a_t = masked softmax(e_t / τ) (or smoothing: σ(e_t / τ) normalised),  c_t = Σ_s a_{t,s} values_s
 // with v_eff = v, or g · v / ‖v‖ when normalized. The backward recomputes the tanh row by
 // row (memory O(B·T·S) for the weights, O(B·T·A) for u).
 #include <cmath>
@@ -77,26 +77,29 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
 
   const Dims d{B, T, S, E};
-  Tensor weights = Tensor::empty(q.out(S));  // raw scores, then weights in place
+  const bool smoothing = options.smoothing;
+  Tensor scores = Tensor::empty(q.out(S));  // raw scores; the softmax writes the weights over them
   kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S,
-                                             A, weights.f32());
+                                             A, scores.f32());
+  Tensor weights = smoothing ? Tensor::empty(q.out(S)) : scores;  // smoothing's backward reads the scores
   Tensor context = Tensor::empty(q.out(E));
   Tensor used;  // the weights after dropout (== weights without)
-  attention_detail::softmax_context_forward(weights, alpha, values, mask, drop, d, weights, used, context);
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context, smoothing);
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, projected_keys, values, w_q, bias, v, g)) return result;
 
   const Tensor lengths_ = mask.lengths;
+  const Tensor smoothing_scores = smoothing ? scores : Tensor();
   auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths = lengths_, u, v_eff, weights, used,
-                   context, drop, d, D, A, alpha, normalize]() {
+                   context, drop, d, D, A, alpha, normalize, smoothing_scores]() {
     const int64_t B = d.B, T = d.T, S = d.S, N = B * T;
     const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
     const bool want_k = projected_keys.requires_grad();
     const bool want_v = v.requires_grad() || g.requires_grad();
     // de_{t,s} = (1/τ) a_{t,s} (da_{t,s} - Σ_j a_{t,j} da_{t,j}),  da = dc · values (+ dweights)
     Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha,
-                                                           want_u || want_k || want_v);
+                                                           want_u || want_k || want_v, nullptr, smoothing_scores);
     if (!de.defined()) return;
     Tensor du = want_u ? Tensor::zeros({N, A}) : Tensor();
     Tensor dv_partial = want_v ? Tensor::zeros({B, A}) : Tensor();

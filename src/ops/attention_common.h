@@ -140,13 +140,19 @@ struct Dims {
   int64_t B, T, S, E;
 };
 
-// weights = masked softmax(alpha · scores) (B, T, S); used = dropout(weights) (or weights
-// itself); context = used · values (B, T, E). `used` is what the op returns as its weights.
+// weights = masked softmax(alpha · scores) (B, T, S), or with `smoothing` the normalised
+// sigmoid σ(alpha · scores) / Σ σ (then `weights` must not alias `scores`, which the backward
+// reads); used = dropout(weights) (or weights itself); context = used · values (B, T, E).
+// `used` is what the op returns as its weights.
 inline void softmax_context_forward(const Tensor& scores, float alpha, const Tensor& values, const KeyMask& mask,
                                     const WeightDropout& drop, const Dims& d, Tensor& weights, Tensor& used,
-                                    Tensor& context) {
-  kernels::attention_masked_softmax_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
-                                            weights.f32());
+                                    Tensor& context, bool smoothing = false) {
+  if (smoothing)
+    kernels::attention_masked_sigmoid_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
+                                              weights.f32());
+  else
+    kernels::attention_masked_softmax_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
+                                              weights.f32());
   if (drop.on) {
     used = Tensor::empty(weights.shape());
     kernels::dropout_forward(weights.f32(), used.f32(), weights.numel(), drop.p, drop.seed);
@@ -158,7 +164,8 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 }
 
 // Backward through context = used · values, used = dropout(weights) and weights = masked
-// softmax(alpha · scores): accumulates the values' gradient and, when `want_dscores`,
+// softmax(alpha · scores) (or, given `smoothing_scores`, the scores of the smoothing
+// normaliser, its normalised sigmoid): accumulates the values' gradient and, when `want_dscores`,
 // returns the gradient of the raw scores (B, T, S), zero past each row's extent and on masked
 // positions (their weight is 0). The gradient of `used` (when it was an output of the node)
 // is included. Returns an undefined tensor otherwise; `dweights_out`, when given, receives
@@ -166,7 +173,7 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used, const Tensor& context,
                                        const Tensor& values, const Tensor& lengths, const WeightDropout& drop,
                                        const Dims& d, float alpha, bool want_dscores,
-                                       Tensor* dweights_out = nullptr) {
+                                       Tensor* dweights_out = nullptr, const Tensor& smoothing_scores = Tensor()) {
   const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
   Tensor dused;
   if (want_dscores) dused = used.has_grad() ? used.grad().clone() : Tensor::zeros(used.shape());
@@ -182,8 +189,12 @@ inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used
   }
   if (dweights_out) *dweights_out = dweights;
   Tensor dscores = Tensor::zeros({d.B, d.T, d.S});
-  kernels::attention_masked_softmax_backward(weights.f32(), dweights.f32(), lengths.i32(), d.B, d.T, d.S, alpha,
-                                             dscores.f32());
+  if (smoothing_scores.defined())
+    kernels::attention_masked_sigmoid_backward(smoothing_scores.f32(), weights.f32(), dweights.f32(), lengths.i32(),
+                                               d.B, d.T, d.S, alpha, dscores.f32());
+  else
+    kernels::attention_masked_softmax_backward(weights.f32(), dweights.f32(), lengths.i32(), d.B, d.T, d.S, alpha,
+                                               dscores.f32());
   return dscores;
 }
 

@@ -69,6 +69,19 @@ for score in multihead local_m local_p hard; do
   expect 0 "heatmap" -- "$attn" align --model "$work/$score/model.safetensors" --input "5 9 3 17" --out "$work/$score.png"
   [[ -s "$work/$score.png" ]] || fail "align did not write $score.png"
 done
+# Location-aware attention (its state, the previous alignment, goes through greedy and beam
+# decoding and align); an even filter width is a usage error.
+expect 0 "trained 6 steps" -- "$attn" train --task copy --attention bahdanau --score location_aware --location-filters 3 \
+  --location-width 5 --location-sharpen 2 --location-smooth "${tiny[@]}" --steps 6 --out "$work/location_aware"
+expect 0 '"sequence_accuracy"' -- "$attn" eval --model "$work/location_aware/model.safetensors" --eval-lengths 4 \
+  --samples 4 --json --beam 3
+for beam in 1 3; do
+  expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --input "5 9 3 17" --beam $beam \
+    --out "$work/location_aware_$beam.png"
+done
+expect 2 "location_width must be odd (a filter centred on the position), got 4" -- "$attn" train --task copy \
+  --attention bahdanau --score location_aware --location-width 4 "${tiny[@]}" --out "$work/bad_width"
+[[ ! -e "$work/bad_width" ]] || fail "a refused train wrote its folder"
 expect 0 "trained 6 steps" -- "$attn" train --attention bahdanau "${tiny[@]}" --steps 6 --lr-schedule cosine --warmup 2 \
   --out "$work/cosine"
 grep -q '"lr":0.0' "$work/cosine/log.jsonl" || fail "cosine schedule did not reach lr 0 at the last step"

@@ -14,7 +14,7 @@ model="$work/run/model.safetensors"
 
 # A checkpoint of the wrong kind is a usage error (2) in every command (translate and sample
 # said 1, classify and align 2).
-expect 2 "is not a translation checkpoint (format 'attn-seq2seq')" -- "$attn" translate --model "$model" </dev/null
+expect 2 "is not a translation or G2P checkpoint (format 'attn-seq2seq')" -- "$attn" translate --model "$model" </dev/null
 expect 2 "is not a language-model checkpoint (format 'attn-seq2seq')" -- "$attn" sample --model "$model"
 expect 2 "is not a classifier checkpoint (format 'attn-seq2seq')" -- "$attn" classify --model "$model" --text "good"
 # eval --hypotheses on a model that writes no translations was silently ignored.

@@ -67,6 +67,8 @@ Seq2SeqConfig tiny(const std::string& attention, const std::string& score = "", 
   c.max_src_len = 5;
   c.heads = 2;
   c.window = 1;  // narrower than the sources: the local windows clip
+  c.location_filters = 2;
+  c.location_width = 3;
   c.seed = 7;
   return c;
 }
@@ -84,6 +86,7 @@ std::vector<Variant> all_variants() {
           {"bahdanau", "additive", "gru", false, 1},
           {"bahdanau", "additive_normalized", "lstm", false, 1},
           {"bahdanau", "additive", "gru", true, 2},
+          {"bahdanau", "location_aware", "lstm", true, 1},
           {"luong", "dot", "gru", false, 1},
           {"luong", "general", "lstm", true, 1},
           {"luong", "general", "gru", false, 1, false},
@@ -129,8 +132,16 @@ TEST(Seq2SeqConfig, JsonRoundTrip) {
   c.input_feeding = false;
   c.vocab = 40;
   c.max_src_len = 99;
+  c.location_filters = 4;
+  c.location_width = 7;
+  c.location_sharpening = 1.5f;
+  c.location_smoothing = true;
   c.seed = 123456789012345ULL;
   const Seq2SeqConfig r = Seq2SeqConfig::from_json_string(c.to_json_string());
+  EXPECT_EQ(r.location_filters, 4);
+  EXPECT_EQ(r.location_width, 7);
+  EXPECT_FLOAT_EQ(r.location_sharpening, 1.5f);
+  EXPECT_TRUE(r.location_smoothing);
   EXPECT_EQ(r.to_json(), c.to_json());
   EXPECT_EQ(r.encoder, RnnCell::lstm);
   EXPECT_EQ(r.layers, 3);
@@ -155,6 +166,22 @@ TEST(Seq2SeqConfig, JsonRoundTrip) {
   EXPECT_EQ(d.hidden, 256);
   EXPECT_EQ(d.effective_score(), "none");
   EXPECT_EQ(Seq2SeqConfig{}.effective_score(), "additive");
+}
+
+TEST(Seq2SeqConfig, LocationAwareOptionsAreChecked) {
+  Seq2SeqConfig c = Seq2SeqConfig::from_json_string(R"({"attention": "bahdanau", "score": "location_aware"})");
+  EXPECT_EQ(c.step_score(), nn::StepScore::location_aware);
+  EXPECT_EQ(c.location_filters, 10);  // ESPnet AttLoc's channels and kernel width
+  EXPECT_EQ(c.location_width, 201);
+  c.location_width = 100;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "location_width must be odd (a filter centred on the position), got 100");
+  c.location_width = 5;
+  c.location_filters = 0;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "location_filters must be >= 1, got 0");
+  c.location_filters = 2;
+  c.location_sharpening = 0.0f;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "location_sharpening must be finite and > 0, got 0");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"location_width": 2000000})"), ValueError, "location_width");
 }
 
 TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
@@ -195,9 +222,9 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   EXPECT_THROW_MSG(parse_attention_kind("foo"), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
   EXPECT_THROW_MSG(parse_rnn_cell("rnn"), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "dot"), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "none"), ValueError,
-                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized)");
+                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized, location_aware)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::luong, "additive"), ValueError,
                    "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::none, "general"), ValueError, "score 'general' given for attention 'none'");
@@ -205,7 +232,7 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   Seq2SeqConfig c;
   c.score = nn::StepScore::dot;
   EXPECT_THROW_MSG(c.validate(), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware)");
   c = {};
   c.attention = AttentionKind::luong;
   c.score = nn::StepScore::additive;

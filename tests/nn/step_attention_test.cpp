@@ -33,7 +33,7 @@ constexpr int64_t B = 3, S = 5, D = 4, E = 6;
 const std::vector<StepScore> kAll = {StepScore::additive, StepScore::additive_normalized, StepScore::dot,
                                      StepScore::general,  StepScore::concat,              StepScore::location,
                                      StepScore::scaled_dot, StepScore::multihead,         StepScore::local_m,
-                                     StepScore::local_p,  StepScore::hard};
+                                     StepScore::local_p,  StepScore::hard,              StepScore::location_aware};
 
 // dot and scaled_dot need D == E.
 int64_t memory_size(StepScore s) { return s == StepScore::dot || s == StepScore::scaled_dot ? D : E; }
@@ -85,6 +85,7 @@ TEST(StepAttention, FactoryBuildsEachScoresParametersWithCheckpointNames) {
       {StepScore::local_m, {"w"}},
       {StepScore::local_p, {"w", "w_p", "v_p"}},
       {StepScore::hard, {"w"}},
+      {StepScore::location_aware, {"w_q", "w_k", "bias", "v", "filters", "w_loc"}},
   };
   for (StepScore s : kAll) {
     SCOPED_TRACE(step_score_name(s));
@@ -236,7 +237,8 @@ TEST(StepAttention, HardReturnsTheLogProbabilityOfItsSample) {
 
 // Gradients of a step reach the query, the values and every parameter (finite differences).
 TEST(StepAttention, GradcheckThroughEachModule) {
-  for (StepScore s : {StepScore::additive_normalized, StepScore::concat, StepScore::multihead, StepScore::local_p}) {
+  for (StepScore s : {StepScore::additive_normalized, StepScore::concat, StepScore::multihead, StepScore::local_p,
+                      StepScore::location_aware}) {
     SCOPED_TRACE(step_score_name(s));
     Rng rng(19);
     auto a = make(s, rng);
@@ -281,6 +283,46 @@ TEST(StepAttention, StateAdvancesWithEachStep) {
   EXPECT_EQ(state.t, 2);
   EXPECT_TRUE(tensors_close(second.weights, step_at(*a, q, m, 1, true).weights, 0.0f, 0.0f));
   EXPECT_FALSE(tensors_close(second.weights, step_at(*a, q, m, 0, true).weights, 0.0f, 0.0f));
+  autodiff::tape().clear();
+}
+
+// Location-aware attention starts from a uniform alignment over each row's real positions,
+// each step is the op fed the alignment of the step before, and the state carries it on:
+// reordered by beam search like any state row.
+TEST(StepAttention, LocationAwareCarriesThePreviousAlignment) {
+  Rng rng(8);
+  LocationAwareAttention a(D, E, {.location_filters = 3, .location_width = 5, .location_sharpening = 1.5f}, rng);
+  EXPECT_EQ(a.filters.shape(), Shape({3, 5}));
+  EXPECT_EQ(a.w_loc.shape(), Shape({D, 3}));
+  const Tensor values = random_tensor({B, S, E}, 9), q1 = random_tensor({B, D}, 10), q2 = random_tensor({B, D}, 11);
+  const StepMemory m = a.prepare(values, lengths());
+  StepState state = a.start(m);
+  ASSERT_EQ(state.rows.size(), 1u);
+  EXPECT_EQ(state.rows[0].to_vector(), (std::vector<float>{0.2f, 0.2f, 0.2f, 0.2f, 0.2f,  // L = 5
+                                                           1 / 3.0f, 1 / 3.0f, 1 / 3.0f, 0, 0,  // L = 3
+                                                           1, 0, 0, 0, 0}));                  // L = 1
+  const Tensor a0 = state.rows[0];
+  auto op = [&](const Tensor& q, const Tensor& prev) {
+    return location_aware_attention(q, m.keys, values, prev, a.w_q, a.bias, a.v, a.filters, a.w_loc, lengths(),
+                                    {.sharpening = 1.5f});
+  };
+  const StepAttentionResult first = a.step(q1, m, state, false);
+  EXPECT_FALSE(first.weights.defined());  // not asked for, though the state keeps them
+  const AttentionResult want1 = op(q1, a0);
+  EXPECT_TRUE(tensors_close(first.context, want1.context, 0.0f, 0.0f));
+  EXPECT_TRUE(tensors_close(state.rows[0], want1.weights, 0.0f, 0.0f));
+  const StepAttentionResult second = a.step(q2, m, state, true);
+  EXPECT_TRUE(tensors_close(second.weights, op(q2, want1.weights).weights, 0.0f, 0.0f));
+  EXPECT_FALSE(tensors_close(second.weights, op(q2, a0).weights, 0.0f, 0.0f));  // the alignment matters
+  // Beam search: hypotheses 2, 0 continue; their alignments go with them.
+  const Tensor index = Tensor::from_vector(std::vector<int32_t>{2, 0}, {2});
+  const Tensor before = state.rows[0];
+  state.reorder(index);
+  ASSERT_EQ(state.rows[0].shape(), Shape({2, S}));
+  for (int64_t s = 0; s < S; ++s) {
+    EXPECT_EQ(state.rows[0].f32()[s], before.f32()[2 * S + s]);
+    EXPECT_EQ(state.rows[0].f32()[S + s], before.f32()[s]);
+  }
   autodiff::tape().clear();
 }
 

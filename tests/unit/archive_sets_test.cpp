@@ -11,7 +11,7 @@
 #include <map>
 
 #include "attn/data/catalog.h"
-#include "attn/data/cmudict.h"
+#include "attn/data/cmudict_npm.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/io/archive.h"

@@ -104,5 +104,49 @@ TEST(Metrics, Errors) {
   EXPECT_THROW(score_predictions(Tensor::zeros(Shape{1, 3}), tgt_out, ids({3}, Shape{1})), ShapeError);
 }
 
+// Edit distances worked by hand.
+TEST(EditDistance, HandComputed) {
+  EXPECT_EQ(edit_distance({}, {}), 0);
+  EXPECT_EQ(edit_distance({1, 2, 3}, {}), 3);         // three deletions
+  EXPECT_EQ(edit_distance({}, {4, 5}), 2);            // two insertions
+  EXPECT_EQ(edit_distance({1, 2, 3}, {1, 2, 3}), 0);
+  EXPECT_EQ(edit_distance({1, 2, 3}, {1, 9, 3}), 1);  // one substitution
+  EXPECT_EQ(edit_distance({1, 2, 3}, {2, 3, 4}), 2);  // delete 1, insert 4
+  // kitten -> sitting: k->s, e->i, insert g.
+  EXPECT_EQ(edit_distance({'k', 'i', 't', 't', 'e', 'n'}, {'s', 'i', 't', 't', 'i', 'n', 'g'}), 3);
+  EXPECT_EQ(edit_distance({'s', 'i', 't', 't', 'i', 'n', 'g'}, {'k', 'i', 't', 't', 'e', 'n'}), 3);  // symmetric
+}
+
+// PER against the closest pronunciation, WER right when any pronunciation matches.
+TEST(PronunciationScore, ClosestReferenceAndAnyMatch) {
+  PronunciationScore s;
+  // "either": refs IY1 DH ER0 (1 2 3) and AY1 DH ER0 (4 2 3); the hypothesis is the second.
+  s.add({4, 2, 3}, {{1, 2, 3}, {4, 2, 3}});
+  EXPECT_EQ(s.edits, 0);
+  EXPECT_EQ(s.phonemes, 3);
+  EXPECT_EQ(s.words_wrong, 0);
+  // Refs of lengths 4 and 2; the hypothesis {5, 6, 7} is 1 from {5, 6, 7, 8} and 3 from {9, 9}.
+  s.add({5, 6, 7}, {{9, 9}, {5, 6, 7, 8}});
+  EXPECT_EQ(s.edits, 1);
+  EXPECT_EQ(s.phonemes, 7);
+  EXPECT_EQ(s.words_wrong, 1);
+  // A tie: {1} is 1 from {1, 2} (an insertion) and 1 from {2} (a substitution); the shorter
+  // reference, {2}, is r*.
+  s.add({1}, {{1, 2}, {2}});
+  EXPECT_EQ(s.edits, 2);
+  EXPECT_EQ(s.phonemes, 8);
+  EXPECT_EQ(s.words, 3);
+  EXPECT_EQ(s.words_wrong, 2);
+  EXPECT_DOUBLE_EQ(s.per(), 2.0 / 8.0);
+  EXPECT_DOUBLE_EQ(s.wer(), 2.0 / 3.0);
+  // An empty hypothesis: every reference phoneme is a deletion.
+  PronunciationScore empty;
+  empty.add({}, {{1, 2, 3}});
+  EXPECT_DOUBLE_EQ(empty.per(), 1.0);
+  EXPECT_DOUBLE_EQ(empty.wer(), 1.0);
+  EXPECT_DOUBLE_EQ(PronunciationScore{}.per(), 0.0);
+  EXPECT_THROW(empty.add({1}, {}), ValueError);
+}
+
 }  // namespace
 }  // namespace attn::data

@@ -9,6 +9,7 @@
 
 #include "attn/json.h"
 #include "attn/data/tasks.h"
+#include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/io/atomic_file.h"
 #include "attn/train/checkpoint.h"
@@ -95,6 +96,32 @@ void align_translation(const AlignArgs& a) {
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
+// A G2P model's alignment of one word: letters across, phonemes (and EOS) down; a
+// Transformer's last layer, heads averaged.
+void align_g2p(const AlignArgs& a) {
+  decode::LoadedG2p model = decode::load_g2p(a.model);
+  refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
+  if (model.model->attention_layers() == 0)
+    throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
+  std::vector<decode::Pronunciation> said;
+  as_usage([&] { said = decode::pronounce(model, {a.text}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
+  viz::Heatmap map;
+  map.col_labels = data::cmudict_spell(a.text);
+  map.row_labels = said[0].phonemes;
+  if (said[0].weights.size() > map.row_labels.size()) map.row_labels.push_back("</s>");  // the step that chose EOS
+  std::vector<float> panel;
+  for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), said[0].weights[r].begin(), said[0].weights[r].end());
+  map.panels.push_back(std::move(panel));
+  map.title = "G2P attention: " + (model.info.kind == "transformer" ? std::string("cross-attention, last layer, head average")
+                                                                    : model.info.config.value("attention", std::string()) +
+                                                                          " " + model.info.config.value("score", std::string()));
+  std::string output;
+  for (const std::string& p : said[0].phonemes) output += (output.empty() ? "" : " ") + p;
+  viz::write_heatmap(map, a.out);
+  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out);
+  std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
+}
+
 }  // namespace
 
 void add_align_command(CLI::App& app) {
@@ -102,7 +129,7 @@ void add_align_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("align", "Draw the attention weights of one decoded input as a heatmap");
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
   auto* input = cmd->add_option("--input", args->input, "Synthetic-task model: source symbols, e.g. \"5 9 3 17 4\" (3..31)");
-  auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence");
+  auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence; G2P model: the word");
   input->excludes(text);
   cmd->add_option("--beam", args->beam, "Beam width (1: greedy)")->capture_default_str();
   cmd->add_option("--length-penalty", args->length_penalty,
@@ -124,8 +151,14 @@ void add_align_command(CLI::App& app) {
     // Only encoder-decoders have alignments: say which kind of model arrived (an LM or a
     // classifier used to be told it "needs --input").
     using decode::CheckpointKind;
-    const CheckpointKind kind = require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation},
-                                                   ": align draws encoder-decoder attention; for a classifier use attn classify");
+    const CheckpointKind kind =
+        require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p},
+                           ": align draws encoder-decoder attention; for a classifier use attn classify");
+    if (kind == CheckpointKind::g2p) {
+      if (args->text.empty()) throw UsageError("a G2P model needs --text WORD");
+      align_g2p(*args);
+      return;
+    }
     if (kind == CheckpointKind::translation) {
       if (args->text.empty()) throw UsageError("a translation model needs --text \"source sentence\"");
       align_translation(*args);

@@ -8,8 +8,10 @@
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
+#include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/train/checkpoint.h"
+#include "attn/train/g2p_trainer.h"
 #include "commands.h"
 #include "common.h"
 
@@ -85,6 +87,37 @@ void eval_classifier(EvalArgs& a) {
   }
 }
 
+// PER and WER on a CMUdict split (the hash split of docs/data.md).
+void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
+  if (a.split.empty()) a.split = "dev";
+  const std::string data_dir =
+      data_or_default(a.data, "cmudict", "a G2P checkpoint needs --data DIR (the cmudict folder, or the folder holding it)");
+  data::CmudictSplit split = data::CmudictSplit::dev;
+  if (a.split == "test") split = data::CmudictSplit::test;
+  else if (a.split == "train") split = data::CmudictSplit::train;
+  else if (a.split != "dev") throw UsageError("unknown --split '" + a.split + "' (valid: dev, test, train)");
+  if (a.limit < 0) throw UsageError("--limit must be >= 0");
+  decode::LoadedG2p model = decode::load_g2p(a.model);
+  std::vector<data::CmudictEntry> entries = data::cmudict_subset(data::read_cmudict(train::cmudict_path(data_dir)), split);
+  if (a.limit > 0 && static_cast<int64_t>(entries.size()) > a.limit) entries.resize(static_cast<size_t>(a.limit));
+  decode::PronounceOptions options;
+  options.beam = cmd->count("--beam") ? a.options.beam : 1;
+  options.length_penalty = a.options.length_penalty;
+  const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
+  if (a.json) {
+    const nlohmann::json j = {{"model", a.model},      {"kind", model.info.kind},   {"split", a.split},
+                              {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
+                              {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
+                              {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
+                              {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
+                              {"score", e.score.per()}, {"metric", "per"}};
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    std::printf("%s %s (%lld words, beam %d): PER %.2f %%, WER %.2f %%\n", model.info.kind.c_str(), a.split.c_str(),
+                static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(), 100 * e.score.wer());
+  }
+}
+
 void eval_seq2seq(const EvalArgs& a) {
   check_coverage_penalty(a.options.coverage_penalty, a.options.beam);
   decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
@@ -128,12 +161,12 @@ void add_eval_command(CLI::App& app) {
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
-  cmd->add_option("--data", args->data, "Classifier / translation: the data folder (or its sst2/ or multi30k/)");
+  cmd->add_option("--data", args->data, "Classifier / translation / G2P: the data folder (or its sst2/, multi30k/ or cmudict/)");
   cmd->add_option("--split", args->split,
                   "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
-                  "mscoco2017");
+                  "mscoco2017; G2P: dev (default) | test | train (docs/data.md)");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
-  cmd->add_option("--limit", args->limit, "Translation: the first N sentences of the split only (0: all)");
+  cmd->add_option("--limit", args->limit, "Translation / G2P: the first N sentences (words) of the split only (0: all)");
   cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
@@ -141,7 +174,7 @@ void add_eval_command(CLI::App& app) {
     as_usage([&] { args->options.validate(); });  // --samples, --beam
     using decode::CheckpointKind;
     const CheckpointKind kind = require_checkpoint(
-        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier});
+        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier, CheckpointKind::g2p});
     if (!args->hypotheses.empty() && kind != CheckpointKind::translation)
       throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" +
                        decode::format_name(kind) + "'");
@@ -149,6 +182,7 @@ void add_eval_command(CLI::App& app) {
       case CheckpointKind::translation: return eval_translation(*args, cmd);
       case CheckpointKind::classifier: return eval_classifier(*args);
       case CheckpointKind::seq2seq: return eval_seq2seq(*args);
+      case CheckpointKind::g2p: return eval_g2p(*args, cmd);
       case CheckpointKind::lm: break;  // refused above
     }
   });

@@ -57,7 +57,8 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--hidden", {&g.rnn, &g.bilstm}, "256; sst2 150");
   place("--heads", {&g.rnn, &g.transformer});
   for (const char* name : {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding", "--coverage",
-                           "--coverage-loss"})
+                           "--coverage-loss", "--location-filters", "--location-width", "--location-sharpen",
+                           "--location-smooth"})
     place(name, {&g.rnn});
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/models/memory_estimate.h"
 #include "commands.h"
@@ -13,15 +14,49 @@
 
 namespace attn::cli {
 
+namespace {
+
+struct Args {
+  std::string model;
+  decode::TranslateOptions options;
+  bool pieces = false;
+};
+
+// A G2P checkpoint: one word a line in, its phonemes (space-separated) a line out; an empty
+// line gives an empty line.
+void pronounce_stdin(const Args& a) {
+  decode::LoadedG2p model = decode::load_g2p(a.model);
+  refuse_outputs_naming_inputs({});
+  std::vector<std::string> lines, words;
+  for (std::string line; std::getline(std::cin, line);) lines.push_back(std::move(line));
+  check_stdin_read();
+  for (const std::string& line : lines)
+    if (!line.empty()) words.push_back(line);
+  std::vector<decode::Pronunciation> said;
+  as_usage([&] {
+    said = decode::pronounce(model, words, {.beam = a.options.beam, .length_penalty = a.options.length_penalty,
+                                            .batch = a.options.batch});
+  });
+  // The whole output is built before anything is written: a failure prints no half result.
+  std::string out;
+  size_t next = 0;
+  for (const std::string& line : lines) {
+    if (!line.empty())
+      for (const std::string& p : said[next++].phonemes) out += (out.empty() || out.back() == '\n' ? "" : " ") + p;
+    out += '\n';
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
+}  // namespace
+
 void add_translate_command(CLI::App& app) {
-  struct Args {
-    std::string model;
-    decode::TranslateOptions options;
-    bool pieces = false;
-  };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("translate", "Translate stdin to stdout, one sentence a line (batched)");
-  cmd->add_option("--model", args->model, "Translation checkpoint (RUN/model.safetensors; spm.model next to it)")
+  CLI::App* cmd = app.add_subcommand(
+      "translate", "Translate stdin to stdout, one sentence a line (batched); with a G2P checkpoint, one word a line to "
+                   "its phonemes");
+  cmd->add_option("--model", args->model,
+                  "Translation checkpoint (RUN/model.safetensors; spm.model next to it) or G2P checkpoint")
       ->required();
   cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
   cmd->add_option("--length-penalty", args->options.length_penalty, "GNMT length penalty alpha")->capture_default_str();
@@ -43,7 +78,9 @@ void add_translate_command(CLI::App& app) {
     if (args->options.max_len < 0 || args->options.max_len > models::kMaxLength)
       throw UsageError("--max-len must be in [0, " + std::to_string(models::kMaxLength) +
                        "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));
-    require_checkpoint(args->model, {decode::CheckpointKind::translation});
+    if (require_checkpoint(args->model, {decode::CheckpointKind::translation, decode::CheckpointKind::g2p}) ==
+        decode::CheckpointKind::g2p)
+      return pronounce_stdin(*args);
     decode::LoadedTranslator model = decode::load_translator(args->model);
     refuse_outputs_naming_inputs({});  // `>> RUN/spm.model`: the standard output
     std::vector<std::string> lines;

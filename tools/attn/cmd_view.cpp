@@ -472,6 +472,9 @@ void run_view(ViewArgs& a) {
         need_text();
         v = view_classifier(a, text);
         break;
+      case CheckpointKind::g2p:
+        throw UsageError(a.model + " is a G2P checkpoint: attn view does not show those yet (attn translate "
+                         "pronounces words, attn eval scores PER and WER)");
     }
     page = view_json(v, true);
     if (!a.json_out.empty()) raw = view_json(v, false);

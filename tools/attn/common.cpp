@@ -38,7 +38,7 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--dropout", c.dropout, "Dropout between RNN layers")->capture_default_str();
   app->add_option("--attention", names.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
   app->add_option("--score", names.score,
-                  "Attention score. bahdanau: additive | additive_normalized; "
+                  "Attention score. bahdanau: additive | additive_normalized | location_aware; "
                   "luong: general | dot | concat | location | scaled_dot | multihead | local_m | local_p | hard");
   app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
   app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
@@ -50,10 +50,19 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
       ->capture_default_str();
   app->add_option("--coverage-loss", c.coverage_loss, "--coverage see: the weight lambda of the coverage loss")
       ->capture_default_str();
+  app->add_option("--location-filters", c.location_filters, "--score location_aware: convolution channels K")
+      ->capture_default_str();
+  app->add_option("--location-width", c.location_width,
+                  "--score location_aware: filter width r, odd (ESPnet's aconv_filts 100 is width 201)")
+      ->capture_default_str();
+  app->add_option("--location-sharpen", c.location_sharpening, "--score location_aware: sharpening beta, a = softmax(beta e)")
+      ->capture_default_str();
+  app->add_flag("--location-smooth", c.location_smoothing,
+                "--score location_aware: smoothing, sigmoid(e) normalised instead of softmax(e)");
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
-  app->add_option("--task", o.task, "Task: " + data::task_names() + " (attn train also: sst2, translate, charlm)")->capture_default_str();
+  app->add_option("--task", o.task, "Task: " + data::task_names() + " (attn train also: sst2, translate, g2p, charlm)")->capture_default_str();
   app->add_option("--min-len", o.min_len, "Shortest training source")->capture_default_str();
   app->add_option("--max-len", o.max_len, "Longest training source")->capture_default_str();
   app->add_option("--steps", o.steps, "Training steps")->capture_default_str();

@@ -19,20 +19,24 @@ TrainGroups::TrainGroups() {
   const std::vector<T> sst2 = {T::sst2_bilstm, T::sst2_bilstm_attn, T::sst2_transformer_cls};
   run = {"Every task",
          {T::seq2seq, T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
-          T::sst2_transformer_cls, T::charlm}};
+          T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
   synthetic = {"Synthetic seq2seq (--task copy | reverse | sort)", {T::seq2seq}};
-  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate --model rnn)", {T::seq2seq, T::translate_rnn}};
-  text_data = {"Text data (--task sst2 | translate | charlm)",
+  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | g2p --model rnn)",
+         {T::seq2seq, T::translate_rnn, T::g2p_rnn}};
+  text_data = {"Text data (--task sst2 | translate | charlm | g2p)",
                {T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
-                T::sst2_transformer_cls, T::charlm}};
+                T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
   classifier = {"Classifier (--task sst2)", sst2};
   bilstm = {"BiLSTM classifier (--task sst2 --model bilstm | bilstm-attn)", {T::sst2_bilstm, T::sst2_bilstm_attn}};
   pooling = {"Attention pooling (--task sst2 --model bilstm-attn)", {T::sst2_bilstm_attn}};
   translation = {"Translation (--task translate)", {T::translate_rnn, T::translate_transformer}};
   lm = {"Character LM (--task charlm)", {T::charlm}};
-  transformer = {"Transformer (--task translate --model transformer, --task charlm, --task sst2 --model transformer-cls)",
-                 {T::translate_transformer, T::charlm, T::sst2_transformer_cls}};
-  transformer_seq2seq = {"Transformer encoder-decoder (--task translate --model transformer)", {T::translate_transformer}};
+  g2p = {"G2P (--task g2p)", {T::g2p_rnn, T::g2p_transformer}};
+  transformer = {"Transformer (--task translate | g2p --model transformer, --task charlm, --task sst2 --model "
+                 "transformer-cls)",
+                 {T::translate_transformer, T::charlm, T::sst2_transformer_cls, T::g2p_transformer}};
+  transformer_seq2seq = {"Transformer encoder-decoder (--task translate | g2p --model transformer)",
+                         {T::translate_transformer, T::g2p_transformer}};
   transformer_classifier = {"Transformer classifier (--task sst2 --model transformer-cls)", {T::sst2_transformer_cls}};
 }
 

@@ -35,6 +35,8 @@ enum class TrainTarget {
   sst2_bilstm_attn,
   sst2_transformer_cls,
   charlm,
+  g2p_rnn,  // --task g2p
+  g2p_transformer,
 };
 
 struct OptionGroup {
@@ -43,10 +45,10 @@ struct OptionGroup {
 };
 
 // The train command's groups: run (every task), synthetic seq2seq, RNN seq2seq model, text
-// data, classifier, BiLSTM classifier, attention pooling, translation, character LM,
+// data, classifier, BiLSTM classifier, attention pooling, translation, character LM, G2P,
 // Transformer, Transformer encoder-decoder and Transformer classifier.
 struct TrainGroups {
-  OptionGroup run, synthetic, rnn, text_data, classifier, bilstm, pooling, translation, lm, transformer,
+  OptionGroup run, synthetic, rnn, text_data, classifier, bilstm, pooling, translation, lm, g2p, transformer,
       transformer_seq2seq, transformer_classifier;
   TrainGroups();
 };

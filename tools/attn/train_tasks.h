@@ -59,6 +59,12 @@ struct TrainArgs {
   OptionGroups registry;
 };
 
+// The Transformer encoder-decoder configuration of the text tasks' options (--d-model --heads
+// --ffn --enc-layers --dec-layers --dropout (default 0.1) --norm --positions --activation --seed;
+// train_text_tasks.cpp).
+nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
+                                  const ClassifierArgs& s, const TextTaskArgs& a);
+
 struct TaskModel {
   std::string name;    // the --model value; "" for a task without --model
   TrainTarget target;  // where the option groups apply
@@ -80,7 +86,7 @@ struct RegisterTask {
 // Every registered task, in --help's order.
 const std::vector<TrainTask>& train_tasks();
 // The task named `name`; UsageError naming the registered tasks otherwise:
-//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, charlm)"
+//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, g2p, charlm)"
 const TrainTask& find_train_task(const std::string& name);
 // "copy, reverse, sort, sst2, translate, charlm".
 std::string train_task_names();

@@ -91,15 +91,16 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
   groups.add(cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece model (default: learn a shared one)"), translation);
   groups.add(cmd->add_option("--vocab-size", a.vocab_size, "Pieces of the learned SentencePiece model")->capture_default_str(),
              translation);
+  const std::vector<const OptionGroup*> batches = {&g.translation, &g.g2p};
   groups.add(cmd->add_option("--max-tokens", a.max_tokens, "Padded source + target tokens per batch")->capture_default_str(),
-             translation);
-  groups.add(cmd->add_option("--max-sentences", a.max_sentences, "Sentences per batch at most")->capture_default_str(),
-             translation);
-  groups.add(cmd->add_option("--label-smoothing", a.label_smoothing, "Label smoothing epsilon")->capture_default_str(),
-             translation);
+             batches);
+  groups.add(cmd->add_option("--max-sentences", a.max_sentences, "Sentences per batch at most (default: translate 128, g2p 256)"),
+             batches);
+  groups.add(cmd->add_option("--label-smoothing", a.label_smoothing, "Label smoothing epsilon (default: translate 0.1, g2p 0)"),
+             batches);
   groups.add(cmd->add_option("--eval-sentences", a.eval_sentences,
-                             "Validation sentences, 0: all (default: translate 0, charlm 2000)"),
-             {&g.translation, &g.lm});
+                             "Validation sentences (g2p: dev words), 0: all (default: translate 0, charlm 2000, g2p 0)"),
+             {&g.translation, &g.lm, &g.g2p});
   groups.add(cmd->add_option("--enc-layers", a.encoder_layers,
                              "Transformer encoder layers (default: translate 3, sst2 transformer-cls 2 or --layers)"),
              {&g.transformer_seq2seq, &g.transformer_classifier});
@@ -112,8 +113,6 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
                  ->capture_default_str(),
              {&g.transformer});
 }
-
-namespace {
 
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a) {
@@ -130,6 +129,8 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
           {"positions", a.positions},
           {"seed", t.seed}};
 }
+
+namespace {
 
 void run_translation(CLI::App* cmd, TrainArgs& args) {
   as_usage([&] { args.names.apply(args.config); });

@@ -1,7 +1,9 @@
 #pragma once
 // Accuracy of decoded sequences against the reference targets: token accuracy per target
-// position (EOS included) and exact-sequence accuracy.
+// position (EOS included) and exact-sequence accuracy; edit distance and the G2P scores PER
+// and WER (a word is right when it matches any of its pronunciations).
 #include <cstdint>
+#include <vector>
 
 #include "attn/tensor.h"
 
@@ -29,5 +31,30 @@ struct AccuracyCounts {
 // A sequence is right when all of its reference positions (EOS included) are right.
 // Shape mismatches throw ShapeError; a length outside [0, T] throws ValueError.
 AccuracyCounts score_predictions(const Tensor& predicted, const Tensor& tgt_out, const Tensor& tgt_lengths);
+
+}  // namespace attn::data
+
+namespace attn::data {
+
+// The Levenshtein distance between two symbol sequences (insertions, deletions and
+// substitutions each cost 1).
+int64_t edit_distance(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
+
+// Pronunciation scores of G2P over a set of words, each with one or more reference
+// pronunciations:
+//   PER = Σ_words d(hyp, r*) / Σ_words |r*|, r* the reference closest to the hypothesis (by
+//         edit distance; the shorter one on a tie, then the first), the phoneme error rate;
+//   WER = the fraction of words whose hypothesis equals none of their references.
+struct PronunciationScore {
+  int64_t edits = 0;       // Σ d(hyp, r*)
+  int64_t phonemes = 0;    // Σ |r*|
+  int64_t words = 0;
+  int64_t words_wrong = 0;
+
+  // ValueError when `references` is empty.
+  void add(const std::vector<int32_t>& hypothesis, const std::vector<std::vector<int32_t>>& references);
+  double per() const;  // in [0, ∞) (a long wrong hypothesis can exceed 1); 0 when nothing was counted
+  double wer() const;  // in [0, 1]; 0 when nothing was counted
+};
 
 }  // namespace attn::data

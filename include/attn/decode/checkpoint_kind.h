@@ -17,6 +17,7 @@ enum class CheckpointKind {
   translation,  // "attn-translation": an RNN or Transformer translator (decode/translate.h)
   classifier,   // "attn-classifier": a sentence classifier (decode/classify.h)
   lm,           // "attn-lm": a character language model (decode/sample.h)
+  g2p,          // "attn-g2p": an RNN or Transformer grapheme-to-phoneme model (decode/g2p.h)
 };
 
 // Every kind, in the order messages list them.

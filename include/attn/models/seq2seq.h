@@ -54,7 +54,8 @@ CoverageKind parse_coverage_kind(const std::string& name);  // "unknown coverage
 const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "luong"
 AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
 // The score of a decoder of kind `attention` called `name`: nullopt for "" (the kind's default)
-// and for "none" with attention none. bahdanau: additive | additive_normalized; luong: dot |
+// and for "none" with attention none. bahdanau: additive | additive_normalized |
+// location_aware; luong: dot |
 // general | concat | location | scaled_dot | multihead | local_m | local_p | hard; e.g.
 //   unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)
 //   score 'general' given for attention 'none' (valid: none, or leave it empty)
@@ -73,6 +74,12 @@ struct Seq2SeqConfig {
   std::optional<nn::StepScore> score;
   int heads = 4;    // multihead: H, dividing hidden
   int window = 10;  // local_m / local_p: half-width D of the window [p_t - D, p_t + D]
+  // location_aware (Chorowski et al. 2015; nn::LocationAwareAttention): K filters of odd width
+  // r over the previous alignment, sharpening β (a = softmax(β e)), smoothing (σ for exp).
+  int location_filters = 10;
+  int location_width = 201;  // ESPnet AttLoc's aconv_filts 100: 2·100 + 1
+  float location_sharpening = 1.0f;
+  bool location_smoothing = false;
   bool input_feeding = true;  // luong only
   int vocab = 32;             // V: the synthetic tasks' (data::kVocabSize, tests/unit/tasks_test.cpp)
   int max_src_len = 128;      // the longest source location attention can score

@@ -20,6 +20,13 @@ struct AdditiveParams {
 };
 AdditiveParams additive_attention_init(int64_t D, int64_t E, int64_t A, Rng& rng, bool normalize = false);
 
+// Chorowski location-aware: the additive parameters as additive_attention_init(D, E, A), then
+// filters F (K, r) and w_loc U (A, K), Xavier, drawn in that order. r must be odd.
+struct LocationAwareParams {
+  Tensor w_q, w_k, bias, v, filters, w_loc;
+};
+LocationAwareParams location_aware_attention_init(int64_t D, int64_t E, int64_t A, int64_t K, int64_t r, Rng& rng);
+
 // Luong: dot -> nothing; general -> w (D, E); concat -> w (A, D+E) then v (A). `A` is used by
 // concat only. scale stays undefined (set it to Tensor::full({}, 1.0f) for scaled Luong).
 struct LuongParams {

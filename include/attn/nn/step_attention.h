@@ -31,6 +31,11 @@
 //   LuongAttention         dot | general | concat: luong_attention (attn/ops/attention.h);
 //                          general w (D, E); concat w (A, D + E), v (A)
 //   LocationAttention      location: location_attention; w_a (S_max, D), b_a (S_max)
+//   LocationAwareAttention location_aware: Chorowski et al. 2015, location_aware_attention
+//                          (attn/ops/attention.h); w_q (A, D), w_k (A, E), bias (A), v (A),
+//                          filters (K, r), w_loc (A, K). Its state holds the previous
+//                          alignment a_{t−1} (B, S), uniform over each row's real positions at
+//                          the start (as ESPnet's AttLoc), so beam search reorders it.
 //   ScaledDotAttention     scaled_dot: sdpa (attn/ops/sdpa.h) of one query, keys = values (D = E)
 //   MultiheadStepAttention multihead: nn::MultiheadAttention(D, H, kdim = vdim = E) with separate
 //                          projections; q_proj_weight (D, D), k_proj_weight (D, E),
@@ -76,6 +81,7 @@ enum class StepScore {
   local_m,
   local_p,
   hard,
+  location_aware,       // Chorowski et al. 2015: additive with a convolution of the previous alignment
 };
 // The configuration name ("additive", "local_m", ...), as checkpoints store it.
 const char* step_score_name(StepScore score);
@@ -90,6 +96,12 @@ struct StepAttentionOptions {
   int64_t window = 0;        // local_m / local_p: half-width of the window
   int64_t max_src_len = 0;   // location: the longest source it scores
   uint64_t sample_seed = 0;  // hard: the stream of its draws
+  // location_aware: K filters of odd width r (ESPnet's AttLoc: 10 channels, aconv_filts 100,
+  // i.e. width 2·100 + 1 = 201), sharpening β, smoothing.
+  int64_t location_filters = 10;
+  int64_t location_width = 201;
+  float location_sharpening = 1.0f;
+  bool location_smoothing = false;
   StepCoverage coverage = StepCoverage::none;  // additive scores only (AdditiveAttention)
 };
 
@@ -192,6 +204,20 @@ class LocationAttention final : public SingleHeadStepAttention {
   StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
 
   Tensor w_a, b_a;
+};
+
+class LocationAwareAttention final : public SingleHeadStepAttention {
+ public:
+  LocationAwareAttention(int64_t D, int64_t E, const StepAttentionOptions& options, Rng& rng);
+  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
+  StepState start(const StepMemory& memory) const override;  // rows[0]: a_0 (B, S)
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+
+  Tensor w_q, w_k, bias, v, filters, w_loc;
+
+ private:
+  float sharpening_;
+  bool smoothing_;
 };
 
 class ScaledDotAttention final : public SingleHeadStepAttention {

@@ -5,6 +5,9 @@
 //   additive_attention   Bahdanau:      e_{t,s} = vᵀ tanh(W_q q_t + k̃_s + b),  k̃ = K W_kᵀ
 //   luong_attention      Luong:         dot qᵀk | general qᵀ W k | concat vᵀ tanh(W [q; k])
 //   location_attention   Luong location: e_t = W_a q_t + b_a (over the first S positions)
+//   location_aware_attention  Chorowski et al. 2015: e_{t,s} = vᵀ tanh(W_q q_t + k̃_s + U f_{t,s} + b),
+//                        f_t = F * a_{t−1} the previous alignment convolved (composed of
+//                        location_aware_features, linear, add and additive_attention)
 //
 // then a_{t,s} = softmax_s(e_{t,s} / τ) over the real source positions (max-subtracted;
 // masked positions get weight exactly 0) and c_t = Σ_s a_{t,s} values_s.
@@ -55,6 +58,9 @@ struct AdditiveOptions {
   Tensor g;                 // () scalar, required when normalize, must be undefined otherwise
   float temperature = 1.0f; // τ > 0: scores are divided by τ
   bool need_weights = true; // return the weights as a second output of the node
+  // Chorowski et al.'s smoothing: a_s = σ(e_s / τ) / Σ_j σ(e_j / τ) over the real positions
+  // instead of the softmax (flatter weights: σ does not single out the maximum as exp does).
+  bool smoothing = false;
   Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
   bool training = true;      // dropout applies only when training (and p > 0)
@@ -115,5 +121,34 @@ struct LocationOptions {
 // get none).
 AttentionResult location_attention(const Tensor& query, const Tensor& values, const Tensor& w_a,
                                    const Tensor& b_a, const Tensor& lengths, const LocationOptions& options = {});
+
+// ---- Chorowski location-aware ----------------------------------------------------------------------
+
+// f = F * a_{t−1}: the previous alignment convolved with K filters of odd width r, zero
+// padded and centred (PyTorch's conv1d(prev[:, None], filters[:, None], padding=r // 2), a
+// cross-correlation: f[b, s, k] = Σ_j filters[k, j] prev[b, s + j − r/2]). The convolution is
+// an im2col of prev (kernels/location_aware.h) and one GEMM.
+// prev_weights (B, S), filters (K, r) with r odd -> (B, S, K). Gradients: prev_weights, filters.
+Tensor location_aware_features(const Tensor& prev_weights, const Tensor& filters);
+
+struct LocationAwareOptions {
+  float sharpening = 1.0f;  // β > 0: a = softmax(β e) (Chorowski's sharpening; 1 = plain softmax)
+  bool smoothing = false;   // σ(β e) normalised instead of the softmax (AdditiveOptions::smoothing)
+  bool need_weights = true;
+};
+
+// One decoder step of location-aware attention (Chorowski et al. 2015, eq. 5-9):
+//   f = location_aware_features(prev_weights, filters)          (B, S, K)
+//   e_s = vᵀ tanh(W_q q + k̃_s + U f_s + b),  k̃ = additive_project_keys(values or keys, w_k)
+//   a = softmax(β e) over the real positions (or smoothing), c = Σ_s a_s values_s.
+// query (B, D); projected_keys (B, S, A); values (B, S, E); prev_weights (B, S), the previous
+// step's weights (zero past each row's length); w_q (A, D); bias (A); v (A); filters (K, r), r
+// odd; w_loc = U (A, K); lengths int32 (B) in [0, S]. A row of length 0 gets zero weights and
+// context. Gradients: every tensor argument, prev_weights included (training backpropagates
+// through the alignment of the step before).
+AttentionResult location_aware_attention(const Tensor& query, const Tensor& projected_keys, const Tensor& values,
+                                         const Tensor& prev_weights, const Tensor& w_q, const Tensor& bias,
+                                         const Tensor& v, const Tensor& filters, const Tensor& w_loc,
+                                         const Tensor& lengths, const LocationAwareOptions& options = {});
 
 }  // namespace attn

@@ -1,0 +1,78 @@
+// attn train --task g2p: grapheme-to-phoneme conversion on CMUdict (train/g2p_trainer.h),
+// registered in the task registry (train_tasks.h). --model rnn (default; any --attention and
+// --score, location_aware included) or transformer.
+#include <cstdio>
+
+#include "attn/models/translator.h"
+#include "attn/train/g2p_trainer.h"
+#include "train_tasks.h"
+
+namespace attn::cli {
+namespace {
+
+void run_g2p(CLI::App* cmd, TrainArgs& args) {
+  as_usage([&] { args.names.apply(args.config); });
+  const models::Seq2SeqConfig& c = args.config;
+  const train::TrainOptions& t = args.options;
+  const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
+  const TextTaskArgs& a = args.text;
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  const std::string kind = given("--model") ? s.model : "rnn";
+  const bool transformer = kind == "transformer";
+  train::G2pOptions o;
+  o.data_dir = data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
+  o.train_limit = s.train_limit;
+  o.eval_words = a.eval_sentences;
+  if (given("--max-tokens")) o.max_tokens = a.max_tokens;
+  if (given("--max-sentences")) o.max_sentences = a.max_sentences;
+  if (given("--label-smoothing")) o.label_smoothing = a.label_smoothing;
+  if (given("--steps")) o.steps = t.steps;
+  o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
+  if (given("--lr-schedule")) o.lr_schedule = t.lr_schedule;
+  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(500, o.steps / 10);  // short runs still decay
+  o.clip = t.clip;
+  o.seed = t.seed;
+  if (given("--log-every")) o.log_every = t.log_every;
+  if (given("--eval-every")) o.eval_every = t.eval_every;
+  copy_run_controls(t, o);
+  nlohmann::json config;
+  if (transformer) {
+    config = transformer_config(cmd, c, t, s, a);
+    if (!given("--d-model")) config["d_model"] = 256;
+    if (!given("--ffn")) config["ffn"] = 1024;
+    config["max_len"] = 64;  // positions: the longest CMUdict word and pronunciation have 28 symbols
+  } else {
+    models::Seq2SeqConfig r = c;
+    if (!given("--emb")) r.emb = 128;
+    if (!given("--hidden")) r.hidden = 256;
+    if (!given("--dropout")) r.dropout = 0.0f;
+    r.max_src_len = 64;
+    r.seed = t.seed;
+    config = r.to_json();
+  }
+  as_usage([&] {
+    o.validate();
+    nlohmann::json probe = config;
+    probe[transformer ? "src_vocab" : "vocab"] = 16;
+    if (transformer) probe["tgt_vocab"] = 16;
+    models::make_translator(kind, probe);
+  });
+  o.stop = &install_interrupt_flag();
+  const train::G2pResult r = train::train_g2p(kind, config, o);
+  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
+  std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld words)\n",
+              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
+              100 * r.best_val_wer, static_cast<long long>(r.dev_words));
+  std::printf("model: %s\n", r.model_path.c_str());
+}
+
+}  // namespace
+
+ATTN_REGISTER_TASK({.order = 35,
+                    .name = "g2p",
+                    .summary = "grapheme-to-phoneme conversion on CMUdict (--data DIR): --model rnn | transformer",
+                    .writes = decode::CheckpointKind::g2p,
+                    .models = {{"rnn", TrainTarget::g2p_rnn}, {"transformer", TrainTarget::g2p_transformer}},
+                    .run = run_g2p});
+
+}  // namespace attn::cli
