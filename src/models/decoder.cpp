@@ -75,7 +75,7 @@ void DecoderState::reorder(const Tensor& index) {
 }
 
 nn::StepMemory Decoder::prepare(const EncoderOutput& enc, const Tensor& src_lengths) const {
-  if (!attention) return {enc.outputs, src_lengths, Tensor(), Tensor()};
+  if (!attention) return {enc.outputs, src_lengths, Tensor(), Tensor(), Tensor()};
   return attention->prepare(enc.outputs, src_lengths);
 }
 

@@ -114,7 +114,7 @@ AdditiveAttention::AdditiveAttention(int64_t D, int64_t E, bool normalize, StepC
 }
 
 StepMemory AdditiveAttention::prepare(const Tensor& values, const Tensor& lengths) const {
-  StepMemory m{values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+  StepMemory m{values, lengths, additive_project_keys(values, w_k), Tensor(), Tensor()};  // (B, S, A), once per batch
   if (coverage_ == StepCoverage::tu) {
     // 1 / Φ = (1 + e^{−w_f·h}) / N, Φ = N σ(w_f·h): (B, S)
     const int64_t B = values.dim(0), S = values.dim(1);
@@ -163,7 +163,7 @@ LocationAwareAttention::LocationAwareAttention(int64_t D, int64_t E, const StepA
 }
 
 StepMemory LocationAwareAttention::prepare(const Tensor& values, const Tensor& lengths) const {
-  return {values, lengths, additive_project_keys(values, w_k), Tensor()};  // (B, S, A), once per batch
+  return {values, lengths, additive_project_keys(values, w_k), Tensor(), Tensor()};  // (B, S, A), once per batch
 }
 
 StepState LocationAwareAttention::start(const StepMemory& m) const {
@@ -220,7 +220,7 @@ StepAttentionResult LocationAttention::attend(const Tensor& query, const StepMem
 
 StepMemory ScaledDotAttention::prepare(const Tensor& values, const Tensor& lengths) const {
   const Tensor heads = values.reshape({values.dim(0), 1, values.dim(1), values.dim(2)});  // (B, 1, S, E)
-  return {values, lengths, heads, heads};
+  return {values, lengths, heads, heads, Tensor()};
 }
 
 StepAttentionResult ScaledDotAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
@@ -250,7 +250,7 @@ MultiheadStepAttention::MultiheadStepAttention(int64_t D, int64_t E, int64_t hea
 
 StepMemory MultiheadStepAttention::prepare(const Tensor& values, const Tensor& lengths) const {
   auto [k, v] = mha.project_kv(values, values);  // (B, H, S, Dh) each, once per batch
-  return {values, lengths, k, v};
+  return {values, lengths, k, v, Tensor()};
 }
 
 StepAttentionResult MultiheadStepAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {

@@ -135,7 +135,7 @@ class StepAttention {
   // The module that holds the parameters (the decoder registers it as "attention").
   virtual Module& module() = 0;
   // Once per batch: values (B, S, E), lengths (B) int32.
-  virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const { return {values, lengths, {}, {}}; }
+  virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const { return {values, lengths, {}, {}, {}}; }
   // At the start of decoding a batch: its sequences' state (only t for a score without one).
   virtual StepState start(const StepMemory& memory) const { return {}; }
   // query (B, D) at step state.t; advances the state to the next step.
