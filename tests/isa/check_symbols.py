@@ -77,7 +77,8 @@ def main():
     registers = args[:1] == ["--registers"]
     if registers:
         args = args[1:]
-    level, objects = args[0], args[1:]
+    # CMake's $<TARGET_OBJECTS:...> arrives as one argument, the paths separated by ';'.
+    level, objects = args[0], [path for arg in args[1:] for path in arg.split(";") if path]
     if not objects:
         print(f"check_symbols: no objects for level {level}", file=sys.stderr)
         return 1
@@ -97,8 +98,8 @@ def main():
         failures += 1
     if failures:
         return 1
-    print(f"{len(objects)} {level} objects: every exported symbol in attn::kernels::isa_{level}, "
-          + (", registers as expected" if registers else ""))
+    print(f"{len(objects)} {level} objects: every exported symbol in attn::kernels::isa_{level}"
+          + ("; registers as expected" if registers else ""))
     return 0
 
 

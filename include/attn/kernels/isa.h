@@ -7,14 +7,13 @@
 //   attn::kernels::isa_avx2::softmax_forward, ...
 // Their headers declare each function once with ATTN_KERNEL. Seen from a per-level source
 // the declaration names that level's function (kernels call each other directly, within one
-// level). Seen from the rest of the library, it declares the three copies and a function
-// object of the plain name, attn::kernels::softmax_forward, that calls the copy of the level
-// chosen once per process: the best the CPU runs, or ATTN_ISA=baseline|avx2|avx512.
+// level). Seen from the rest of the library, it declares the three copies and an object of
+// the plain name, attn::kernels::softmax_forward, that calls the copy of the level chosen once
+// per process: the best the CPU runs, or ATTN_ISA=baseline|avx2|avx512.
 //
 // A header's inline helpers (fast_exp) go in `namespace attn::kernels::ATTN_ISA_NS`, so each
 // level keeps its own copy: the linker never merges an AVX-512 copy into baseline code.
 #include <type_traits>
-#include <utility>
 
 #include "attn/cpu.h"
 
@@ -26,17 +25,19 @@ namespace attn::kernels {
 // test programs call it at start, so that error comes before any work.
 IsaLevel kernel_isa_level();
 
-// Calls the copy of the chosen level. Direct calls (no pointer), one switch per call.
+// A kernel as the library sees it: converts to the function pointer of the chosen level's
+// copy, so it is called like a function (kernels::softmax_forward(x, ...), the arguments
+// converted as for a function), and passes where a function pointer is expected.
 template <auto Baseline, auto Avx2, auto Avx512>
 struct Dispatched {
-  template <class... Args>
-  decltype(auto) operator()(Args&&... args) const {
+  using Function = decltype(Baseline);
+  operator Function() const {
     switch (kernel_isa_level()) {
-      case IsaLevel::avx512: return Avx512(std::forward<Args>(args)...);
-      case IsaLevel::avx2: return Avx2(std::forward<Args>(args)...);
+      case IsaLevel::avx512: return Avx512;
+      case IsaLevel::avx2: return Avx2;
       case IsaLevel::baseline: break;
     }
-    return Baseline(std::forward<Args>(args)...);
+    return Baseline;
   }
 };
 

@@ -73,13 +73,16 @@ ATTN_KERNEL(softmax_row_backward, void(const float* y, const float* dy, float* d
 // y = x − max − log Σ exp(x − max) over the kept positions, 0 elsewhere.        // (n)
 ATTN_KERNEL(log_softmax_row_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t n));
 // dx += dy − exp(y) Σ_kept dy on kept positions; nothing on masked ones.
-ATTN_KERNEL(log_softmax_row_backward, void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t n));
+ATTN_KERNEL(log_softmax_row_backward,
+            void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t n));
 
 // The same over `rows` contiguous rows of length n, threaded over rows. Masks, when
 // given, have the same (rows, n) layout as x.
 ATTN_KERNEL(softmax_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
 ATTN_KERNEL(softmax_backward, void(const float* y, const float* dy, float* dx, int64_t rows, int64_t n));
-ATTN_KERNEL(log_softmax_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
-ATTN_KERNEL(log_softmax_backward, void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_forward,
+            void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_backward, void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx,
+            int64_t rows, int64_t n));
 
 }  // namespace attn::kernels
