@@ -197,7 +197,7 @@ TEST(ReadCpuFeatures, IsConsistent) {
   EXPECT_TRUE(f.sse3) << "every x86-64 CPU OpenBLAS supports has SSE3";
 #endif
   if (has_avx512(f)) EXPECT_TRUE(has_avx2(f));
-  // This build's own instruction set must be there (a -march=native build runs where it was built).
+  // This build's own instruction set must be there (the library is x86-64-v2; CXXFLAGS may ask for more).
 #ifdef __AVX2__
   EXPECT_TRUE(has_avx2(f));
 #endif
