@@ -37,7 +37,7 @@ std::string cpu_isa_summary(const CpuFeatures& f);
 
 // ---- ISA levels of attn's own kernels ----------------------------------------------------------
 // The hot kernels (src/kernels, CMakeLists.txt's ATTN_ISA_KERNELS) are compiled once per level
-// into one binary and chosen at run time (docs/architecture.md, "ISA levels"):
+// into one binary and chosen at run time (docs/architecture.md, "Kernels and ISA levels"):
 //   baseline  -march=x86-64-v2 (SSE4.2, POPCNT): what the rest of the library needs anyway
 //   avx2      -march=x86-64-v3 (AVX, AVX2, FMA, F16C, BMI1, BMI2, LZCNT, MOVBE)
 //   avx512    -march=x86-64-v4 (x86-64-v3 + AVX-512 F, CD, DQ, BW, VL)

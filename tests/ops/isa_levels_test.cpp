@@ -5,8 +5,10 @@
 // differs relative to its largest terms, not to itself) and, in sdpa, FMA contraction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -296,7 +298,8 @@ TEST(IsaLevels, Sdpa) {
   p.B = 2, p.H = 3, p.T = 70, p.S = 301, p.Dh = 24, p.Dv = 20, p.scale = 0.2f, p.causal = true;
   const int64_t BH = p.B * p.H;
   const std::vector<float> q = uniform(BH * p.T * p.Dh, 27, -1.0f, 1.0f), k = uniform(BH * p.S * p.Dh, 28, -1.0f, 1.0f),
-                           v = uniform(BH * p.S * p.Dv, 29, -1.0f, 1.0f), dout = uniform(BH * p.T * p.Dv, 30, -1.0f, 1.0f);
+                           v = uniform(BH * p.S * p.Dv, 29, -1.0f, 1.0f),
+                           dout = uniform(BH * p.T * p.Dv, 30, -1.0f, 1.0f);
   const std::vector<int32_t> key_lengths = {301, 180};
   p.key_lengths = key_lengths.data();
   expect_levels_agree("sdpa forward and backward", [&](IsaLevel l) {

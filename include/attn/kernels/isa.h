@@ -1,5 +1,5 @@
 #pragma once
-// Run-time choice of the kernels' ISA level (docs/architecture.md, "ISA levels").
+// Run-time choice of the kernels' ISA level (docs/architecture.md, "Kernels and ISA levels").
 //
 // Every source in CMakeLists.txt's ATTN_ISA_KERNELS is compiled three times, with
 // -march=x86-64-v2, -v3 and -v4 and ATTN_ISA_NS defined as isa_baseline, isa_avx2 and
