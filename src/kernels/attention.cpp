@@ -7,7 +7,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 // Rows whose total work is below this many multiply-adds are not worth a thread.

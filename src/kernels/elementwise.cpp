@@ -5,7 +5,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 constexpr int64_t kGrain = 1 << 15;
 

@@ -16,7 +16,7 @@
 #define ATTN_SIMD_SUM_ACC
 #endif
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 // Σ_i x_i y_i in 8 partial sums (one AVX register), added pairwise at the end. Written out
 // rather than as an `omp simd reduction`: GCC left that scalar (a per-lane array) inside

@@ -6,7 +6,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 // Rows per chunk: about 1024 gate elements (a few transcendental functions each), enough

@@ -10,7 +10,7 @@
 // boundary, so the note about their calling convention does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();

@@ -6,7 +6,7 @@
 
 #include "attn/parallel.h"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

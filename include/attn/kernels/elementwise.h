@@ -29,7 +29,7 @@ ATTN_KERNEL(gelu_backward, void(const float* x, const float* dy, float* dx, int6
 
 }  // namespace attn::kernels
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 // Numerically safe scalar sigmoid, shared by fused kernels (GRU, LSTM, attention).
 inline float sigmoid(float x) {

@@ -11,7 +11,7 @@
 // the plain name, attn::kernels::softmax_forward, that calls the copy of the level chosen once
 // per process: the best the CPU runs, or ATTN_ISA=baseline|avx2|avx512.
 //
-// A header's inline helpers (fast_exp) go in `namespace attn::kernels::ATTN_ISA_NS`, so each
+// A header's inline helpers (fast_exp) go in `namespace attn::kernels::inline ATTN_ISA_NS`, so each
 // level keeps its own copy: the linker never merges an AVX-512 copy into baseline code.
 #include <type_traits>
 

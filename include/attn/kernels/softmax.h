@@ -21,7 +21,7 @@
 
 #include "attn/kernels/isa.h"
 
-namespace attn::kernels::ATTN_ISA_NS {
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 // exp(x) for float, written so that loops calling it auto-vectorise (no libm call; the
 // selects if-convert when the translation unit is compiled without trapping math, see
