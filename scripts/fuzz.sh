@@ -25,7 +25,7 @@ cxx="${ATTN_FUZZ_CXX:-$(command -v clang++-15 || command -v clang++ || true)}"
 build="${ATTN_FUZZ_BUILD:-build-fuzz}"
 # The library the targets link (fuzz/CMakeLists.txt): a GCC build's libattn_core.a of this
 # tree, so that only the ~20 files under test are compiled with clang, instrumented. By
-# default the native build's (brought up to date first); ATTN_FUZZ_CORE_LIBRARY=PATH names
+# default build/'s (brought up to date first); ATTN_FUZZ_CORE_LIBRARY=PATH names
 # another; ATTN_FUZZ_CORE_LIBRARY= (empty) instruments all of attn_core instead (~15 min).
 if [[ -z "${ATTN_FUZZ_CORE_LIBRARY+set}" ]]; then
   ATTN_FUZZ_CORE_LIBRARY=""
@@ -37,7 +37,7 @@ fi
 # -O1 -g1 as the sanitizer build; no OpenMP (the readers under test are single-threaded).
 # Configured every time, so that a folder made with other options gets these.
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_NATIVE=OFF -DATTN_FUZZ=ON -DATTN_WITH_OPENMP=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DATTN_FUZZ=ON -DATTN_WITH_OPENMP=OFF \
   -DATTN_FUZZ_CORE_LIBRARY="$ATTN_FUZZ_CORE_LIBRARY" -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_PYTHON=OFF >/dev/null
 cmake --build "$build" --target fuzz_targets
 

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "attn/error.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
@@ -67,6 +69,8 @@ CpuFeatures read_cpu_features() noexcept {
   f.sse3 = bit(leaf1.ecx, 0);
   f.ssse3 = bit(leaf1.ecx, 9);
   f.fma = bit(leaf1.ecx, 12);
+  f.movbe = bit(leaf1.ecx, 22);
+  f.popcnt = bit(leaf1.ecx, 23);
   f.sse4_1 = bit(leaf1.ecx, 19);
   f.sse4_2 = bit(leaf1.ecx, 20);
   f.avx = bit(leaf1.ecx, 28);
@@ -79,7 +83,9 @@ CpuFeatures read_cpu_features() noexcept {
   }
   if (leaf0.eax >= 7) {
     const Regs l7 = cpuid(7, 0);
+    f.bmi1 = bit(l7.ebx, 3);
     f.avx2 = bit(l7.ebx, 5);
+    f.bmi2 = bit(l7.ebx, 8);
     f.avx512f = bit(l7.ebx, 16);
     f.avx512dq = bit(l7.ebx, 17);
     f.avx512cd = bit(l7.ebx, 28);
@@ -96,6 +102,7 @@ CpuFeatures read_cpu_features() noexcept {
       f.avx512_bf16 = bit(l71.eax, 5);
     }
   }
+  if (cpuid(0x80000000).eax >= 0x80000001) f.lzcnt = bit(cpuid(0x80000001).ecx, 5);
 #endif
   return f;
 }
@@ -124,6 +131,79 @@ std::string cpu_isa_summary(const CpuFeatures& f) {
   add(f.amx_tile && f.os_amx, "AMX");
   add(f.amx_tile && !f.os_amx, "AMX(disabled by the OS)");
   return s.empty() ? "SSE2" : s;
+}
+
+const char* isa_level_name(IsaLevel level) {
+  switch (level) {
+    case IsaLevel::avx2: return "avx2";
+    case IsaLevel::avx512: return "avx512";
+    case IsaLevel::baseline: break;
+  }
+  return "baseline";
+}
+
+namespace {
+
+// What each level needs: its -march's instruction sets (CMakeLists.txt's ATTN_ISA_LEVELS),
+// and the OS saving the registers. A level needs its own lines and those of the levels below.
+struct IsaRequirement {
+  IsaLevel level;
+  bool CpuFeatures::*flag;
+  const char* name;
+};
+constexpr IsaRequirement kIsaRequirements[] = {
+    // x86-64-v2 (the whole library is compiled for it)
+    {IsaLevel::baseline, &CpuFeatures::sse3, "SSE3"},
+    {IsaLevel::baseline, &CpuFeatures::ssse3, "SSSE3"},
+    {IsaLevel::baseline, &CpuFeatures::sse4_1, "SSE4.1"},
+    {IsaLevel::baseline, &CpuFeatures::sse4_2, "SSE4.2"},
+    {IsaLevel::baseline, &CpuFeatures::popcnt, "POPCNT"},
+    // x86-64-v3
+    {IsaLevel::avx2, &CpuFeatures::avx, "AVX"},
+    {IsaLevel::avx2, &CpuFeatures::avx2, "AVX2"},
+    {IsaLevel::avx2, &CpuFeatures::fma, "FMA"},
+    {IsaLevel::avx2, &CpuFeatures::f16c, "F16C"},
+    {IsaLevel::avx2, &CpuFeatures::bmi1, "BMI1"},
+    {IsaLevel::avx2, &CpuFeatures::bmi2, "BMI2"},
+    {IsaLevel::avx2, &CpuFeatures::lzcnt, "LZCNT"},
+    {IsaLevel::avx2, &CpuFeatures::movbe, "MOVBE"},
+    {IsaLevel::avx2, &CpuFeatures::os_ymm, "YMM state saved by the OS"},
+    // x86-64-v4
+    {IsaLevel::avx512, &CpuFeatures::avx512f, "AVX-512F"},
+    {IsaLevel::avx512, &CpuFeatures::avx512cd, "AVX-512CD"},
+    {IsaLevel::avx512, &CpuFeatures::avx512dq, "AVX-512DQ"},
+    {IsaLevel::avx512, &CpuFeatures::avx512bw, "AVX-512BW"},
+    {IsaLevel::avx512, &CpuFeatures::avx512vl, "AVX-512VL"},
+    {IsaLevel::avx512, &CpuFeatures::os_zmm, "ZMM state saved by the OS"},
+};
+
+}  // namespace
+
+std::string isa_level_missing(IsaLevel level, const CpuFeatures& f) {
+  if (!f.x86) return level == IsaLevel::baseline ? "" : "an x86-64 CPU";
+  std::string missing;
+  for (const IsaRequirement& r : kIsaRequirements)
+    if (r.level <= level && !(f.*r.flag)) missing += (missing.empty() ? "" : ", ") + std::string(r.name);
+  return missing;
+}
+
+IsaLevel best_isa_level(const CpuFeatures& f) {
+  if (isa_level_missing(IsaLevel::avx512, f).empty()) return IsaLevel::avx512;
+  if (isa_level_missing(IsaLevel::avx2, f).empty()) return IsaLevel::avx2;
+  return IsaLevel::baseline;
+}
+
+IsaLevel choose_isa_level(const char* attn_isa, const CpuFeatures& f) {
+  if (attn_isa == nullptr || *attn_isa == '\0') return best_isa_level(f);
+  for (IsaLevel level : kIsaLevels) {
+    if (std::strcmp(attn_isa, isa_level_name(level)) != 0) continue;
+    const std::string missing = isa_level_missing(level, f);
+    if (!missing.empty())
+      throw ValueError("ATTN_ISA=" + std::string(attn_isa) + ": this CPU lacks " + missing + " (it runs up to " +
+                       isa_level_name(best_isa_level(f)) + ")");
+    return level;
+  }
+  throw ValueError("ATTN_ISA=" + std::string(attn_isa) + " is not a level: expected baseline, avx2 or avx512");
 }
 
 }  // namespace attn

@@ -7,7 +7,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 // Rows whose total work is below this many multiply-adds are not worth a thread.
@@ -348,4 +348,4 @@ void attention_scale_inplace(float* x, float alpha, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

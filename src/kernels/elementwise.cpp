@@ -5,7 +5,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 constexpr int64_t kGrain = 1 << 15;
 
@@ -76,4 +76,4 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

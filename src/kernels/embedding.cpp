@@ -4,7 +4,7 @@
 
 #include "attn/parallel.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 void embedding_forward(const int32_t* ids, const float* weight, float* y, int64_t n, int64_t d) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(d, 1));
@@ -32,4 +32,4 @@ void embedding_backward(const int32_t* ids, const float* dy, float* dweight, int
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

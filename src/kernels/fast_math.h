@@ -1,10 +1,12 @@
 #pragma once
 // Vectorisable float transcendental functions for the fused kernels, and the `omp simd`
-// loop hints. std::tanh / std::exp are libm calls that keep a loop scalar; these are plain
+// loop hints. In the per-level namespace: each ISA level keeps its own copy. std::tanh / std::exp are libm calls that keep a loop scalar; these are plain
 // arithmetic, so GCC vectorises the loops that use them (AVX2: 8 lanes).
 #include <bit>
 #include <cmath>
 #include <cstdint>
+
+#include "attn/kernels/isa.h"
 
 #ifdef _OPENMP
 #define ATTN_SIMD _Pragma("omp simd")
@@ -14,7 +16,7 @@
 #define ATTN_SIMD_SUM_ACC
 #endif
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 // Σ_i x_i y_i in 8 partial sums (one AVX register), added pairwise at the end. Written out
 // rather than as an `omp simd reduction`: GCC left that scalar (a per-lane array) inside
@@ -94,4 +96,4 @@ inline float tanh_accurate(float x) {
   return ax < 0.625f ? tanh_approx(x) : signed_tail;
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

@@ -4,7 +4,7 @@
 
 #include "attn/parallel.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 int64_t row_grain(int64_t d) { return d >= 16384 ? 1 : 16384 / (d < 1 ? 1 : d); }
 }  // namespace
@@ -125,4 +125,4 @@ void layer_norm_backward_params(const float* x, const float* mean, const float* 
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

@@ -7,7 +7,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 // Items whose total work is below this many multiply-adds are not worth a thread.
@@ -196,4 +196,4 @@ void local_attention_position_backward(const float* h, const float* v_p, const f
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

@@ -3,7 +3,7 @@
 #include "attn/kernels/softmax.h"
 #include "attn/parallel.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 int64_t row_grain(int64_t v) { return v >= 16384 ? 1 : 16384 / (v < 1 ? 1 : v); }
 }  // namespace
@@ -52,4 +52,4 @@ void cross_entropy_backward(const float* logits, const int32_t* targets, const f
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

@@ -6,7 +6,7 @@
 #include "attn/parallel.h"
 #include "fast_math.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 // Rows per chunk: about 1024 gate elements (a few transcendental functions each), enough
@@ -157,4 +157,4 @@ void lstm_cell_backward(int64_t batch, int64_t hidden, const float* saved, const
 }
 
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

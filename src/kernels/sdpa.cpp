@@ -10,7 +10,7 @@
 // boundary, so the note about their calling convention does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -19,18 +19,14 @@ constexpr int64_t kBk = kSdpaKeyTile;
 constexpr int64_t kBkb = kSdpaBackwardKeyTile;
 
 // ---------------------------------------------------------------------------------------
-// Row primitives on 8-float vectors (GCC/Clang vector extensions), compiled for AVX2, AVX
-// and the baseline, picked at load time (target_clones; the choice depends on the CPU
-// only, never on the thread count). Row tails go through the same vector code, padded with
-// -inf (exp gives 0), so an element's exp does not depend on where a tile boundary falls.
+// Row primitives on 8-float vectors (GCC/Clang vector extensions), compiled per ISA level
+// with the rest of this file (two SSE registers at baseline, one YMM register above; the
+// choice depends on the level only, never on the thread count). Row tails go through the
+// same vector code, padded with -inf (exp gives 0), so an element's exp does not depend on
+// where a tile boundary falls.
 using v8f = float __attribute__((vector_size(32)));
 using v8u = uint32_t __attribute__((vector_size(32)));
 constexpr int64_t kLanes = 8;
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define ATTN_SDPA_CLONES __attribute__((target_clones("avx2", "avx", "default")))
-#else
-#define ATTN_SDPA_CLONES
-#endif
 
 inline v8f splat(float x) { return v8f{x, x, x, x, x, x, x, x}; }
 inline v8f load8(const float* p) {
@@ -80,7 +76,7 @@ constexpr float kLog2e = 1.44269504088896341f;
 constexpr float kLn2 = 0.693147180559945309f;
 
 // r[j] = 2^(r[j] - m)
-ATTN_SDPA_CLONES void row_exp2(float* r, int64_t n, float m) {
+void row_exp2(float* r, int64_t n, float m) {
   const v8f mm = splat(m);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) store8(r + j, exp2_8(load8(r + j) - mm));
@@ -88,7 +84,7 @@ ATTN_SDPA_CLONES void row_exp2(float* r, int64_t n, float m) {
 }
 
 // ds[j] = scale · p[j] (ds[j] - d)
-ATTN_SDPA_CLONES void row_softmax_grad(float* ds, const float* p, int64_t n, float d, float scale) {
+void row_softmax_grad(float* ds, const float* p, int64_t n, float d, float scale) {
   const v8f dd = splat(d), ss = splat(scale);
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes) store8(ds + j, ss * load8(p + j) * (load8(ds + j) - dd));
@@ -223,9 +219,8 @@ __attribute__((always_inline)) inline void broadcast_block(int64_t R, Args... ar
 // C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; B and C
 // row-major (ldb, ldc). Blocks of 6 rows × 16 columns; the last cols % 16 columns go
 // through a zero-padded copy of B's columns (in chunks of K) and of C's.
-ATTN_SDPA_CLONES void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs,
-                                     int64_t a_ks, const float* b, int64_t ldb, float* c, int64_t ldc,
-                                     bool accumulate) {
+void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs, int64_t a_ks,
+                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   constexpr int64_t kR = 6, kW = 2 * kLanes, kPanelK = 128;
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t R = std::min(kR, rows - r0);
@@ -254,8 +249,8 @@ ATTN_SDPA_CLONES void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, cons
 //   Oᵀ (Dv, ld) *= 2^(m - m').
 // A lane with nothing visible yet (m' = -inf) subtracts 0 instead, so its P is 0. Two
 // vectors of lanes go together: two independent chains keep the pipelines busy.
-ATTN_SDPA_CLONES void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l,
-                                          float* ot, int64_t Dv) {
+void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l, float* ot,
+                         int64_t Dv) {
   const v8f ninf = splat(-kInf);
   for (int64_t c = 0; c < cols; c += 2 * kLanes) {
     v8f mx0 = ninf, mx1 = ninf;
@@ -290,7 +285,7 @@ ATTN_SDPA_CLONES void online_softmax_tile(float* st, int64_t n, int64_t cols, in
 }
 
 // st (n, ld) = 2^(st - lse₂) per query lane (base 2): the final attention weights of a tile.
-ATTN_SDPA_CLONES void final_weights_tile(float* st, int64_t n, int64_t cols, int64_t ld, const float* lse) {
+void final_weights_tile(float* st, int64_t n, int64_t cols, int64_t ld, const float* lse) {
   for (int64_t c = 0; c < cols; c += kLanes) {
     const v8f z = load8(lse + c);
     for (int64_t j = 0; j < n; ++j) store8(st + j * ld + c, exp2_8(load8(st + j * ld + c) - z));
@@ -330,8 +325,8 @@ void finish_scores_t(const SdpaProblem& p, int64_t bh, int64_t t0, int64_t rows,
 // operations in the same order as lane 0 of the tiled path (same key tiles, the same
 // fused multiply-adds over d and over j, the same online-softmax updates), so the results
 // are bit-identical to it (tests/attention/sdpa_test.cpp). Needs Dh <= kBq (scratch).
-ATTN_SDPA_CLONES void forward_one_query(const SdpaProblem& p, int64_t bh, int64_t t0, const float* q, const float* k,
-                                        const float* v, float* out, float* lse, float* weights, float* scratch) {
+void forward_one_query(const SdpaProblem& p, int64_t bh, int64_t t0, const float* q, const float* k, const float* v,
+                       float* out, float* lse, float* weights, float* scratch) {
   const int64_t b = bh / p.H;
   const float* kh = k + bh * p.S * p.Dh;  // (S, Dh)
   const float* vh = v + bh * p.S * p.Dv;  // (S, Dv)
@@ -624,4 +619,4 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
   }
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

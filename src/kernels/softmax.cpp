@@ -6,7 +6,7 @@
 
 #include "attn/parallel.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -167,4 +167,4 @@ void log_softmax_backward(const float* y, const int32_t* mask_or_null, const flo
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS

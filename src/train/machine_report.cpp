@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "attn/cpu.h"
 #include "attn/kernels/blas.h"
+#include "attn/kernels/isa.h"
 #include "attn/parallel.h"
 #include "attn/version.h"
 
@@ -102,6 +104,11 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.cpu_family = cpu.family;
   r.cpu_model_number = cpu.model;
   r.isa = cpu_isa_summary(cpu);
+  r.kernel_isa = isa_level_name(kernels::kernel_isa_level());
+  for (IsaLevel level : kIsaLevels)
+    if (isa_level_missing(level, cpu).empty()) r.kernel_isa_levels.push_back(isa_level_name(level));
+  const char* attn_isa = std::getenv("ATTN_ISA");
+  r.kernel_isa_forced = attn_isa != nullptr && *attn_isa != '\0';
 
   const kernels::BlasCoreState& blas = kernels::blas_core_state();
   r.gemm_library = "OpenBLAS";
@@ -158,6 +165,9 @@ nlohmann::json MachineReport::to_json() const {
           {"cpu",
            {{"model", cpu_model}, {"vendor", cpu_vendor}, {"family", cpu_family}, {"model_number", cpu_model_number},
             {"isa", isa}}},
+          {"kernels",
+           {{"isa", kernel_isa}, {"isa_available", kernel_isa_levels},
+            {"isa_source", kernel_isa_forced ? "ATTN_ISA" : "best for this CPU"}}},
           {"gemm",
            {{"library", gemm_library},
             {"version", gemm_version},
@@ -173,6 +183,13 @@ nlohmann::json MachineReport::to_json() const {
 }
 
 namespace {
+// "avx2 (of baseline avx2 avx512, set by ATTN_ISA)"
+std::string kernel_isa_text(const MachineReport& r) {
+  std::string levels;
+  for (const std::string& level : r.kernel_isa_levels) levels += (levels.empty() ? "" : " ") + level;
+  return r.kernel_isa + " (of " + levels + (r.kernel_isa_forced ? ", set by ATTN_ISA)" : ")");
+}
+
 std::string policy_text(const MachineReport& r) {
   return (r.omp_wait_policy.empty() ? std::string("OMP_WAIT_POLICY unset")
           : r.omp_wait_policy.rfind("GOMP_", 0) == 0 ? r.omp_wait_policy
@@ -182,8 +199,8 @@ std::string policy_text(const MachineReport& r) {
 }  // namespace
 
 std::string MachineReport::summary() const {
-  std::string s = fmt::format("attn {} ({}) | {} | {} | {} {} {}", attn_version, attn_commit, cpu_model, isa,
-                              gemm_library, gemm_version, gemm_kernel);
+  std::string s = fmt::format("attn {} ({}) | {} | {} | kernels {} | {} {} {}", attn_version, attn_commit, cpu_model,
+                              isa, kernel_isa_text(*this), gemm_library, gemm_version, gemm_kernel);
   if (sgemm.measured) s += fmt::format(" | sgemm {:.1f} GFLOP/s", sgemm.gflops_per_s);
   s += fmt::format(" | {} threads | {}", threads, policy_text(*this));
   return s;
@@ -194,6 +211,8 @@ std::string MachineReport::to_text() const {
   t += fmt::format("attn        {} (commit {})\n", attn_version, attn_commit);
   t += fmt::format("cpu         {} ({}, family {}, model {})\n", cpu_model, cpu_vendor, cpu_family, cpu_model_number);
   t += fmt::format("vector isa  {}\n", isa);
+  t += fmt::format("kernels     {}: attn's own kernels, chosen at run time (ATTN_ISA=baseline|avx2|avx512)\n",
+                   kernel_isa_text(*this));
   t += fmt::format("gemm        {} {}, kernels {}: {}\n", gemm_library, gemm_version, gemm_kernel, gemm_kernel_source);
   t += fmt::format("            {}\n", gemm_config);
   if (sgemm.measured)

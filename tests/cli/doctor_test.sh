@@ -6,7 +6,7 @@
 set -uo pipefail
 attn="$(realpath "$1")"
 source "$(dirname "$0")/lib.sh"
-unset OPENBLAS_CORETYPE
+unset OPENBLAS_CORETYPE ATTN_ISA
 # field JSON PATH: one field of a JSON object ("gemm.kernel").
 field() { python3 -c 'import json,sys; v=json.loads(sys.argv[1]); [v:=v[k] for k in sys.argv[2].split(".")]; print(v)' "$1" "$2"; }
 
@@ -59,6 +59,26 @@ out="$(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u ATTN_DEFAULTED_ENV OMP_DISPLA
 expect 0 "openmp      OMP_WAIT_POLICY=ACTIVE (set by the user)" -- env OMP_WAIT_POLICY=ACTIVE "$attn" doctor --seconds 0
 expect 0 "openmp      GOMP_SPINCOUNT=10000 (set by the user)" -- \
   env -u OMP_WAIT_POLICY -u ATTN_DEFAULTED_ENV GOMP_SPINCOUNT=10000 "$attn" doctor --seconds 0
+
+# The kernels' ISA level: the best this CPU runs, or ATTN_ISA's; a level the CPU lacks and an
+# unknown name are one error line each (never a SIGILL).
+levels="$(python3 -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])["kernels"]["isa_available"]))' "$json")"
+[[ "$levels" == baseline* ]] || fail "the baseline level is not available: '$levels'"
+[[ "$(field "$json" kernels.isa)" == "${levels##* }" ]] || fail "kernels do not run the best level ($levels): $json"
+[[ "$(field "$json" kernels.isa_source)" == "best for this CPU" ]] || fail "ISA source: $json"
+expect 0 "| kernels ${levels##* } (of $levels) |" -- env -u ATTN_ISA "$attn" doctor --summary --seconds 0
+expect 0 "kernels     ${levels##* } (of $levels): attn's own kernels" -- env -u ATTN_ISA "$attn" doctor --seconds 0
+for level in $levels; do
+  expect 0 "| kernels $level (of $levels, set by ATTN_ISA) |" -- env ATTN_ISA="$level" "$attn" doctor --summary --seconds 0
+done
+for level in avx2 avx512; do
+  [[ " $levels " == *" $level "* ]] && continue
+  expect 1 "attn: error: ATTN_ISA=$level: this CPU lacks " -- env ATTN_ISA="$level" "$attn" doctor --seconds 0
+  [[ "$(ATTN_ISA="$level" "$attn" doctor --seconds 0 2>&1 | wc -l)" == 1 ]] || fail "ATTN_ISA=$level: not one line"
+done
+expect 1 "attn: error: ATTN_ISA=avx3 is not a level: expected baseline, avx2 or avx512" -- \
+  env ATTN_ISA=avx3 "$attn" doctor --seconds 0
+[[ "$(ATTN_ISA=AVX2 "$attn" doctor --seconds 0 2>&1 | wc -l)" == 1 ]] || fail "ATTN_ISA=AVX2: not one line"
 
 # Bad options: usage errors.
 expect 2 "--seconds" -- "$attn" doctor --seconds -1

@@ -8,6 +8,25 @@ import subprocess  # noqa: E402
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    """ATTN_ISA naming a level this CPU lacks skips the whole suite: exit 77, the SKIP_RETURN_CODE
+    of the per-level ctest entries (python/CMakeLists.txt). Any other import failure fails."""
+    try:
+        import attn  # noqa: F401
+    except ImportError as e:
+        if "this CPU lacks" in str(e):
+            pytest.exit(f"SKIP: {e}", returncode=77)
+        raise
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The level the suite ran at, in the log (also under -q)."""
+    import attn
+    kernels = attn.machine_report(sgemm_seconds=0)["kernels"]
+    terminalreporter.write_line(f"attn kernels: ISA level {kernels['isa']} ({kernels['isa_source']}; "
+                                f"this CPU runs {' '.join(kernels['isa_available'])})")
+
+
 @pytest.fixture(scope="session")
 def multi30k_transformer(tmp_path_factory):
     """model.safetensors of a small Transformer translator trained on Multi30k de-en in a few

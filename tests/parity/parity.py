@@ -1,10 +1,16 @@
 """Shared parity helpers: the tolerance table (the one place tolerances live), conversions,
 and a comparison that fails loudly with the op, the case, the tensor, max abs/rel error
 and where it is."""
+import os
+
 import numpy as np
 import torch
 
 import attn
+
+# ATTN_PARITY_MARGIN_LOG=FILE: assert_close appends "op<TAB>case<TAB>name<TAB>max(error / allowed)" per passing
+# comparison, to compare the tolerances' headroom between ISA levels (docs/performance.md).
+MARGIN_LOG = os.environ.get("ATTN_PARITY_MARGIN_LOG")
 
 torch.set_default_dtype(torch.float32)
 
@@ -91,6 +97,10 @@ def assert_close(op, case, name, actual, expected, atol=None, rtol=None, scale=N
             f"{op} [{case}] {name}: max abs err {err.max():.3e}, max rel err {rel.max():.3e}, "
             f"worst at index {worst}: attn {a[worst]!r} vs torch {e[worst]!r} "
             f"(allowed {atol:g} * scale {scale:.3g} + {rtol:g} * |expected|)")
+    if MARGIN_LOG and err.size:  # how much of its tolerance a passing comparison used
+        with open(MARGIN_LOG, "a") as log:
+            used = np.divide(err, allowed, out=np.zeros_like(err), where=allowed > 0)
+            log.write(f"{op}\t{case}\t{name}\t{float(np.nanmax(used))}\n")
 
 
 def seed_like(seed, t):

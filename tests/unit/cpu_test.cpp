@@ -8,8 +8,10 @@
 #include <vector>
 
 #include "attn/cpu.h"
+#include "attn/error.h"
 #include "attn/kernels/blas.h"
 #include "attn/parallel.h"
+#include "test_support.h"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -22,11 +24,12 @@ CpuFeatures x86(const char* vendor, int family, int model) {
   std::strcpy(f.vendor, vendor);
   f.family = family;
   f.model = model;
-  f.sse3 = f.ssse3 = f.sse4_1 = f.sse4_2 = true;
+  f.sse3 = f.ssse3 = f.sse4_1 = f.sse4_2 = f.popcnt = true;
   return f;
 }
 CpuFeatures& with_avx2(CpuFeatures& f) {
   f.avx = f.avx2 = f.fma = f.f16c = f.os_ymm = true;
+  f.bmi1 = f.bmi2 = f.lzcnt = f.movbe = true;
   return f;
 }
 CpuFeatures& with_avx512(CpuFeatures& f) {
@@ -194,7 +197,7 @@ TEST(ReadCpuFeatures, IsConsistent) {
   EXPECT_TRUE(f.sse3) << "every x86-64 CPU OpenBLAS supports has SSE3";
 #endif
   if (has_avx512(f)) EXPECT_TRUE(has_avx2(f));
-  // This build's own instruction set must be there (a -march=native build runs where it was built).
+  // This build's own instruction set must be there (the library is x86-64-v2; CXXFLAGS may ask for more).
 #ifdef __AVX2__
   EXPECT_TRUE(has_avx2(f));
 #endif
@@ -202,6 +205,57 @@ TEST(ReadCpuFeatures, IsConsistent) {
   EXPECT_TRUE(has_avx512(f));
 #endif
   EXPECT_FALSE(cpu_isa_summary(f).empty());
+  EXPECT_EQ(best_isa_level(f) == IsaLevel::avx512, has_avx512(f) && f.bmi2 && f.lzcnt && f.movbe);
+  EXPECT_EQ(isa_level_missing(IsaLevel::baseline, f), "") << "this build runs, so the CPU has x86-64-v2";
+}
+
+// ---- ISA levels of the kernels -------------------------------------------------------------------
+
+TEST(IsaLevel, BestLevelFollowsTheFeatures) {
+  CpuFeatures f = x86("GenuineIntel", 6, 143);
+  EXPECT_EQ(best_isa_level(f), IsaLevel::baseline);
+  EXPECT_EQ(best_isa_level(with_avx2(f)), IsaLevel::avx2);
+  EXPECT_EQ(best_isa_level(with_avx512(f)), IsaLevel::avx512);
+  // AVX-512 that the OS does not save (ZMM state off): avx2 only, and doctor-style names.
+  f.os_zmm = false;
+  EXPECT_EQ(best_isa_level(f), IsaLevel::avx2);
+  EXPECT_EQ(isa_level_missing(IsaLevel::avx512, f), "ZMM state saved by the OS");
+  // A CPU with AVX2 and FMA but not the rest of x86-64-v3 (BMI2): the avx2 level's code may use it.
+  CpuFeatures g = x86("AuthenticAMD", 23, 1);
+  with_avx2(g).bmi2 = false;
+  EXPECT_EQ(best_isa_level(g), IsaLevel::baseline);
+  EXPECT_EQ(isa_level_missing(IsaLevel::avx2, g), "BMI2");
+  EXPECT_EQ(isa_level_missing(IsaLevel::avx512, g), "BMI2, AVX-512F, AVX-512CD, AVX-512DQ, AVX-512BW, AVX-512VL, "
+                                                    "ZMM state saved by the OS");
+  // Not x86: only the baseline (the library's own flags).
+  EXPECT_EQ(isa_level_missing(IsaLevel::baseline, CpuFeatures{}), "");
+  EXPECT_EQ(best_isa_level(CpuFeatures{}), IsaLevel::baseline);
+}
+
+TEST(IsaLevel, AttnIsaForcesALevelTheCpuRuns) {
+  CpuFeatures f = x86("GenuineIntel", 6, 143);
+  with_avx512(f);
+  EXPECT_EQ(choose_isa_level(nullptr, f), IsaLevel::avx512);
+  EXPECT_EQ(choose_isa_level("", f), IsaLevel::avx512);
+  EXPECT_EQ(choose_isa_level("baseline", f), IsaLevel::baseline);
+  EXPECT_EQ(choose_isa_level("avx2", f), IsaLevel::avx2);
+  EXPECT_EQ(choose_isa_level("avx512", f), IsaLevel::avx512);
+  for (IsaLevel level : kIsaLevels) EXPECT_EQ(choose_isa_level(isa_level_name(level), f), level);
+}
+
+TEST(IsaLevel, AttnIsaErrorsNameWhatIsWrong) {
+  CpuFeatures avx2_cpu = x86("AuthenticAMD", 23, 49);
+  with_avx2(avx2_cpu);
+  EXPECT_THROW_MSG(choose_isa_level("avx512", avx2_cpu), ValueError,
+                   "ATTN_ISA=avx512: this CPU lacks AVX-512F, AVX-512CD, AVX-512DQ, AVX-512BW, AVX-512VL, ZMM state "
+                   "saved by the OS (it runs up to avx2)");
+  const CpuFeatures old_cpu = x86("GenuineIntel", 6, 44);
+  EXPECT_THROW_MSG(choose_isa_level("avx2", old_cpu), ValueError,
+                   "ATTN_ISA=avx2: this CPU lacks AVX, AVX2, FMA, F16C, BMI1, BMI2, LZCNT, MOVBE, YMM state saved "
+                   "by the OS (it runs up to baseline)");
+  for (const char* bad : {"AVX2", "avx3", "native", " avx2", "sse"})
+    EXPECT_THROW_MSG(choose_isa_level(bad, avx2_cpu), ValueError,
+                     "ATTN_ISA=" + std::string(bad) + " is not a level: expected baseline, avx2 or avx512");
 }
 
 TEST(OmpWaitPolicyDefault, PassiveUnlessTheEnvironmentDecides) {

@@ -11,6 +11,7 @@
 #include "attn/distributed/communicator.h"
 #include "attn/error.h"
 #include "attn/kernels/blas.h"
+#include "attn/kernels/isa.h"
 #include "attn/thread_limits.h"
 #include "attn/signals.h"
 #include "attn/io/input_file.h"
@@ -98,7 +99,11 @@ int run_command_line(int argc, char** argv) {
   attn::cli::add_option_value_checks(app);
   // Once the options are read (--threads), before the command's work: the threads' address
   // space under a ulimit -v (attn/parallel.h), a clear error instead of a hang in OpenBLAS.
-  app.parse_complete_callback([] { attn::kernels::prepare_blas_threads(); });
+  // And the kernels' ISA level (ATTN_ISA): a bad value is one error line before any work.
+  app.parse_complete_callback([] {
+    attn::kernels::prepare_blas_threads();
+    attn::kernels::kernel_isa_level();
+  });
   int status = 0;
   try {
     app.parse(argc, argv);

@@ -18,14 +18,16 @@
 // window arrays hold the weights BEFORE dropout.
 #include <cstdint>
 
+#include "attn/kernels/isa.h"
+
 namespace attn::kernels {
 
 // The window of each row: centre c_r (any integer, e.g. t, or floor(p_t)) gives
 //   [max(0, c_r − D_w), min(L_b − 1, c_r + D_w)],
 // starts[r] its first position and counts[r] its size (0 when empty: L_b = 0 or the
 // centre lies more than D_w past the end).
-void local_attention_windows(const int32_t* centres, const int32_t* lengths, int64_t B, int64_t T, int64_t D_w,
-                             int32_t* starts, int32_t* counts);
+ATTN_KERNEL(local_attention_windows, void(const int32_t* centres, const int32_t* lengths, int64_t B, int64_t T,
+            int64_t D_w, int32_t* starts, int32_t* counts));
 
 // Forward over every row:
 //   e_j = q[r] · keys[b, s_j]                              content score
@@ -35,10 +37,10 @@ void local_attention_windows(const int32_t* centres, const int32_t* lengths, int
 //                                                                               -> weights (N, K)
 //   context[r] = Σ_j m_j w_j values[b, s_j]   (m_j the dropout factor, 1 without)  -> (N, E)
 // gauss = 1 / (2σ²). An empty or fully masked window gives zero soft, weights and context.
-void local_attention_forward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                             const int32_t* counts, const float* p, const int32_t* keep, float drop_p,
-                             uint64_t drop_seed, int64_t B, int64_t T, int64_t S, int64_t E, int64_t K, float alpha,
-                             float gauss, float* soft, float* weights, float* context);
+ATTN_KERNEL(local_attention_forward, void(const float* q, const float* keys, const float* values, const int32_t* starts,
+            const int32_t* counts, const float* p, const int32_t* keep, float drop_p, uint64_t drop_seed, int64_t B,
+            int64_t T, int64_t S, int64_t E, int64_t K, float alpha, float gauss, float* soft, float* weights,
+            float* context));
 
 // Backward of local_attention_forward, batch rows in parallel (each batch row owns its
 // keys / values gradient, rows t in order, so results do not depend on the thread count):
@@ -51,28 +53,25 @@ void local_attention_forward(const float* q, const float* keys, const float* val
 // scratch is (N, K) floats the kernel may overwrite. dcontext, dweights and every output
 // may be null.
 // (Masked slots have a_j = w_j = 0 and get exactly 0: no mask needed here.)
-void local_attention_backward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                              const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
-                              const float* soft, const float* weights, const float* dcontext,
-                              const float* dweights, int64_t B, int64_t T, int64_t S,
-                              int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq,
-                              float* dkeys, float* dvalues, float* dp);
+ATTN_KERNEL(local_attention_backward, void(const float* q, const float* keys, const float* values,
+            const int32_t* starts, const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
+            const float* soft, const float* weights, const float* dcontext, const float* dweights, int64_t B, int64_t T,
+            int64_t S, int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq, float* dkeys,
+            float* dvalues, float* dp));
 
 // Scatters the window weights (N, K) into dense (N, S) rows (dense must be zeroed), times the
 // dropout factor m_j (post-dropout weights; drop_p = 0: the weights as they are).
-void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts,
-                                     float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K,
-                                     float* dense);
+ATTN_KERNEL(local_attention_scatter_weights, void(const float* weights, const int32_t* starts, const int32_t* counts,
+            float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K, float* dense));
 
 // local-p aligned positions from the pre-activations pre = h W_pᵀ (N, A), in place:
 //   h_r = tanh(pre_r) (written over pre);  u_r = v_p · h_r;  sg_r = sigmoid(u_r);
 //   p_r = L_b · sg_r;  centres_r = min(floor(p_r), L_b − 1)  (0 when L_b = 0)
-void local_attention_position_forward(float* pre, const float* v_p, const int32_t* lengths, int64_t B, int64_t T,
-                                      int64_t A, float* sg, float* p, int32_t* centres);
+ATTN_KERNEL(local_attention_position_forward, void(float* pre, const float* v_p, const int32_t* lengths, int64_t B,
+            int64_t T, int64_t A, float* sg, float* p, int32_t* centres));
 // du_r += dp_r · L_b sg_r (1 − sg_r);   dpre[r] += du_r · v_p ⊙ (1 − h_r²)
 // (h from the forward, du (N) so the caller can form dv_p = Σ_r du_r h_r with one GEMM).
-void local_attention_position_backward(const float* h, const float* v_p, const float* sg, const float* dp,
-                                       const int32_t* lengths, int64_t B, int64_t T, int64_t A, float* du,
-                                       float* dpre);
+ATTN_KERNEL(local_attention_position_backward, void(const float* h, const float* v_p, const float* sg, const float* dp,
+            const int32_t* lengths, int64_t B, int64_t T, int64_t A, float* du, float* dpre));
 
 }  // namespace attn::kernels

@@ -3,6 +3,8 @@
 // checks, no allocation. The backward kernel accumulates (+=) into the logits gradient.
 #include <cstdint>
 
+#include "attn/kernels/isa.h"
+
 namespace attn::kernels {
 
 // For each row r of logits (rows, V) with target t = targets[r]:
@@ -10,12 +12,12 @@ namespace attn::kernels {
 //   loss[r] = (1 − ε)(lse − logits[r, t]) + ε (lse − mean_j logits[r, j])
 // and loss[r] = 0, lse[r] = 0 when t == ignore_index. Targets must be valid (checked by
 // the op). Threaded over rows.
-void cross_entropy_forward(const float* logits, const int32_t* targets, int64_t rows, int64_t v,
-                           int32_t ignore_index, float smoothing, float* lse, float* loss);
+ATTN_KERNEL(cross_entropy_forward, void(const float* logits, const int32_t* targets, int64_t rows, int64_t v,
+            int32_t ignore_index, float smoothing, float* lse, float* loss));
 
 // dlogits[r] += scale · (softmax(logits[r]) − (1 − ε) onehot(t) − ε / V) for every row
 // whose target is not ignore_index; ignored rows get nothing. softmax = exp(logits − lse).
-void cross_entropy_backward(const float* logits, const int32_t* targets, const float* lse, int64_t rows, int64_t v,
-                            int32_t ignore_index, float smoothing, float scale, float* dlogits);
+ATTN_KERNEL(cross_entropy_backward, void(const float* logits, const int32_t* targets, const float* lse, int64_t rows,
+            int64_t v, int32_t ignore_index, float smoothing, float scale, float* dlogits));
 
 }  // namespace attn::kernels

@@ -19,6 +19,8 @@
 // for any thread count.
 #include <cstdint>
 
+#include "attn/kernels/isa.h"
+
 namespace attn::kernels {
 
 // The problem shared by the forward and backward kernels.
@@ -40,17 +42,17 @@ constexpr int64_t kSdpaBackwardKeyTile = 128;   // keys per tile in the backward
 
 // Number of workers the kernels split their work into (>= 1), and the scratch floats
 // each worker needs; the op allocates workers × per-worker floats.
-int64_t sdpa_forward_workers(const SdpaProblem& p);
-int64_t sdpa_forward_scratch_floats(const SdpaProblem& p);  // per worker
-int64_t sdpa_backward_workers(const SdpaProblem& p);
-int64_t sdpa_backward_scratch_floats(const SdpaProblem& p);  // per worker
+ATTN_KERNEL(sdpa_forward_workers, int64_t(const SdpaProblem& p));
+ATTN_KERNEL(sdpa_forward_scratch_floats, int64_t(const SdpaProblem& p));  // per worker
+ATTN_KERNEL(sdpa_backward_workers, int64_t(const SdpaProblem& p));
+ATTN_KERNEL(sdpa_backward_scratch_floats, int64_t(const SdpaProblem& p));  // per worker
 
 // Forward. q (B, H, T, Dh), k (B, H, S, Dh), v (B, H, S, Dv) → out (B, H, T, Dv) and the
 // row statistics lse (B, H, T) = log Σ exp(s) (+inf for a fully masked row, so that
 // exp(s - lse) = 0 there). weights (B, H, T, S) is filled with exp(s - lse) from the
 // final statistics when non-null.
-void sdpa_forward(const SdpaProblem& p, const float* q, const float* k, const float* v, float* out, float* lse,
-                  float* weights, float* scratch, int64_t workers);
+ATTN_KERNEL(sdpa_forward, void(const SdpaProblem& p, const float* q, const float* k, const float* v, float* out,
+            float* lse, float* weights, float* scratch, int64_t workers));
 
 // Backward. Accumulates (+=) into whichever of dq (B, H, T, Dh), dk (B, H, S, Dh),
 // dv (B, H, S, Dv) is non-null:
@@ -61,8 +63,8 @@ void sdpa_forward(const SdpaProblem& p, const float* q, const float* k, const fl
 // which case weights may be null too. delta is (B, H, T) scratch. With p.dscores, the score
 // gradient dS = ∂L/∂s (also the bias's: s = scale q·k + bias) is written there (=) for every
 // visible (t, s'); masked entries are left as they are (the op zeroes the buffer).
-void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const float* v, const float* out,
-                   const float* lse, const float* dout, const float* weights, const float* dweights, float* dq,
-                   float* dk, float* dv, float* delta, float* scratch, int64_t workers);
+ATTN_KERNEL(sdpa_backward, void(const SdpaProblem& p, const float* q, const float* k, const float* v, const float* out,
+            const float* lse, const float* dout, const float* weights, const float* dweights, float* dq, float* dk,
+            float* dv, float* delta, float* scratch, int64_t workers));
 
 }  // namespace attn::kernels

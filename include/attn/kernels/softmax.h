@@ -19,7 +19,9 @@
 #include <bit>
 #include <cstdint>
 
-namespace attn::kernels {
+#include "attn/kernels/isa.h"
+
+namespace attn::kernels::inline ATTN_ISA_NS {
 
 // exp(x) for float, written so that loops calling it auto-vectorise (no libm call; the
 // selects if-convert when the translation unit is compiled without trapping math, see
@@ -54,27 +56,33 @@ inline float fast_exp(float x) {
   return result;
 }
 
+}  // namespace attn::kernels::ATTN_ISA_NS
+
+namespace attn::kernels {
+
 // log(sum(exp(x))) over the kept positions of one row; -inf when none is kept (or every
 // kept entry is -inf).
-float logsumexp_row(const float* x, const int32_t* mask_or_null, int64_t n);
+ATTN_KERNEL(logsumexp_row, float(const float* x, const int32_t* mask_or_null, int64_t n));
 
 // y = softmax(x) over the kept positions, 0 elsewhere.                          // (n)
-void softmax_row_forward(const float* x, const int32_t* mask_or_null, float* y, int64_t n);
+ATTN_KERNEL(softmax_row_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t n));
 // dx += y ⊙ (dy − Σ dy⊙y). Masked positions have y = 0, so they get no gradient without
 // looking at the mask; a fully masked row (y = 0) gets none at all.
-void softmax_row_backward(const float* y, const float* dy, float* dx, int64_t n);
+ATTN_KERNEL(softmax_row_backward, void(const float* y, const float* dy, float* dx, int64_t n));
 
 // y = x − max − log Σ exp(x − max) over the kept positions, 0 elsewhere.        // (n)
-void log_softmax_row_forward(const float* x, const int32_t* mask_or_null, float* y, int64_t n);
+ATTN_KERNEL(log_softmax_row_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t n));
 // dx += dy − exp(y) Σ_kept dy on kept positions; nothing on masked ones.
-void log_softmax_row_backward(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t n);
+ATTN_KERNEL(log_softmax_row_backward,
+            void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t n));
 
 // The same over `rows` contiguous rows of length n, threaded over rows. Masks, when
 // given, have the same (rows, n) layout as x.
-void softmax_forward(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n);
-void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t n);
-void log_softmax_forward(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n);
-void log_softmax_backward(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t rows,
-                          int64_t n);
+ATTN_KERNEL(softmax_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
+ATTN_KERNEL(softmax_backward, void(const float* y, const float* dy, float* dx, int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_forward,
+            void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_backward, void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx,
+            int64_t rows, int64_t n));
 
 }  // namespace attn::kernels

@@ -35,6 +35,9 @@ struct MachineReport {
   int cpu_family = 0;
   int cpu_model_number = 0;
   std::string isa;  // "SSE4.2 AVX AVX2 FMA AVX-512 VNNI BF16 FP16 AMX"
+  std::string kernel_isa;                     // the level attn's kernels run at: "avx512"
+  std::vector<std::string> kernel_isa_levels; // the levels this CPU runs: {"baseline", "avx2", "avx512"}
+  bool kernel_isa_forced = false;             // chosen by ATTN_ISA (else: the best the CPU runs)
   std::string gemm_library;  // "OpenBLAS"
   std::string gemm_version;  // "0.3.21"
   std::string gemm_config;   // openblas_get_config()
@@ -51,8 +54,9 @@ struct MachineReport {
   std::vector<std::pair<std::string, std::string>> libraries;  // (name, version)
 
   nlohmann::json to_json() const;
-  // One line: "attn 0.1.0 (f8cc27b1c2d3) | Intel(R) Xeon(R) ... | AVX2 ... | OpenBLAS 0.3.21
-  // Cooperlake | sgemm 41.2 GFLOP/s | 2 threads | OMP_WAIT_POLICY=PASSIVE (attn default)".
+  // One line: "attn 0.1.0 (f8cc27b1c2d3) | Intel(R) Xeon(R) ... | AVX2 ... | kernels avx2 (of
+  // baseline avx2) | OpenBLAS 0.3.21 Cooperlake | sgemm 41.2 GFLOP/s | 2 threads |
+  // OMP_WAIT_POLICY=PASSIVE (attn default)".
   std::string summary() const;
   // The lines `attn doctor` prints.
   std::string to_text() const;
