@@ -28,12 +28,11 @@ ATTN_KERNEL(attention_masked_softmax_backward, void(const float* weights, const 
 // Chorowski et al.'s smoothing, in place of the softmax: with σ_s = σ(alpha · scores[r, s]),
 // weights[r, s] = σ_s / Σ_j σ_j over the kept j < L_b; 0 for s >= L_b and masked s; a row with
 // no kept position is all zeros. `scores` must not alias `weights` (the backward reads both).
-void attention_masked_sigmoid_forward(const float* scores, const int32_t* lengths, const int32_t* keep, int64_t B,
-                                      int64_t T, int64_t S, float alpha, float* weights);
+ATTN_KERNEL(attention_masked_sigmoid_forward, void(const float* scores, const int32_t* lengths, const int32_t* keep,
+            int64_t B, int64_t T, int64_t S, float alpha, float* weights));
 // dscores[r, s] += alpha · w_s (1 − σ_s)(dw_s − Σ_{j<L_b} w_j dw_j) for s < L_b (masked: w_s = 0).
-void attention_masked_sigmoid_backward(const float* scores, const float* weights, const float* dweights,
-                                       const int32_t* lengths, int64_t B, int64_t T, int64_t S, float alpha,
-                                       float* dscores);
+ATTN_KERNEL(attention_masked_sigmoid_backward, void(const float* scores, const float* weights, const float* dweights,
+            const int32_t* lengths, int64_t B, int64_t T, int64_t S, float alpha, float* dscores));
 
 // context[b, t] = Σ_{s<L_b} weights[b, t, s] · values[b, s]            // (B, T, E)
 // (one GEMM per batch row over its real length; L_b = 0 gives a zero context).
