@@ -407,6 +407,44 @@ TEST(TransformerSeq2Seq, LearnsToCopyThenGreedyAndBeamCopy) {
   }
 }
 
+// GNMT's coverage penalty on the cross-attention at decoding time: each finished hypothesis's
+// score moves by β Σ_{i < |X|} log(min(Σ_t a_{t,i}, 1)) of its own reported attention (the
+// selected layer's heads averaged), padding left out; a batch decodes as its rows alone.
+TEST(TransformerSeq2Seq, CoveragePenaltyOnCrossAttention) {
+  TransformerSeq2Seq model(tiny_config());
+  model.eval();
+  const data::Batch batch = ragged_batch();
+  const float beta = 0.3f;
+  const BeamOptions plain{.width = 3, .length_penalty = 0.0f, .max_len = 6};
+  BeamOptions covered = plain;
+  covered.coverage_penalty = beta;
+  const DecodeResult without = model.beam(batch.src, batch.src_lengths, plain);
+  const DecodeResult with = model.beam(batch.src, batch.src_lengths, covered);
+  int compared = 0;
+  for (size_t r = 0; r < 3; ++r) {
+    const int32_t length = batch.src_lengths.i32()[r];
+    for (const auto& h : with.hypotheses[r])
+      for (const auto& g : without.hypotheses[r]) {
+        if (g.tokens != h.tokens) continue;
+        double cp = 0.0;
+        for (int32_t i = 0; i < length; ++i) {
+          double column = 0.0;
+          for (const auto& step : h.attention) column += step[static_cast<size_t>(i)];
+          cp += std::log(std::min(column, 1.0));
+        }
+        EXPECT_NEAR(h.score - g.score, beta * cp, 1e-4) << "row " << r;
+        ++compared;
+      }
+    const data::Batch alone = data::make_batch(
+        data::TaskKind::copy, {std::vector<int32_t>(batch.src.i32() + r * batch.src.dim(1),
+                                                    batch.src.i32() + r * batch.src.dim(1) + length)});
+    const DecodeResult one = model.beam(alone.src, alone.src_lengths, covered);
+    EXPECT_EQ(one.tokens[0], with.tokens[r]) << "row " << r;
+    EXPECT_NEAR(one.hypotheses[0][0].score, with.hypotheses[r][0].score, 1e-4) << "row " << r;
+  }
+  EXPECT_GE(compared, 2);
+}
+
 TEST(TransformerSeq2Seq, ErrorsNameTheArgument) {
   TransformerSeq2Seq model(tiny_config());
   const data::Batch batch = ragged_batch();
