@@ -11,6 +11,7 @@
 #include "attn/ops/loss.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"
+#include "beam_support.h"
 #include "test_support.h"
 
 namespace attn::models {
@@ -646,17 +647,6 @@ TEST(Seq2Seq, CoverageLossIsTheMeanOverTargetTokens) {
   autodiff::tape().clear();
 }
 
-// The score of a hypothesis under β minus its score without: its coverage penalty.
-double penalty_of(const DecodeResult::Hypothesis& h, int32_t length, float beta) {
-  double sum = 0.0;
-  for (int32_t i = 0; i < length; ++i) {  // the source positions: columns, never the target rows
-    double column = 0.0;
-    for (const auto& step : h.attention) column += step[static_cast<size_t>(i)];
-    sum += std::log(std::min(column, 1.0));
-  }
-  return beta * sum;
-}
-
 // CTranslate2 #906 / #915: the penalty sums over the source columns of the attention, and
 // leaves padding out (a padded column sums to 0, whose log would be -inf).
 TEST(Seq2Seq, CoveragePenaltySumsSourceColumns) {
@@ -674,7 +664,7 @@ TEST(Seq2Seq, CoveragePenaltySumsSourceColumns) {
     for (const auto& h : with.hypotheses[r])
       for (const auto& g : without.hypotheses[r])
         if (g.tokens == h.tokens) {
-          const double cp = penalty_of(h, static_cast<int32_t>(sources[r].size()), beta);
+          const double cp = testing::coverage_penalty_of(h, static_cast<int32_t>(sources[r].size()), beta);
           EXPECT_LT(cp, 0.0);
           EXPECT_NEAR(h.score - g.score, cp, 1e-4) << "row " << r;
           ++compared;

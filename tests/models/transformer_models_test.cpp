@@ -14,6 +14,7 @@
 #include "attn/ops/loss.h"
 #include "attn/ops/softmax.h"
 #include "attn/train/optimizer.h"
+#include "beam_support.h"
 #include "test_support.h"
 
 namespace attn::models {
@@ -426,13 +427,7 @@ TEST(TransformerSeq2Seq, CoveragePenaltyOnCrossAttention) {
     for (const auto& h : with.hypotheses[r])
       for (const auto& g : without.hypotheses[r]) {
         if (g.tokens != h.tokens) continue;
-        double cp = 0.0;
-        for (int32_t i = 0; i < length; ++i) {
-          double column = 0.0;
-          for (const auto& step : h.attention) column += step[static_cast<size_t>(i)];
-          cp += std::log(std::min(column, 1.0));
-        }
-        EXPECT_NEAR(h.score - g.score, beta * cp, 1e-4) << "row " << r;
+        EXPECT_NEAR(h.score - g.score, testing::coverage_penalty_of(h, length, beta), 1e-4) << "row " << r;
         ++compared;
       }
     const data::Batch alone = data::make_batch(
