@@ -50,7 +50,10 @@ json read_run_metadata(const SafetensorsFile& file, const std::string& path, con
   note_if_unverified(file, path);
   const json j = parse_json(it->second, path + ": 'attn' metadata");
   if (!j.is_object()) throw IoError(path + ": bad 'attn' metadata: not a JSON object");
-  const std::string found = j.value("format", "");
+  // A "format" that is not a string (fuzz/regressions/lm_metadata_fuzz) is a wrong format too.
+  const json found_format = j.contains("format") ? j["format"] : json("");
+  const std::string found =
+      printable(found_format.is_string() ? found_format.get<std::string>() : found_format.dump());
   if (found != format) throw IoError(path + ": not " + what + " (metadata format '" + found + "')");
   const json version = j.value("version", json(kCheckpointVersion));
   if (!version.is_number_integer() || version.get<int64_t>() < 1)
