@@ -14,10 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -71,8 +70,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string f = argv[i];
     const long v = std::strtol(argv[i + 1], nullptr, 10);
-    if (f == "--n" && v > 0) n = v;
-    else if (f == "--reps" && v > 0) reps = static_cast<int>(v);
+    if (f == "--n" && v > 0)
+      n = v;
+    else if (f == "--reps" && v > 0)
+      reps = static_cast<int>(v);
     else {
       std::fprintf(stderr, "usage: attn_gemm_limits [--n 2048] [--reps 5]\n");
       return 2;

@@ -17,11 +17,10 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "attn/autodiff/tape.h"
 #include "attn/models/seq2seq.h"
@@ -75,7 +74,8 @@ std::vector<float> to_ldigo(const attn::Tensor& w, int64_t H) {
   std::vector<float> out(static_cast<size_t>(K * 3 * H));
   for (int64_t k = 0; k < K; ++k)
     for (int g = 0; g < 3; ++g)
-      for (int64_t o = 0; o < H; ++o) out[static_cast<size_t>((k * 3 + g) * H + o)] = w.f32()[(from[g] * H + o) * K + k];
+      for (int64_t o = 0; o < H; ++o)
+        out[static_cast<size_t>((k * 3 + g) * H + o)] = w.f32()[(from[g] * H + o) * K + k];
   return out;
 }
 
@@ -100,10 +100,14 @@ Args parse(int argc, char** argv) {
       used = 0;
     }
     if (used != text.size() || v < 1) throw std::invalid_argument(f + " must be an integer >= 1, got '" + text + "'");
-    if (f == "--reps") a.reps = static_cast<int>(v);
-    else if (f == "--threads") a.threads = static_cast<int>(v);
-    else if (flags.count(f)) *flags[f] = v;
-    else throw std::invalid_argument("unknown option " + f);
+    if (f == "--reps")
+      a.reps = static_cast<int>(v);
+    else if (f == "--threads")
+      a.threads = static_cast<int>(v);
+    else if (flags.count(f))
+      *flags[f] = v;
+    else
+      throw std::invalid_argument("unknown option " + f);
   }
   return a;
 }
@@ -129,7 +133,8 @@ int main(int argc, char** argv) {
   x.set_requires_grad(true);
   attn::Tensor dy = attn::Tensor::empty({S, B, H});
   attn::nn::normal_(dy, 0.0f, 1.0f, rng);
-  attn::Tensor lengths = attn::Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(S)), {B});
+  attn::Tensor lengths =
+      attn::Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(S)), {B});
   attn::Tensor keep;
   std::vector<char> all_kept;
   attn::models::packed_keep_masks(lengths, S, keep, all_kept);
@@ -155,7 +160,8 @@ int main(int argc, char** argv) {
   const int from[3] = {1, 0, 2};
   for (int g = 0; g < 3; ++g)
     for (int64_t o = 0; o < H; ++o)
-      bias[static_cast<size_t>(g * H + o)] = w.b_ih.f32()[from[g] * H + o] + (g < 2 ? w.b_hh.f32()[from[g] * H + o] : 0.0f);
+      bias[static_cast<size_t>(g * H + o)] =
+          w.b_ih.f32()[from[g] * H + o] + (g < 2 ? w.b_hh.f32()[from[g] * H + o] : 0.0f);
   for (int64_t o = 0; o < H; ++o) bias[static_cast<size_t>(3 * H + o)] = w.b_hh.f32()[2 * H + o];
 
   const memory::dims src_d{S, B, I}, iter_d{1, 1, B, H}, wl_d{1, 1, I, 3, H}, wi_d{1, 1, H, 3, H}, b_d{1, 1, 4, H},
@@ -168,10 +174,10 @@ int main(int argc, char** argv) {
   };
   const auto inf_pd = forward_pd(dnnl::prop_kind::forward_inference);
   const auto train_pd = forward_pd(dnnl::prop_kind::forward_training);
-  dnnl::lbr_gru_backward::desc bd(
-      dnnl::prop_kind::backward, dir, md(src_d, tag::tnc), md(iter_d, tag::ldnc), md(wl_d, tag::any), md(wi_d, tag::any),
-      md(b_d, tag::ldgo), md(dst_d, tag::tnc), md(iter_d, tag::ldnc), md(src_d, tag::tnc), md(iter_d, tag::ldnc),
-      md(wl_d, tag::any), md(wi_d, tag::any), md(b_d, tag::ldgo), md(dst_d, tag::tnc), md(iter_d, tag::ldnc));
+  dnnl::lbr_gru_backward::desc bd(dnnl::prop_kind::backward, dir, md(src_d, tag::tnc), md(iter_d, tag::ldnc),
+                                  md(wl_d, tag::any), md(wi_d, tag::any), md(b_d, tag::ldgo), md(dst_d, tag::tnc),
+                                  md(iter_d, tag::ldnc), md(src_d, tag::tnc), md(iter_d, tag::ldnc), md(wl_d, tag::any),
+                                  md(wi_d, tag::any), md(b_d, tag::ldgo), md(dst_d, tag::tnc), md(iter_d, tag::ldnc));
   const dnnl::lbr_gru_backward::primitive_desc back_pd(bd, eng, train_pd);
 
   memory src(md(src_d, tag::tnc), eng, x.f32()), h0(md(iter_d, tag::ldnc), eng), hT(md(iter_d, tag::ldnc), eng);
@@ -183,9 +189,12 @@ int main(int argc, char** argv) {
     dnnl::reorder(user, m).execute(st, const_cast<memory&>(user), m);
     return m;
   };
-  memory inf_wl = reordered(user_wl, inf_pd.weights_layer_desc()), inf_wi = reordered(user_wi, inf_pd.weights_iter_desc());
-  memory tr_wl = reordered(user_wl, train_pd.weights_layer_desc()), tr_wi = reordered(user_wi, train_pd.weights_iter_desc());
-  memory bk_wl = reordered(user_wl, back_pd.weights_layer_desc()), bk_wi = reordered(user_wi, back_pd.weights_iter_desc());
+  memory inf_wl = reordered(user_wl, inf_pd.weights_layer_desc()),
+         inf_wi = reordered(user_wi, inf_pd.weights_iter_desc());
+  memory tr_wl = reordered(user_wl, train_pd.weights_layer_desc()),
+         tr_wi = reordered(user_wi, train_pd.weights_iter_desc());
+  memory bk_wl = reordered(user_wl, back_pd.weights_layer_desc()),
+         bk_wi = reordered(user_wi, back_pd.weights_iter_desc());
   memory workspace(train_pd.workspace_desc(), eng);
   memory ddst(md(dst_d, tag::tnc), eng, dy.f32()), dhT(md(iter_d, tag::ldnc), eng), dsrc(md(src_d, tag::tnc), eng),
       dh0(md(iter_d, tag::ldnc), eng), db(md(b_d, tag::ldgo), eng);
@@ -196,26 +205,42 @@ int main(int argc, char** argv) {
   dnnl::lbr_gru_forward inf(inf_pd), train(train_pd);
   dnnl::lbr_gru_backward back(back_pd);
   auto dnnl_forward = [&] {
-    inf.execute(st, {{DNNL_ARG_SRC_LAYER, src}, {DNNL_ARG_SRC_ITER, h0}, {DNNL_ARG_WEIGHTS_LAYER, inf_wl},
-                     {DNNL_ARG_WEIGHTS_ITER, inf_wi}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST_LAYER, dst},
+    inf.execute(st, {{DNNL_ARG_SRC_LAYER, src},
+                     {DNNL_ARG_SRC_ITER, h0},
+                     {DNNL_ARG_WEIGHTS_LAYER, inf_wl},
+                     {DNNL_ARG_WEIGHTS_ITER, inf_wi},
+                     {DNNL_ARG_BIAS, b},
+                     {DNNL_ARG_DST_LAYER, dst},
                      {DNNL_ARG_DST_ITER, hT}});
     st.wait();
   };
   auto dnnl_forward_backward = [&] {
-    train.execute(st, {{DNNL_ARG_SRC_LAYER, src}, {DNNL_ARG_SRC_ITER, h0}, {DNNL_ARG_WEIGHTS_LAYER, tr_wl},
-                       {DNNL_ARG_WEIGHTS_ITER, tr_wi}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST_LAYER, dst},
-                       {DNNL_ARG_DST_ITER, hT}, {DNNL_ARG_WORKSPACE, workspace}});
+    train.execute(st, {{DNNL_ARG_SRC_LAYER, src},
+                       {DNNL_ARG_SRC_ITER, h0},
+                       {DNNL_ARG_WEIGHTS_LAYER, tr_wl},
+                       {DNNL_ARG_WEIGHTS_ITER, tr_wi},
+                       {DNNL_ARG_BIAS, b},
+                       {DNNL_ARG_DST_LAYER, dst},
+                       {DNNL_ARG_DST_ITER, hT},
+                       {DNNL_ARG_WORKSPACE, workspace}});
     // oneDNN accumulates into the weight gradients: zero them as a new step would.
     std::memset(dwl.get_data_handle(), 0, dwl.get_desc().get_size());
     std::memset(dwi.get_data_handle(), 0, dwi.get_desc().get_size());
     std::memset(db.get_data_handle(), 0, db.get_desc().get_size());
-    back.execute(st, {{DNNL_ARG_SRC_LAYER, src},        {DNNL_ARG_SRC_ITER, h0},
-                      {DNNL_ARG_WEIGHTS_LAYER, bk_wl},  {DNNL_ARG_WEIGHTS_ITER, bk_wi},
-                      {DNNL_ARG_BIAS, b},               {DNNL_ARG_DST_LAYER, dst},
-                      {DNNL_ARG_DST_ITER, hT},          {DNNL_ARG_DIFF_SRC_LAYER, dsrc},
-                      {DNNL_ARG_DIFF_SRC_ITER, dh0},    {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwl},
-                      {DNNL_ARG_DIFF_WEIGHTS_ITER, dwi}, {DNNL_ARG_DIFF_BIAS, db},
-                      {DNNL_ARG_DIFF_DST_LAYER, ddst},  {DNNL_ARG_DIFF_DST_ITER, dhT},
+    back.execute(st, {{DNNL_ARG_SRC_LAYER, src},
+                      {DNNL_ARG_SRC_ITER, h0},
+                      {DNNL_ARG_WEIGHTS_LAYER, bk_wl},
+                      {DNNL_ARG_WEIGHTS_ITER, bk_wi},
+                      {DNNL_ARG_BIAS, b},
+                      {DNNL_ARG_DST_LAYER, dst},
+                      {DNNL_ARG_DST_ITER, hT},
+                      {DNNL_ARG_DIFF_SRC_LAYER, dsrc},
+                      {DNNL_ARG_DIFF_SRC_ITER, dh0},
+                      {DNNL_ARG_DIFF_WEIGHTS_LAYER, dwl},
+                      {DNNL_ARG_DIFF_WEIGHTS_ITER, dwi},
+                      {DNNL_ARG_DIFF_BIAS, db},
+                      {DNNL_ARG_DIFF_DST_LAYER, ddst},
+                      {DNNL_ARG_DIFF_DST_ITER, dhT},
                       {DNNL_ARG_WORKSPACE, workspace}});
     st.wait();
   };
@@ -226,7 +251,8 @@ int main(int argc, char** argv) {
   float max_diff = 0.0f;
   const float* d = static_cast<const float*>(dst.get_data_handle());
   for (int64_t i = 0; i < S * B * H; ++i) max_diff = std::max(max_diff, std::fabs(d[i] - attn_out.f32()[i]));
-  const Times times = interleaved_ms(a.reps, {attn_forward, dnnl_forward, attn_forward_backward, dnnl_forward_backward});
+  const Times times =
+      interleaved_ms(a.reps, {attn_forward, dnnl_forward, attn_forward_backward, dnnl_forward_backward});
 
   const auto& ms = times.wall;
   const auto& cpu = times.cpu;
@@ -243,7 +269,8 @@ int main(int argc, char** argv) {
       "\"forward_max_abs_diff\": %.3g, \"onednn\": \"%d.%d.%d\", \"reps\": %d, \"threads\": %d, "
       "\"config\": {\"batch\": %ld, \"len\": %ld, \"input\": %ld, \"hidden\": %ld}}\n",
       af, afb, df, dfb, df / af, dfb / afb, flops / af / 1e6, 3 * flops / afb / 1e6, flops / df / 1e6,
-      3 * flops / dfb / 1e6, caf, cafb, cdf, cdfb, cdf / caf, cdfb / cafb, max_diff, dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch, a.reps,
-      attn::num_threads(), static_cast<long>(B), static_cast<long>(S), static_cast<long>(I), static_cast<long>(H));
+      3 * flops / dfb / 1e6, caf, cafb, cdf, cdfb, cdf / caf, cdfb / cafb, max_diff, dnnl_version()->major,
+      dnnl_version()->minor, dnnl_version()->patch, a.reps, attn::num_threads(), static_cast<long>(B),
+      static_cast<long>(S), static_cast<long>(I), static_cast<long>(H));
   return 0;
 }

@@ -11,7 +11,8 @@
 using attn::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::set<std::string> letters(attn::data::cmudict_letters().begin(), attn::data::cmudict_letters().end());
+  static const std::set<std::string> letters(attn::data::cmudict_letters().begin(),
+                                             attn::data::cmudict_letters().end());
   static const std::set<std::string> phonemes(attn::data::cmudict_phonemes().begin(),
                                               attn::data::cmudict_phonemes().end());
   const std::string path = attn::fuzz::scratch_path("cmudict.dict.gz");  // read as plain or gzip by content

@@ -4,7 +4,6 @@
 // accepted configuration is built (under a 64 MiB ATTN_MEMORY_LIMIT, so the bounds and the
 // memory estimate, not the machine, stop a huge one).
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/models/classifier.h"
@@ -34,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The configuration alone, as --model-config gives it, when the text is one.
   if (config.empty()) config = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) return 0;
-  attn::fuzz::expect_only_attn_errors([&] { attn::models::Seq2Seq model(attn::models::Seq2SeqConfig::from_json(config)); });
+  attn::fuzz::expect_only_attn_errors(
+      [&] { attn::models::Seq2Seq model(attn::models::Seq2SeqConfig::from_json(config)); });
   attn::fuzz::expect_only_attn_errors([&] {
     const attn::models::TransformerConfig c = attn::models::TransformerConfig::from_json(config);
     (void)attn::models::parameter_bytes(c);

@@ -7,9 +7,8 @@
 // distinct single characters, none of them a control character (a crafted list made
 // `attn sample` print newlines and terminal escapes).
 #include <cstdlib>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "attn/data/char_vocab.h"
 #include "attn/decode/sample.h"

@@ -15,8 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!attn::cli::integer_at_least_error(text, min).empty()) continue;
     // Digits after an optional '+', nothing else.
     const size_t digits = !text.empty() && text[0] == '+' ? 1 : 0;
-    if (digits >= text.size() ||
-        text.find_first_not_of("0123456789", digits) != std::string::npos ||
+    if (digits >= text.size() || text.find_first_not_of("0123456789", digits) != std::string::npos ||
         std::strtoull(text.c_str(), nullptr, 10) < min)
       std::abort();  // accepted something that is not a whole number >= min
   }

@@ -76,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   attn::fuzz::write_file(again_file, reinterpret_cast<const uint8_t*>(printed.data()), printed.size());
   std::string again;
   if (!print_config(again_file, again)) {
-    std::fprintf(stderr, "broken promise: the config.toml printed for an accepted file is refused:\n%s", printed.c_str());
+    std::fprintf(stderr, "broken promise: the config.toml printed for an accepted file is refused:\n%s",
+                 printed.c_str());
     std::abort();
   }
   if (option_lines(again) != option_lines(printed)) {

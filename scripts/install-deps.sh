@@ -26,6 +26,7 @@ packages=(
   # playwright-core from npm (tests/browser/package-lock.json), which downloads no browser
   chromium                     # (nodejs and npm: below)
   clang-15 libfuzzer-15-dev    # the libFuzzer targets in fuzz/ (scripts/fuzz.sh, docs/fuzzing.md)
+  clang-format-15              # the C++ style check (scripts/format.sh, ctest format/*)
 )
 
 # Node.js and npm from Debian unless a node and npm are already on PATH: a machine with

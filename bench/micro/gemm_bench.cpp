@@ -3,7 +3,7 @@
 // products reach (B = 64, H = 256, emb = 64, S = 40, T = 41, V = 32).
 #include <cblas.h>
 
-#include "attn/kernels/blas.h"
+#include "kernels/blas.h"
 #include "micro_support.h"
 
 namespace attn::bench {

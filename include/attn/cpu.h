@@ -54,5 +54,10 @@ IsaLevel best_isa_level(const CpuFeatures& f);
 // unset). Throws ValueError, one line, for an unknown name (naming the valid ones) or a level
 // the CPU lacks (naming what is missing): never a level that would fault.
 IsaLevel choose_isa_level(const char* attn_isa, const CpuFeatures& f);
+// The level attn's kernels run at in this process: choose_isa_level(ATTN_ISA, this CPU), on the
+// first call, then fixed. Thread-safe. Throws ValueError as choose_isa_level; the CLI, the Python
+// module and the test programs call it at start, so that error comes before any work.
+// (Defined with the kernels, src/kernels/isa.cpp.)
+IsaLevel kernel_isa_level();
 
 }  // namespace attn

@@ -9,10 +9,9 @@
 // parses, before any value that deep exists, and text larger than max_bytes.
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace attn {
 

@@ -15,6 +15,12 @@ namespace attn {
 // ATTN_NUM_THREADS, else the number of cores".
 void set_num_threads(int n);
 int num_threads();
+// Sets OpenBLAS's thread count to num_threads(), after check_thread_address_space (ValueError
+// when an address-space limit leaves too little for that many threads), and under such a limit
+// maps every thread's GEMM buffer at once. The kernels' GEMM calls it when the thread count
+// changed; the CLI calls it before a command starts its work. (Defined with the kernels,
+// src/kernels/blas.cpp.)
+void prepare_blas_threads();
 
 // ---- OpenMP wait policy ------------------------------------------------------------------------
 // libgomp's default spins idle workers for ~300,000 iterations before sleeping; beside any

@@ -53,8 +53,8 @@ class ShapeContract {
   explicit ShapeContract(std::string op) : op_(std::move(op)) {}
 
   ShapeContract& bind(std::string_view name, int64_t size);
-  ShapeContract& check(std::string_view arg, const Tensor& tensor,
-                       std::initializer_list<std::string_view> dims, DType dtype = DType::f32);
+  ShapeContract& check(std::string_view arg, const Tensor& tensor, std::initializer_list<std::string_view> dims,
+                       DType dtype = DType::f32);
   // Size bound to a name; throws if the name was never bound.
   int64_t operator[](std::string_view name) const;
   bool bound(std::string_view name) const;

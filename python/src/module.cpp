@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/isa.h"
+#include "attn/cpu.h"
 #include "attn/parallel.h"
 
 namespace py = pybind11;
@@ -125,7 +125,7 @@ PYBIND11_MODULE(_attn, m) {
   m.doc() = "attn: attention mechanisms with hand-written forward and backward kernels";
   m.attr("__version__") = ATTN_VERSION;  // CMakeLists.txt's project(VERSION)
   // The kernels' ISA level: a bad ATTN_ISA fails the import with its one-line message.
-  kernels::kernel_isa_level();
+  kernel_isa_level();
 
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
   static py::exception<ShapeError> shape_error(m, "ShapeError", PyExc_ValueError);

@@ -1,11 +1,10 @@
 #include "attn/autodiff/tape.h"
 
+#include <algorithm>
 #include <cstdlib>
 
-#include <algorithm>
-
-#include "attn/kernels/blas.h"
-#include "attn/kernels/elementwise.h"
+#include "kernels/blas.h"
+#include "kernels/elementwise.h"
 
 namespace attn::autodiff {
 namespace {
@@ -207,7 +206,8 @@ namespace attn {
 void backward(const Tensor& root, const Tensor& seed) {
   if (!root.defined()) throw ValueError("backward: undefined tensor");
   if (!root.requires_grad())
-    throw ValueError("backward: the tensor does not require grad (no recorded op produced it from a tensor that requires grad)");
+    throw ValueError(
+        "backward: the tensor does not require grad (no recorded op produced it from a tensor that requires grad)");
   Tensor r = root;
   if (seed.defined()) {
     if (seed.shape() != root.shape())

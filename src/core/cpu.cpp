@@ -77,9 +77,9 @@ CpuFeatures read_cpu_features() noexcept {
   f.f16c = bit(leaf1.ecx, 29);
   if (bit(leaf1.ecx, 27)) {  // OSXSAVE: XGETBV is available
     const unsigned long long xcr0 = xgetbv0();
-    f.os_ymm = (xcr0 & 0x6) == 0x6;                 // SSE + AVX state
-    f.os_zmm = (xcr0 & 0xe6) == 0xe6;               // + opmask, ZMM0-15 upper halves, ZMM16-31
-    f.os_amx = (xcr0 & 0x60000) == 0x60000;         // XTILECFG + XTILEDATA
+    f.os_ymm = (xcr0 & 0x6) == 0x6;          // SSE + AVX state
+    f.os_zmm = (xcr0 & 0xe6) == 0xe6;        // + opmask, ZMM0-15 upper halves, ZMM16-31
+    f.os_amx = (xcr0 & 0x60000) == 0x60000;  // XTILECFG + XTILEDATA
   }
   if (leaf0.eax >= 7) {
     const Regs l7 = cpuid(7, 0);
@@ -135,9 +135,12 @@ std::string cpu_isa_summary(const CpuFeatures& f) {
 
 const char* isa_level_name(IsaLevel level) {
   switch (level) {
-    case IsaLevel::avx2: return "avx2";
-    case IsaLevel::avx512: return "avx512";
-    case IsaLevel::baseline: break;
+    case IsaLevel::avx2:
+      return "avx2";
+    case IsaLevel::avx512:
+      return "avx512";
+    case IsaLevel::baseline:
+      break;
   }
   return "baseline";
 }

@@ -19,8 +19,8 @@ std::string parse_reason(const std::exception& e) {
 struct TooDeep {};
 
 template <class Json>
-Json parse_limited(std::string_view text, const std::string& what, const std::function<void(const std::string&)>& on_key,
-                   const JsonLimits& limits) {
+Json parse_limited(std::string_view text, const std::string& what,
+                   const std::function<void(const std::string&)>& on_key, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes)
     throw IoError(what + " is larger than " + std::to_string(limits.max_bytes) + " bytes");
   // `depth` counts the containers open around the event: 0 for the outermost one's start.

@@ -3,7 +3,6 @@
 #include <charconv>
 
 #include "attn/checked_size.h"
-
 #include "attn/tensor.h"
 
 namespace attn {
@@ -130,8 +129,7 @@ ShapeContract& ShapeContract::check(std::string_view arg, const Tensor& tensor,
     if (ok)
       for (auto& [n, v] : pending) sizes_.emplace_back(std::string(n), v);
   }
-  if (!ok)
-    throw ShapeError(op_ + ": '" + std::string(arg) + "' expected " + expected() + ", got " + shape.str());
+  if (!ok) throw ShapeError(op_ + ": '" + std::string(arg) + "' expected " + expected() + ", got " + shape.str());
   return *this;
 }
 

@@ -42,7 +42,7 @@ void start_with_wait_policy(int /*argc*/, char** argv, char** envp) {
   std::free(env);  // exec failed (no /proc): run on with libgomp's default
 }
 
-__attribute__((section(".preinit_array"), used)) void (*kStartWithWaitPolicy)(int, char**, char**) =
-    start_with_wait_policy;
+__attribute__((section(".preinit_array"), used)) void (*kStartWithWaitPolicy)(int, char**,
+                                                                              char**) = start_with_wait_policy;
 
 }  // namespace

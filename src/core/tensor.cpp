@@ -67,14 +67,16 @@ Tensor Tensor::from_vector(const std::vector<int32_t>& values, const Shape& shap
 
 float* Tensor::f32() {
   TensorImpl& i = impl();
-  if (i.dtype != DType::f32) throw ValueError(std::string("tensor: expected float32 data, tensor is ") + dtype_name(i.dtype));
+  if (i.dtype != DType::f32)
+    throw ValueError(std::string("tensor: expected float32 data, tensor is ") + dtype_name(i.dtype));
   return static_cast<float*>(i.buffer->data()) + i.offset;
 }
 const float* Tensor::f32() const { return const_cast<Tensor*>(this)->f32(); }
 
 int32_t* Tensor::i32() {
   TensorImpl& i = impl();
-  if (i.dtype != DType::i32) throw ValueError(std::string("tensor: expected int32 data, tensor is ") + dtype_name(i.dtype));
+  if (i.dtype != DType::i32)
+    throw ValueError(std::string("tensor: expected int32 data, tensor is ") + dtype_name(i.dtype));
   return static_cast<int32_t*>(i.buffer->data()) + i.offset;
 }
 const int32_t* Tensor::i32() const { return const_cast<Tensor*>(this)->i32(); }
@@ -130,7 +132,8 @@ void Tensor::fill(float value) {
 
 Tensor& Tensor::set_requires_grad(bool value) {
   if (value && dtype() != DType::f32) throw ValueError("set_requires_grad: only float32 tensors can require grad");
-  if (!value && !is_leaf()) throw ValueError("set_requires_grad: cannot switch off grad on a non-leaf tensor; use detach()");
+  if (!value && !is_leaf())
+    throw ValueError("set_requires_grad: cannot switch off grad on a non-leaf tensor; use detach()");
   impl().requires_grad = value;
   return *this;
 }

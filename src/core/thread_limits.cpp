@@ -48,12 +48,12 @@ void check_thread_address_space(int threads) {
   const int64_t left = std::max<int64_t>(0, static_cast<int64_t>(limit.rlim_cur) - used);
   const int64_t fit = left / kThreadAddressBytes;
   auto mib = [](int64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; };
-  throw ValueError(std::to_string(threads) + " threads need about " + mib(static_cast<int64_t>(need)) +
-                   " of address space (" + mib(kThreadAddressBytes) +
-                   " each: a BLAS buffer, an allocator arena, a stack), and the address-space limit (ulimit -v) of " +
-                   mib(static_cast<int64_t>(limit.rlim_cur)) + " leaves " + mib(left) + ": " +
-                   (fit >= 1 ? "use --threads " + std::to_string(fit) + " or fewer, or raise the limit"
-                             : "raise the limit"));
+  throw ValueError(
+      std::to_string(threads) + " threads need about " + mib(static_cast<int64_t>(need)) + " of address space (" +
+      mib(kThreadAddressBytes) +
+      " each: a BLAS buffer, an allocator arena, a stack), and the address-space limit (ulimit -v) of " +
+      mib(static_cast<int64_t>(limit.rlim_cur)) + " leaves " + mib(left) + ": " +
+      (fit >= 1 ? "use --threads " + std::to_string(fit) + " or fewer, or raise the limit" : "raise the limit"));
 }
 
 }  // namespace attn

@@ -16,7 +16,9 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-std::span<std::byte> bytes_of(Tensor& t) { return {reinterpret_cast<std::byte*>(t.f32()), static_cast<size_t>(t.numel()) * 4}; }
+std::span<std::byte> bytes_of(Tensor& t) {
+  return {reinterpret_cast<std::byte*>(t.f32()), static_cast<size_t>(t.numel()) * 4};
+}
 
 }  // namespace
 

@@ -107,7 +107,8 @@ void GradientReducer::unpack(const Bucket& b, const float* summed) {
 // Every rank's bucket, added in rank order, so the sum is the same whatever MPI does.
 void GradientReducer::reduce_in_rank_order(Bucket& b) {
   const size_t n = b.values.size();
-  comm_.all_gather(std::as_bytes(std::span(b.values)), std::as_writable_bytes(std::span(gathered_.data(), n * comm_.size())));
+  comm_.all_gather(std::as_bytes(std::span(b.values)),
+                   std::as_writable_bytes(std::span(gathered_.data(), n * comm_.size())));
   std::copy(gathered_.begin(), gathered_.begin() + static_cast<std::ptrdiff_t>(n), b.values.begin());
   for (int r = 1; r < comm_.size(); ++r) {
     const float* other = gathered_.data() + static_cast<size_t>(r) * n;

@@ -23,7 +23,8 @@ void check(int code, const char* call) {
 }
 
 int as_count(size_t n, const char* call) {
-  if (n > static_cast<size_t>(INT_MAX)) throw ValueError(std::string(call) + ": more than 2^31 elements in one message");
+  if (n > static_cast<size_t>(INT_MAX))
+    throw ValueError(std::string(call) + ": more than 2^31 elements in one message");
   return static_cast<int>(n);
 }
 
@@ -74,12 +75,14 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   int local_size() const override { return local_size_; }
   void all_reduce_sum(std::span<float> v) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), as_count(v.size(), "MPI_Allreduce"), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-          "MPI_Allreduce");
+    check(
+        MPI_Allreduce(MPI_IN_PLACE, v.data(), as_count(v.size(), "MPI_Allreduce"), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
   }
   void all_reduce_sum(std::span<double> v) override {
-    check(MPI_Allreduce(MPI_IN_PLACE, v.data(), as_count(v.size(), "MPI_Allreduce"), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
-          "MPI_Allreduce");
+    check(
+        MPI_Allreduce(MPI_IN_PLACE, v.data(), as_count(v.size(), "MPI_Allreduce"), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD),
+        "MPI_Allreduce");
   }
   std::unique_ptr<PendingReduce> start_all_reduce_sum(std::span<float> v) override {
     auto pending = std::make_unique<MpiPending>();

@@ -21,14 +21,17 @@ void note_if_unverified(const SafetensorsFile& file, const std::string& path) {
   static std::set<std::string> noted;
   std::lock_guard lock(mutex);
   if (noted.insert(path).second)
-    std::fprintf(stderr, "note: %s has no checksums (written by another tool or an older attn): its tensors are unverified\n",
+    std::fprintf(stderr,
+                 "note: %s has no checksums (written by another tool or an older attn): its tensors are unverified\n",
                  printable(path).c_str());
 }
 
 }  // namespace
 
 // Run state that is not the model: the optimizer's and the random streams' (train/run.h).
-bool is_run_state_entry(const std::string& name) { return name.rfind("optimizer.", 0) == 0 || name.rfind("rng.", 0) == 0; }
+bool is_run_state_entry(const std::string& name) {
+  return name.rfind("optimizer.", 0) == 0 || name.rfind("rng.", 0) == 0;
+}
 
 std::string non_finite(const Tensor& t) {
   if (t.dtype() != DType::f32) return "";
@@ -52,8 +55,7 @@ json read_run_metadata(const SafetensorsFile& file, const std::string& path, con
   if (!j.is_object()) throw IoError(path + ": bad 'attn' metadata: not a JSON object");
   // A "format" that is not a string (fuzz/regressions/lm_metadata_fuzz) is a wrong format too.
   const json found_format = j.contains("format") ? j["format"] : json("");
-  const std::string found =
-      printable(found_format.is_string() ? found_format.get<std::string>() : found_format.dump());
+  const std::string found = printable(found_format.is_string() ? found_format.get<std::string>() : found_format.dump());
   if (found != format) throw IoError(path + ": not " + what + " (metadata format '" + found + "')");
   const json version = j.value("version", json(kCheckpointVersion));
   if (!version.is_number_integer() || version.get<int64_t>() < 1)

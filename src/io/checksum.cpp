@@ -23,9 +23,8 @@ std::string crc32_hex(const void* data, size_t bytes) {
 
 std::string file_crc32_hex(const std::string& path) {
   uLong crc = ::crc32_z(0L, Z_NULL, 0);
-  read_regular_file_chunks(path, [&](const char* data, size_t bytes) {
-    crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(data), bytes);
-  });
+  read_regular_file_chunks(
+      path, [&](const char* data, size_t bytes) { crc = ::crc32_z(crc, reinterpret_cast<const Bytef*>(data), bytes); });
   return hex(crc);
 }
 

@@ -109,7 +109,8 @@ bool is_url(const std::string& text) { return text.starts_with("http://") || tex
 
 DownloadResult download(const std::string& url, const std::string& part, const DownloadOptions& o) {
   std::error_code ec;
-  int64_t offset = std::filesystem::is_regular_file(part, ec) ? static_cast<int64_t>(std::filesystem::file_size(part, ec)) : 0;
+  int64_t offset =
+      std::filesystem::is_regular_file(part, ec) ? static_cast<int64_t>(std::filesystem::file_size(part, ec)) : 0;
   if (ec) offset = 0;
   for (int attempt = 0;; ++attempt) {
     Transfer t;

@@ -59,7 +59,8 @@ void check_output_folder(const std::string& path, const std::string& what) {
        above = above.parent_path()) {
     if (::stat(above.c_str(), &st) == 0) {
       if (!S_ISDIR(st.st_mode))
-        throw IoError(name + ": cannot make it: " + above.string() + " is " + not_a_folder(st.st_mode) + ", not a folder");
+        throw IoError(name + ": cannot make it: " + above.string() + " is " + not_a_folder(st.st_mode) +
+                      ", not a folder");
       return;
     }
     if (errno != ENOENT && errno != ENOTDIR)
@@ -82,7 +83,8 @@ NewFolder::NewFolder(const std::string& path, const std::string& what) : path_(p
   if (error) throw IoError(what + " " + path + ": cannot make " + parent.string() + ": " + error.message());
   std::string pattern = (parent / ("." + fs::path(target_).filename().string() + ".tmp-XXXXXX")).string();
   if (::mkdtemp(pattern.data()) == nullptr)
-    throw IoError(what + " " + path + ": cannot make a temporary folder in " + parent.string() + ": " + std::strerror(errno));
+    throw IoError(what + " " + path + ": cannot make a temporary folder in " + parent.string() + ": " +
+                  std::strerror(errno));
   temporary_ = pattern;
 }
 
@@ -95,11 +97,12 @@ NewFolder::~NewFolder() {
 std::string NewFolder::file(const std::string& name) const { return (fs::path(temporary_) / name).string(); }
 
 void NewFolder::commit() {
-  ::chmod(temporary_.c_str(), 0777 & ~[] {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return mask;
-  }());  // mkdtemp made it 0700; a folder the user keeps gets the usual permissions
+  ::chmod(
+      temporary_.c_str(), 0777 & ~[] {
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        return mask;
+      }());  // mkdtemp made it 0700; a folder the user keeps gets the usual permissions
   sync_folder(temporary_);
   if (std::rename(temporary_.c_str(), target_.c_str()) != 0)
     throw IoError(path_ + ": cannot put the folder in place: " + std::strerror(errno));

@@ -1,11 +1,5 @@
 #include "attn/io/safetensors.h"
 
-#include "attn/io/atomic_file.h"
-#include "attn/io/checksum.h"
-#include "attn/io/input_file.h"
-#include "attn/json.h"
-#include "attn/printable.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,6 +14,12 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "attn/io/atomic_file.h"
+#include "attn/io/checksum.h"
+#include "attn/io/input_file.h"
+#include "attn/json.h"
+#include "attn/printable.h"
 
 namespace attn::io {
 
@@ -84,7 +84,9 @@ struct Entry {
 };
 
 // A JSON value as a short one-line excerpt for messages.
-std::string excerpt(const ordered_json& v) { return printable(v.dump(-1, ' ', true, ordered_json::error_handler_t::replace), false, 60); }
+std::string excerpt(const ordered_json& v) {
+  return printable(v.dump(-1, ' ', true, ordered_json::error_handler_t::replace), false, 60);
+}
 
 uint64_t parse_u64(const ordered_json& v, bool& ok) {
   if (!v.is_number_unsigned()) {
@@ -144,8 +146,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const ordere
                    (off == info.end() ? std::string("nothing") : excerpt(*off)));
   const std::string range = "[" + std::to_string(e.begin) + ", " + std::to_string(e.end) + "]";
   if (e.end > buffer_bytes)
-    fail(path, who + " data_offsets " + range + " run past the end of the data buffer (" + std::to_string(buffer_bytes) +
-                   " bytes; truncated file?)");
+    fail(path, who + " data_offsets " + range + " run past the end of the data buffer (" +
+                   std::to_string(buffer_bytes) + " bytes; truncated file?)");
   if (e.end - e.begin != needed)
     fail(path, who + " data_offsets " + range + " hold " + std::to_string(e.end - e.begin) + " bytes, shape " +
                    dims_str(e.dims) + " " + dtype_name(e.dtype) + " needs " + std::to_string(needed));
@@ -158,7 +160,8 @@ SafetensorsFile load_impl(const std::string& path) {
   if (::fstat(fd.fd, &st) != 0) fail(path, "cannot stat: " + errno_text(errno));
   const auto file_size = static_cast<uint64_t>(st.st_size);
   if (file_size < 8)
-    fail(path, "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (needs at least 8)");
+    fail(path,
+         "file is " + std::to_string(file_size) + " bytes, too short for a safetensors header (needs at least 8)");
 
   unsigned char len_bytes[8];
   int error = 0;
@@ -204,7 +207,8 @@ SafetensorsFile load_impl(const std::string& path) {
       if (!meta.is_object()) fail(path, "\"__metadata__\" must be a JSON object of strings, got " + excerpt(meta));
       for (auto m = meta.begin(); m != meta.end(); ++m) {
         if (!m.value().is_string())
-          fail(path, "\"__metadata__\" value for key " + qname(m.key()) + " must be a string, got " + excerpt(m.value()));
+          fail(path,
+               "\"__metadata__\" value for key " + qname(m.key()) + " must be a string, got " + excerpt(m.value()));
         out.metadata[m.key()] = m.value().get<std::string>();
       }
       continue;
@@ -234,7 +238,8 @@ SafetensorsFile load_impl(const std::string& path) {
     covered = b.end;
   }
   if (covered < buffer_bytes)
-    fail(path, std::to_string(buffer_bytes - covered) + " bytes after the last tensor (the safetensors format "
+    fail(path, std::to_string(buffer_bytes - covered) +
+                   " bytes after the last tensor (the safetensors format "
                    "forbids trailing data; damaged or appended-to file?)");
 
   // Checksums, when the file has them: one per tensor, 8 hex digits.
@@ -323,7 +328,8 @@ SafetensorsFile SafetensorsFile::subset(const std::string& prefix) const {
   out.metadata = metadata;
   out.verified = verified;
   for (const auto& [n, t] : tensors)
-    if (n.size() >= prefix.size() && n.compare(0, prefix.size(), prefix) == 0) out.tensors.emplace_back(n.substr(prefix.size()), t);
+    if (n.size() >= prefix.size() && n.compare(0, prefix.size(), prefix) == 0)
+      out.tensors.emplace_back(n.substr(prefix.size()), t);
   return out;
 }
 
@@ -346,8 +352,8 @@ void load_into(const SafetensorsFile& file, const std::vector<std::pair<std::str
     }
     const Tensor& src = *it->second;
     if (src.shape() != t.shape() || src.dtype() != t.dtype())
-      problems.push_back("tensor " + qname(n) + " expected " + t.shape().str() + " " + dtype_name(t.dtype()) + ", file has " +
-                         src.shape().str() + " " + dtype_name(src.dtype()));
+      problems.push_back("tensor " + qname(n) + " expected " + t.shape().str() + " " + dtype_name(t.dtype()) +
+                         ", file has " + src.shape().str() + " " + dtype_name(src.dtype()));
   }
   for (const auto& [n, t] : file.tensors)
     if (!wanted.count(n)) problems.push_back("unexpected tensor " + qname(n) + " " + t.shape().str());
@@ -388,7 +394,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   uint64_t offset = 0;
   for (const auto& [n, t] : tensors) {
     const uint64_t bytes = static_cast<uint64_t>(t.numel()) * 4;
-    header[n] = {{"dtype", st_dtype(t.dtype())}, {"shape", t.shape().dims()}, {"data_offsets", {offset, offset + bytes}}};
+    header[n] = {
+        {"dtype", st_dtype(t.dtype())}, {"shape", t.shape().dims()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text;

@@ -1,9 +1,9 @@
-#include "attn/kernels/attention.h"
+#include "kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "attn/kernels/blas.h"
+#include "kernels/blas.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
 

@@ -1,4 +1,4 @@
-#include "attn/kernels/blas.h"
+#include "kernels/blas.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -31,20 +31,6 @@ void sync_blas_threads() {
 
 }  // namespace
 
-void prepare_blas_threads() {
-  const int n = num_threads();
-  if (g_applied.load(std::memory_order_relaxed) == n) return;
-  check_thread_address_space(n);
-  openblas_set_num_threads(n);
-  g_applied.store(n, std::memory_order_relaxed);
-  if (!address_space_limited()) return;
-  // Under a limit, every thread's buffer is mapped now, while the space is there: a GEMM
-  // large enough for OpenBLAS to use every thread (M·N·K above its 64^3 threshold). Later
-  // GEMMs reuse the buffers instead of looping in OpenBLAS's allocator when memory is short.
-  static std::vector<float> a(256 * 256, 1.0f), b(256 * 256, 1.0f), c(256 * 256);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 256, 256, 1.0f, a.data(), 256, b.data(), 256, 0.0f,
-              c.data(), 256);
-}
 
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -193,3 +179,22 @@ const BlasCoreState& blas_core_state() {
 }
 
 }  // namespace attn::kernels
+
+namespace attn {
+
+void prepare_blas_threads() {
+  const int n = num_threads();
+  if (kernels::g_applied.load(std::memory_order_relaxed) == n) return;
+  check_thread_address_space(n);
+  openblas_set_num_threads(n);
+  kernels::g_applied.store(n, std::memory_order_relaxed);
+  if (!address_space_limited()) return;
+  // Under a limit, every thread's buffer is mapped now, while the space is there: a GEMM
+  // large enough for OpenBLAS to use every thread (M·N·K above its 64^3 threshold). Later
+  // GEMMs reuse the buffers instead of looping in OpenBLAS's allocator when memory is short.
+  static std::vector<float> a(256 * 256, 1.0f), b(256 * 256, 1.0f), c(256 * 256);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 256, 256, 1.0f, a.data(), 256, b.data(), 256, 0.0f,
+              c.data(), 256);
+}
+
+}  // namespace attn

@@ -1,4 +1,4 @@
-#include "attn/kernels/coverage.h"
+#include "kernels/coverage.h"
 
 #include <algorithm>
 

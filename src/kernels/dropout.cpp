@@ -1,4 +1,4 @@
-#include "attn/kernels/dropout.h"
+#include "kernels/dropout.h"
 
 #include "attn/parallel.h"
 

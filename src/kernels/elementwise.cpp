@@ -1,4 +1,4 @@
-#include "attn/kernels/elementwise.h"
+#include "kernels/elementwise.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "attn/kernels/embedding.h"
+#include "kernels/embedding.h"
 
 #include <algorithm>
 

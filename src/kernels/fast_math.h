@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 #ifdef _OPENMP
 #define ATTN_SIMD _Pragma("omp simd")

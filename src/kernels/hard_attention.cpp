@@ -1,4 +1,4 @@
-#include "attn/kernels/hard_attention.h"
+#include "kernels/hard_attention.h"
 
 #include <algorithm>
 #include <cmath>

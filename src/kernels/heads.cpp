@@ -1,8 +1,8 @@
-#include "attn/kernels/heads.h"
+#include "kernels/heads.h"
 
 #include <algorithm>
 
-#include "attn/kernels/blas.h"
+#include "kernels/blas.h"
 #include "attn/parallel.h"
 
 namespace attn::kernels {

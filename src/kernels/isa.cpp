@@ -1,9 +1,9 @@
-// The kernels' ISA level, chosen once per process (include/attn/kernels/isa.h).
-#include "attn/kernels/isa.h"
+// The kernels' ISA level, chosen once per process (attn/cpu.h, src/kernels/isa.h).
+#include "kernels/isa.h"
 
 #include <cstdlib>
 
-namespace attn::kernels {
+namespace attn {
 
 IsaLevel kernel_isa_level() {
   // A throw leaves the static uninitialised: the next call checks again (and throws again).
@@ -11,4 +11,4 @@ IsaLevel kernel_isa_level() {
   return level;
 }
 
-}  // namespace attn::kernels
+}  // namespace attn

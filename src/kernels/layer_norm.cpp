@@ -1,4 +1,4 @@
-#include "attn/kernels/layer_norm.h"
+#include "kernels/layer_norm.h"
 
 #include <cmath>
 

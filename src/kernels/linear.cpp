@@ -1,4 +1,4 @@
-#include "attn/kernels/linear.h"
+#include "kernels/linear.h"
 
 #include <algorithm>
 

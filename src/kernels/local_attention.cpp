@@ -1,9 +1,9 @@
-#include "attn/kernels/local_attention.h"
+#include "kernels/local_attention.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "attn/kernels/dropout.h"
+#include "kernels/dropout.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
 

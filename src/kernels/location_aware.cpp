@@ -1,4 +1,4 @@
-#include "attn/kernels/location_aware.h"
+#include "kernels/location_aware.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
-#include "attn/kernels/loss.h"
+#include "kernels/loss.h"
 
-#include "attn/kernels/softmax.h"
+#include "kernels/softmax.h"
 #include "attn/parallel.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {

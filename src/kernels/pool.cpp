@@ -1,4 +1,4 @@
-#include "attn/kernels/pool.h"
+#include "kernels/pool.h"
 
 #include <algorithm>
 

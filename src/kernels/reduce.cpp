@@ -1,4 +1,4 @@
-#include "attn/kernels/reduce.h"
+#include "kernels/reduce.h"
 
 #include <algorithm>
 

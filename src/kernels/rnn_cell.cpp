@@ -1,8 +1,8 @@
-#include "attn/kernels/rnn_cell.h"
+#include "kernels/rnn_cell.h"
 
 #include <cmath>
 
-#include "attn/kernels/elementwise.h"
+#include "kernels/elementwise.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
 

@@ -1,4 +1,4 @@
-#include "attn/kernels/sdpa.h"
+#include "kernels/sdpa.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "attn/kernels/shape_ops.h"
+#include "kernels/shape_ops.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "attn/kernels/softmax.h"
+#include "kernels/softmax.h"
 
 #include <bit>
 #include <cmath>

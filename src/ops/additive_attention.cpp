@@ -5,10 +5,11 @@
 // with v_eff = v, or g · v / ‖v‖ when normalized. The backward recomputes the tanh row by
 // row (memory O(B·T·S) for the weights, O(B·T·A) for u).
 #include <cmath>
+#include <string>
 
 #include "attention_common.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/reduce.h"
+#include "kernels/blas.h"
+#include "kernels/reduce.h"
 #include "attn/ops/attention.h"
 
 namespace attn {
@@ -135,6 +136,55 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   attention_detail::record_attention("additive_attention", context, used, options.need_weights,
                                      std::move(backward));
   return result;
+}
+
+AdditiveGradients additive_attention_backward(const Tensor& query, const Tensor& pk, const Tensor& values,
+                                              const Tensor& w_q, const Tensor& bias, const Tensor& v,
+                                              const Tensor& lengths_in, const Tensor& weights, const Tensor& dcontext,
+                                              const Tensor& dweights) {
+  auto expect = [](bool ok, const std::string& what) {
+    if (!ok) throw ShapeError("additive_attention_backward: " + what);
+  };
+  expect(pk.rank() == 3 && values.rank() == 3 && w_q.rank() == 2, "projected_keys / values / w_q ranks");
+  const int64_t B = pk.dim(0), S = pk.dim(1), A = pk.dim(2), E = values.dim(2), D = w_q.dim(1);
+  expect(query.rank() >= 2 && query.dim(0) == B && query.dim(-1) == D && query.numel() % (B * D) == 0, "query shape");
+  const int64_t T = query.numel() / (B * D), N = B * T;
+  expect(values.dim(0) == B && values.dim(1) == S && w_q.dim(0) == A && bias.numel() == A && v.numel() == A,
+         "values / w_q / bias / v shapes");
+  expect(weights.numel() == N * S && dcontext.numel() == N * E, "weights / dcontext sizes");
+  expect(!dweights.defined() || dweights.numel() == N * S, "dweights size");
+  Tensor lengths = lengths_in.defined() ? lengths_in : Tensor::empty({B}, DType::i32);  // every row has S keys
+  if (!lengths_in.defined())
+    for (int64_t b = 0; b < B; ++b) lengths.i32()[b] = static_cast<int32_t>(S);
+  expect(lengths.dtype() == DType::i32 && lengths.numel() == B, "lengths must be int32 (B)");
+  for (int64_t b = 0; b < B; ++b) expect(lengths.i32()[b] >= 0 && lengths.i32()[b] <= S, "lengths must be in [0, S]");
+
+  // u = Q W_qᵀ + b                                                   // (N, A)
+  Tensor u = Tensor::empty({N, A});
+  kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w_q.f32(), D, 0.0f, u.f32(), A);
+  kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
+  // da = dweights + dc · values;  dvalues += Σ_t a dc
+  Tensor da = dweights.defined() ? dweights.clone() : Tensor::zeros({N * S});
+  AdditiveGradients g;
+  g.values = Tensor::zeros(values.shape());
+  kernels::attention_context_backward(weights.f32(), values.f32(), dcontext.f32(), lengths.i32(), B, T, S, E, da.f32(),
+                                      g.values.f32());
+  Tensor de = Tensor::zeros({N * S});
+  kernels::attention_masked_softmax_backward(weights.f32(), da.f32(), lengths.i32(), B, T, S, 1.0f, de.f32());
+  Tensor du = Tensor::zeros({N, A}), dv_partial = Tensor::zeros({B, A});
+  g.projected_keys = Tensor::zeros(pk.shape());
+  kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A,
+                                              du.f32(), g.projected_keys.f32(), dv_partial.f32());
+  // u = Q W_qᵀ + b:  dQ = dU W_q,  dW_q = dUᵀ Q,  db = Σ_rows dU;  dv = Σ_b dv_partial (in order)
+  g.query = Tensor::empty(query.shape());
+  g.w_q = Tensor::empty(w_q.shape());
+  g.bias = Tensor::zeros(bias.shape());
+  g.v = Tensor::zeros(v.shape());
+  kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 0.0f, g.query.f32(), D);
+  kernels::gemm(true, false, A, D, N, 1.0f, du.f32(), A, query.f32(), D, 0.0f, g.w_q.f32(), D);
+  kernels::sum_columns_into(du.f32(), N, A, g.bias.f32());
+  kernels::sum_columns_into(dv_partial.f32(), B, A, g.v.f32());
+  return g;
 }
 
 }  // namespace attn

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/attention.h"
-#include "attn/kernels/dropout.h"
+#include "kernels/attention.h"
+#include "kernels/dropout.h"
 #include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"

@@ -1,7 +1,7 @@
 #include "attn/ops/coverage.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/coverage.h"
+#include "kernels/coverage.h"
 
 namespace attn {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/dropout.h"
+#include "kernels/dropout.h"
 
 namespace attn {
 

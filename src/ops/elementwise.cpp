@@ -1,7 +1,7 @@
 #include "attn/ops/elementwise.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace attn {
 namespace {

@@ -1,7 +1,7 @@
 #include "attn/ops/embedding.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/embedding.h"
+#include "kernels/embedding.h"
 
 namespace attn {
 namespace {

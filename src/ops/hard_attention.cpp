@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/hard_attention.h"
+#include "kernels/hard_attention.h"
 #include "attn/shape.h"
 
 namespace attn {

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/heads.h"
+#include "kernels/heads.h"
 
 namespace attn {
 namespace {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/layer_norm.h"
+#include "kernels/layer_norm.h"
 
 namespace attn {
 

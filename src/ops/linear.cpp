@@ -1,9 +1,9 @@
 #include "attn/ops/linear.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/linear.h"
-#include "attn/kernels/reduce.h"
+#include "kernels/blas.h"
+#include "kernels/linear.h"
+#include "kernels/reduce.h"
 #include "leading_rows.h"
 
 namespace attn {

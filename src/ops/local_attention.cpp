@@ -6,8 +6,8 @@
 #include <algorithm>
 
 #include "attention_common.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/local_attention.h"
+#include "kernels/blas.h"
+#include "kernels/local_attention.h"
 
 namespace attn {
 

@@ -12,7 +12,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
-#include "attn/kernels/location_aware.h"
+#include "kernels/location_aware.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/loss.h"
+#include "kernels/loss.h"
 
 namespace attn {
 namespace {

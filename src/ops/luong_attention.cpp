@@ -5,8 +5,8 @@
 //   location e_{t,s} = (W_a q_t + b_a)_s      over the first S of S_max positions
 // then a_t = masked softmax(scale · e_t / τ) and c_t = Σ_s a_{t,s} values_s.
 #include "attention_common.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/reduce.h"
+#include "kernels/blas.h"
+#include "kernels/reduce.h"
 #include "attn/ops/attention.h"
 
 namespace attn {

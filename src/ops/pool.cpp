@@ -3,7 +3,7 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/pool.h"
+#include "kernels/pool.h"
 
 namespace attn {
 namespace {

@@ -1,7 +1,7 @@
 #include "attn/ops/reduce.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/reduce.h"
+#include "kernels/reduce.h"
 
 namespace attn {
 namespace {

@@ -1,10 +1,10 @@
 #include "attn/ops/rnn_cell.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/elementwise.h"
-#include "attn/kernels/reduce.h"
-#include "attn/kernels/rnn_cell.h"
+#include "kernels/blas.h"
+#include "kernels/elementwise.h"
+#include "kernels/reduce.h"
+#include "kernels/rnn_cell.h"
 
 namespace attn {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/elementwise.h"
-#include "attn/kernels/sdpa.h"
+#include "kernels/elementwise.h"
+#include "kernels/sdpa.h"
 #include "attn/number_format.h"
 
 namespace attn {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/elementwise.h"
+#include "kernels/elementwise.h"
 
 namespace attn {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/elementwise.h"
-#include "attn/kernels/shape_ops.h"
+#include "kernels/elementwise.h"
+#include "kernels/shape_ops.h"
 #include "leading_rows.h"
 
 namespace attn {

@@ -1,7 +1,7 @@
 #include "attn/ops/softmax.h"
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/softmax.h"
+#include "kernels/softmax.h"
 
 namespace attn {
 namespace {

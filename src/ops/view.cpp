@@ -1,7 +1,7 @@
 // Views along the first dimension and reshape: no copies. When recorded, the backward
 // adds the view's gradient into the matching rows of the source's gradient.
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/elementwise.h"
+#include "kernels/elementwise.h"
 #include "attn/tensor.h"
 
 namespace attn {

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "attn/cpu.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/isa.h"
+#include "kernels/blas.h"
+#include "kernels/isa.h"
 #include "attn/parallel.h"
 #include "attn/version.h"
 

@@ -22,13 +22,11 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
 constexpr int64_t B = 3, T = 2, S = 6, D = 4, E = 4, A = 5;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 Tensor i32(const std::vector<int32_t>& v, const Shape& shape) { return Tensor::from_vector(v, shape); }
 

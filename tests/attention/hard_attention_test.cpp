@@ -21,11 +21,9 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // N rows of the same distribution (S).
 Tensor repeat_rows(const std::vector<float>& row, int64_t n) {

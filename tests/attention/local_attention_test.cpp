@@ -18,17 +18,15 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::lengths_of;
+using testing::leaf;
 using testing::tensors_close;
 
 // Forward tolerance: float32 kernels against a double reference.
 constexpr float kAtol = 2e-5f;
 constexpr float kRtol = 1e-4f;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
-Tensor lengths_of(const std::vector<int32_t>& l) { return Tensor::from_vector(l, {static_cast<int64_t>(l.size())}); }
 
 // ---- independent double-precision reference ----------------------------------------------------
 

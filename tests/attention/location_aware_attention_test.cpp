@@ -16,13 +16,13 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::lengths_of;
+using testing::leaf;
 using testing::tensors_close;
 
 constexpr int64_t B = 3, S = 6, D = 4, E = 5, A = 3, K = 2;
 
-Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, seed, -1.0f, 1.0f).set_requires_grad(true); }
 
-Tensor lengths_of(const std::vector<int32_t>& l) { return Tensor::from_vector(l, {static_cast<int64_t>(l.size())}); }
 
 // f[b, s, k] = Σ_j F[k, j] prev[b, s + j − r/2], straight from the definition.
 std::vector<double> features_reference(const Tensor& prev, const Tensor& filters) {

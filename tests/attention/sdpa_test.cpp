@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/sdpa.h"
+#include "kernels/sdpa.h"
 #include "attn/memory.h"
 #include "attn/parallel.h"
 #include "attn/random.h"
@@ -17,6 +17,7 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
 // Tolerances, in one place. Forward values are float32 against a double reference.
@@ -296,9 +297,6 @@ TEST(Sdpa, GradientThroughWeights) {
 }
 
 // ---------------------------------------------------------------------------------------
-Tensor leaf(const Shape& shape, uint64_t seed, float a = 1.0f) {
-  return random_tensor(shape, seed, -a, a).set_requires_grad(true);
-}
 
 ::testing::AssertionResult check_grads(const SdpaOptions& o, int64_t B, int64_t H, int64_t T, int64_t S, int64_t Dh,
                                        int64_t Dv, uint64_t seed, bool weights_output = false, float a = 1.0f) {
@@ -308,7 +306,7 @@ Tensor leaf(const Shape& shape, uint64_t seed, float a = 1.0f) {
     SdpaResult r = sdpa(in[0], in[1], in[2], oo);
     return weights_output ? r.weights : r.out;
   };
-  return gradcheck(fn, {leaf({B, H, T, Dh}, seed, a), leaf({B, H, S, Dh}, seed + 1, a), leaf({B, H, S, Dv}, seed + 2, a)});
+  return gradcheck(fn, {leaf({B, H, T, Dh}, seed, -a, a), leaf({B, H, S, Dh}, seed + 1, -a, a), leaf({B, H, S, Dv}, seed + 2, -a, a)});
 }
 
 TEST(Sdpa, Gradcheck) {

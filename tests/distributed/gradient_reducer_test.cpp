@@ -172,8 +172,8 @@ Tensor parameter(const Shape& shape, float seed) {
 
 // emb, w_ih, w_hh, b_ih, b_hh, out_w, out_b, unused: registration order, as a module's.
 std::vector<Tensor> make_parameters() {
-  return {parameter({V, D}, 1), parameter({3 * H, D}, 2), parameter({3 * H, H}, 3), parameter({3 * H}, 4),
-          parameter({3 * H}, 5), parameter({V, H}, 6), parameter({V}, 7), parameter({3}, 8)};
+  return {parameter({V, D}, 1),  parameter({3 * H, D}, 2), parameter({3 * H, H}, 3), parameter({3 * H}, 4),
+          parameter({3 * H}, 5), parameter({V, H}, 6),     parameter({V}, 7),        parameter({3}, 8)};
 }
 
 // A GRU over T steps of B rows (the recurrent products are deferred: B < 256 rows), the
@@ -258,7 +258,8 @@ TEST(ReadyHook, OverlappedReduceEqualsTheReduceAfterBackward) {
         EXPECT_EQ(p[i].grad().to_vector(), want) << "parameter " << i;
       }
     }
-    const size_t early = static_cast<size_t>(std::count(comm.started_during_backward.begin(), comm.started_during_backward.end(), true));
+    const size_t early =
+        static_cast<size_t>(std::count(comm.started_during_backward.begin(), comm.started_during_backward.end(), true));
     EXPECT_EQ(comm.started_during_backward.size(), 2 * reducer.bucket_count());
     // MirrorOfTwo's reduces are complete when started, so with the overlap every bucket is
     // complete before backward ends (each is started, then tested, in a hook call); without

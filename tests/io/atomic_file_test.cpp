@@ -102,7 +102,8 @@ TEST_F(AtomicFileTest, DevicesAreWrittenInPlaceNeverReplaced) {
   ASSERT_EQ(::stat("/dev/null", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a character device";
   if (::access("/dev/full", W_OK) == 0) {
-    EXPECT_THROW_MSG(write_file_atomically("/dev/full", "x"), IoError, "/dev/full: cannot write: No space left on device");
+    EXPECT_THROW_MSG(write_file_atomically("/dev/full", "x"), IoError,
+                     "/dev/full: cannot write: No space left on device");
     EXPECT_THROW_MSG(data::write_lines("/dev/full", {"a"}), IoError, "No space left on device");
     ASSERT_EQ(::stat("/dev/full", &st), 0);
     EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/full is no longer a character device";

@@ -1,5 +1,7 @@
 // io::check_output_folder and io::NewFolder (include/attn/io/output_folder.h): a folder
 // attn writes into is checked before any work, and a set of files appears as a unit.
+#include "attn/io/output_folder.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +12,6 @@
 
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
-#include "attn/io/output_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -54,9 +55,11 @@ TEST(OutputFolder, RefusesWhatCannotBeAFolder) {
   EXPECT_EQ(message_of((s.dir / "new/deeper").string()), "");
   EXPECT_NE(message_of((s.dir / "notes.txt").string()).find("notes.txt: a file, not a folder"), std::string::npos);
   EXPECT_NE(message_of("/dev/null").find("/dev/null: a character device, not a folder"), std::string::npos);
-  EXPECT_NE(message_of((s.dir / "dangling").string()).find("a symbolic link to '" + (s.dir / "gone").string() + "', which does not exist"),
+  EXPECT_NE(message_of((s.dir / "dangling").string())
+                .find("a symbolic link to '" + (s.dir / "gone").string() + "', which does not exist"),
             std::string::npos);
-  EXPECT_NE(message_of((s.dir / "notes.txt/run").string()).find("cannot make it: " + (s.dir / "notes.txt").string() + " is a file"),
+  EXPECT_NE(message_of((s.dir / "notes.txt/run").string())
+                .find("cannot make it: " + (s.dir / "notes.txt").string() + " is a file"),
             std::string::npos);
   // Nothing was made or changed.
   EXPECT_FALSE(fs::exists(s.dir / "new"));

@@ -58,7 +58,9 @@ std::string u64_le(uint64_t v) {
 }
 
 // A file from a raw header text and data buffer, as any writer could produce it.
-std::string craft(const std::string& header, const std::string& buffer) { return u64_le(header.size()) + header + buffer; }
+std::string craft(const std::string& header, const std::string& buffer) {
+  return u64_le(header.size()) + header + buffer;
+}
 
 std::string floats_le(const std::vector<float>& v) {
   std::string s(v.size() * 4, '\0');
@@ -79,17 +81,17 @@ Named sample_tensors() {
 
 // The load must fail with IoError whose one-line message starts with the path and
 // contains `expected`.
-#define EXPECT_LOAD_FAILS(path, expected)                                              \
-  do {                                                                                \
-    try {                                                                             \
-      load_safetensors(path);                                                         \
+#define EXPECT_LOAD_FAILS(path, expected)                                               \
+  do {                                                                                  \
+    try {                                                                               \
+      load_safetensors(path);                                                           \
       ADD_FAILURE() << "load of " << (path) << " did not fail; expected: " << expected; \
-    } catch (const IoError& e) {                                                      \
-      const std::string m = e.what();                                                 \
-      EXPECT_EQ(m.rfind(std::string(path) + ": ", 0), 0u) << m;                       \
-      EXPECT_NE(m.find(expected), std::string::npos) << "message: " << m;             \
-      EXPECT_EQ(m.find('\n'), std::string::npos) << m;                                \
-    }                                                                                 \
+    } catch (const IoError& e) {                                                        \
+      const std::string m = e.what();                                                   \
+      EXPECT_EQ(m.rfind(std::string(path) + ": ", 0), 0u) << m;                         \
+      EXPECT_NE(m.find(expected), std::string::npos) << "message: " << m;               \
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;                                  \
+    }                                                                                   \
   } while (0)
 
 TEST_F(Safetensors, RoundTripF32I32MetadataEmptyAndViews) {
@@ -121,8 +123,9 @@ TEST_F(Safetensors, RoundTripF32I32MetadataEmptyAndViews) {
 
 TEST_F(Safetensors, LayoutFollowsTheFormat) {
   const std::string path = file("layout.safetensors");
-  save_safetensors(path, {{"a", Tensor::from_vector(std::vector<float>{1.0f, -2.0f}, {2})},
-                          {"b", Tensor::from_vector(std::vector<int32_t>{3}, {1, 1})}},
+  save_safetensors(path,
+                   {{"a", Tensor::from_vector(std::vector<float>{1.0f, -2.0f}, {2})},
+                    {"b", Tensor::from_vector(std::vector<int32_t>{3}, {1, 1})}},
                    {{"k", "v"}});
   const std::string bytes = read_bytes(path);
   uint64_t n = 0;
@@ -178,11 +181,15 @@ TEST_F(Safetensors, ChecksumsNameTheDamagedTensor) {
   // A checksum that names no tensor, or a tensor without one.
   EXPECT_THROW_MSG(save_safetensors(path, {{"a", Tensor::zeros({1})}}, {{kChecksumMetadataKey, "{}"}}), ValueError,
                    "metadata key 'attn.crc32' is attn's own");
-  write_bytes(path, craft(R"({"__metadata__":{"attn.crc32":"{}"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-                          floats_le({1.0f})));
+  write_bytes(path,
+              craft(R"({"__metadata__":{"attn.crc32":"{}"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                    floats_le({1.0f})));
   EXPECT_LOAD_FAILS(path, "tensor 'a' has no checksum");
-  write_bytes(path, craft(R"({"__metadata__":{"attn.crc32":"{\"a\":\"0\",\"b\":\"0\"}"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-                          floats_le({1.0f})));
+  write_bytes(
+      path,
+      craft(
+          R"({"__metadata__":{"attn.crc32":"{\"a\":\"0\",\"b\":\"0\"}"},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+          floats_le({1.0f})));
   EXPECT_LOAD_FAILS(path, "a checksum names tensor 'b', which the file does not hold");
 }
 
@@ -191,10 +198,14 @@ TEST_F(Safetensors, TrailingBytesAndGapsAreRefused) {
   save_safetensors(path, {{"a", Tensor::full({2}, 1.0f)}});
   write_bytes(path, read_bytes(path) + "garbage!");
   EXPECT_LOAD_FAILS(path, "8 bytes after the last tensor (the safetensors format forbids trailing data");
-  write_bytes(path, craft(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", std::string(8, '\0') + floats_le({1.0f})));
+  write_bytes(path, craft(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                          std::string(8, '\0') + floats_le({1.0f})));
   EXPECT_LOAD_FAILS(path, "a gap of 8 bytes before tensor 'a'");
-  write_bytes(path, craft(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                          floats_le({1.0f, 2.0f, 3.0f})));
+  write_bytes(
+      path,
+      craft(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+          floats_le({1.0f, 2.0f, 3.0f})));
   EXPECT_LOAD_FAILS(path, "a gap of 4 bytes before tensor 'b'");
 }
 
@@ -226,7 +237,9 @@ TEST_F(Safetensors, TruncatedAtEveryPosition) {
     write_bytes(cut, bytes.substr(0, n));
     // Cut in the length field, in the header (its length exceeds what follows), or in
     // the data (the last tensor runs past the end).
-    const char* expected = n < 8 ? "too short for a safetensors header" : n < 8 + header_len ? "exceeds" : "run past the end";
+    const char* expected = n < 8                ? "too short for a safetensors header"
+                           : n < 8 + header_len ? "exceeds"
+                                                : "run past the end";
     SCOPED_TRACE("truncated to " + std::to_string(n) + " of " + std::to_string(bytes.size()) + " bytes");
     EXPECT_LOAD_FAILS(cut, expected);
   }
@@ -247,7 +260,8 @@ TEST_F(Safetensors, HeaderLengthTooBig) {
 TEST_F(Safetensors, GarbageHeaders) {
   const std::string path = file("bad.safetensors");
   write_bytes(path, craft("{not json", ""));
-  EXPECT_LOAD_FAILS(path, "header is not valid JSON: parse error at line 1, column 3: syntax error while parsing object key");
+  EXPECT_LOAD_FAILS(path,
+                    "header is not valid JSON: parse error at line 1, column 3: syntax error while parsing object key");
   write_bytes(path, craft("[1, 2]", ""));
   EXPECT_LOAD_FAILS(path, "header is not a JSON object");
   write_bytes(path, craft("{\"a\":\n\x01\xff}", ""));
@@ -260,11 +274,13 @@ TEST_F(Safetensors, GarbageHeaders) {
   EXPECT_LOAD_FAILS(path, "tensor 'w': header entry has no \"dtype\" string");
   write_bytes(path, craft(R"({"w":{"dtype":"F32","data_offsets":[0,4]}})", "abcd"));
   EXPECT_LOAD_FAILS(path, "tensor 'w': header entry has no \"shape\" array");
-  const std::string dup = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+  const std::string dup =
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
   write_bytes(path, craft(dup, "abcd"));
   EXPECT_LOAD_FAILS(path, "header names 'w' more than once");
   // A name with a newline is escaped: the message stays on one line.
-  write_bytes(path, craft("{\"bad\\nname\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", std::string(8, '\0')));
+  write_bytes(path,
+              craft("{\"bad\\nname\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", std::string(8, '\0')));
   EXPECT_LOAD_FAILS(path, "tensor 'bad\\x0aname' has dtype 'F64'");
 }
 
@@ -288,7 +304,8 @@ TEST_F(Safetensors, BadShapesAndOffsets) {
   write_bytes(path, craft("{" + entry("w", "[4,5]", "[0,64]") + "}", data));
   EXPECT_LOAD_FAILS(path, "tensor 'w' data_offsets [0, 64] hold 64 bytes, shape (4, 5) float32 needs 80");
   write_bytes(path, craft("{" + entry("w", "[4,5]", "[0,84]") + "}", data));
-  EXPECT_LOAD_FAILS(path, "tensor 'w' data_offsets [0, 84] run past the end of the data buffer (80 bytes; truncated file?)");
+  EXPECT_LOAD_FAILS(path,
+                    "tensor 'w' data_offsets [0, 84] run past the end of the data buffer (80 bytes; truncated file?)");
   write_bytes(path, craft("{" + entry("w", "[2]", "[8,0]") + "}", data));
   EXPECT_LOAD_FAILS(path, "tensor 'w': \"data_offsets\" must be [begin, end] with 0 <= begin <= end, got [8,0]");
   write_bytes(path, craft("{" + entry("w", "[2]", "[-8,0]") + "}", data));
@@ -304,7 +321,8 @@ TEST_F(Safetensors, BadShapesAndOffsets) {
   write_bytes(path, craft("{" + entry("a", "[4]", "[0,16]") + "," + entry("b", "[4]", "[0,16]") + "}", data));
   EXPECT_LOAD_FAILS(path, "overlap");
   // An empty tensor overlaps nothing.
-  write_bytes(path, craft("{" + entry("a", "[4]", "[0,16]") + "," + entry("e", "[0]", "[8,8]") + "}", data.substr(0, 16)));
+  write_bytes(path,
+              craft("{" + entry("a", "[4]", "[0,16]") + "," + entry("e", "[0]", "[8,8]") + "}", data.substr(0, 16)));
   EXPECT_EQ(load_safetensors(path).tensors.size(), 2u);
   write_bytes(path, craft("{" + entry("w", "[-2]", "[0,8]") + "}", data));
   EXPECT_LOAD_FAILS(path, "tensor 'w': \"shape\" must hold non-negative integers, got [-2]");
@@ -347,7 +365,8 @@ TEST_F(Safetensors, LoadIntoCopiesByName) {
 
 TEST_F(Safetensors, LoadIntoChecksEverythingBeforeCopying) {
   const std::string path = file("m.safetensors");
-  save_safetensors(path, {{"a", Tensor::full({3}, 1.0f)}, {"w", Tensor::full({5, 4}, 1.0f)}, {"extra", Tensor::zeros({1})}});
+  save_safetensors(path,
+                   {{"a", Tensor::full({3}, 1.0f)}, {"w", Tensor::full({5, 4}, 1.0f)}, {"extra", Tensor::zeros({1})}});
   const SafetensorsFile f = load_safetensors(path);
   Tensor a = Tensor::zeros({3});
   Tensor w = Tensor::zeros({4, 5});
@@ -356,9 +375,11 @@ TEST_F(Safetensors, LoadIntoChecksEverythingBeforeCopying) {
                    "model.safetensors: cannot load: tensor 'w' expected (4, 5) float32, file has (5, 4) float32; "
                    "unexpected tensor 'extra' (1)");
   EXPECT_EQ(a.to_vector(), std::vector<float>(3, 0.0f));  // 'a' matched but nothing was copied
-  EXPECT_THROW_MSG(load_into(f, {{"a", a}, {"missing", m}}), IoError, path + ": cannot load: missing tensor 'missing' (2) float32");
+  EXPECT_THROW_MSG(load_into(f, {{"a", a}, {"missing", m}}), IoError,
+                   path + ": cannot load: missing tensor 'missing' (2) float32");
   Tensor ids = Tensor::zeros({3}, DType::i32);
-  EXPECT_THROW_MSG(load_into(f.subset("a"), {{"", ids}}), IoError, "tensor '' expected (3) int32, file has (3) float32");
+  EXPECT_THROW_MSG(load_into(f.subset("a"), {{"", ids}}), IoError,
+                   "tensor '' expected (3) int32, file has (3) float32");
   EXPECT_EQ(a.to_vector(), std::vector<float>(3, 0.0f));
   EXPECT_THROW_MSG(load_into(f, {{"a", a}, {"a", a}}), ValueError, "load_into: destination name 'a' appears twice");
   // subset() strips the prefix and keeps the metadata.

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """The layering check: a lower layer never includes a higher one (docs/architecture.md).
 
-    check_layers.py ROOT         checks ROOT/include/attn and ROOT/src; exit 1 on a violation
-    check_layers.py --self-test  checks that a planted violation is found and a clean tree passes
+    check_layers.py ROOT         checks ROOT's library and its users; exit 1 on a violation
+    check_layers.py --self-test  checks that planted violations are found and a clean tree passes
 
 Each folder of include/attn/ and src/ is a layer with a rank; a file may include attn headers
 of its own layer or of a lower rank only. Top-level headers (include/attn/*.h) and src/core are
 the core, except attn.h, the umbrella header, which is above every layer.
+
+The kernels' headers are private to the library: src/kernels/*.h, included as "kernels/x.h".
+Outside src/ only the kernel test suites (KERNEL_USERS) and the benchmarks may include them;
+tools/ (the CLI), python/, fuzz/ and every other test reach kernels through ops. A public header
+(include/attn/) never includes one.
 """
 import os
 import re
@@ -27,6 +32,11 @@ RANKS = {
 }
 UMBRELLA = "attn.h"  # include/attn/attn.h includes every layer; nothing in the library includes it
 INCLUDE = re.compile(r'^\s*#\s*include\s*"attn/([^"]+)"')
+KERNEL_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?:attn/)?kernels/([^"]+)"')
+# Outside the library: the folders that may include a kernel header.
+KERNEL_USERS = ("tests/ops", "tests/attention", "tests/unit", "bench")
+USERS = ("tools", "python", "fuzz", "tests", "bench")
+SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
 
 
 def layer_of_header(name):
@@ -56,6 +66,11 @@ def violations(root):
                     continue
                 with open(path, encoding="utf-8", errors="replace") as text:
                     for number, line in enumerate(text, 1):
+                        kernel = KERNEL_INCLUDE.match(line)
+                        if kernel and (here != "kernels" and RANKS[here] <= RANKS["kernels"] or top == "include/attn"):
+                            found.append(f"{os.path.relpath(path, root)}:{number}: {here} includes the private "
+                                         f"kernels/{kernel.group(1)}")
+                            continue
                         match = INCLUDE.match(line)
                         if not match:
                             continue
@@ -66,6 +81,29 @@ def violations(root):
                             found.append(f"{os.path.relpath(path, root)}:{number}: {here} (rank "
                                          f"{RANKS[here]}) includes attn/{match.group(1)} ({there}, rank "
                                          f"{RANKS.get(there, 'umbrella')})")
+    found += private_kernel_includes(root)
+    return found
+
+
+def private_kernel_includes(root):
+    """Files outside the library that include a kernel header without being a kernel user."""
+    found = []
+    for top in USERS:
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = [d for d in dirs if d not in ("node_modules", "corpus", "regressions")]
+            rel_folder = os.path.relpath(folder, root)
+            allowed = any(rel_folder == u or rel_folder.startswith(u + os.sep) for u in KERNEL_USERS)
+            for file in sorted(files):
+                if allowed or not file.endswith(SOURCE_SUFFIXES):
+                    continue
+                path = os.path.join(folder, file)
+                with open(path, encoding="utf-8", errors="replace") as text:
+                    for number, line in enumerate(text, 1):
+                        kernel = KERNEL_INCLUDE.match(line)
+                        if kernel:
+                            found.append(f"{os.path.relpath(path, root)}:{number}: includes the private "
+                                         f"kernels/{kernel.group(1)}: use attn/ops/ (or add the folder to "
+                                         f"KERNEL_USERS if it tests kernels)")
     return found
 
 
@@ -84,7 +122,20 @@ def self_test():
         write("src/ops/y.cpp", '#include "attn/attn.h"\n')                    # the umbrella
         found = violations(root)
         assert len(found) == 3 and all(("kernels" in f or "data" in f or "ops" in f) for f in found), found
-    print("check_layers self-test: a clean tree passes, 3 planted violations found")
+    with tempfile.TemporaryDirectory() as root:
+        write("src/kernels/softmax.h", "#pragma once\n")
+        write("src/ops/softmax.cpp", '#include "kernels/softmax.h"\n')
+        write("tests/ops/softmax_test.cpp", '#include "kernels/softmax.h"\n')
+        write("bench/micro/softmax_bench.cpp", '#include "kernels/softmax.h"\n')
+        assert violations(root) == [], violations(root)
+        write("tools/attn/main.cpp", '#include "kernels/softmax.h"\n')          # the CLI
+        write("python/src/module.cpp", '#include "attn/kernels/softmax.h"\n')  # the bindings, old spelling
+        write("tests/cli/x_test.cpp", '#include "kernels/softmax.h"\n')        # not a kernel suite
+        write("include/attn/ops/softmax.h", '#include "kernels/softmax.h"\n')  # a public header
+        write("src/core/shape.cpp", '#include "kernels/softmax.h"\n')          # below kernels
+        found = violations(root)
+        assert len(found) == 5, found
+    print("check_layers self-test: clean trees pass, 3 planted layer and 5 planted kernel-header violations found")
 
 
 def main():

@@ -12,11 +12,9 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::wide_leaf;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // A large tensor of ones: y / scale is then the mask itself.
 constexpr int64_t kLarge = 1 << 18;  // above the kernel grain, so it runs threaded
@@ -67,7 +65,7 @@ TEST(Dropout, SameSeedSameMaskDifferentSeedDifferentMask) {
 }
 
 TEST(Dropout, ThreadCountIndependent) {
-  Tensor x = leaf({kLarge}, 2);
+  Tensor x = wide_leaf({kLarge}, 2);
   Tensor dy = random_tensor({kLarge}, 3);
   const int saved = num_threads();
   std::vector<std::vector<float>> outs, grads;
@@ -89,7 +87,7 @@ TEST(Dropout, ThreadCountIndependent) {
 TEST(Dropout, BackwardUsesTheSameMask) {
   // dx = dy ⊙ mask / (1 − p)
   const float p = 0.4f;
-  Tensor x = leaf({3, 50}, 4);
+  Tensor x = wide_leaf({3, 50}, 4);
   Tensor dy = random_tensor({3, 50}, 5);
   Tensor y = dropout(x, p, 11);
   backward(y, dy);
@@ -105,7 +103,7 @@ TEST(Dropout, BackwardUsesTheSameMask) {
 }
 
 TEST(Dropout, IdentityWhenPIsZeroOrEvaluating) {
-  Tensor x = leaf({2, 3}, 6);
+  Tensor x = wide_leaf({2, 3}, 6);
   EXPECT_TRUE(dropout(x, 0.0f, 1).same(x));
   EXPECT_TRUE(dropout(x, 0.5f, 1, /*training=*/false).same(x));
   // Still differentiable: the gradient reaches x.
@@ -117,12 +115,12 @@ TEST(Dropout, IdentityWhenPIsZeroOrEvaluating) {
 TEST(Dropout, Gradcheck) {
   for (float p : {0.0f, 0.2f, 0.7f}) {
     auto fn = [p](const std::vector<Tensor>& in) { return dropout(in[0], p, 1234); };
-    EXPECT_TRUE(gradcheck(fn, {leaf({3, 7}, 7)})) << "p = " << p;
-    EXPECT_TRUE(gradcheck(fn, {leaf({1}, 8)})) << "p = " << p;
-    EXPECT_TRUE(gradcheck(fn, {leaf({2, 3, 4}, 9, 998.0f, 1001.0f)})) << "p = " << p;
+    EXPECT_TRUE(gradcheck(fn, {wide_leaf({3, 7}, 7)})) << "p = " << p;
+    EXPECT_TRUE(gradcheck(fn, {wide_leaf({1}, 8)})) << "p = " << p;
+    EXPECT_TRUE(gradcheck(fn, {wide_leaf({2, 3, 4}, 9, 998.0f, 1001.0f)})) << "p = " << p;
   }
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return dropout(in[0], 0.5f, 3, false); },
-                        {leaf({4}, 10)}));
+                        {wide_leaf({4}, 10)}));
 }
 
 TEST(Dropout, NearOneKeepsAlmostNothing) {

@@ -10,10 +10,8 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::wide_leaf;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 TEST(Elementwise, ForwardValues) {
   Tensor a = Tensor::from_vector(std::vector<float>{-1.0f, 0.5f, 2.0f}, {3});
@@ -42,22 +40,22 @@ TEST(Elementwise, Gradcheck) {
   auto unary = [](Tensor (*op)(const Tensor&)) {
     return [op](const std::vector<Tensor>& in) { return op(in[0]); };
   };
-  EXPECT_TRUE(gradcheck(unary(tanh), {leaf({3, 4}, 1)}));
-  EXPECT_TRUE(gradcheck(unary(sigmoid), {leaf({3, 4}, 2)}));
-  EXPECT_TRUE(gradcheck(unary(gelu), {leaf({3, 4}, 3)}));
-  EXPECT_TRUE(gradcheck(unary(exp), {leaf({3, 4}, 12)}));
-  EXPECT_TRUE(gradcheck(unary(log), {leaf({3, 4}, 13, 0.2f, 3.0f)}));  // away from the pole at 0
+  EXPECT_TRUE(gradcheck(unary(tanh), {wide_leaf({3, 4}, 1)}));
+  EXPECT_TRUE(gradcheck(unary(sigmoid), {wide_leaf({3, 4}, 2)}));
+  EXPECT_TRUE(gradcheck(unary(gelu), {wide_leaf({3, 4}, 3)}));
+  EXPECT_TRUE(gradcheck(unary(exp), {wide_leaf({3, 4}, 12)}));
+  EXPECT_TRUE(gradcheck(unary(log), {wide_leaf({3, 4}, 13, 0.2f, 3.0f)}));  // away from the pole at 0
   // relu away from the kink at 0
-  EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 4, 0.1f, 2.0f)}));
-  EXPECT_TRUE(gradcheck(unary(relu), {leaf({3, 4}, 5, -2.0f, -0.1f)}));
+  EXPECT_TRUE(gradcheck(unary(relu), {wide_leaf({3, 4}, 4, 0.1f, 2.0f)}));
+  EXPECT_TRUE(gradcheck(unary(relu), {wide_leaf({3, 4}, 5, -2.0f, -0.1f)}));
   auto binary = [](Tensor (*op)(const Tensor&, const Tensor&)) {
     return [op](const std::vector<Tensor>& in) { return op(in[0], in[1]); };
   };
-  EXPECT_TRUE(gradcheck(binary(add), {leaf({2, 3}, 6), leaf({2, 3}, 7)}));
-  EXPECT_TRUE(gradcheck(binary(mul), {leaf({2, 3}, 8), leaf({2, 3}, 9)}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return scale(in[0], -1.5f); }, {leaf({5}, 10)}));
+  EXPECT_TRUE(gradcheck(binary(add), {wide_leaf({2, 3}, 6), wide_leaf({2, 3}, 7)}));
+  EXPECT_TRUE(gradcheck(binary(mul), {wide_leaf({2, 3}, 8), wide_leaf({2, 3}, 9)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return scale(in[0], -1.5f); }, {wide_leaf({5}, 10)}));
   // The same tensor used twice: gradients add up (d(x*x)/dx = 2x).
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0]); }, {leaf({4}, 11)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0]); }, {wide_leaf({4}, 11)}));
 }
 
 TEST(Elementwise, ErrorsNameOpAndShapes) {

@@ -1,4 +1,4 @@
-// The kernels' ISA levels (include/attn/kernels/isa.h): every level this CPU runs gives the
+// The kernels' ISA levels (src/kernels/isa.h): every level this CPU runs gives the
 // baseline level's outputs, each element within kLevelRtol · (|baseline| + max |baseline|
 // over that output), and the dispatched kernel runs the level chosen for the process. Levels
 // differ only in vector width (the order of the sums inside a row, so a sum that cancels
@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "attn/cpu.h"
-#include "attn/kernels/attention.h"
-#include "attn/kernels/elementwise.h"
-#include "attn/kernels/embedding.h"
-#include "attn/kernels/isa.h"
-#include "attn/kernels/layer_norm.h"
-#include "attn/kernels/local_attention.h"
-#include "attn/kernels/loss.h"
-#include "attn/kernels/rnn_cell.h"
-#include "attn/kernels/sdpa.h"
-#include "attn/kernels/softmax.h"
+#include "kernels/attention.h"
+#include "kernels/elementwise.h"
+#include "kernels/embedding.h"
+#include "kernels/isa.h"
+#include "kernels/layer_norm.h"
+#include "kernels/local_attention.h"
+#include "kernels/loss.h"
+#include "kernels/rnn_cell.h"
+#include "kernels/sdpa.h"
+#include "kernels/softmax.h"
 #include "test_support.h"
 
 namespace attn {

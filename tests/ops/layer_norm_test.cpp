@@ -11,15 +11,13 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::wide_leaf;
 using testing::tensors_close;
 
 // float32 two-pass statistics against a double reference.
 constexpr float kAtol = 2e-5f;
 constexpr float kRtol = 1e-4f;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 struct Reference {
   Tensor y, dx, dgamma, dbeta;
@@ -106,9 +104,9 @@ TEST(LayerNorm, StableForLargeMagnitudes) {
 }
 
 TEST(LayerNorm, BackwardMatchesDoubleReference) {
-  Tensor x = leaf({3, 4, 10}, 9);
-  Tensor gamma = leaf({10}, 10, 0.5f, 1.5f);
-  Tensor beta = leaf({10}, 11);
+  Tensor x = wide_leaf({3, 4, 10}, 9);
+  Tensor gamma = wide_leaf({10}, 10, 0.5f, 1.5f);
+  Tensor beta = wide_leaf({10}, 11);
   Tensor dy = random_tensor({3, 4, 10}, 12);
   backward(layer_norm(x, gamma, beta), dy);
   Reference ref = reference(x, gamma, beta, dy, 1e-5);
@@ -119,9 +117,9 @@ TEST(LayerNorm, BackwardMatchesDoubleReference) {
 
 TEST(LayerNorm, ParamGradientsOverManyRowBlocksAreDeterministic) {
   // 300 rows span several fixed row blocks; the result must not depend on the thread count.
-  Tensor x = leaf({300, 24}, 13);
-  Tensor gamma = leaf({24}, 14, 0.5f, 1.5f);
-  Tensor beta = leaf({24}, 15);
+  Tensor x = wide_leaf({300, 24}, 13);
+  Tensor gamma = wide_leaf({24}, 14, 0.5f, 1.5f);
+  Tensor beta = wide_leaf({24}, 15);
   Tensor dy = random_tensor({300, 24}, 16);
   const int saved = num_threads();
   std::vector<std::vector<float>> dx, dg, db;
@@ -148,8 +146,8 @@ TEST(LayerNorm, ParamGradientsOverManyRowBlocksAreDeterministic) {
 }
 
 TEST(LayerNorm, GradientsAccumulate) {
-  Tensor x = leaf({2, 5}, 17);
-  Tensor gamma = leaf({5}, 18);
+  Tensor x = wide_leaf({2, 5}, 17);
+  Tensor gamma = wide_leaf({5}, 18);
   Tensor dy = random_tensor({2, 5}, 19);
   backward(layer_norm(x, gamma), dy);
   std::vector<float> once = gamma.grad().to_vector();
@@ -162,21 +160,21 @@ TEST(LayerNorm, Gradcheck) {
   auto ln = [](LayerNormOptions o = {}) {
     return [o](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], o); };
   };
-  EXPECT_TRUE(gradcheck(ln(), {leaf({2, 3, 6}, 20), leaf({6}, 21, 0.5f, 1.5f), leaf({6}, 22)}));
-  EXPECT_TRUE(gradcheck(ln(), {leaf({1, 5}, 23), leaf({5}, 24), leaf({5}, 25)}));  // one row
-  EXPECT_TRUE(gradcheck(ln(), {leaf({4}, 26), leaf({4}, 27), leaf({4}, 28)}));     // rank 1
-  EXPECT_TRUE(gradcheck(ln({.eps = 0.1f}), {leaf({3, 1}, 29), leaf({1}, 30), leaf({1}, 31)}));  // D = 1
+  EXPECT_TRUE(gradcheck(ln(), {wide_leaf({2, 3, 6}, 20), wide_leaf({6}, 21, 0.5f, 1.5f), wide_leaf({6}, 22)}));
+  EXPECT_TRUE(gradcheck(ln(), {wide_leaf({1, 5}, 23), wide_leaf({5}, 24), wide_leaf({5}, 25)}));  // one row
+  EXPECT_TRUE(gradcheck(ln(), {wide_leaf({4}, 26), wide_leaf({4}, 27), wide_leaf({4}, 28)}));     // rank 1
+  EXPECT_TRUE(gradcheck(ln({.eps = 0.1f}), {wide_leaf({3, 1}, 29), wide_leaf({1}, 30), wide_leaf({1}, 31)}));  // D = 1
   // no affine / gamma only / beta only
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0]); }, {leaf({3, 7}, 32)}));
+  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0]); }, {wide_leaf({3, 7}, 32)}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1]); },
-                        {leaf({3, 7}, 33), leaf({7}, 34)}));
+                        {wide_leaf({3, 7}, 33), wide_leaf({7}, 34)}));
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], Tensor(), in[1]); },
-                        {leaf({3, 7}, 35), leaf({7}, 36)}));
+                        {wide_leaf({3, 7}, 35), wide_leaf({7}, 36)}));
   // only the parameters require grad
   Tensor x = random_tensor({130, 3}, 37);  // spans three row blocks
-  EXPECT_TRUE(gradcheck(ln(), {x, leaf({3}, 38), leaf({3}, 39)}));
+  EXPECT_TRUE(gradcheck(ln(), {x, wide_leaf({3}, 38), wide_leaf({3}, 39)}));
   // large magnitudes (spread ~10 so the finite-difference step is small against it)
-  EXPECT_TRUE(gradcheck(ln(), {leaf({2, 5}, 40, 990.0f, 1010.0f), leaf({5}, 41), leaf({5}, 42)}));
+  EXPECT_TRUE(gradcheck(ln(), {wide_leaf({2, 5}, 40, 990.0f, 1010.0f), wide_leaf({5}, 41), wide_leaf({5}, 42)}));
 }
 
 TEST(LayerNorm, Errors) {

@@ -9,11 +9,9 @@ namespace {
 using testing::gradcheck;
 using testing::GradcheckOptions;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // y[r, o] = Σ_i x[r, i] W[o, i] + b[o], in double.
 Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {

@@ -12,11 +12,9 @@ namespace {
 using testing::gradcheck;
 using testing::random_ids;
 using testing::random_tensor;
+using testing::wide_leaf;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // Double-precision cross-entropy (PyTorch semantics), returns the sum and the count.
 std::pair<double, int64_t> reference_sum(const Tensor& logits, const Tensor& targets, int32_t ignore, double eps) {
@@ -96,7 +94,7 @@ TEST(CrossEntropy, CustomIgnoreIndexSuchAsPad) {
 }
 
 TEST(CrossEntropy, AllIgnoredGivesZeroLossAndZeroGradient) {
-  Tensor logits = leaf({3, 5}, 5);
+  Tensor logits = wide_leaf({3, 5}, 5);
   Tensor targets = Tensor::from_vector(std::vector<int32_t>{-100, -100, -100}, {3});
   Tensor loss = cross_entropy(logits, targets, {.label_smoothing = 0.1f});
   EXPECT_EQ(loss.item(), 0.0f);
@@ -121,7 +119,7 @@ TEST(CrossEntropy, StableForLargeLogits) {
 
 TEST(CrossEntropy, BackwardMatchesFormula) {
   // dlogits_i = (p_i − (1 − ε) onehot(y_i) − ε / V) / count, 0 for ignored rows
-  Tensor logits = leaf({4, 6}, 6);
+  Tensor logits = wide_leaf({4, 6}, 6);
   Tensor targets = Tensor::from_vector(std::vector<int32_t>{5, -100, 0, 2}, {4});
   const double eps = 0.25;
   backward(cross_entropy(logits, targets, {.label_smoothing = 0.25f}));
@@ -149,19 +147,19 @@ TEST(CrossEntropy, Gradcheck) {
     return [targets, o](const std::vector<Tensor>& in) { return cross_entropy_sum(in[0], targets, o); };
   };
   Tensor t5 = Tensor::from_vector(std::vector<int32_t>{3, -100, 0, 4, 1}, {5});
-  EXPECT_TRUE(gradcheck(ce(t5, {}), {leaf({5, 6}, 10)}));
-  EXPECT_TRUE(gradcheck(ce(t5, {.label_smoothing = 0.1f}), {leaf({5, 6}, 11)}));
-  EXPECT_TRUE(gradcheck(ce_sum(t5, {.label_smoothing = 0.3f}), {leaf({5, 6}, 12)}));
+  EXPECT_TRUE(gradcheck(ce(t5, {}), {wide_leaf({5, 6}, 10)}));
+  EXPECT_TRUE(gradcheck(ce(t5, {.label_smoothing = 0.1f}), {wide_leaf({5, 6}, 11)}));
+  EXPECT_TRUE(gradcheck(ce_sum(t5, {.label_smoothing = 0.3f}), {wide_leaf({5, 6}, 12)}));
   Tensor tbt = Tensor::from_vector(std::vector<int32_t>{1, 2, 7, 7, 0, 3}, {2, 3});  // 7 = pad
-  EXPECT_TRUE(gradcheck(ce(tbt, {.ignore_index = 7, .label_smoothing = 0.2f}), {leaf({2, 3, 4}, 13)}));
+  EXPECT_TRUE(gradcheck(ce(tbt, {.ignore_index = 7, .label_smoothing = 0.2f}), {wide_leaf({2, 3, 4}, 13)}));
   // batch 1, one token; V = 1 (loss identically 0)
-  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{2}, {1, 1}), {}), {leaf({1, 1, 3}, 14)}));
-  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{0, 0}, {2}), {}), {leaf({2, 1}, 15)}));
+  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{2}, {1, 1}), {}), {wide_leaf({1, 1, 3}, 14)}));
+  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{0, 0}, {2}), {}), {wide_leaf({2, 1}, 15)}));
   // large magnitudes
   EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{1, 0}, {2}), {.label_smoothing = 0.1f}),
-                        {leaf({2, 4}, 16, 998.0f, 1001.0f)}));
+                        {wide_leaf({2, 4}, 16, 998.0f, 1001.0f)}));
   // all ignored: zero loss, zero gradient
-  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{-100, -100}, {2}), {}), {leaf({2, 3}, 17)}));
+  EXPECT_TRUE(gradcheck(ce(Tensor::from_vector(std::vector<int32_t>{-100, -100}, {2}), {}), {wide_leaf({2, 3}, 17)}));
 }
 
 TEST(CrossEntropy, ThreadCountIndependent) {

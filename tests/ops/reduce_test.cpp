@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/reduce.h"
+#include "kernels/reduce.h"
 #include "attn/parallel.h"
 #include "test_support.h"
 
@@ -11,11 +11,9 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 double reference_sum(const Tensor& x) {
   double s = 0.0;

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/reduce.h"
-#include "attn/kernels/rnn_cell.h"
+#include "kernels/reduce.h"
+#include "kernels/rnn_cell.h"
 #include "attn/ops/elementwise.h"
 #include "attn/parallel.h"
 #include "test_support.h"
@@ -14,15 +14,13 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::leaf;
 using testing::tensors_close;
 
 // Tolerances of this suite: float32 kernels against a double-precision reference.
 constexpr float kAtol = 1e-5f;
 constexpr float kRtol = 1e-4f;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // ---------------------------------------------------------------------------------------
 // Independent double-precision reference, written from the PyTorch documentation of

@@ -6,10 +6,10 @@
 namespace attn {
 namespace {
 using testing::gradcheck;
+using testing::leaf;
 using testing::random_tensor;
 using testing::tensors_close;
 
-Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, seed).set_requires_grad(true); }
 Tensor vec(std::vector<float> values, const Shape& shape) { return Tensor::from_vector(values, shape); }
 
 TEST(Concat, ForwardAlongLastDim) {

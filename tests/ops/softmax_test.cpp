@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "attn/autodiff/tape.h"
-#include "attn/kernels/softmax.h"
+#include "kernels/softmax.h"
 #include "attn/parallel.h"
 #include "test_support.h"
 
@@ -12,15 +12,13 @@ namespace attn {
 namespace {
 using testing::gradcheck;
 using testing::random_tensor;
+using testing::wide_leaf;
 using testing::tensors_close;
 
 // Tolerances for float32 softmax against a double reference.
 constexpr float kAtol = 1e-6f;
 constexpr float kRtol = 1e-5f;
 
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // Double-precision references over the last dimension; mask may be undefined.
 Tensor reference(const Tensor& x, const Tensor& mask, bool log) {
@@ -186,7 +184,7 @@ TEST(Softmax, RowKernelsMatchOps) {
 
 TEST(Softmax, BackwardMatchesFormula) {
   // softmax: dx = y ⊙ (dy − Σ dy⊙y); log-softmax: dx = dy − softmax ⊙ Σ dy (kept positions).
-  Tensor x = leaf({3, 5}, 5);
+  Tensor x = wide_leaf({3, 5}, 5);
   Tensor mask = ragged_mask({3, 5}, {5, 2, 0});
   Tensor dy = random_tensor({3, 5}, 6);
   for (bool log : {false, true}) {
@@ -212,7 +210,7 @@ TEST(Softmax, BackwardMatchesFormula) {
 }
 
 TEST(Softmax, FullyMaskedRowGetsExactlyZeroGradient) {
-  Tensor x = leaf({2, 4}, 7);
+  Tensor x = wide_leaf({2, 4}, 7);
   Tensor mask = ragged_mask({2, 4}, {0, 3});
   for (bool log : {false, true}) {
     x.drop_grad();
@@ -233,18 +231,18 @@ TEST(Softmax, Gradcheck) {
       [](const Tensor& m) -> Fn { return [m](const std::vector<Tensor>& in) { return softmax(in[0], m); }; },
       [](const Tensor& m) -> Fn { return [m](const std::vector<Tensor>& in) { return log_softmax(in[0], m); }; }};
   for (const auto& make : ops) {
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({2, 3, 5}, 10)}));
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({1, 1}, 11)}));  // length 1, batch 1
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({1, 6}, 12)}));  // batch 1
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({7}, 13)}));     // rank 1
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({2, 3, 5}, 10)}));
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({1, 1}, 11)}));  // length 1, batch 1
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({1, 6}, 12)}));  // batch 1
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({7}, 13)}));     // rank 1
     // ragged lengths with a fully masked row and a length-1 row
-    EXPECT_TRUE(gradcheck(make(ragged_mask({4, 5}, {5, 3, 0, 1})), {leaf({4, 5}, 14)}));
+    EXPECT_TRUE(gradcheck(make(ragged_mask({4, 5}, {5, 3, 0, 1})), {wide_leaf({4, 5}, 14)}));
     // scattered mask over a (B, T, S) tensor, one fully masked row
     Tensor scattered = Tensor::from_vector(std::vector<int32_t>{1, 0, 1, 1, 0, 0, 1, 0, 0, 0, 0, 0}, {2, 2, 3});
-    EXPECT_TRUE(gradcheck(make(scattered), {leaf({2, 2, 3}, 15)}));
+    EXPECT_TRUE(gradcheck(make(scattered), {wide_leaf({2, 2, 3}, 15)}));
     // large magnitudes: 1e3 offset with O(1) spread
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({2, 4}, 16, 998.0f, 1001.0f)}));
-    EXPECT_TRUE(gradcheck(make(Tensor()), {leaf({2, 4}, 17, -1001.0f, -998.0f)}));
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({2, 4}, 16, 998.0f, 1001.0f)}));
+    EXPECT_TRUE(gradcheck(make(Tensor()), {wide_leaf({2, 4}, 17, -1001.0f, -998.0f)}));
   }
 }
 
@@ -265,7 +263,7 @@ TEST(Softmax, LongRowsAreThreadCountIndependent) {
 }
 
 TEST(Softmax, NoGradModeRecordsNothing) {
-  Tensor x = leaf({2, 3}, 30);
+  Tensor x = wide_leaf({2, 3}, 30);
   autodiff::NoGradGuard guard;
   EXPECT_FALSE(softmax(x).requires_grad());
   EXPECT_FALSE(log_softmax(x).requires_grad());

@@ -10,7 +10,7 @@
 
 #include "attn/cpu.h"
 #include "attn/error.h"
-#include "attn/kernels/isa.h"
+#include "attn/cpu.h"
 
 int main(int argc, char** argv) {
   const char* attn_isa = std::getenv("ATTN_ISA");
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    attn::kernels::kernel_isa_level();  // nothing printed: --gtest_list_tests output is parsed
+    attn::kernel_isa_level();  // nothing printed: --gtest_list_tests output is parsed
   } catch (const attn::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -43,6 +43,15 @@ Tensor random_tensor(const Shape& shape, uint64_t seed, float lo, float hi) {
   return t;
 }
 
+Tensor leaf(const Shape& shape, uint64_t seed, float lo, float hi) {
+  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
+}
+Tensor wide_leaf(const Shape& shape, uint64_t seed, float lo, float hi) { return leaf(shape, seed, lo, hi); }
+
+Tensor lengths_of(const std::vector<int32_t>& lengths) {
+  return Tensor::from_vector(lengths, {static_cast<int64_t>(lengths.size())});
+}
+
 Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed) {
   Rng rng(seed);
   Tensor t = Tensor::empty(shape, DType::i32);

@@ -15,6 +15,12 @@ namespace attn::testing {
 // Uniform values in [lo, hi) from a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed);
+// random_tensor that requires grad: an input of a gradient check. wide_leaf spans [-2, 2), for the
+// ops whose interesting ranges (saturation, clipping, the tails of exp) lie beyond ±1.
+Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+Tensor wide_leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f);
+// Sequence lengths as an int32 (B) tensor.
+Tensor lengths_of(const std::vector<int32_t>& lengths);
 
 // The shared data sets (sst2, multi30k, tatoeba-fra-eng): $ATTN_DATA_DIR, else the build's
 // ATTN_DATA_DIR (<repo>/../shared/data by default). A test that needs a file from it starts

@@ -9,7 +9,7 @@
 
 #include "attn/cpu.h"
 #include "attn/error.h"
-#include "attn/kernels/blas.h"
+#include "kernels/blas.h"
 #include "attn/parallel.h"
 #include "test_support.h"
 

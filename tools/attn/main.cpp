@@ -9,12 +9,12 @@
 #include <string>
 
 #include "attn/distributed/communicator.h"
+#include "attn/cpu.h"
 #include "attn/error.h"
-#include "attn/kernels/blas.h"
-#include "attn/kernels/isa.h"
 #include "attn/thread_limits.h"
 #include "attn/signals.h"
 #include "attn/io/input_file.h"
+#include "attn/parallel.h"
 #include "attn/printable.h"
 #include "attn/version.h"
 #include "commands.h"
@@ -101,8 +101,8 @@ int run_command_line(int argc, char** argv) {
   // space under a ulimit -v (attn/parallel.h), a clear error instead of a hang in OpenBLAS.
   // And the kernels' ISA level (ATTN_ISA): a bad value is one error line before any work.
   app.parse_complete_callback([] {
-    attn::kernels::prepare_blas_threads();
-    attn::kernels::kernel_isa_level();
+    attn::prepare_blas_threads();
+    attn::kernel_isa_level();
   });
   int status = 0;
   try {

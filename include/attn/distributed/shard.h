@@ -29,7 +29,8 @@ template <class T>
 std::vector<T> shard_of(const std::vector<T>& rows, const Shard& shard) {
   if (shard.size == 1) return rows;
   const auto [begin, end] = shard_range(rows.size(), shard);
-  return std::vector<T>(rows.begin() + static_cast<std::ptrdiff_t>(begin), rows.begin() + static_cast<std::ptrdiff_t>(end));
+  return std::vector<T>(rows.begin() + static_cast<std::ptrdiff_t>(begin),
+                        rows.begin() + static_cast<std::ptrdiff_t>(end));
 }
 
 }  // namespace attn::distributed

@@ -4,11 +4,10 @@
 // write checkpoints, attn/train/checkpoint.h) share. The layout is train/checkpoint.h's:
 // model parameters under their module names, optional run state ("optimizer.*", "rng.*")
 // and a JSON object under "attn" whose "format" names the task that wrote it.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/io/safetensors.h"
 #include "attn/tensor.h"

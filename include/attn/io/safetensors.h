@@ -54,9 +54,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
                       const std::map<std::string, std::string>& metadata = {});
 
 struct SafetensorsFile {
-  std::string path;  // as given to load_safetensors, for messages
+  std::string path;                                     // as given to load_safetensors, for messages
   std::vector<std::pair<std::string, Tensor>> tensors;  // in header order
-  std::map<std::string, std::string> metadata;  // without kChecksumMetadataKey
+  std::map<std::string, std::string> metadata;          // without kChecksumMetadataKey
   // Whether every tensor was checked against a stored checksum. False for a file written
   // without checksums; a file whose checksums do not match never loads.
   bool verified = false;

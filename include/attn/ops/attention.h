@@ -78,6 +78,20 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
                                    const Tensor& w_q, const Tensor& bias, const Tensor& v, const Tensor& lengths,
                                    const AdditiveOptions& options = {});
 
+// additive_attention's backward from a saved forward, off the tape (attn.torch's autograd
+// Function keeps the weights its forward returned): the same kernels in the same order as the
+// tape's backward, for the defaults only (no normalize, temperature 1, no dropout, no mask but
+// lengths). u = Q W_qᵀ + b is recomputed (one GEMM). Shapes as additive_attention; weights
+// (B[, T], S), dcontext (B[, T], E), dweights like weights or undefined; lengths undefined: every
+// row has S keys. Throws ShapeError on a shape that does not fit.
+struct AdditiveGradients {
+  Tensor query, projected_keys, values, w_q, bias, v;
+};
+AdditiveGradients additive_attention_backward(const Tensor& query, const Tensor& projected_keys, const Tensor& values,
+                                              const Tensor& w_q, const Tensor& bias, const Tensor& v,
+                                              const Tensor& lengths, const Tensor& weights, const Tensor& dcontext,
+                                              const Tensor& dweights);
+
 // ---- Luong (multiplicative) -------------------------------------------------------------------------
 
 enum class LuongScore {

@@ -14,7 +14,7 @@
 //   c' = f ⊙ c + i ⊙ g, h' = o ⊙ tanh(c').
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

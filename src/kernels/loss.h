@@ -3,7 +3,7 @@
 // checks, no allocation. The backward kernel accumulates (+=) into the logits gradient.
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

@@ -7,17 +7,15 @@
 #include <string>
 
 #include "attn/cpu.h"
+#include "attn/parallel.h"
 
 namespace attn::kernels {
 
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// Sets OpenBLAS's thread count to num_threads(), after check_thread_address_space (attn/
-// parallel.h: ValueError when an address-space limit leaves too little for that many
-// threads), and under such a limit maps every thread's GEMM buffer at once. gemm() calls it
-// when the thread count changed; the CLI calls it before a command starts its work.
-void prepare_blas_threads();
+// Called when the thread count changed (attn/parallel.h).
+using attn::prepare_blas_threads;
 
 // Batched GEMM over `batch` independent products, each operand advancing by its stride
 // (in elements) from one product to the next.

@@ -19,11 +19,8 @@
 
 namespace attn::kernels {
 
-// The level the dispatched kernels run at: chosen on the first call from CPUID and ATTN_ISA
-// (choose_isa_level), then fixed for the process. Thread-safe. Throws ValueError when
-// ATTN_ISA is unknown or names a level the CPU lacks; the CLI, the Python module and the
-// test programs call it at start, so that error comes before any work.
-IsaLevel kernel_isa_level();
+// The level the dispatched kernels run at (attn/cpu.h).
+using attn::kernel_isa_level;
 
 // A kernel as the library sees it: converts to the function pointer of the chosen level's
 // copy, so it is called like a function (kernels::softmax_forward(x, ...), the arguments

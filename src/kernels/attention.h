@@ -11,7 +11,7 @@
 // last kept position, so a mask never makes a kernel read past its extent).
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

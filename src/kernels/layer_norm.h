@@ -4,7 +4,7 @@
 // gamma / beta may be null (no affine transform).
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

@@ -3,7 +3,7 @@
 // boundary), no allocation. The backward kernel accumulates (+=).
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

@@ -18,7 +18,7 @@
 // window arrays hold the weights BEFORE dropout.
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels {
 

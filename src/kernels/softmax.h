@@ -19,7 +19,7 @@
 #include <bit>
 #include <cstdint>
 
-#include "attn/kernels/isa.h"
+#include "kernels/isa.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 

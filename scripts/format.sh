@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The C++ style check: clang-format-15 with the repository's .clang-format (Google style, 120
+# columns) over every tracked C++ file (*.h, *.cpp, *.cc) except those still listed in
+# .clang-format-pending.
+#
+#   scripts/format.sh             check: exit 1 naming each file that clang-format would change,
+#                                 and each pending file that is formatted already (take it off
+#                                 the list), so the list only shrinks
+#   scripts/format.sh --fix [F..] format the given files in place (default: every checked file)
+#   scripts/format.sh --self-test check that a misformatted file fails and a formatted one passes
+#
+# ctest runs the check (format/clang_format) and the self-test (format/self_test).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+clang_format=clang-format-15
+if ! command -v "$clang_format" >/dev/null; then
+  echo "format.sh: $clang_format not found: install Debian's clang-format-15 (scripts/install-deps.sh)" >&2
+  exit 1
+fi
+
+pending_list() {  # the paths of .clang-format-pending, without comments and blank lines
+  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' .clang-format-pending
+}
+
+checked_files() {  # tracked C++ files not on the pending list
+  git ls-files -- '*.h' '*.cpp' '*.cc' | grep -vxF -f <(pending_list) || true
+}
+
+misformatted() {  # misformatted FILE...: prints each file clang-format would change
+  local file
+  for file in "$@"; do
+    if ! "$clang_format" --style=file --dry-run --Werror "$file" >/dev/null 2>&1; then echo "$file"; fi
+  done
+}
+
+case "${1:-}" in
+  --fix)
+    shift
+    if (($# == 0)); then mapfile -t files < <(checked_files); else files=("$@"); fi
+    "$clang_format" --style=file -i "${files[@]}"
+    ;;
+  --self-test)
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    cp .clang-format "$dir/"
+    printf 'int  f( int x ){return x;}\n' >"$dir/bad.cpp"
+    printf 'int f(int x) { return x; }\n' >"$dir/good.cpp"
+    [[ "$(misformatted "$dir/bad.cpp" "$dir/good.cpp")" == "$dir/bad.cpp" ]] || {
+      echo "format.sh self-test: the misformatted file was not found, or the formatted one was" >&2
+      exit 1
+    }
+    echo "format.sh self-test: a misformatted file fails, a formatted one passes"
+    ;;
+  "" | --check)
+    mapfile -t files < <(checked_files)
+    mapfile -t bad < <(misformatted "${files[@]}")
+    mapfile -t pending < <(pending_list)
+    mapfile -t done_pending < <(for f in "${pending[@]}"; do
+      [[ -f "$f" ]] || { echo "$f (no such file)"; continue; }
+      [[ -n "$(misformatted "$f")" ]] || echo "$f"
+    done)
+    for f in "${bad[@]}"; do echo "$f: not clang-formatted (scripts/format.sh --fix $f)"; done
+    for f in "${done_pending[@]}"; do echo "$f: on .clang-format-pending but formatted or gone: take it off"; done
+    echo "format.sh: ${#files[@]} files checked, ${#bad[@]} misformatted; ${#pending[@]} still pending"
+    ((${#bad[@]} == 0 && ${#done_pending[@]} == 0))
+    ;;
+  *)
+    echo "usage: scripts/format.sh [--check | --fix [FILE...] | --self-test]" >&2
+    exit 2
+    ;;
+esac
