@@ -7,6 +7,7 @@
 // thread-safe because each call brings its own scratchpad and stream).
 #include <omp.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <map>
@@ -81,6 +82,16 @@ struct Buffers {
   std::vector<unsigned char> scratch;
 };
 
+// dst (rows, cols) dense = bf16(src), src as convert_to_bf16 takes it, in row chunks over the
+// threads (one thread inside a parallel region): the large products' copies take ~1 ms each.
+void convert_rows(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(cols, 1));
+  parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+    // Row r of dst is row r of src, or (transposed) its column r.
+    convert_to_bf16(transpose ? src + lo : src + lo * ld, ld, transpose, hi - lo, cols, dst + lo * cols);
+  });
+}
+
 }  // namespace
 
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -95,8 +106,8 @@ void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
   thread_local Buffers buffers;
   buffers.a.resize(static_cast<size_t>(m * k));
   buffers.b.resize(static_cast<size_t>(k * n));
-  convert_to_bf16(a, lda, transpose_a, m, k, buffers.a.data());                   // op(A) (M, K)
-  convert_to_bf16(b, ldb, false, transpose_b ? n : k, transpose_b ? k : n, buffers.b.data());  // B as stored
+  convert_rows(a, lda, transpose_a, m, k, buffers.a.data());                   // op(A) (M, K)
+  convert_rows(b, ldb, false, transpose_b ? n : k, transpose_b ? k : n, buffers.b.data());  // B as stored
   const dnnl::memory::desc scratch_md = entry->pd.scratchpad_desc();
   buffers.scratch.resize(scratch_md.get_size());
 
