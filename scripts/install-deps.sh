@@ -10,7 +10,7 @@ packages=(
   ccache                       # compiler cache (CMakeLists.txt): a fresh clone reuses objects of earlier builds
   libopenblas-openmp-dev       # CBLAS GEMM, OpenMP threading (no pthread oversubscription)
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev                  # bench only (-DATTN_BUILD_BENCH=ON): oneDNN's GRU, the anchor of attn_gru_anchor
+  libdnnl-dev                  # oneDNN's matmul: the bf16 GEMMs (--precision bf16); the benches' GRU anchor and GEMM limits
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libcairo2-dev fonts-dejavu-core   # plots and heatmaps (cairo text uses DejaVu Sans)
   zlib1g-dev                   # reading the gzip-compressed data sets

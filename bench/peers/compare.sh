@@ -171,6 +171,8 @@ for ROUND in $(seq 1 "$ROUNDS"); do
     run "transformer training" attn "fp32" "$ATTN" bench transformer "${TF[@]}" --beam-sentences 1 --beam-reps 1
     run "transformer training" torch "eager fp32" "${TORCH_PEER[@]}" transformer "${TF[@]}" --beam-sentences 0
     if grep -q -m1 -E ' (avx512_bf16|amx_bf16) ' <(grep -m1 '^flags' /proc/cpuinfo; echo); then
+      # attn may use bf16 where the peer does (its row shows attn's faster configuration)
+      run "transformer training" attn "bf16" "$ATTN" bench transformer "${TF[@]}" --beam-sentences 1 --beam-reps 1 --precision bf16
       run "transformer training" torch "eager bf16 autocast" "${TORCH_PEER[@]}" transformer "${TF[@]}" --beam-sentences 0 --precision bf16
       run "transformer training" torch "torch.compile bf16 autocast" "${TORCH_PEER[@]}" transformer "${TF[@]}" --beam-sentences 0 --precision bf16 --compile
     else

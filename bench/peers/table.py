@@ -3,7 +3,8 @@ label, impl, config, round). Run it again on a saved file to reprint them:
 
     python bench/peers/table.py build/peers-<time>/results.jsonl
 
-The first table has one row per benchmark and metric: attn, the fastest peer configuration
+The first table has one row per benchmark and metric: attn (its fastest configuration where
+it ran more than one, named in brackets), the fastest peer configuration
 (by its median over the rounds), and attn's speed over that peer's (rates: attn / peer; times:
 peer / attn), the median of the per-round ratios with their range. > 1: attn is faster.
 """
@@ -56,14 +57,18 @@ def main(path):
         for metric, higher, shown in metrics_of(label):
             if metric not in SPEED:
                 continue
-            a = per_round(mine[0], metric) if mine else {}
-            if not a:
+            # attn's fastest configuration (fp32, or bf16 where the peer uses bf16 too)
+            mine_medians = {k: statistics.median(per_round(k, metric).values()) for k in mine if per_round(k, metric)}
+            if not mine_medians:
                 why = na_of(mine[0]) if mine else "no attn run"
                 print(f"| {label} | {shown} | {why or '—'} | | | | |")
                 continue
+            fastest = (max if higher else min)(mine_medians, key=mine_medians.get)
+            a = per_round(fastest, metric)
+            attn_config = f" ({fastest[2]})" if len(mine) > 1 else ""
             medians = {k: statistics.median(per_round(k, metric).values()) for k in peers if per_round(k, metric)}
             if not medians:
-                print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | "
+                print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))}{attn_config} | "
                       f"{'; '.join(f'{k[1]} {k[2]}: {na_of(k)}' for k in peers)} | | | |")
                 continue
             best = (max if higher else min)(medians, key=medians.get)
@@ -72,7 +77,7 @@ def main(path):
             m = statistics.median(ratios)
             rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
             verdict = "attn faster" if m >= 1.005 else "**attn slower**" if m < 0.995 else "level"
-            print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))} | {best[1]}: {best[2]} | "
+            print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))}{attn_config} | {best[1]}: {best[2]} | "
                   f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
 
     beam = [k for k in by if k[0].startswith("beam-5")]

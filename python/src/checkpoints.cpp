@@ -8,6 +8,7 @@
 //   attn-lm           generate
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "attn/io/checksum.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/transformer.h"
+#include "attn/precision.h"
 #include "attn/train/checkpoint.h"
 #include "attn/decode/checkpoint_kind.h"
 #include "attn/decode/classify.h"
@@ -179,6 +181,15 @@ py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Te
   return py::module_::import("numpy").attr("ascontiguousarray")(time_major.attr("transpose")(1, 0, 2));
 }
 
+// precision= of the Model's methods: "fp32" or "bf16" for the call; None keeps the process's
+// (attn.set_precision, fp32 unless set).
+struct CallPrecision {
+  std::optional<PrecisionScope> scope;
+  explicit CallPrecision(const std::optional<std::string>& name) {
+    if (name) scope.emplace(parse_precision(*name));
+  }
+};
+
 py::object json_to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(attn::json_text(j)); }
 
 void register_checkpoints(py::module_& m) {
@@ -200,8 +211,10 @@ void register_checkpoints(py::module_& m) {
       .def("save", &save_loaded, py::arg("path"),
            "Writes the (possibly changed) parameters with the same metadata, atomically (a translation "
            "checkpoint's tokenizer is copied beside it when it is not there)")
-      .def("translate", [](LoadedCheckpoint& c, const py::object& input, int beam, float length_penalty, int max_len) -> py::object {
+      .def("translate", [](LoadedCheckpoint& c, const py::object& input, int beam, float length_penalty, int max_len,
+                           const std::optional<std::string>& precision) -> py::object {
         c.require("translate", {Kind::seq2seq, Kind::translation});
+        const CallPrecision at(precision);
         if (c.translator) {
           const bool one = py::isinstance<py::str>(input);
           const auto lines = one ? std::vector<std::string>{input.cast<std::string>()} : input.cast<std::vector<std::string>>();
@@ -218,8 +231,10 @@ void register_checkpoints(py::module_& m) {
         for (auto& ids : decode_seq2seq(c, sources, beam, length_penalty, max_len).tokens) out.append(py::cast(strip_eos(ids)));
         return one ? out[0] : py::object(out);
       }, py::arg("input"), py::kw_only(), py::arg("beam") = 1, py::arg("length_penalty") = 1.0f, py::arg("max_len") = 0,
+         py::arg("precision") = py::none(),
          "attn-translation: a sentence (or a list) -> its translation(s); attn-seq2seq: token ids 3..31 (or a list of "
-         "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10")
+         "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10; precision 'fp32' | "
+         "'bf16' (None: attn.get_precision())")
       .def("logits", &teacher_forced_logits, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"),
            "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
            "-> logits (B, T, V) as numpy")
@@ -246,8 +261,9 @@ void register_checkpoints(py::module_& m) {
       }, py::arg("input"),
          "The attention weights: seq2seq {output, weights (step x source)}; translation {text, source, output, weights}; "
          "classifier {tokens, weights (per token; empty when the model has none)}")
-      .def("classify", [](LoadedCheckpoint& c, const std::string& text) {
+      .def("classify", [](LoadedCheckpoint& c, const std::string& text, const std::optional<std::string>& precision) {
         c.require("classify", {Kind::classifier});
+        const CallPrecision at(precision);
         decode::Classification r = decode::classify_text(*c.classifier->model, c.classifier->vocab, text);
         py::dict out;
         out["label"] = r.label;
@@ -255,7 +271,8 @@ void register_checkpoints(py::module_& m) {
         out["probability"] = r.probability;
         out["probabilities"] = r.probabilities;
         return out;
-      }, py::arg("text"), "{label, name, probability, probabilities}")
+      }, py::arg("text"), py::kw_only(), py::arg("precision") = py::none(),
+         "{label, name, probability, probabilities}; precision 'fp32' | 'bf16' (None: attn.get_precision())")
       .def("generate", [](LoadedCheckpoint& c, const std::string& prompt, int max_chars, float temperature, int top_k,
                           uint64_t seed) {
         c.require("generate", {Kind::lm});

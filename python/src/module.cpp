@@ -10,6 +10,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/cpu.h"
 #include "attn/parallel.h"
+#include "attn/precision.h"
 
 namespace py = pybind11;
 
@@ -201,6 +202,19 @@ PYBIND11_MODULE(_attn, m) {
       },
       py::arg("n"), "Threads for attn's kernels and OpenBLAS (>= 1)");
   m.def("num_threads", &num_threads);
+  // The GEMM precision (attn/precision.h, docs/precision.md): process-wide, like the threads.
+  m.def("set_precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); }, py::arg("name"),
+        "'fp32' (default) or 'bf16': bf16 GEMMs with fp32 accumulation (oneDNN), everything else fp32. "
+        "ValueError naming what is missing on a CPU without AVX512_BF16 or AMX-BF16");
+  m.def("get_precision", [] { return std::string(precision_name(compute_precision())); });
+  struct PrecisionBlock {
+    Precision precision;
+    std::unique_ptr<PrecisionScope> scope;
+  };
+  py::class_<PrecisionBlock>(m, "precision", "with attn.precision('bf16'): ... runs the block at that precision")
+      .def(py::init([](const std::string& name) { return PrecisionBlock{parse_precision(name), nullptr}; }), py::arg("name"))
+      .def("__enter__", [](PrecisionBlock& b) { b.scope = std::make_unique<PrecisionScope>(b.precision); })
+      .def("__exit__", [](PrecisionBlock& b, py::args) { b.scope.reset(); });
 
   struct NoGrad {
     std::unique_ptr<autodiff::NoGradGuard> guard;

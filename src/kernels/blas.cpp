@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/parallel.h"
+#include "attn/precision.h"
 #include "attn/thread_limits.h"
 
 namespace attn::kernels {
@@ -39,6 +40,10 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
     // BLAS leaves C untouched only for beta == 1; make k == 0 mean C = beta * C.
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return;
+  }
+  if (compute_precision() == Precision::bf16) {
+    gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   sync_blas_threads();

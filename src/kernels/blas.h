@@ -11,8 +11,21 @@
 
 namespace attn::kernels {
 
+// Under Precision::bf16 (attn/precision.h) it calls gemm_bf16 instead of BLAS.
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// ---- bf16 (src/kernels/gemm_bf16.cpp) ----
+// The same product with A and B rounded to bfloat16 (round to nearest even) and multiplied by
+// oneDNN's matmul, accumulated and written in fp32; k >= 1. Only on a CPU where bf16 runs
+// (attn::bf16_missing is ""): the precision setting checks that before any call comes here.
+void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// oneDNN's implementation of the (M, K) x (K, N) product ("brg:avx512_core_bf16"); builds
+// (and caches) its primitive.
+std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b);
+// Primitives in the shape cache now.
+size_t gemm_bf16_cached_primitives();
 
 // Called when the thread count changed (attn/parallel.h).
 using attn::prepare_blas_threads;

@@ -45,6 +45,8 @@ while IFS= read -r line; do
   esac
   # --model picks the target: one its task has.
   [[ "$name" == model ]] && given=(--model bilstm-attn) recorded='model = "bilstm-attn"'
+  # --precision takes fp32 or bf16 (fp32: every CPU runs it).
+  [[ "$name" == precision ]] && given=(--precision fp32) recorded='precision = "fp32"'
   # shellcheck disable=SC2086
   "$attn" train $target "${given[@]}" --out "$work/unused" --print-config > "$work/a.toml" 2> "$work/a.err" ||
     { fail "--$name: --print-config failed: $(cat "$work/a.err")"; continue; }

@@ -29,6 +29,12 @@ cat >"$work/results.jsonl" <<'EOF'
 {"label": "sdpa T=512 causal", "impl": "torch", "config": "F.sdpa", "round": 2, "forward_ms": 8, "forward_backward_ms": 60, "growth_mb": 5}
 {"label": "beam-5 test2016", "impl": "attn", "config": "translate fp32", "round": 1, "sentences_per_s": 5, "tokens_per_s": 50, "peak_rss_mb": 100, "bleu": 20.0}
 {"label": "beam-5 test2016", "impl": "ctranslate2", "config": "bfloat16", "round": 1, "na": "n/a (no bf16 here)"}
+{"label": "transformer training", "impl": "attn", "config": "fp32", "round": 1, "train_tokens_per_s": 100}
+{"label": "transformer training", "impl": "attn", "config": "bf16", "round": 1, "train_tokens_per_s": 150}
+{"label": "transformer training", "impl": "torch", "config": "eager bf16 autocast", "round": 1, "train_tokens_per_s": 120}
+{"label": "transformer training", "impl": "attn", "config": "fp32", "round": 2, "train_tokens_per_s": 100}
+{"label": "transformer training", "impl": "attn", "config": "bf16", "round": 2, "train_tokens_per_s": 160}
+{"label": "transformer training", "impl": "torch", "config": "eager bf16 autocast", "round": 2, "train_tokens_per_s": 120}
 EOF
 table="$(python3 "$root/bench/peers/table.py" "$work/results.jsonl")" || fail "table.py failed"
 row() { grep -F "| $1 | $2 |" <<<"$table" | head -1; }
@@ -38,6 +44,10 @@ row() { grep -F "| $1 | $2 |" <<<"$table" | head -1; }
   fail "sdpa forward row: $(row "sdpa T=512 causal" "forward ms")"
 [[ "$(row "sdpa T=512 causal" "forward+backward ms")" == *"| 2.00× (2.00–2.00) | attn faster |"* ]] ||
   fail "sdpa forward+backward row: $(row "sdpa T=512 causal" "forward+backward ms")"
+# Two attn configurations (fp32 100, 100; bf16 150, 160): the row takes attn's fastest, named,
+# against torch's 120 -> 1.25, 1.33, median 1.29.
+[[ "$(row "transformer training" "training target tokens/s")" == *"| 155 (bf16) | torch: eager bf16 autocast | 120 | 1.29× (1.25–1.33) | attn faster |"* ]] ||
+  fail "transformer row with two attn configurations: $(row "transformer training" "training target tokens/s")"
 [[ "$table" == *"| ctranslate2: bfloat16 | n/a (no bf16 here) |"* ]] || fail "the n/a row is missing: $table"
 [[ "$(row "beam-5 test2016" "sentences/s")" == *"ctranslate2 bfloat16: n/a (no bf16 here)"* ]] ||
   fail "beam row without a runnable peer: $(row "beam-5 test2016" "sentences/s")"

@@ -34,7 +34,7 @@ UMBRELLA = "attn.h"  # include/attn/attn.h includes every layer; nothing in the 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"attn/([^"]+)"')
 KERNEL_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?:attn/)?kernels/([^"]+)"')
 # Outside the library: the folders that may include a kernel header.
-KERNEL_USERS = ("tests/ops", "tests/attention", "tests/unit", "bench")
+KERNEL_USERS = ("tests/ops", "tests/attention", "tests/unit", "tests/precision", "bench")
 USERS = ("tools", "python", "fuzz", "tests", "bench")
 SOURCE_SUFFIXES = (".h", ".hpp", ".cpp", ".cc")
 

@@ -9,6 +9,8 @@
 //   attn bench transformer ... --json
 //     training throughput (label smoothing, Adam, clipping) and beam decoding throughput of
 //     models::TransformerSeq2Seq on token-budget batches of synthetic Multi30k-like pairs.
+//   attn bench gemm --precision fp32|bf16 --json
+//     GFLOP/s of kernels::gemm at the GEMM shapes of the two benchmarks above, and 2048³ (the peak).
 //
 // The FLOP counts behind gflops_per_s are written out in docs/performance.md; the function
 // seq2seq_forward_flops and transformer_forward_flops below are the places that compute them.
@@ -38,6 +40,8 @@
 #include "attn/ops/loss.h"
 #include "attn/ops/sdpa.h"
 #include "attn/parallel.h"
+#include "attn/precision.h"
+#include "attn/ops/gemm.h"
 #include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/run.h"
@@ -236,6 +240,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
 
   json j;
   j["impl"] = "attn";
+  j["precision"] = precision_name(compute_precision());
   j["bench"] = "seq2seq";
   j["attention"] = a.attention;
   j["train_tokens_per_s"] = steps * B * T / train_seconds;
@@ -383,6 +388,7 @@ void run_attention_bench(const AttentionBenchArgs& a) {
 
   json j;
   j["impl"] = "attn";
+  j["precision"] = precision_name(compute_precision());
   j["bench"] = "attention";
   j["kind"] = a.kind;
   j["forward_ms"] = median(fwd_ms);
@@ -573,6 +579,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
 
   json j;
   j["impl"] = "attn";
+  j["precision"] = precision_name(compute_precision());
   j["bench"] = "transformer";
   j["train_tokens_per_s"] = target_tokens / train_seconds;
   j["train_padded_tokens_per_s"] = padded_tokens / train_seconds;
@@ -602,6 +609,70 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   print_json_or_text(a.as_json, j);
 }
 
+// ---- gemm -----------------------------------------------------------------------------------------
+
+struct GemmBenchArgs {
+  double seconds = 0.5;  // per shape, after one untimed call
+  bool as_json = false;
+};
+
+// The products of `bench transformer` (Multi30k recipe: ~1250 tokens a side, d 256, ffn 1024,
+// vocabulary 6000) and `bench seq2seq` (batch 64, emb 64, hidden 256, source 40), forward
+// (x Wᵀ: op(B) transposed) and the two backward products of the FFN's first layer.
+struct GemmShape {
+  const char* name;
+  bool transpose_a, transpose_b;
+  int64_t m, n, k;
+};
+constexpr GemmShape kGemmShapes[] = {
+    {"transformer qkv projection x Wt", false, true, 1250, 768, 256},
+    {"transformer ffn in x Wt", false, true, 1250, 1024, 256},
+    {"transformer ffn out x Wt", false, true, 1250, 256, 1024},
+    {"transformer generator x Et", false, true, 1250, 6000, 256},
+    {"transformer ffn in dX = dY W", false, false, 1250, 256, 1024},
+    {"transformer ffn in dW = dYt X", true, false, 1024, 256, 1250},
+    {"rnn encoder input gates x Wt", false, true, 2560, 768, 64},
+    {"rnn decoder step hidden gates h Wt", false, true, 64, 768, 256},
+    {"rnn decoder step attention query h Wt", false, true, 64, 256, 256},
+    {"peak 2048^3", false, false, 2048, 2048, 2048},
+};
+
+void run_gemm_bench(const GemmBenchArgs& a) {
+  Rng rng(1);
+  json rows = json::array();
+  for (const GemmShape& g : kGemmShapes) {
+    std::vector<float> A(static_cast<size_t>(g.m * g.k)), B(static_cast<size_t>(g.k * g.n)), C(static_cast<size_t>(g.m * g.n));
+    for (float& x : A) x = rng.uniform() - 0.5f;
+    for (float& x : B) x = rng.uniform() - 0.5f;
+    const int64_t lda = g.transpose_a ? g.m : g.k, ldb = g.transpose_b ? g.k : g.n;
+    auto call = [&] {
+      blas_gemm(g.transpose_a, g.transpose_b, g.m, g.n, g.k, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), g.n);
+    };
+    call();  // untimed: the bf16 primitive is built here
+    int64_t calls = 0;
+    const auto start = Clock::now();
+    do {
+      call();
+      ++calls;
+    } while (seconds_since(start) < a.seconds);
+    const double seconds = seconds_since(start);
+    json row = {{"shape", g.name}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"transpose_a", g.transpose_a},
+                {"transpose_b", g.transpose_b}, {"calls", calls},
+                {"gflops_per_s", 2.0 * static_cast<double>(g.m * g.n * g.k) * static_cast<double>(calls) / seconds / 1e9}};
+    if (compute_precision() == Precision::bf16)
+      row["implementation"] = gemm_bf16_implementation(g.m, g.n, g.k, g.transpose_b);
+    rows.push_back(row);
+  }
+  json j;
+  j["impl"] = "attn";
+  j["precision"] = precision_name(compute_precision());
+  j["bench"] = "gemm";
+  j["threads"] = num_threads();
+  j["seconds_per_shape"] = a.seconds;
+  j["shapes"] = rows;
+  print_json_or_text(a.as_json, j);
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
@@ -622,6 +693,7 @@ void add_bench_command(CLI::App& app) {
   seq->add_option("--seed", s->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   seq->add_flag("--json", s->as_json, "One line of JSON");
   add_threads_option(seq);
+  add_precision_option(seq);
   seq->callback([s] { run_seq2seq_bench(*s); });
 
   auto t = std::make_shared<AttentionBenchArgs>();
@@ -637,6 +709,7 @@ void add_bench_command(CLI::App& app) {
   att->add_option("--seed", t->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   att->add_flag("--json", t->as_json, "One line of JSON");
   add_threads_option(att);
+  add_precision_option(att);
   att->callback([t] { run_attention_bench(*t); });
 
   auto m = std::make_shared<TransformerBenchArgs>();
@@ -658,7 +731,16 @@ void add_bench_command(CLI::App& app) {
   tf->add_option("--seed", m->seed, "Seed")->capture_default_str()->check(integer_at_least(0));
   tf->add_flag("--json", m->as_json, "One line of JSON");
   add_threads_option(tf);
+  add_precision_option(tf);
   tf->callback([m] { run_transformer_bench(*m); });
+
+  auto g = std::make_shared<GemmBenchArgs>();
+  CLI::App* gemm = bench->add_subcommand("gemm", "kernels::gemm GFLOP/s at the Transformer's and the RNN's shapes, and 2048^3");
+  gemm->add_option("--seconds", g->seconds, "Timed seconds per shape")->capture_default_str()->check(CLI::PositiveNumber);
+  gemm->add_flag("--json", g->as_json, "One line of JSON");
+  add_threads_option(gemm);
+  add_precision_option(gemm);
+  gemm->callback([g] { run_gemm_bench(*g); });
 }
 
 ATTN_REGISTER_COMMAND(90, add_bench_command);

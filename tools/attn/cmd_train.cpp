@@ -42,6 +42,7 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--dropout", {&g.run},
         "copy / reverse / sort and translate --model rnn 0, the Transformers 0.1, sst2 bilstm and bilstm-attn 0.5");
   place("--threads", {&g.run});
+  place("--precision", {&g.run});
   for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce", "--bucket-mb",
                            "--reduce-after-backward"})
     place(name, {&g.run});
@@ -142,6 +143,7 @@ void add_train_command(CLI::App& app) {
              {&g.run});
   add_model_options(cmd, args->config, args->names);
   add_threads_option(cmd);
+  add_precision_option(cmd);
   add_run_control_options(cmd, args->options);
   place_shared_options(cmd, g, groups);
   add_classifier_options(cmd, args->classifier, g, groups);

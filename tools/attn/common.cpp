@@ -14,6 +14,7 @@
 #include "attn/io/input_file.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/parallel.h"
+#include "attn/precision.h"
 #include "attn/thread_limits.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
@@ -81,6 +82,16 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
   app->add_option("--bucket", o.bucket,
                   "Sort this many batches' worth of examples by length and batch neighbours (less padding; 1: off)")
       ->capture_default_str();
+}
+
+void add_precision_option(CLI::App* app) {
+  app->add_option_function<std::string>(
+         "--precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); },
+         "fp32 | bf16 (default fp32): bf16 runs the matrix products as bf16 GEMMs with fp32 "
+         "accumulation (oneDNN; a CPU with AVX512_BF16 or AMX-BF16). Weights, gradients, optimizer state, "
+         "softmax and layer-norm statistics stay fp32, and checkpoints always store fp32: either "
+         "precision reads a checkpoint the other wrote")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
 }
 
 void add_threads_option(CLI::App* app) {

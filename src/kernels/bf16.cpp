@@ -1,0 +1,38 @@
+#include "kernels/bf16.h"
+
+#include <bit>
+
+namespace attn::kernels::inline ATTN_ISA_NS {
+namespace {
+
+// Round to nearest even: add 0x7FFF plus the lowest kept bit, keep the top 16 bits. A NaN
+// (whose payload could carry into the exponent) becomes the quiet NaN 0x7FC0, with its sign.
+inline uint16_t to_bf16(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+  return static_cast<uint16_t>(nan ? ((bits >> 16) | 0x0040u) : rounded);
+}
+
+}  // namespace
+
+void convert_to_bf16(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst) {
+  if (!transpose) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* s = src + r * ld;
+      uint16_t* d = dst + r * cols;
+      for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
+    }
+    return;
+  }
+  // src (cols, rows): blocks of 16 x 16 keep both sides' lines in cache.
+  constexpr int64_t kBlock = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int64_t r1 = r0 + kBlock < rows ? r0 + kBlock : rows, c1 = c0 + kBlock < cols ? c0 + kBlock : cols;
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) dst[r * cols + c] = to_bf16(src[c * ld + r]);
+    }
+}
+
+}  // namespace attn::kernels::inline ATTN_ISA_NS

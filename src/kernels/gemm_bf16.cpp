@@ -1,0 +1,135 @@
+// The bf16 GEMM (attn/precision.h): A and B rounded to bfloat16 by attn's convert_to_bf16,
+// multiplied by oneDNN's matmul primitive with fp32 accumulation into fp32 C. On AVX512_BF16
+// CPUs oneDNN 2.6 runs its brgemm kernels (VDPBF16PS), on AMX CPUs the AMX tiles.
+//
+// A primitive is built once per shape (M, N, K, op(B)'s layout, ldc, alpha, beta, threads) and
+// kept in a cache shared by all threads (a mutex around the map; executing a primitive is
+// thread-safe because each call brings its own scratchpad and stream).
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <tuple>
+#include <vector>
+
+#include "attn/parallel.h"
+#include "kernels/bf16.h"
+#include "kernels/blas.h"
+
+namespace attn::kernels {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+struct Key {
+  int64_t m, n, k, ldc;
+  bool transpose_b;
+  uint32_t alpha_bits, beta_bits;
+  int threads;
+  auto tied() const { return std::tie(m, n, k, ldc, transpose_b, alpha_bits, beta_bits, threads); }
+  bool operator<(const Key& o) const { return tied() < o.tied(); }
+};
+
+struct Entry {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+};
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+std::mutex g_cache_mutex;
+std::map<Key, std::shared_ptr<const Entry>> g_cache;
+// A run of many distinct shapes (decoding of varying lengths) must not grow without bound:
+// past this many primitives the cache starts again.
+constexpr size_t kMaxCached = 4096;
+
+std::shared_ptr<const Entry> primitive_for(const Key& key, float alpha, float beta) {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  if (auto it = g_cache.find(key); it != g_cache.end()) return it->second;
+  using dims = dnnl::memory::dims;
+  // A (M, K) dense; B (K, N) dense, or stored (N, K) when transposed ("ba"); C (M, N) at ldc.
+  const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::bf16, dims{key.k, 1});
+  const dnnl::memory::desc b_md(dims{key.k, key.n}, dt::bf16, key.transpose_b ? dims{1, key.k} : dims{key.n, 1});
+  const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops post;
+    post.append_sum(beta);  // C = alpha A B + beta C
+    attr.set_post_ops(post);
+  }
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, cpu_engine());
+  if (g_cache.size() >= kMaxCached) g_cache.clear();
+  auto entry = std::make_shared<const Entry>(Entry{pd, dnnl::matmul(pd)});
+  g_cache.emplace(key, entry);
+  return entry;
+}
+
+// Per-thread buffers: the bf16 copies of A and B and the primitive's scratchpad.
+struct Buffers {
+  std::vector<uint16_t> a, b;
+  std::vector<unsigned char> scratch;
+};
+
+// dst (rows, cols) dense = bf16(src), src as convert_to_bf16 takes it, in row chunks over the
+// threads (one thread inside a parallel region): the large products' copies take ~1 ms each.
+void convert_rows(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst) {
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(cols, 1));
+  parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+    // Row r of dst is row r of src, or (transposed) its column r.
+    convert_to_bf16(transpose ? src + lo : src + lo * ld, ld, transpose, hi - lo, cols, dst + lo * cols);
+  });
+}
+
+}  // namespace
+
+void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  // oneDNN's OpenMP threads follow attn's count (inside a parallel region it runs on one).
+  const bool nested = omp_in_parallel();
+  const int threads = nested ? 1 : num_threads();
+  if (!nested && omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  const Key key{m, n, k, ldc, transpose_b, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta), threads};
+  const std::shared_ptr<const Entry> entry = primitive_for(key, alpha, beta);
+
+  thread_local Buffers buffers;
+  buffers.a.resize(static_cast<size_t>(m * k));
+  buffers.b.resize(static_cast<size_t>(k * n));
+  convert_rows(a, lda, transpose_a, m, k, buffers.a.data());                                // op(A) (M, K)
+  convert_rows(b, ldb, false, transpose_b ? n : k, transpose_b ? k : n, buffers.b.data());  // B as stored
+  const dnnl::memory::desc scratch_md = entry->pd.scratchpad_desc();
+  buffers.scratch.resize(scratch_md.get_size());
+
+  dnnl::engine& engine = cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  dnnl::memory a_mem(entry->pd.src_desc(), engine, buffers.a.data());
+  dnnl::memory b_mem(entry->pd.weights_desc(), engine, buffers.b.data());
+  dnnl::memory c_mem(entry->pd.dst_desc(), engine, c);
+  dnnl::memory scratch_mem(scratch_md, engine, buffers.scratch.empty() ? nullptr : buffers.scratch.data());
+  entry->primitive.execute(
+      stream,
+      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+  stream.wait();
+}
+
+std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b) {
+  const int threads = num_threads();
+  const Key key{m, n, k, n, transpose_b, std::bit_cast<uint32_t>(1.0f), std::bit_cast<uint32_t>(0.0f), threads};
+  return primitive_for(key, 1.0f, 0.0f)->pd.impl_info_str();
+}
+
+size_t gemm_bf16_cached_primitives() {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  return g_cache.size();
+}
+
+}  // namespace attn::kernels

@@ -1,0 +1,336 @@
+// bf16 (attn/precision.h): who may run it (bf16_missing, the refusal), the bf16 GEMM against
+// fp32 GEMM of the same rounded inputs (layout, alpha, beta, ldc), and bf16 outputs and
+// gradients against the fp32 reference for linear/matmul, SDPA (fp32 inside), multi-head attention, a
+// Transformer and an RNN seq2seq within the bf16 tolerances below (docs/precision.md).
+// The tolerance tests skip, saying why, on a CPU without AVX512_BF16 or AMX-BF16 and at
+// ATTN_ISA below avx512; the refusal tests run everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "attn/autodiff/tape.h"
+#include "attn/data/tasks.h"
+#include "attn/error.h"
+#include "attn/models/seq2seq.h"
+#include "attn/models/transformer.h"
+#include "attn/nn/multihead_attention.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/linear.h"
+#include "attn/ops/reduce.h"
+#include "attn/ops/sdpa.h"
+#include "attn/precision.h"
+#include "kernels/blas.h"
+#include "kernels/isa.h"
+#include "test_support.h"
+
+namespace attn {
+namespace {
+
+using attn::testing::random_tensor;
+using attn::testing::tensors_close;
+
+// ---- Tolerances (docs/precision.md) -----------------------------------------------------------
+// Relative error in the 2-norm, ‖bf16 − fp32‖ / ‖fp32‖, over a whole output or gradient.
+// bf16 keeps 8 significant bits: each rounded input is off by at most 2^-9 (0.2 %) relative,
+// a product of two by about 0.4 %, and the K terms of a dot product err independently, so a
+// GEMM's output is off by about 0.3 % of its norm. A gradient passes through two or three
+// GEMMs per layer and the model's layers compound them: the model tolerances are wider.
+constexpr double kGemmTol = 1e-2;       // one GEMM, one op (linear, matmul)
+constexpr double kAttentionTol = 1e-2;  // multi-head attention: bf16 projections around fp32 SDPA
+constexpr double kModelTol = 5e-2;      // a Transformer, an RNN seq2seq: losses and every gradient
+// Measured here (Zen 4, AVX512_BF16), the largest error of each group: gemm and ops 0.0022,
+// multi-head attention 0.0033, seq2seq 0.0093, Transformer 0.017.
+// A bf16 result that equals the fp32 one to this would mean bf16 did not run.
+constexpr double kRoundedAtLeast = 1e-6;
+
+std::string bf16_unavailable() { return bf16_missing(read_cpu_features(), kernels::kernel_isa_level()); }
+
+#define SKIP_WITHOUT_BF16()                                                                             \
+  do {                                                                                                  \
+    if (const std::string why = bf16_unavailable(); !why.empty()) GTEST_SKIP() << "bf16 needs " << why; \
+  } while (0)
+
+double relative_error(const Tensor& actual, const Tensor& expected) {
+  double diff = 0, norm = 0;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double e = expected.f32()[i], a = actual.f32()[i];
+    diff += (a - e) * (a - e);
+    norm += e * e;
+  }
+  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+// bf16 `actual` against fp32 `expected`: within `tol`, and, for a result that a GEMM computed
+// (`from_gemm`), not equal (bf16 ran).
+::testing::AssertionResult bf16_close(const std::string& what, const Tensor& actual, const Tensor& expected, double tol,
+                                      bool from_gemm = true) {
+  if (actual.shape() != expected.shape())
+    return ::testing::AssertionFailure() << what << ": shape " << actual.shape().str() << " against "
+                                         << expected.shape().str();
+  const double err = relative_error(actual, expected);
+  if (err > tol)
+    return ::testing::AssertionFailure() << what << ": relative error " << err << " above the bf16 tolerance " << tol
+                                         << " " << expected.shape().str();
+  if (from_gemm && err < kRoundedAtLeast)
+    return ::testing::AssertionFailure() << what << ": relative error " << err
+                                         << ": equal to fp32, so bf16 did not run";
+  return ::testing::AssertionSuccess();
+}
+
+// fp32 values rounded to bf16 (to nearest even) and back.
+Tensor rounded_to_bf16(const Tensor& x) {
+  Tensor y = x.clone();
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    uint32_t bits = std::bit_cast<uint32_t>(y.f32()[i]);
+    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+    y.f32()[i] = std::bit_cast<float>(bits);
+  }
+  return y;
+}
+
+// ---- Who runs bf16 ---------------------------------------------------------------------------
+
+CpuFeatures zen4_like() {
+  CpuFeatures f;
+  f.x86 = true;
+  f.avx = f.avx2 = f.fma = f.os_ymm = true;
+  f.avx512f = f.avx512cd = f.avx512dq = f.avx512bw = f.avx512vl = f.os_zmm = true;
+  f.avx512_bf16 = true;
+  return f;
+}
+
+TEST(Precision, Bf16MissingNamesWhatIsMissing) {
+  CpuFeatures f = zen4_like();
+  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "");
+  EXPECT_EQ(bf16_missing(f, IsaLevel::avx2), "the avx512 kernel level (ATTN_ISA=avx2 limits this process to AVX2)");
+  f.avx512_bf16 = false;  // Skylake-SP: AVX-512 without BF16
+  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "AVX512_BF16 or AMX-BF16 (this CPU has neither)");
+  f.amx_tile = f.amx_bf16 = true;  // AMX listed, tile state not enabled by the OS
+  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512),
+            "AVX512_BF16 or AMX-BF16 (the operating system does not enable AMX tiles)");
+  f.os_amx = true;
+  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "");
+  CpuFeatures no_zmm = zen4_like();
+  no_zmm.os_zmm = false;
+  EXPECT_EQ(bf16_missing(no_zmm, IsaLevel::avx512),
+            "AVX512_BF16 or AMX-BF16 (the operating system does not enable AVX-512)");
+  EXPECT_EQ(bf16_missing(CpuFeatures{}, IsaLevel::baseline), "AVX512_BF16 or AMX-BF16 (an x86-64 CPU)");
+}
+
+// ATTN_ISA=baseline forces the feature off on any machine: set_compute_precision refuses
+// bf16 with one line, and the precision stays fp32.
+TEST(Precision, Bf16RefusedBelowTheAvx512Level) {
+  const char* old = std::getenv("ATTN_ISA");
+  const std::string saved = old ? old : "";
+  setenv("ATTN_ISA", "baseline", 1);
+  try {
+    set_compute_precision(Precision::bf16);
+    ADD_FAILURE() << "bf16 accepted at ATTN_ISA=baseline";
+  } catch (const ValueError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(message.rfind("bf16 needs ", 0), 0u) << message;
+    EXPECT_NE(message.find("--precision fp32"), std::string::npos) << message;
+  }
+  if (old)
+    setenv("ATTN_ISA", saved.c_str(), 1);
+  else
+    unsetenv("ATTN_ISA");
+  EXPECT_EQ(compute_precision(), Precision::fp32);
+}
+
+TEST(Precision, ParseNames) {
+  EXPECT_EQ(parse_precision("fp32"), Precision::fp32);
+  EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
+  EXPECT_THROW_MSG(parse_precision("fp16"), ValueError, "precision: expected fp32 or bf16, got 'fp16'");
+  EXPECT_STREQ(precision_name(Precision::bf16), "bf16");
+}
+
+TEST(Precision, ScopeRestores) {
+  SKIP_WITHOUT_BF16();
+  {
+    PrecisionScope scope(Precision::bf16);
+    EXPECT_EQ(compute_precision(), Precision::bf16);
+  }
+  EXPECT_EQ(compute_precision(), Precision::fp32);
+}
+
+// ---- The bf16 GEMM ---------------------------------------------------------------------------
+
+// Every layout, alpha and beta, a C wider than N (ldc > N): bf16 GEMM = fp32 GEMM of the
+// rounded inputs, up to fp32 summation order; and within kGemmTol of the unrounded product.
+TEST(Bf16Gemm, EqualsFp32GemmOfRoundedInputs) {
+  SKIP_WITHOUT_BF16();
+  const int64_t M = 37, N = 29, K = 70, ldc = N + 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, 1.0f}, {1.0f, -0.25f}}) {
+        SCOPED_TRACE(::testing::Message() << "ta " << ta << " tb " << tb << " alpha " << alpha << " beta " << beta);
+        const Tensor a = random_tensor(ta ? Shape{K, M} : Shape{M, K}, 1);
+        const Tensor b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 2);
+        const Tensor c0 = random_tensor({M, ldc}, 3);
+        const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        Tensor reference = c0.clone(), exact = c0.clone(), bf16 = c0.clone();
+        const Tensor ar = rounded_to_bf16(a), br = rounded_to_bf16(b);
+        kernels::gemm(ta, tb, M, N, K, alpha, ar.f32(), lda, br.f32(), ldb, beta, reference.f32(), ldc);
+        kernels::gemm(ta, tb, M, N, K, alpha, a.f32(), lda, b.f32(), ldb, beta, exact.f32(), ldc);
+        {
+          PrecisionScope scope(Precision::bf16);
+          kernels::gemm(ta, tb, M, N, K, alpha, a.f32(), lda, b.f32(), ldb, beta, bf16.f32(), ldc);
+        }
+        EXPECT_TRUE(tensors_close(bf16, reference, 1e-5f, 1e-4f));
+        EXPECT_TRUE(bf16_close("gemm", bf16, exact, kGemmTol));
+        for (int64_t i = 0; i < M; ++i)  // the columns past N are not touched
+          for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(bf16.f32()[i * ldc + j], c0.f32()[i * ldc + j]);
+      }
+  EXPECT_GT(kernels::gemm_bf16_cached_primitives(), 0u);
+}
+
+// ---- Ops, modules, models: bf16 against fp32 -------------------------------------------------
+
+// Runs `forward` (inputs -> a tensor) in fp32 and in bf16, and the backward of sum(out · w)
+// in both; checks the output and every input's gradient against fp32 within `tol` (a
+// gradient that is a plain sum, as a bias's, may equal fp32's).
+void expect_bf16_close(const std::string& what, const std::function<Tensor(const std::vector<Tensor>&)>& forward,
+                       std::vector<Tensor> inputs, double tol) {
+  auto run = [&](Precision p, std::vector<Tensor>& grads) {
+    PrecisionScope scope(p);
+    for (Tensor& x : inputs) x.zero_grad();
+    Tensor out = forward(inputs);
+    const Tensor w = random_tensor(out.shape(), 99);
+    backward(sum(mul(out, w)));
+    grads.clear();
+    for (const Tensor& x : inputs) grads.push_back(x.grad().clone());
+    return out.clone();
+  };
+  std::vector<Tensor> fp32_grads, bf16_grads;
+  const Tensor fp32 = run(Precision::fp32, fp32_grads);
+  const Tensor bf16 = run(Precision::bf16, bf16_grads);
+  EXPECT_TRUE(bf16_close(what + " output", bf16, fp32, tol));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_TRUE(bf16_close(what + " gradient " + std::to_string(i), bf16_grads[i], fp32_grads[i], tol, false));
+}
+
+Tensor leaf(const Shape& shape, uint64_t seed) {
+  Tensor x = random_tensor(shape, seed);
+  x.set_requires_grad(true);
+  return x;
+}
+
+TEST(Bf16Ops, Linear) {
+  SKIP_WITHOUT_BF16();
+  expect_bf16_close(
+      "linear", [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+      {leaf({4, 9, 48}, 1), leaf({40, 48}, 2), leaf({40}, 3)}, kGemmTol);
+}
+
+TEST(Bf16Ops, MatmulAndBmm) {
+  SKIP_WITHOUT_BF16();
+  expect_bf16_close(
+      "matmul", [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+      {leaf({33, 64}, 4), leaf({64, 21}, 5)}, kGemmTol);
+  expect_bf16_close(
+      "bmm", [](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
+      {leaf({3, 17, 40}, 6), leaf({3, 40, 12}, 7)}, kGemmTol);
+}
+
+// The fused SDPA kernel multiplies its tiles itself, not through kernels::gemm: under bf16 it
+// still computes in fp32 (docs/precision.md), so its outputs and gradients are fp32's, bit for
+// bit. Its inputs are bf16 products in a model (MultiheadSelfAttention, the Transformer below).
+TEST(Bf16Attention, FusedSdpaStaysFp32) {
+  SKIP_WITHOUT_BF16();
+  SdpaOptions options;
+  options.causal = true;
+  std::vector<Tensor> in = {leaf({2, 2, 12, 16}, 8), leaf({2, 2, 12, 16}, 9), leaf({2, 2, 12, 16}, 10)};
+  std::vector<Tensor> results[2];
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    PrecisionScope scope(p);
+    for (Tensor& x : in) x.zero_grad();
+    const Tensor out = sdpa(in[0], in[1], in[2], options).out;
+    backward(sum(mul(out, random_tensor(out.shape(), 99))));
+    std::vector<Tensor>& r = results[p == Precision::bf16];
+    r = {out.clone(), in[0].grad().clone(), in[1].grad().clone(), in[2].grad().clone()};
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(tensors_close(results[1][i], results[0][i], 0.0f, 0.0f)) << i;
+}
+
+TEST(Bf16Attention, MultiheadSelfAttention) {
+  SKIP_WITHOUT_BF16();
+  nn::MultiheadAttentionOptions o;
+  o.embed_dim = 64;
+  o.num_heads = 4;
+  o.seed = 3;
+  nn::MultiheadAttention mha(o);
+  nn::MhaCallOptions call;
+  call.causal = true;
+  expect_bf16_close(
+      "mha", [&](const std::vector<Tensor>& in) { return mha.forward(in[0], in[0], in[0], call).out; },
+      {leaf({2, 20, 64}, 11)}, kAttentionTol);
+}
+
+// A model's loss and every parameter's gradient, fp32 against bf16, from the same weights.
+void expect_model_close(const std::string& what, nn::Module& model, const std::function<Tensor()>& loss) {
+  auto run = [&](Precision p, std::vector<Tensor>& grads) {
+    PrecisionScope scope(p);
+    model.zero_grad();
+    const Tensor l = loss();
+    backward(l);
+    grads.clear();
+    for (const Tensor& w : model.parameters()) grads.push_back(w.has_grad() ? w.grad().clone() : Tensor());
+    return l.clone();
+  };
+  std::vector<Tensor> fp32_grads, bf16_grads;
+  const Tensor fp32 = run(Precision::fp32, fp32_grads);
+  const Tensor bf16 = run(Precision::bf16, bf16_grads);
+  EXPECT_TRUE(bf16_close(what + " loss", bf16, fp32, kModelTol));
+  const auto names = model.named_parameters();
+  int checked = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!fp32_grads[i].defined()) continue;
+    ASSERT_TRUE(bf16_grads[i].defined()) << names[i].first;
+    EXPECT_TRUE(bf16_close(what + " d" + names[i].first, bf16_grads[i], fp32_grads[i], kModelTol, false));
+    ++checked;
+  }
+  EXPECT_GT(checked, 10) << what;
+}
+
+data::Batch copy_batch(uint64_t seed) {
+  data::TaskGenerator tasks(data::TaskKind::copy, 12, 12, seed);
+  return tasks.fixed_length(8, 12);
+}
+
+TEST(Bf16Models, TransformerForwardBackward) {
+  SKIP_WITHOUT_BF16();
+  models::TransformerConfig c;
+  c.src_vocab = c.tgt_vocab = data::kVocabSize;
+  c.d_model = 64;
+  c.heads = 4;
+  c.ffn = 128;
+  c.encoder_layers = c.decoder_layers = 2;
+  c.dropout = 0.0f;
+  c.seed = 5;
+  models::TransformerSeq2Seq model(c);
+  const data::Batch batch = copy_batch(1);
+  expect_model_close("transformer", model, [&] { return model.loss(batch, 0.1f); });
+}
+
+TEST(Bf16Models, RnnSeq2SeqBahdanau) {
+  SKIP_WITHOUT_BF16();
+  models::Seq2SeqConfig c;
+  c.emb = 32;
+  c.hidden = 64;
+  c.attention = models::AttentionKind::bahdanau;
+  c.seed = 5;
+  models::Seq2Seq model(c);
+  const data::Batch batch = copy_batch(2);
+  expect_model_close("seq2seq", model, [&] { return model.loss(batch); });
+}
+
+}  // namespace
+}  // namespace attn
