@@ -130,6 +130,11 @@ std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool trans
   return primitive_for(key, 1.0f, 0.0f)->pd.impl_info_str();
 }
 
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 size_t gemm_bf16_cached_primitives() {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   return g_cache.size();

@@ -25,10 +25,14 @@ for command in "${model_free[@]}"; do
     || fail "ATTN_ISA=baseline attn $command --precision bf16: exit $rc, expected 1 and the one refusal line; output: $out"
 done
 [[ ! -e "$work/refused" ]] || fail "a refused bf16 train wrote $work/refused"
+# attn doctor says whether bf16 runs, and what it needs where it does not.
+expect 0 "bf16        --precision bf16 is refused: it needs the avx512 kernel level (ATTN_ISA=baseline limits" -- \
+  env ATTN_ISA=baseline "$attn" doctor --seconds 0
 
 # Where the CPU runs bf16 (AVX512_BF16 or AMX-BF16): both directions between the precisions.
 if out="$("$attn" bench gemm --seconds 0.01 --precision bf16 --json 2>&1)"; then
   [[ "$out" == *'"implementation"'* ]] || fail "bench gemm --precision bf16 names no oneDNN implementation: $out"
+  expect 0 "bf16        --precision bf16 runs: oneDNN " -- "$attn" doctor --seconds 0
   expect 0 "trained 20 steps" -- "$attn" train --task copy "${tiny[@]}" --steps 20 --out "$work/fp32"
   expect 0 "trained 20 steps" -- "$attn" train --task copy "${tiny[@]}" --steps 20 --precision bf16 --out "$work/bf16"
   grep -qx 'precision = "bf16"' "$work/bf16/config.toml" || fail "config.toml of the bf16 run lacks 'precision = "bf16"'"

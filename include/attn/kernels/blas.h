@@ -23,6 +23,8 @@ void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
 // oneDNN's implementation of the (M, K) x (K, N) product ("brg:avx512_core_bf16"); builds
 // (and caches) its primitive.
 std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b);
+// The oneDNN library's version, "2.6.3".
+std::string onednn_version();
 // Primitives in the shape cache now.
 size_t gemm_bf16_cached_primitives();
 
