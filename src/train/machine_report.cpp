@@ -121,7 +121,7 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.warning = kernel_warning(blas);
   r.bf16_missing = bf16_missing(cpu, kernels::kernel_isa_level());
   if (r.bf16_missing.empty())
-    r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(1024, 1024, 1024, true);
+    r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
 
   r.threads = num_threads();
   const WaitPolicy policy = omp_wait_policy();
