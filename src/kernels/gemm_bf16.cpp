@@ -7,8 +7,6 @@
 // A primitive is built once per shape (M, N, K, op(B)'s layout, ldc, alpha, beta, threads) and
 // kept in a cache shared by all threads (a mutex around the map; executing a primitive is
 // thread-safe because each call brings its own scratchpad and stream).
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -99,9 +97,13 @@ void convert_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   // oneDNN's OpenMP threads follow attn's count (inside a parallel region it runs on one).
+#ifdef ATTN_WITH_OPENMP
   const bool nested = omp_in_parallel();
   const int threads = nested ? 1 : num_threads();
   if (!nested && omp_get_max_threads() != threads) omp_set_num_threads(threads);
+#else
+  const int threads = 1;
+#endif
   const Key key{m, n, k, ldc, transpose_a, transpose_b, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta), threads};
   const std::shared_ptr<const Entry> entry = primitive_for(key, alpha, beta);
 
