@@ -12,8 +12,8 @@ tiny=(--hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --log-every 5 --eval
 model_free=(
   "train --task copy ${tiny[*]} --steps 2 --out $work/refused"
   "eval --model $work/none.safetensors"
-  "translate --model $work/none.safetensors --stdin"
-  "classify --model $work/none.safetensors --stdin"
+  "translate --model $work/none.safetensors"
+  "classify --model $work/none.safetensors --text good"
   "bench seq2seq --steps 1" "bench attention" "bench transformer --steps 1" "bench gemm --seconds 0.01"
 )
 for command in "${model_free[@]}"; do
@@ -50,6 +50,15 @@ dtypes = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
 assert dtypes == {"F32"}, dtypes
 PY
   done
+  data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
+  if have_data sst2/sentiment-dev; then
+    expect 0 "trained 2 steps" -- "$attn" train --task sst2 --model transformer-cls --data "$data" --steps 2 \
+      --train-limit 100 --dev-limit 20 --threads 1 --precision bf16 --out "$work/sst2"
+    for precision in fp32 bf16; do
+      expect 0 '"probability"' -- "$attn" classify --model "$work/sst2/model.safetensors" --text "a moving film" --json \
+        --precision "$precision"
+    done
+  fi
 else
   [[ "$out" == "attn: error: bf16 needs "* ]] || fail "bench gemm --precision bf16 failed without the refusal line: $out"
   echo "SKIP: this CPU does not run bf16: ${out#attn: error: }" >&2
