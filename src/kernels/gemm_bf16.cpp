@@ -1,15 +1,14 @@
 // The bf16 GEMM (attn/precision.h): A and B rounded to bfloat16 by attn's convert_to_bf16 in
 // their stored layouts (oneDNN reads a transposed operand through its strides: transposing A
-// while copying it held dW = dYᵀ X to 48 GFLOP/s, oneDNN's own transposed read reached 71-75),
+// while copying it held dW = dYᵀ X to 41-44 GFLOP/s, oneDNN's own transposed read 62-75),
 // multiplied by oneDNN's matmul primitive with fp32 accumulation into fp32 C. On AVX512_BF16
 // CPUs oneDNN 2.6 runs its brgemm kernels (VDPBF16PS), on AMX CPUs the AMX tiles.
 //
-// A primitive is built once per shape (M, N, K, op(B)'s layout, ldc, alpha, beta, threads) and
+// A primitive is built once per shape (M, N, K, both layouts, ldc, alpha, beta, threads) and
 // kept in a cache shared by all threads (a mutex around the map; executing a primitive is
 // thread-safe because each call brings its own scratchpad and stream).
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
