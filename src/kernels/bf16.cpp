@@ -16,23 +16,12 @@ inline uint16_t to_bf16(float x) {
 
 }  // namespace
 
-void convert_to_bf16(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst) {
-  if (!transpose) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* s = src + r * ld;
-      uint16_t* d = dst + r * cols;
-      for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
-    }
-    return;
+void convert_to_bf16(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld;
+    uint16_t* d = dst + r * cols;
+    for (int64_t c = 0; c < cols; ++c) d[c] = to_bf16(s[c]);
   }
-  // src (cols, rows): blocks of 16 x 16 keep both sides' lines in cache.
-  constexpr int64_t kBlock = 16;
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const int64_t r1 = r0 + kBlock < rows ? r0 + kBlock : rows, c1 = c0 + kBlock < cols ? c0 + kBlock : cols;
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) dst[r * cols + c] = to_bf16(src[c * ld + r]);
-    }
 }
 
 }  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -6,10 +6,9 @@
 
 namespace attn::kernels {
 
-// dst (rows, cols), row-major and dense, = bf16(src) with src (rows, cols) at row stride `ld`;
-// with `transpose`, src is (cols, rows) at row stride `ld` and dst its transpose. Round to
-// nearest even, as the AVX512_BF16 instructions (VCVTNEPS2BF16) do; NaN stays a quiet NaN.
-ATTN_KERNEL(convert_to_bf16,
-            void(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst));
+// dst (rows, cols), row-major and dense, = bf16(src), src (rows, cols) at row stride `ld`.
+// Round to nearest even, as the AVX512_BF16 instructions (VCVTNEPS2BF16) do; a NaN stays a
+// quiet NaN.
+ATTN_KERNEL(convert_to_bf16, void(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst));
 
 }  // namespace attn::kernels

@@ -21,9 +21,11 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
 // (attn::bf16_missing is ""): the precision setting checks that before any call comes here.
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-// oneDNN's implementation of the (M, K) x (K, N) product ("brg:avx512_core_bf16"); builds
-// (and caches) its primitive.
-std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b);
+// oneDNN's implementation of the op(A) (M, K) x op(B) (K, N) product ("brg:avx512_core_bf16");
+// builds (and caches) its primitive.
+std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
+// The oneDNN library's version, "2.6.3".
+std::string onednn_version();
 // Primitives in the shape cache now.
 size_t gemm_bf16_cached_primitives();
 

@@ -1,15 +1,14 @@
-// The bf16 GEMM (attn/precision.h): A and B rounded to bfloat16 by attn's convert_to_bf16,
+// The bf16 GEMM (attn/precision.h): A and B rounded to bfloat16 by attn's convert_to_bf16 in
+// their stored layouts (oneDNN reads a transposed operand through its strides: transposing A
+// while copying it held dW = dYᵀ X to 41-44 GFLOP/s, oneDNN's own transposed read 62-75),
 // multiplied by oneDNN's matmul primitive with fp32 accumulation into fp32 C. On AVX512_BF16
 // CPUs oneDNN 2.6 runs its brgemm kernels (VDPBF16PS), on AMX CPUs the AMX tiles.
 //
-// A primitive is built once per shape (M, N, K, op(B)'s layout, ldc, alpha, beta, threads) and
+// A primitive is built once per shape (M, N, K, both layouts, ldc, alpha, beta, threads) and
 // kept in a cache shared by all threads (a mutex around the map; executing a primitive is
 // thread-safe because each call brings its own scratchpad and stream).
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,10 +27,10 @@ using dt = dnnl::memory::data_type;
 
 struct Key {
   int64_t m, n, k, ldc;
-  bool transpose_b;
+  bool transpose_a, transpose_b;
   uint32_t alpha_bits, beta_bits;
   int threads;
-  auto tied() const { return std::tie(m, n, k, ldc, transpose_b, alpha_bits, beta_bits, threads); }
+  auto tied() const { return std::tie(m, n, k, ldc, transpose_a, transpose_b, alpha_bits, beta_bits, threads); }
   bool operator<(const Key& o) const { return tied() < o.tied(); }
 };
 
@@ -55,8 +54,9 @@ std::shared_ptr<const Entry> primitive_for(const Key& key, float alpha, float be
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   if (auto it = g_cache.find(key); it != g_cache.end()) return it->second;
   using dims = dnnl::memory::dims;
-  // A (M, K) dense; B (K, N) dense, or stored (N, K) when transposed ("ba"); C (M, N) at ldc.
-  const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::bf16, dims{key.k, 1});
+  // op(A) (M, K): A dense, or stored (K, M) when transposed; op(B) (K, N): B dense, or stored
+  // (N, K) when transposed; C (M, N) at ldc.
+  const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::bf16, key.transpose_a ? dims{1, key.m} : dims{key.k, 1});
   const dnnl::memory::desc b_md(dims{key.k, key.n}, dt::bf16, key.transpose_b ? dims{1, key.k} : dims{key.n, 1});
   const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
   dnnl::primitive_attr attr;
@@ -80,14 +80,12 @@ struct Buffers {
   std::vector<unsigned char> scratch;
 };
 
-// dst (rows, cols) dense = bf16(src), src as convert_to_bf16 takes it, in row chunks over the
+// dst (rows, cols) dense = bf16(src), src (rows, cols) at row stride ld, in row chunks over the
 // threads (one thread inside a parallel region): the large products' copies take ~1 ms each.
-void convert_rows(const float* src, int64_t ld, bool transpose, int64_t rows, int64_t cols, uint16_t* dst) {
+void convert_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(cols, 1));
-  parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
-    // Row r of dst is row r of src, or (transposed) its column r.
-    convert_to_bf16(transpose ? src + lo : src + lo * ld, ld, transpose, hi - lo, cols, dst + lo * cols);
-  });
+  parallel_for(0, rows, grain,
+               [&](int64_t lo, int64_t hi) { convert_to_bf16(src + lo * ld, ld, hi - lo, cols, dst + lo * cols); });
 }
 
 }  // namespace
@@ -95,17 +93,22 @@ void convert_rows(const float* src, int64_t ld, bool transpose, int64_t rows, in
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   // oneDNN's OpenMP threads follow attn's count (inside a parallel region it runs on one).
+#ifdef ATTN_WITH_OPENMP
   const bool nested = omp_in_parallel();
   const int threads = nested ? 1 : num_threads();
   if (!nested && omp_get_max_threads() != threads) omp_set_num_threads(threads);
-  const Key key{m, n, k, ldc, transpose_b, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta), threads};
+#else
+  const int threads = 1;
+#endif
+  const Key key{
+      m, n, k, ldc, transpose_a, transpose_b, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta), threads};
   const std::shared_ptr<const Entry> entry = primitive_for(key, alpha, beta);
 
   thread_local Buffers buffers;
   buffers.a.resize(static_cast<size_t>(m * k));
   buffers.b.resize(static_cast<size_t>(k * n));
-  convert_rows(a, lda, transpose_a, m, k, buffers.a.data());                                // op(A) (M, K)
-  convert_rows(b, ldb, false, transpose_b ? n : k, transpose_b ? k : n, buffers.b.data());  // B as stored
+  convert_rows(a, lda, transpose_a ? k : m, transpose_a ? m : k, buffers.a.data());  // A as stored
+  convert_rows(b, ldb, transpose_b ? n : k, transpose_b ? k : n, buffers.b.data());  // B as stored
   const dnnl::memory::desc scratch_md = entry->pd.scratchpad_desc();
   buffers.scratch.resize(scratch_md.get_size());
 
@@ -121,10 +124,16 @@ void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
   stream.wait();
 }
 
-std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b) {
+std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
   const int threads = num_threads();
-  const Key key{m, n, k, n, transpose_b, std::bit_cast<uint32_t>(1.0f), std::bit_cast<uint32_t>(0.0f), threads};
+  const Key key{m,      n, k, n, transpose_a, transpose_b, std::bit_cast<uint32_t>(1.0f), std::bit_cast<uint32_t>(0.0f),
+                threads};
   return primitive_for(key, 1.0f, 0.0f)->pd.impl_info_str();
+}
+
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
 size_t gemm_bf16_cached_primitives() {

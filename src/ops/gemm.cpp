@@ -9,8 +9,8 @@ void blas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
   kernels::gemm(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b) {
-  return kernels::gemm_bf16_implementation(m, n, k, transpose_b);
+std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
+  return kernels::gemm_bf16_implementation(transpose_a, transpose_b, m, n, k);
 }
 
 }  // namespace attn

@@ -15,6 +15,7 @@
 #include "kernels/blas.h"
 #include "kernels/isa.h"
 #include "attn/parallel.h"
+#include "attn/precision.h"
 #include "attn/version.h"
 
 namespace attn::train {
@@ -118,6 +119,9 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.gemm_kernel_best = blas.best;
   r.gemm_kernel_source = kernel_source(blas);
   r.warning = kernel_warning(blas);
+  r.bf16_missing = bf16_missing(cpu, kernels::kernel_isa_level());
+  if (r.bf16_missing.empty())
+    r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
 
   r.threads = num_threads();
   const WaitPolicy policy = omp_wait_policy();
@@ -127,6 +131,7 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.attn_version = version();
   r.attn_commit = build_commit();
   r.libraries = {{"OpenBLAS", r.gemm_version},
+                 {"oneDNN", kernels::onednn_version()},
                  {"fmt", fmt_version()},
                  {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
                                                NLOHMANN_JSON_VERSION_PATCH)},
@@ -175,6 +180,7 @@ nlohmann::json MachineReport::to_json() const {
             {"kernel", gemm_kernel},
             {"kernel_best", gemm_kernel_best},
             {"kernel_source", gemm_kernel_source}}},
+          {"bf16", {{"runs", bf16_missing.empty()}, {"missing", bf16_missing}, {"gemm", bf16_gemm}}},
           {"sgemm", sg},
           {"threads", threads},
           {"omp_wait_policy", {{"value", omp_wait_policy}, {"source", omp_wait_policy_source}}},
@@ -215,6 +221,10 @@ std::string MachineReport::to_text() const {
                    kernel_isa_text(*this));
   t += fmt::format("gemm        {} {}, kernels {}: {}\n", gemm_library, gemm_version, gemm_kernel, gemm_kernel_source);
   t += fmt::format("            {}\n", gemm_config);
+  if (bf16_missing.empty())
+    t += fmt::format("bf16        --precision bf16 runs: {} (bf16 GEMMs, fp32 accumulation)\n", bf16_gemm);
+  else
+    t += fmt::format("bf16        --precision bf16 is refused: it needs {}\n", bf16_missing);
   if (sgemm.measured)
     t += fmt::format("sgemm       {:.1f} GFLOP/s ({}^3, {} threads, {} calls in {:.2f} s; max error vs float64 {:.1e} "
                      "of max|C|)\n",

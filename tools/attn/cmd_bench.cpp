@@ -660,7 +660,7 @@ void run_gemm_bench(const GemmBenchArgs& a) {
                 {"transpose_b", g.transpose_b}, {"calls", calls},
                 {"gflops_per_s", 2.0 * static_cast<double>(g.m * g.n * g.k) * static_cast<double>(calls) / seconds / 1e9}};
     if (compute_precision() == Precision::bf16)
-      row["implementation"] = gemm_bf16_implementation(g.m, g.n, g.k, g.transpose_b);
+      row["implementation"] = gemm_bf16_implementation(g.transpose_a, g.transpose_b, g.m, g.n, g.k);
     rows.push_back(row);
   }
   json j;

@@ -12,6 +12,6 @@ void blas_gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // oneDNN's implementation of the bf16 (M, K) x (K, N) product ("brg:avx512_core_bf16"); builds
 // (and caches) its primitive. Only where bf16 runs (attn::bf16_missing is "").
-std::string gemm_bf16_implementation(int64_t m, int64_t n, int64_t k, bool transpose_b);
+std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
 
 }  // namespace attn

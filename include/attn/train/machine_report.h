@@ -45,6 +45,10 @@ struct MachineReport {
   std::string gemm_kernel_best;    // the best this CPU's features allow (kernels::blas_core_for)
   std::string gemm_kernel_source;  // how gemm_kernel was chosen
   std::string warning;  // one line when the kernels in use are below what the CPU supports, else ""
+  // --precision bf16 (attn/precision.h): what it needs that this machine or ATTN_ISA level
+  // lacks ("" when it runs), and oneDNN's matmul implementation for it when it runs.
+  std::string bf16_missing;
+  std::string bf16_gemm;  // "oneDNN 2.6.3 brg:avx512_core_bf16"
   SgemmMeasurement sgemm;
   int threads = 0;
   std::string omp_wait_policy;  // OMP_WAIT_POLICY's value, or "" for libgomp's default
