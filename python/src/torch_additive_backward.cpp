@@ -9,6 +9,7 @@
 // dweights like weights or None -> (dquery, dprojected_keys, dvalues, dw_q, dbias, dv).
 #include "attn/kernels/attention.h"
 #include "attn/kernels/blas.h"
+#include "attn/kernels/normalizer.h"
 #include "attn/kernels/reduce.h"
 
 #include <string>
@@ -53,7 +54,9 @@ py::tuple additive_attention_backward(const Tensor& query, const Tensor& pk, con
   kernels::attention_context_backward(weights.f32(), values.f32(), dcontext.f32(), lengths.i32(), B, T, S, E,
                                       da.f32(), dvalues.f32());
   Tensor de = Tensor::zeros({N * S});
-  kernels::attention_masked_softmax_backward(weights.f32(), da.f32(), lengths.i32(), B, T, S, 1.0f, de.f32());
+  kernels::normalizer_backward(kernels::Normalizer{},
+                               kernels::NormalizerRows{.rows = N, .n = S, .group = T, .extents = lengths.i32()}, nullptr,
+                               weights.f32(), da.f32(), de.f32());
   Tensor du = Tensor::zeros({N, A}), dpk = Tensor::zeros(pk.shape()), dv_partial = Tensor::zeros({B, A});
   kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A,
                                               du.f32(), dpk.f32(), dv_partial.f32());

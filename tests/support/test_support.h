@@ -15,6 +15,9 @@ namespace attn::testing {
 // Uniform values in [lo, hi) from a fixed seed.
 Tensor random_tensor(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
 Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed);
+// An int32 keep-mask of `shape` (..., n) whose row r keeps its first lengths[r] positions
+// (rows past lengths.size() keep none).
+Tensor ragged_mask(const Shape& shape, const std::vector<int64_t>& lengths);
 
 // The shared data sets (sst2, multi30k, tatoeba-fra-eng): $ATTN_DATA_DIR, else the build's
 // ATTN_DATA_DIR (<repo>/../shared/data by default). A test that needs a file from it starts
