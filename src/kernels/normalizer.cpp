@@ -23,14 +23,15 @@ bool kept(const int32_t* mask, int64_t i) { return !mask || mask[i] != 0; }
 // ---- softmax and the normalised sigmoid ------------------------------------------------------
 
 // y = exp(z − max) / Σ exp(z − max), z = scale · x; y may alias x.
+template <bool kScaled>
 void softmax_row(const float* x, const int32_t* mask, float scale, float* y, int64_t n) {
-  const float m = row_max(x, mask, scale, n);
+  const float m = row_max<kScaled>(x, mask, scale, n);
   if (m == kRowNegInf) {  // fully masked (or all kept entries -inf): all zeros
     fill_zero(y, n);
     return;
   }
   // Σ >= 1: the max position contributes exp(0) = 1.
-  const float inv = 1.0f / exp_shifted(x, mask, scale, m, y, n);
+  const float inv = 1.0f / exp_shifted<kScaled>(x, mask, scale, m, y, n);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) y[i] *= inv;
 }
@@ -229,7 +230,9 @@ void sparse_row_backward(const float* y, const float* dy, float scale, double al
 void normalizer_row_forward(const Normalizer& norm, const float* x, const int32_t* mask_or_null, float* y,
                             int64_t n) {
   switch (norm.kind) {
-    case NormalizerKind::softmax: return softmax_row(x, mask_or_null, norm.scale, y, n);
+    case NormalizerKind::softmax:
+      if (norm.scale == 1.0f) return softmax_row<false>(x, mask_or_null, 1.0f, y, n);
+      return softmax_row<true>(x, mask_or_null, norm.scale, y, n);
     case NormalizerKind::sigmoid: return sigmoid_row(x, mask_or_null, norm.scale, y, n);
     case NormalizerKind::sparsemax: return sparsemax_row(x, mask_or_null, norm.scale, y, n);
     case NormalizerKind::entmax15: return entmax15_row(x, mask_or_null, norm.scale, y, n);

@@ -13,7 +13,9 @@ namespace attn::kernels::inline ATTN_ISA_NS {
 
 inline constexpr float kRowNegInf = -std::numeric_limits<float>::infinity();
 
-// Max of scale · x over the kept positions; -inf when none is kept. scale > 0.
+// Max of scale · x over the kept positions; -inf when none is kept. scale > 0. kScaled false
+// reads x as it is (scale 1 without the multiply: the plain softmax keeps its speed).
+template <bool kScaled = true>
 inline float row_max(const float* x, const int32_t* mask, float scale, int64_t n) {
   constexpr int32_t kNegInfBits = std::bit_cast<int32_t>(kRowNegInf);
   float m = kRowNegInf;
@@ -22,13 +24,14 @@ inline float row_max(const float* x, const int32_t* mask, float scale, int64_t n
     for (int64_t i = 0; i < n; ++i) {
       // masked entries read as -inf through a bit select (branch-free; x may be NaN there)
       const int32_t keep = -static_cast<int32_t>(mask[i] != 0);
-      const float xi = std::bit_cast<float>((std::bit_cast<int32_t>(scale * x[i]) & keep) | (kNegInfBits & ~keep));
+      const float xs = kScaled ? scale * x[i] : x[i];
+      const float xi = std::bit_cast<float>((std::bit_cast<int32_t>(xs) & keep) | (kNegInfBits & ~keep));
       m = xi > m ? xi : m;
     }
   } else {
 #pragma omp simd reduction(max : m)
     for (int64_t i = 0; i < n; ++i) {
-      const float xi = scale * x[i];
+      const float xi = kScaled ? scale * x[i] : x[i];
       m = xi > m ? xi : m;
     }
   }
@@ -36,13 +39,14 @@ inline float row_max(const float* x, const int32_t* mask, float scale, int64_t n
 }
 
 // e[i] = exp(scale · x[i] − m) on kept positions, 0 elsewhere; returns Σ e. e may be null
-// (the sum only) and may alias x.
+// (the sum only) and may alias x. kScaled as row_max.
+template <bool kScaled = true>
 inline float exp_shifted(const float* x, const int32_t* mask, float scale, float m, float* e, int64_t n) {
   float s = 0.0f;
   if (mask && e) {
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i) {
-      float v = fast_exp(scale * x[i] - m);
+      float v = fast_exp((kScaled ? scale * x[i] : x[i]) - m);
       v = mask[i] != 0 ? v : 0.0f;
       e[i] = v;
       s += v;
@@ -50,19 +54,19 @@ inline float exp_shifted(const float* x, const int32_t* mask, float scale, float
   } else if (mask) {
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i) {
-      const float v = fast_exp(scale * x[i] - m);
+      const float v = fast_exp((kScaled ? scale * x[i] : x[i]) - m);
       s += mask[i] != 0 ? v : 0.0f;
     }
   } else if (e) {
 #pragma omp simd reduction(+ : s)
     for (int64_t i = 0; i < n; ++i) {
-      const float v = fast_exp(scale * x[i] - m);
+      const float v = fast_exp((kScaled ? scale * x[i] : x[i]) - m);
       e[i] = v;
       s += v;
     }
   } else {
 #pragma omp simd reduction(+ : s)
-    for (int64_t i = 0; i < n; ++i) s += fast_exp(scale * x[i] - m);
+    for (int64_t i = 0; i < n; ++i) s += fast_exp((kScaled ? scale * x[i] : x[i]) - m);
   }
   return s;
 }

@@ -9,18 +9,18 @@
 namespace attn::kernels::inline ATTN_ISA_NS {
 
 float logsumexp_row(const float* x, const int32_t* mask_or_null, int64_t n) {
-  const float m = row_max(x, mask_or_null, 1.0f, n);
+  const float m = row_max<false>(x, mask_or_null, 1.0f, n);
   if (m == kRowNegInf) return kRowNegInf;
-  return m + std::log(exp_shifted(x, mask_or_null, 1.0f, m, nullptr, n));
+  return m + std::log(exp_shifted<false>(x, mask_or_null, 1.0f, m, nullptr, n));
 }
 
 void log_softmax_row_forward(const float* x, const int32_t* mask_or_null, float* y, int64_t n) {
-  const float m = row_max(x, mask_or_null, 1.0f, n);
+  const float m = row_max<false>(x, mask_or_null, 1.0f, n);
   if (m == kRowNegInf) {
     fill_zero(y, n);
     return;
   }
-  const float log_s = std::log(exp_shifted(x, mask_or_null, 1.0f, m, nullptr, n));
+  const float log_s = std::log(exp_shifted<false>(x, mask_or_null, 1.0f, m, nullptr, n));
   if (mask_or_null) {
     const int32_t* mask = mask_or_null;
 #pragma omp simd

@@ -81,8 +81,11 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   Tensor scores = Tensor::empty(q.out(S));  // raw scores; the softmax writes the weights over them
   kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S,
                                              A, scores.f32());
-  const kernels::Normalizer norm{smoothing ? kernels::NormalizerKind::sigmoid : kernels::NormalizerKind::softmax};
-  Tensor weights = smoothing ? Tensor::empty(q.out(S)) : scores;  // smoothing's backward reads the scores
+  const kernels::Normalizer norm = attention_detail::check_attention_normalizer(op, options.normalizer, smoothing);
+  // The softmax writes the weights over the scores; the sigmoid's backward reads the scores and
+  // the sort-based normalisers sort in the weights, so those get their own.
+  const bool in_place = norm.kind == kernels::NormalizerKind::softmax;
+  Tensor weights = in_place ? scores : Tensor::empty(q.out(S));
   Tensor context = Tensor::empty(q.out(E));
   Tensor used;  // the weights after dropout (== weights without)
   attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context, norm);

@@ -10,6 +10,8 @@
 #include "attn/kernels/attention.h"
 #include "attn/kernels/dropout.h"
 #include "attn/kernels/normalizer.h"
+#include "attn/ops/softmax.h"
+#include "kernel_normalizer.h"
 #include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"
@@ -112,6 +114,18 @@ inline float check_temperature(const std::string& op, float temperature) {
     throw ValueError(op + ": temperature must be finite and > 0, got " + fmt::format("{}", temperature) +
                      ": it divides the scores (τ < 1 sharpens, τ > 1 flattens, 1 leaves them as they are)");
   return temperature;
+}
+
+// The kernels' normaliser of one call: options.normalizer, or the smoothing's normalised
+// sigmoid (exclusive with a sparse normaliser). ValueError for entmax's α <= 1 or NaN.
+inline kernels::Normalizer check_attention_normalizer(const std::string& op, const Normalizer& normalizer,
+                                                      bool smoothing = false) {
+  check_normalizer(op, normalizer);
+  if (!smoothing) return kernel_normalizer(normalizer);
+  if (normalizer.kind != NormalizerKind::softmax)
+    throw ValueError(op + ": smoothing normalises σ(e) in place of the softmax; it cannot be combined with the " +
+                     normalizer_name(normalizer.kind) + " normaliser");
+  return {kernels::NormalizerKind::sigmoid};
 }
 
 // Dropout on the weights of one call: `on` when training with p > 0; seed drawn once.

@@ -7,6 +7,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/normalizer.h"
 #include "attn/kernels/softmax.h"
+#include "kernel_normalizer.h"
 
 namespace attn {
 namespace {
@@ -65,17 +66,6 @@ namespace {
 constexpr NormalizerKind kNormalizerKinds[] = {NormalizerKind::softmax, NormalizerKind::sparsemax,
                                                NormalizerKind::entmax15, NormalizerKind::entmax};
 
-// The kernels' normaliser of a checked one.
-kernels::Normalizer kernel_normalizer(const Normalizer& normalizer) {
-  switch (normalizer.kind) {
-    case NormalizerKind::softmax: return {kernels::NormalizerKind::softmax};
-    case NormalizerKind::sparsemax: return {kernels::NormalizerKind::sparsemax};
-    case NormalizerKind::entmax15: return {kernels::NormalizerKind::entmax15};
-    case NormalizerKind::entmax: return {kernels::NormalizerKind::entmax_bisect, 1.0f, normalizer.alpha};
-  }
-  throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
-}
-
 // A sparse normaliser over the rows of x: one tape node, dx += g ⊙ (dy − Σ g dy / Σ g).
 Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
   check_softmax_args(op, x, mask);
@@ -95,6 +85,16 @@ Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& norm
 }
 
 }  // namespace
+
+kernels::Normalizer kernel_normalizer(const Normalizer& normalizer) {
+  switch (normalizer.kind) {
+    case NormalizerKind::softmax: return {kernels::NormalizerKind::softmax};
+    case NormalizerKind::sparsemax: return {kernels::NormalizerKind::sparsemax};
+    case NormalizerKind::entmax15: return {kernels::NormalizerKind::entmax15};
+    case NormalizerKind::entmax: return {kernels::NormalizerKind::entmax_bisect, 1.0f, normalizer.alpha};
+  }
+  throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
+}
 
 const char* normalizer_name(NormalizerKind kind) {
   switch (kind) {

@@ -223,8 +223,9 @@ TEST(Normalizer, Gradcheck) {
     for (const Tensor& m : {Tensor(), mask}) {
       // α < 2: y ∝ [t]₊^{1/(α−1)} with 1/(α−1) > 1 is C¹ at τ, so differences across it are fine;
       // α >= 2 has a kink (sparsemax) or an unbounded slope (α = 3) there.
-      if (alpha_of(n) >= 2.0)
+      if (alpha_of(n) >= 2.0) {
         ASSERT_GT(threshold_margin(x, m, n), 0.03) << name_of(n) << ": the test's rows must keep away from τ";
+      }
       const auto fn = [n, m](const std::vector<Tensor>& in) { return normalize(in[0], n, m); };
       EXPECT_TRUE(gradcheck(fn, {x.clone().set_requires_grad(true)})) << name_of(n);
     }
