@@ -251,15 +251,31 @@ void normalizer_row_backward(const Normalizer& norm, const float* x, const float
   }
 }
 
-void normalizer_forward(const Normalizer& norm, const NormalizerRows& rows, const float* x, float* y) {
+namespace {
+
+// row(x_r, mask_r, y_r, extent) over every row, then zeros past the extent.
+template <class RowFn>
+void forward_rows(const NormalizerRows& rows, const float* x, float* y, RowFn row) {
   const int64_t n = rows.n;
   parallel_for(0, rows.rows, row_grain(n), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int64_t g = r / rows.group;
       const int64_t len = rows.extents ? rows.extents[g] : n;
-      normalizer_row_forward(norm, x + r * n, rows.mask ? rows.mask + g * n : nullptr, y + r * n, len);
+      row(x + r * n, rows.mask ? rows.mask + g * n : nullptr, y + r * n, len);
       fill_zero(y + r * n + len, n - len);
     }
+  });
+}
+
+}  // namespace
+
+void normalizer_forward(const Normalizer& norm, const NormalizerRows& rows, const float* x, float* y) {
+  if (norm.kind == NormalizerKind::softmax && norm.scale == 1.0f)  // the plain softmax, inlined into the loop
+    return forward_rows(rows, x, y, [](const float* xr, const int32_t* m, float* yr, int64_t len) {
+      softmax_row<false>(xr, m, 1.0f, yr, len);
+    });
+  forward_rows(rows, x, y, [&norm](const float* xr, const int32_t* m, float* yr, int64_t len) {
+    normalizer_row_forward(norm, xr, m, yr, len);
   });
 }
 
