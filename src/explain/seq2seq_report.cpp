@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "attn/explain/zero_share.h"
+
 namespace attn::explain {
 using nlohmann::json;
 
@@ -64,11 +66,14 @@ Seq2SeqReport summarise_seq2seq(std::vector<ExplainedPair> pairs, int64_t skippe
   r.pairs = std::move(pairs);
   r.skipped_empty = skipped_empty;
   double log_prob = 0.0;
+  ZeroShare zeros;
   for (const auto& p : r.pairs) {
     r.target_tokens += static_cast<int64_t>(p.importance.hypothesis.size());
     r.one_token_sources += p.importance.source.size() < 2;
     for (float v : p.importance.log_prob) log_prob += v;
+    for (const std::vector<float>& row : p.importance.attention) zeros.add(row);
   }
+  r.attention_zero_share = zeros.share();
   if (r.target_tokens > 0) r.mean_target_log_prob = log_prob / static_cast<double>(r.target_tokens);
   for (const TauPair& pair : seq2seq_tau_pairs()) {
     TauSummary t;
@@ -131,6 +136,7 @@ json seq2seq_report_json(const Seq2SeqReport& r, const json& context) {
           {"one_token_sources", r.one_token_sources},
           {"skipped_empty", r.skipped_empty},
           {"mean_target_log_prob", r.mean_target_log_prob},
+          {"attention_zero_share", r.attention_zero_share},
           {"measures",
            {{"attention", context.value("attention", std::string())},
             {"gradient", "sum_d d log p(y_t)/d e_{s,d} * e_{s,d}, full gradient (attention not held constant), "
@@ -153,7 +159,8 @@ std::string seq2seq_report_markdown(const Seq2SeqReport& r, const json& context)
         " target tokens of their greedy hypotheses" +
         format(" (mean log p of the emitted token %.3f); ", r.mean_target_log_prob) +
         std::to_string(r.one_token_sources) + " one-token sources (no LOO, τ undefined, left out); " +
-        std::to_string(r.skipped_empty) + " empty sources skipped.\n\n";
+        std::to_string(r.skipped_empty) + " empty sources skipped" +
+        format("; %.1f %% of the attention weights are exactly 0.\n\n", 100.0 * r.attention_zero_share);
   md += "Per target token y_t, the source tokens are ranked by the attention row (" +
         context.value("attention", std::string("?")) +
         "), by |gradient × input| of log p(y_t) over the source embeddings (the full gradient, teacher-forced on the "

@@ -15,24 +15,9 @@
 
 namespace attn::kernels {
 
-// weights[r, s] = softmax_s(alpha · scores[r, s]) over the kept s < L_b (max-subtracted), 0
-// for s >= L_b and for masked s; a row with no kept position is all zeros. Scores of masked
-// positions and past L_b are never read. `scores` may alias `weights`. `keep` may be null.
-ATTN_KERNEL(attention_masked_softmax_forward, void(const float* scores, const int32_t* lengths, const int32_t* keep,
-            int64_t B, int64_t T, int64_t S, float alpha, float* weights));
-// dscores[r, s] += alpha · w_s (dw_s - Σ_{j<L_b} w_j dw_j) for s < L_b; nothing past L_b.
-// (Masked positions have w_s = 0 and so get exactly 0: this kernel needs no mask.)
-ATTN_KERNEL(attention_masked_softmax_backward, void(const float* weights, const float* dweights, const int32_t* lengths,
-            int64_t B, int64_t T, int64_t S, float alpha, float* dscores));
-
-// Chorowski et al.'s smoothing, in place of the softmax: with σ_s = σ(alpha · scores[r, s]),
-// weights[r, s] = σ_s / Σ_j σ_j over the kept j < L_b; 0 for s >= L_b and masked s; a row with
-// no kept position is all zeros. `scores` must not alias `weights` (the backward reads both).
-ATTN_KERNEL(attention_masked_sigmoid_forward, void(const float* scores, const int32_t* lengths, const int32_t* keep,
-            int64_t B, int64_t T, int64_t S, float alpha, float* weights));
-// dscores[r, s] += alpha · w_s (1 − σ_s)(dw_s − Σ_{j<L_b} w_j dw_j) for s < L_b (masked: w_s = 0).
-ATTN_KERNEL(attention_masked_sigmoid_backward, void(const float* scores, const float* weights, const float* dweights,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t S, float alpha, float* dscores));
+// The weights of a score row, a_{r, s} = normalise_s(alpha · scores[r, s]) over the kept s < L_b,
+// come from the masked-normaliser primitive (kernels/normalizer.h) with
+// NormalizerRows{.rows = B·T, .n = S, .group = T, .extents = lengths, .mask = keep}.
 
 // context[b, t] = Σ_{s<L_b} weights[b, t, s] · values[b, s]            // (B, T, E)
 // (one GEMM per batch row over its real length; L_b = 0 gives a zero context).

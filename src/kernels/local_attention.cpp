@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/dropout.h"
+#include "kernels/normalizer.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
 
@@ -57,38 +58,18 @@ void local_attention_forward(const float* q, const float* keys, const float* val
       const float* qr = q + r * E;
       const float* kb = keys + (b * S + st) * E;
       const float* vb = values + (b * S + st) * E;
-      // a = softmax(alpha e) over the window, max-subtracted.
-      if (!keep) {
-        float m = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          a[j] = alpha * dot(qr, kb + j * E, E);
-          m = std::max(m, a[j]);
-        }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) sum += (a[j] = std::exp(a[j] - m));
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < n; ++j) a[j] *= inv;
-      } else {
-        // Masked slots are left out (a_j = 0); the same order of operations as above.
-        const int32_t* kp = keep + b * S + st;
-        float m = -INFINITY;
-        for (int64_t j = 0; j < n; ++j)
-          if (kp[j]) {
-            a[j] = alpha * dot(qr, kb + j * E, E);
-            m = std::max(m, a[j]);
-          }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) sum += (a[j] = kp[j] ? std::exp(a[j] - m) : 0.0f);
-        if (sum == 0.0f) continue;  // every slot masked: zero row (already filled)
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < n; ++j) a[j] *= inv;
-      }
+      // e_j = q · k_j on the kept slots (masked ones stay 0 and are left out), then
+      // a = softmax(alpha e) over the window: all zeros when every slot is masked.
+      const int32_t* kp = keep ? keep + b * S + st : nullptr;
+      for (int64_t j = 0; j < n; ++j)
+        if (!kp || kp[j]) a[j] = dot(qr, kb + j * E, E);
+      normalizer_row_forward(Normalizer{.scale = alpha}, a, kp, a, n);
       // w = a ⊙ g (Gaussian around p_r for local-p, not renormalised).
       if (p) {
         const float pr = p[r];
         for (int64_t j = 0; j < n; ++j) {
           const float d = static_cast<float>(st + j) - pr;
-          w[j] = a[j] * std::exp(-d * d * gauss);
+          w[j] = a[j] * fast_exp(-d * d * gauss);
         }
       } else {
         for (int64_t j = 0; j < n; ++j) w[j] = a[j];
@@ -136,7 +117,7 @@ void local_attention_backward(const float* q, const float* keys, const float* va
         if (p)
           for (int64_t j = 0; j < n; ++j) {
             const float d = static_cast<float>(st + j) - p[r];
-            dw[j] *= std::exp(-d * d * gauss);
+            dw[j] *= fast_exp(-d * d * gauss);
           }
         float ada = 0.0f;
         for (int64_t j = 0; j < n; ++j) ada += a[j] * dw[j];
@@ -169,7 +150,7 @@ void local_attention_position_forward(float* pre, const float* v_p, const int32_
       float* h = pre + r * A;
       for (int64_t a = 0; a < A; ++a) h[a] = std::tanh(h[a]);
       const float u = dot(v_p, h, A);
-      const float s = 1.0f / (1.0f + std::exp(-u));
+      const float s = sigmoid_approx(u);
       const int64_t L = lengths[r / T];
       sg[r] = s;
       p[r] = static_cast<float>(L) * s;

@@ -2,6 +2,7 @@
 
 #include "kernels/softmax.h"
 #include "attn/parallel.h"
+#include "fast_math.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {

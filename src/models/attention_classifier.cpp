@@ -47,21 +47,31 @@ void AttnClassifierConfig::validate() const {
   if (attention < 0) fail("'attention' must be >= 0 (0: the state size), got " + std::to_string(attention));
   if (classes < 2) fail("'classes' must be >= 2, got " + std::to_string(classes));
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("'dropout' must be in [0, 1), got " + std::to_string(dropout));
+  check_normalizer("bilstm-attn config", normalizer);
+  if (pooling == PoolingScore::uniform && normalizer.kind != NormalizerKind::softmax)
+    fail(std::string("the ") + normalizer_name(normalizer.kind) + " normaliser needs pooling additive or dot, got uniform");
 }
 
 json AttnClassifierConfig::to_json() const {
-  return {{"kind", "bilstm-attn"}, {"vocab", vocab},         {"emb", emb},         {"hidden", hidden},
+  json j{{"kind", "bilstm-attn"}, {"vocab", vocab},         {"emb", emb},         {"hidden", hidden},
           {"layers", layers},      {"attention", attention}, {"dropout", dropout}, {"classes", classes},
           {"encoder", to_string(encoder)}, {"pooling", to_string(pooling)},     {"seed", seed}};
+  detail::write_normalizer(j, normalizer);
+  return j;
 }
 
 AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
   AttnClassifierConfig c;
   std::string encoder = to_string(c.encoder), pooling = to_string(c.pooling);  // the choices' names
-  detail::read_config("bilstm-attn", j, {{"vocab", &c.vocab}, {"emb", &c.emb}, {"hidden", &c.hidden},
-                                         {"layers", &c.layers}, {"attention", &c.attention},
-                                         {"dropout", &c.dropout}, {"classes", &c.classes},
-                                         {"encoder", &encoder}, {"pooling", &pooling}, {"seed", &c.seed}}, "bilstm-attn");
+  detail::NormalizerFields normalizer;
+  std::vector<detail::ConfigField> fields = {{"vocab", &c.vocab},         {"emb", &c.emb},
+                                             {"hidden", &c.hidden},       {"layers", &c.layers},
+                                             {"attention", &c.attention}, {"dropout", &c.dropout},
+                                             {"classes", &c.classes},     {"encoder", &encoder},
+                                             {"pooling", &pooling},       {"seed", &c.seed}};
+  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
+  detail::read_config("bilstm-attn", j, fields, "bilstm-attn");
+  c.normalizer = normalizer.normalizer();
   c.encoder = parse_pooling_encoder(encoder);
   c.pooling = parse_pooling_score(pooling);
   c.validate();
@@ -149,12 +159,16 @@ AttentionPooling AttnClassifier::pool(const Tensor& states, const Tensor& length
     // vᵀ tanh(W h_s + b) is the additive op's score with W_q q = 0: a zero query (B, 1).
     const Tensor zero_query = Tensor::zeros({B, 1});
     const Tensor zero_w_q = Tensor::zeros({pool_w.dim(0), 1});
+    AdditiveOptions o;
+    o.normalizer = config_.normalizer;
     r = additive_attention(zero_query, additive_project_keys(states, pool_w), states, zero_w_q, pool_bias, pool_v,
-                           lengths);
+                           lengths, o);
   } else {
     // qᵀ h_s: the learned query repeated over the batch, as ones (B, 1) · q (1, E).
     const Tensor query = linear(Tensor::full({B, 1}, 1.0f), pool_query.reshape({E, 1}));  // (B, E)
-    r = luong_attention(query, states, states, lengths);
+    LuongOptions o;
+    o.normalizer = config_.normalizer;
+    r = luong_attention(query, states, states, lengths, o);
   }
   return {r.context, r.weights};
 }

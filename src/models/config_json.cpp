@@ -57,4 +57,11 @@ void read_config(const std::string& what, const json& j, const std::vector<Confi
   }
 }
 
+void write_normalizer(nlohmann::json& j, const Normalizer& normalizer) {
+  if (normalizer.kind == NormalizerKind::softmax) return;
+  j["normalizer"] = normalizer_name(normalizer.kind);
+  // α as the float's shortest decimal ("1.3", not 1.2999999523162842); it reads back exactly.
+  if (normalizer.kind == NormalizerKind::entmax) j["alpha"] = std::stod(fmt::format("{}", normalizer.alpha));
+}
+
 }  // namespace attn::models::detail

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/ops/softmax.h"
+
 namespace attn::models::detail {
 
 // A configuration field by its JSON key: int (an integer in the int32 range), int64_t,
@@ -24,5 +26,17 @@ using ConfigField = std::pair<const char*, std::variant<int*, int64_t*, uint64_t
 // With `kind`, a "kind" key is allowed and must be that string.
 void read_config(const std::string& what, const nlohmann::json& j, const std::vector<ConfigField>& fields,
                  const char* kind = nullptr);
+
+// A configuration's attention normaliser in its JSON: "normalizer" (and "alpha" for entmax),
+// written only when not softmax, so a softmax model's JSON keeps its older form. read_config
+// fills a NormalizerFields through fields(); normalizer() parses it (ValueError for an
+// unknown name: "unknown normaliser 'x': expected softmax, ...").
+void write_normalizer(nlohmann::json& j, const Normalizer& normalizer);
+struct NormalizerFields {
+  std::string name = "softmax";
+  float alpha = Normalizer{}.alpha;
+  std::vector<ConfigField> fields() { return {{"normalizer", &name}, {"alpha", &alpha}}; }
+  Normalizer normalizer() const { return {parse_normalizer(name), alpha}; }
+};
 
 }  // namespace attn::models::detail

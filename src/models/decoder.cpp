@@ -46,7 +46,8 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .location_width = config.location_width,
                                          .location_sharpening = config.location_sharpening,
                                          .location_smoothing = config.location_smoothing,
-                                         .coverage = step_coverage(config.coverage)},
+                                         .coverage = step_coverage(config.coverage),
+                                         .normalizer = config.normalizer},
                                         rng);
     register_module("attention", attention->module());
   }

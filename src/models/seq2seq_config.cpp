@@ -126,6 +126,21 @@ void Seq2SeqConfig::validate() const {
                                  to_string(coverage), to_string(attention), s));
   if (!(coverage_loss >= 0.0f) || !std::isfinite(coverage_loss))
     throw ValueError(fmt::format("coverage_loss must be finite and >= 0, got {}", coverage_loss));
+  check_normalizer("seq2seq config", normalizer);
+  if (normalizer.kind != NormalizerKind::softmax) {
+    const bool takes = attends && (score_used == nn::StepScore::additive ||
+                                   score_used == nn::StepScore::additive_normalized ||
+                                   score_used == nn::StepScore::dot || score_used == nn::StepScore::general ||
+                                   score_used == nn::StepScore::concat || score_used == nn::StepScore::location ||
+                                   score_used == nn::StepScore::location_aware);
+    if (!takes)
+      throw ValueError(fmt::format("normalizer '{}' needs bahdanau or luong attention with an additive, dot, general, "
+                                   "concat, location or location_aware score, got {} ({})",
+                                   normalizer_name(normalizer.kind), to_string(attention), s));
+    if (location_smoothing)
+      throw ValueError(fmt::format("normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
+                                   normalizer_name(normalizer.kind)));
+  }
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
@@ -142,6 +157,7 @@ nlohmann::json Seq2SeqConfig::to_json() const {
     j["coverage"] = to_string(coverage);
     j["coverage_loss"] = coverage_loss;
   }
+  detail::write_normalizer(j, normalizer);
   return j;
 }
 
@@ -149,7 +165,8 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
   Seq2SeqConfig c;
   std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score,
               coverage = to_string(c.coverage);  // the choices' names
-  detail::read_config("seq2seq", j, {{"encoder", &encoder}, {"layers", &c.layers},
+  detail::NormalizerFields normalizer;
+  std::vector<detail::ConfigField> fields = {{"encoder", &encoder}, {"layers", &c.layers},
                                      {"bidirectional", &c.bidirectional}, {"emb", &c.emb},
                                      {"hidden", &c.hidden}, {"dropout", &c.dropout},
                                      {"attention", &attention}, {"score", &score},
@@ -159,12 +176,15 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
                                      {"location_width", &c.location_width},
                                      {"location_sharpening", &c.location_sharpening},
                                      {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
-                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}});
+                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}};
+  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
+  detail::read_config("seq2seq", j, fields);
   check_config_bounds(c);  // first, as validate() does
   c.encoder = parse_rnn_cell(encoder);
   c.attention = parse_attention_kind(attention);
   c.score = parse_score(c.attention, score);
   c.coverage = parse_coverage_kind(coverage);
+  c.normalizer = normalizer.normalizer();
   c.validate();
   return c;
 }

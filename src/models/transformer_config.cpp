@@ -24,7 +24,7 @@ PositionKind parse_position_kind(const std::string& name) {
 
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
   return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
-          .activation = activation, .seed = seed};
+          .activation = activation, .seed = seed, .normalizer = normalizer};
 }
 
 void TransformerConfig::validate() const {
@@ -49,10 +49,11 @@ void TransformerConfig::validate() const {
     throw ValueError(fmt::format(
         "transformer config: share_embeddings needs src_vocab == tgt_vocab, got src_vocab={} and tgt_vocab={}",
         src_vocab, tgt_vocab));
+  check_normalizer("transformer config", normalizer);
 }
 
 nlohmann::json TransformerConfig::to_json() const {
-  return nlohmann::json{{"src_vocab", src_vocab},
+  nlohmann::json j{{"src_vocab", src_vocab},
                         {"tgt_vocab", tgt_vocab},
                         {"classes", classes},
                         {"d_model", d_model},
@@ -68,19 +69,25 @@ nlohmann::json TransformerConfig::to_json() const {
                         {"share_embeddings", share_embeddings},
                         {"tie_output", tie_output},
                         {"seed", seed}};
+  detail::write_normalizer(j, normalizer);
+  return j;
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   TransformerConfig c;
   std::string activation = to_string(c.activation), positions = to_string(c.positions);  // the choices' names
-  detail::read_config("transformer", j, {{"src_vocab", &c.src_vocab}, {"tgt_vocab", &c.tgt_vocab},
+  detail::NormalizerFields normalizer;
+  std::vector<detail::ConfigField> fields = {{"src_vocab", &c.src_vocab}, {"tgt_vocab", &c.tgt_vocab},
                                          {"classes", &c.classes}, {"d_model", &c.d_model}, {"heads", &c.heads},
                                          {"ffn", &c.ffn}, {"encoder_layers", &c.encoder_layers},
                                          {"decoder_layers", &c.decoder_layers}, {"dropout", &c.dropout},
                                          {"norm_first", &c.norm_first}, {"activation", &activation},
                                          {"positions", &positions}, {"max_len", &c.max_len},
                                          {"share_embeddings", &c.share_embeddings},
-                                         {"tie_output", &c.tie_output}, {"seed", &c.seed}});
+                                         {"tie_output", &c.tie_output}, {"seed", &c.seed}};
+  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
+  detail::read_config("transformer", j, fields);
+  c.normalizer = normalizer.normalizer();
   c.activation = parse_ffn_activation(activation);
   c.positions = parse_position_kind(positions);
   c.validate();

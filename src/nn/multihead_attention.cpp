@@ -78,8 +78,9 @@ void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const 
 // Attention over heads: q (B, H, T, Dq), k (B, H, S, Dq), v (B, H, S, Dv) → context
 // (B, H, T, Dv) and the weights the caller asked for.
 MhaResult attend(const Tensor& q, const Tensor& k, const Tensor& v, const MhaCallOptions& call, float scale,
-                 float dropout_p, bool training, Rng& dropout_rng) {
+                 float dropout_p, bool training, Rng& dropout_rng, const Normalizer& normalizer = {}) {
   SdpaOptions so;
+  so.normalizer = normalizer;
   so.key_lengths = call.key_lengths;
   so.key_padding_mask = call.key_padding_mask;
   so.causal = call.causal;
@@ -187,7 +188,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::project_kv_(const Tensor& key, con
 
 MhaResult MultiheadAttention::attend_heads_(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const MhaCallOptions& call) {
-  MhaResult r = attend(q, k, v, call, 0.0f /* 1 / sqrt(Dh) */, options_.dropout, is_training(), dropout_rng_);
+  MhaResult r = attend(q, k, v, call, 0.0f /* 1 / sqrt(Dh) */, options_.dropout, is_training(), dropout_rng_,
+                       options_.normalizer);
   r.out = out_proj.forward(merge_heads(r.out));  // (B, T, D)
   return r;
 }

@@ -71,7 +71,23 @@ std::optional<StepScore> find_step_score(const std::string& name) {
   return std::nullopt;
 }
 
-std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o, Rng& rng) {
+namespace {
+
+// The scores whose ops take a normaliser (ops/attention.h's options.normalizer).
+bool takes_normalizer(StepScore score) {
+  switch (score) {
+    case StepScore::additive:
+    case StepScore::additive_normalized:
+    case StepScore::dot:
+    case StepScore::general:
+    case StepScore::concat:
+    case StepScore::location:
+    case StepScore::location_aware: return true;
+    default: return false;
+  }
+}
+
+std::unique_ptr<StepAttention> make_module(const StepAttentionOptions& o, Rng& rng) {
   const int64_t D = o.query_size, E = o.memory_size;
   if (D < 1 || E < 1)
     throw ValueError("make_step_attention: query_size and memory_size must be >= 1, got " + std::to_string(D) + ", " +
@@ -95,6 +111,22 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
     case StepScore::location_aware: return std::make_unique<LocationAwareAttention>(D, E, o, rng);
   }
   throw ValueError("make_step_attention: unknown score " + std::to_string(static_cast<int>(o.score)));
+}
+
+}  // namespace
+
+std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o, Rng& rng) {
+  check_normalizer("make_step_attention", o.normalizer);
+  if (o.normalizer.kind != NormalizerKind::softmax && !takes_normalizer(o.score))
+    throw ValueError(std::string("make_step_attention: the ") + normalizer_name(o.normalizer.kind) +
+                     " normaliser needs an additive, dot, general, concat, location or location_aware score, got " +
+                     step_score_name(o.score));
+  if (o.normalizer.kind != NormalizerKind::softmax && o.location_smoothing)
+    throw ValueError(std::string("make_step_attention: location smoothing replaces the softmax; it cannot be combined "
+                                 "with the ") + normalizer_name(o.normalizer.kind) + " normaliser");
+  std::unique_ptr<StepAttention> attention = make_module(o, rng);
+  attention->normalizer_ = o.normalizer;
+  return attention;
 }
 
 // ---- additive ---------------------------------------------------------------------------------
@@ -133,6 +165,7 @@ StepState AdditiveAttention::start(const StepMemory& m) const {
 StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
                                               bool need_weights) {
   AdditiveOptions o;
+  o.normalizer = normalizer_;
   o.normalize = normalize_;
   o.g = g;
   o.need_weights = need_weights || w_c.defined();  // coverage adds the weights up
@@ -181,6 +214,7 @@ StepAttentionResult LocationAwareAttention::attend(const Tensor& query, const St
   LocationAwareOptions o;
   o.sharpening = sharpening_;
   o.smoothing = smoothing_;
+  o.normalizer = normalizer_;
   o.need_weights = true;  // a_t is the next step's a_{t−1}
   const AttentionResult r =
       location_aware_attention(query, m.keys, m.values, state.rows.at(0), w_q, bias, v, filters, w_loc, m.lengths, o);
@@ -198,6 +232,7 @@ LuongAttention::LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng) 
 
 StepAttentionResult LuongAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   LuongOptions o;
+  o.normalizer = normalizer_;
   o.score = score_;
   o.w = w;
   o.v = v;
@@ -214,6 +249,7 @@ LocationAttention::LocationAttention(int64_t D, int64_t E, int64_t max_src_len, 
 
 StepAttentionResult LocationAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
   LocationOptions o;
+  o.normalizer = normalizer_;
   o.need_weights = need_weights;
   return from(location_attention(query, m.values, w_a, b_a, m.lengths, o));
 }

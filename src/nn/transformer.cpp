@@ -49,6 +49,7 @@ MultiheadAttentionOptions mha_options(const TransformerLayerOptions& o, uint64_t
   m.num_heads = o.heads;
   m.dropout = o.dropout;
   m.seed = sub_seed(o.seed, stream);
+  m.normalizer = o.normalizer;
   return m;
 }
 

@@ -9,6 +9,7 @@
 
 #include "attention_common.h"
 #include "kernels/blas.h"
+#include "kernels/normalizer.h"
 #include "kernels/reduce.h"
 #include "attn/ops/attention.h"
 
@@ -82,10 +83,14 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   Tensor scores = Tensor::empty(q.out(S));  // raw scores; the softmax writes the weights over them
   kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S,
                                              A, scores.f32());
-  Tensor weights = smoothing ? Tensor::empty(q.out(S)) : scores;  // smoothing's backward reads the scores
+  const kernels::Normalizer norm = attention_detail::check_attention_normalizer(op, options.normalizer, smoothing);
+  // The softmax writes the weights over the scores; the sigmoid's backward reads the scores and
+  // the sort-based normalisers sort in the weights, so those get their own.
+  const bool in_place = norm.kind == kernels::NormalizerKind::softmax;
+  Tensor weights = in_place ? scores : Tensor::empty(q.out(S));
   Tensor context = Tensor::empty(q.out(E));
   Tensor used;  // the weights after dropout (== weights without)
-  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context, smoothing);
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, weights, used, context, norm);
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, projected_keys, values, w_q, bias, v, g)) return result;
@@ -93,14 +98,14 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   const Tensor lengths_ = mask.lengths;
   const Tensor smoothing_scores = smoothing ? scores : Tensor();
   auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths = lengths_, u, v_eff, weights, used,
-                   context, drop, d, D, A, alpha, normalize, smoothing_scores]() {
+                   context, drop, d, D, A, alpha, normalize, norm, smoothing_scores]() {
     const int64_t B = d.B, T = d.T, S = d.S, N = B * T;
     const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
     const bool want_k = projected_keys.requires_grad();
     const bool want_v = v.requires_grad() || g.requires_grad();
     // de_{t,s} = (1/τ) a_{t,s} (da_{t,s} - Σ_j a_{t,j} da_{t,j}),  da = dc · values (+ dweights)
     Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha,
-                                                           want_u || want_k || want_v, nullptr, smoothing_scores);
+                                                           want_u || want_k || want_v, nullptr, norm, smoothing_scores);
     if (!de.defined()) return;
     Tensor du = want_u ? Tensor::zeros({N, A}) : Tensor();
     Tensor dv_partial = want_v ? Tensor::zeros({B, A}) : Tensor();
@@ -170,7 +175,9 @@ AdditiveGradients additive_attention_backward(const Tensor& query, const Tensor&
   kernels::attention_context_backward(weights.f32(), values.f32(), dcontext.f32(), lengths.i32(), B, T, S, E, da.f32(),
                                       g.values.f32());
   Tensor de = Tensor::zeros({N * S});
-  kernels::attention_masked_softmax_backward(weights.f32(), da.f32(), lengths.i32(), B, T, S, 1.0f, de.f32());
+  kernels::normalizer_backward(kernels::Normalizer{},
+                               kernels::NormalizerRows{.rows = N, .n = S, .group = T, .extents = lengths.i32()}, nullptr,
+                               weights.f32(), da.f32(), de.f32());
   Tensor du = Tensor::zeros({N, A}), dv_partial = Tensor::zeros({B, A});
   g.projected_keys = Tensor::zeros(pk.shape());
   kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A,

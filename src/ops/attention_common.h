@@ -9,6 +9,9 @@
 #include "attn/autodiff/tape.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
+#include "kernels/normalizer.h"
+#include "attn/ops/softmax.h"
+#include "kernel_normalizer.h"
 #include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"
@@ -113,6 +116,18 @@ inline float check_temperature(const std::string& op, float temperature) {
   return temperature;
 }
 
+// The kernels' normaliser of one call: options.normalizer, or the smoothing's normalised
+// sigmoid (exclusive with a sparse normaliser). ValueError for entmax's α <= 1 or NaN.
+inline kernels::Normalizer check_attention_normalizer(const std::string& op, const Normalizer& normalizer,
+                                                      bool smoothing = false) {
+  check_normalizer(op, normalizer);
+  if (!smoothing) return kernel_normalizer(normalizer);
+  if (normalizer.kind != NormalizerKind::softmax)
+    throw ValueError(op + ": smoothing normalises σ(e) in place of the softmax; it cannot be combined with the " +
+                     normalizer_name(normalizer.kind) + " normaliser");
+  return {kernels::NormalizerKind::sigmoid};
+}
+
 // Dropout on the weights of one call: `on` when training with p > 0; seed drawn once.
 struct WeightDropout {
   bool on = false;
@@ -140,19 +155,21 @@ struct Dims {
   int64_t B, T, S, E;
 };
 
-// weights = masked softmax(alpha · scores) (B, T, S), or with `smoothing` the normalised
-// sigmoid σ(alpha · scores) / Σ σ (then `weights` must not alias `scores`, which the backward
-// reads); used = dropout(weights) (or weights itself); context = used · values (B, T, E).
-// `used` is what the op returns as its weights.
+// The normaliser of one call's score rows (B, T, S) over each row's extent and keep mask.
+inline kernels::NormalizerRows normalizer_rows(const Dims& d, const Tensor& lengths, const int32_t* keep) {
+  return {.rows = d.B * d.T, .n = d.S, .group = d.T, .extents = lengths.i32(), .mask = keep};
+}
+
+// weights = masked normalise(alpha · scores) (B, T, S) (`norm.scale` is set to alpha): softmax,
+// the smoothing's normalised sigmoid, or a sparse normaliser (then `weights` must not alias
+// `scores`; the sigmoid's backward reads the scores, so it must not either); used =
+// dropout(weights) (or weights itself); context = used · values (B, T, E). `used` is what the
+// op returns as its weights.
 inline void softmax_context_forward(const Tensor& scores, float alpha, const Tensor& values, const KeyMask& mask,
                                     const WeightDropout& drop, const Dims& d, Tensor& weights, Tensor& used,
-                                    Tensor& context, bool smoothing = false) {
-  if (smoothing)
-    kernels::attention_masked_sigmoid_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
-                                              weights.f32());
-  else
-    kernels::attention_masked_softmax_forward(scores.f32(), mask.lengths.i32(), mask.keep_ptr(), d.B, d.T, d.S, alpha,
-                                              weights.f32());
+                                    Tensor& context, kernels::Normalizer norm = {}) {
+  norm.scale = alpha;
+  kernels::normalizer_forward(norm, normalizer_rows(d, mask.lengths, mask.keep_ptr()), scores.f32(), weights.f32());
   if (drop.on) {
     used = Tensor::empty(weights.shape());
     kernels::dropout_forward(weights.f32(), used.f32(), weights.numel(), drop.p, drop.seed);
@@ -164,8 +181,8 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 }
 
 // Backward through context = used · values, used = dropout(weights) and weights = masked
-// softmax(alpha · scores) (or, given `smoothing_scores`, the scores of the smoothing
-// normaliser, its normalised sigmoid): accumulates the values' gradient and, when `want_dscores`,
+// normalise(alpha · scores) (`scores`: the forward's scores, needed by the sigmoid only; may be
+// undefined otherwise): accumulates the values' gradient and, when `want_dscores`,
 // returns the gradient of the raw scores (B, T, S), zero past each row's extent and on masked
 // positions (their weight is 0). The gradient of `used` (when it was an output of the node)
 // is included. Returns an undefined tensor otherwise; `dweights_out`, when given, receives
@@ -173,7 +190,8 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used, const Tensor& context,
                                        const Tensor& values, const Tensor& lengths, const WeightDropout& drop,
                                        const Dims& d, float alpha, bool want_dscores,
-                                       Tensor* dweights_out = nullptr, const Tensor& smoothing_scores = Tensor()) {
+                                       Tensor* dweights_out = nullptr, kernels::Normalizer norm = {},
+                                       const Tensor& scores = Tensor()) {
   const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
   Tensor dused;
   if (want_dscores) dused = used.has_grad() ? used.grad().clone() : Tensor::zeros(used.shape());
@@ -189,12 +207,9 @@ inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used
   }
   if (dweights_out) *dweights_out = dweights;
   Tensor dscores = Tensor::zeros({d.B, d.T, d.S});
-  if (smoothing_scores.defined())
-    kernels::attention_masked_sigmoid_backward(smoothing_scores.f32(), weights.f32(), dweights.f32(), lengths.i32(),
-                                               d.B, d.T, d.S, alpha, dscores.f32());
-  else
-    kernels::attention_masked_softmax_backward(weights.f32(), dweights.f32(), lengths.i32(), d.B, d.T, d.S, alpha,
-                                               dscores.f32());
+  norm.scale = alpha;
+  kernels::normalizer_backward(norm, normalizer_rows(d, lengths, nullptr), scores.defined() ? scores.f32() : nullptr,
+                               weights.f32(), dweights.f32(), dscores.f32());
   return dscores;
 }
 

@@ -64,6 +64,7 @@ AttentionResult location_aware_attention(const Tensor& query, const Tensor& proj
   AdditiveOptions o;
   o.temperature = 1.0f / options.sharpening;
   o.smoothing = options.smoothing;
+  o.normalizer = options.normalizer;
   o.need_weights = options.need_weights;
   return additive_attention(query, add(projected_keys, location), values, w_q, bias, v, lengths, o);
 }

@@ -24,9 +24,11 @@ struct SoftmaxContext {
 };
 SoftmaxContext softmax_context(const Tensor& scores, float alpha, const Tensor& values,
                                const attention_detail::KeyMask& mask, const attention_detail::WeightDropout& drop,
-                               const attention_detail::Dims& d, const attention_detail::QueryShape& q) {
+                               const attention_detail::Dims& d, const attention_detail::QueryShape& q,
+                               const kernels::Normalizer& norm) {
   SoftmaxContext r{Tensor::empty(q.out(d.S)), Tensor(), Tensor::empty(q.out(d.E))};
-  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, r.weights, r.used, r.context);
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, r.weights, r.used, r.context,
+                                            norm);
   return r;
 }
 
@@ -80,6 +82,10 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       break;
   }
   if (scale.defined()) c.check("scale", scale, {});
+  const kernels::Normalizer norm = attention_detail::check_attention_normalizer(op, options.normalizer);
+  if (scale.defined() && options.normalizer.kind != NormalizerKind::softmax)
+    throw ValueError(op + ": the learned 'scale' is trained through the softmax; it cannot be combined with the " +
+                     normalizer_name(options.normalizer.kind) + " normaliser");
   const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float tau = attention_detail::check_temperature(op, options.temperature);
   const attention_detail::WeightDropout drop =
@@ -108,21 +114,21 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       break;
   }
   const Dims d{B, T, S, E};
-  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q);
+  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q, norm);
   const Tensor weights = sc.weights, used = sc.used, context = sc.context;  // used: after dropout
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, keys, values, w, v, scale)) return result;
 
   auto backward = [query, keys, values, lengths = mask.lengths, w, v, scale, scores, qw, pq, pk, weights, used,
-                   context, drop, d, D, A, tau, alpha, score]() {
+                   context, drop, d, D, A, tau, alpha, score, norm]() {
     const int64_t B = d.B, T = d.T, S = d.S, E = d.E, N = B * T;
     const bool want_e = query.requires_grad() || keys.requires_grad() || w.requires_grad() || v.requires_grad() ||
                         scale.requires_grad();
     // z = alpha e:  dz = a (da - Σ a da),  dscale += Σ dz e / τ,  de = alpha dz
     Tensor da;
     Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, 1.0f,
-                                                           want_e, &da);
+                                                           want_e, &da, norm);
     if (!de.defined()) return;
     if (scale.requires_grad())
       scale.grad_accumulator().f32()[0] += static_cast<float>(
@@ -188,6 +194,7 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
                      "the longest source, or truncate the sources");
   const attention_detail::KeyMask mask = attention_detail::check_key_mask(c, lengths, options.key_padding_mask);
   const float alpha = 1.0f / attention_detail::check_temperature(op, options.temperature);
+  const kernels::Normalizer norm = attention_detail::check_attention_normalizer(op, options.normalizer);
   const attention_detail::WeightDropout drop =
       attention_detail::check_dropout(op, options.dropout, options.training, options.rng);
 
@@ -196,17 +203,19 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   kernels::gemm(false, true, N, S, D, 1.0f, query.f32(), D, w_a.f32(), D, 0.0f, scores.f32(), S);
   if (b_a.defined()) kernels::attention_add_bias_rows(scores.f32(), b_a.f32(), N, S);
   const Dims d{B, T, S, E};
-  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q);
+  const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q, norm);
   const Tensor weights = sc.weights, used = sc.used, context = sc.context;  // used: after dropout
 
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, values, w_a, b_a)) return result;
 
-  auto backward = [query, values, w_a, b_a, lengths = mask.lengths, weights, used, context, drop, d, D, alpha]() {
+  auto backward = [query, values, w_a, b_a, lengths = mask.lengths, weights, used, context, drop, d, D, alpha,
+                   norm]() {
     const int64_t N = d.B * d.T, S = d.S;
     const bool want_e = query.requires_grad() || w_a.requires_grad() || b_a.requires_grad();
     Tensor de =
-        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha, want_e);
+        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha, want_e,
+                                                   nullptr, norm);
     if (!de.defined()) return;
     // e = Q W_a[:S]ᵀ + b_a[:S]:  dQ += dE W_a[:S],  dW_a[:S] += dEᵀ Q,  db_a[:S] += Σ_rows dE
     if (query.requires_grad())

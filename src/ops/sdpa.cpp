@@ -7,8 +7,45 @@
 #include "kernels/elementwise.h"
 #include "kernels/sdpa.h"
 #include "attn/number_format.h"
+#include "attn/ops/elementwise.h"
+#include "attn/ops/linear.h"
 
 namespace attn {
+namespace {
+
+// The keep-mask (B, H, T, S) of the key lengths / padding mask and the causal mask.
+Tensor keep_mask(const SdpaOptions& o, int64_t B, int64_t H, int64_t T, int64_t S) {
+  Tensor keep = Tensor::empty({B, H, T, S}, DType::i32);
+  int32_t* m = keep.i32();
+  const int64_t shift = o.causal_align == CausalAlign::lower_right ? S - T : 0;  // query t sees s <= t + shift
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t s = 0; s < S; ++s) {
+          bool kept = !o.key_lengths.defined() || s < o.key_lengths.i32()[b];
+          kept = kept && (!o.key_padding_mask.defined() || o.key_padding_mask.i32()[b * S + s] != 0);
+          kept = kept && (!o.causal || s <= t + shift);
+          *m++ = kept ? 1 : 0;
+        }
+  return keep;
+}
+
+// The sparse normalisers' path: weights = normalise(q kᵀ · scale, masks), out = weights v.
+SdpaResult sdpa_normalized(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& o, float scale,
+                           int64_t B, int64_t H, int64_t T, int64_t S, int64_t Dh, int64_t Dv) {
+  check_normalizer("sdpa", o.normalizer);
+  if (o.bias.defined())
+    throw ValueError(std::string("sdpa: a bias is added by the fused softmax kernel only; the ") +
+                     normalizer_name(o.normalizer.kind) + " normaliser takes none");
+  const Tensor scores = attn::scale(bmm(q.reshape({B * H, T, Dh}), k.reshape({B * H, S, Dh}), {.transpose_b = true}),
+                                    scale);  // (B·H, T, S)
+  const Tensor weights = normalize(scores.reshape({B, H, T, S}), o.normalizer, keep_mask(o, B, H, T, S));
+  const Tensor out = bmm(weights.reshape({B * H, T, S}), v.reshape({B * H, S, Dv})).reshape({B, H, T, Dv});
+  return {out, o.need_weights ? weights : Tensor()};
+}
+
+}  // namespace
+
 SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOptions& options) {
   ShapeContract c("sdpa");
   c.check("q", q, {"B", "H", "T", "Dh"});
@@ -42,6 +79,8 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
 
   const float base_scale =
       options.scale != 0.0f ? options.scale : (Dh > 0 ? 1.0f / std::sqrt(static_cast<float>(Dh)) : 1.0f);
+  if (options.normalizer.kind != NormalizerKind::softmax || !(options.normalizer.alpha > 1.0f))
+    return sdpa_normalized(q, k, v, options, base_scale / options.temperature, B, H, T, S, Dh, Dv);
 
   kernels::SdpaProblem p;
   p.B = B;

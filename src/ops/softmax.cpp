@@ -1,7 +1,13 @@
 #include "attn/ops/softmax.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "attn/autodiff/tape.h"
 #include "kernels/softmax.h"
+#include "kernels/normalizer.h"
+#include "kernel_normalizer.h"
 
 namespace attn {
 namespace {
@@ -51,6 +57,87 @@ Tensor log_softmax(const Tensor& x, const Tensor& mask) {
     });
   }
   return y;
+}
+
+// ---- the sparse normalisers --------------------------------------------------------------------
+
+namespace {
+
+constexpr NormalizerKind kNormalizerKinds[] = {NormalizerKind::softmax, NormalizerKind::sparsemax,
+                                               NormalizerKind::entmax15, NormalizerKind::entmax};
+
+// A sparse normaliser over the rows of x: one tape node, dx += g ⊙ (dy − Σ g dy / Σ g).
+Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
+  check_softmax_args(op, x, mask);
+  check_normalizer(op, normalizer);
+  const kernels::Normalizer norm = kernel_normalizer(normalizer);
+  const int64_t n = x.shape().last();
+  const kernels::NormalizerRows rows{.rows = x.numel() == 0 ? 0 : x.numel() / n, .n = n,
+                                     .mask = mask.defined() ? mask.i32() : nullptr};
+  Tensor y = Tensor::empty(x.shape());  // never x: the sort-based kinds sort in y
+  kernels::normalizer_forward(norm, rows, x.f32(), y.f32());
+  if (autodiff::needs_grad(x)) {
+    autodiff::record(op, {y}, [x, y, norm, rows]() mutable {
+      kernels::normalizer_backward(norm, rows, nullptr, y.f32(), y.grad().f32(), x.grad_accumulator().f32());
+    });
+  }
+  return y;
+}
+
+}  // namespace
+
+kernels::Normalizer kernel_normalizer(const Normalizer& normalizer) {
+  switch (normalizer.kind) {
+    case NormalizerKind::softmax: return {kernels::NormalizerKind::softmax};
+    case NormalizerKind::sparsemax: return {kernels::NormalizerKind::sparsemax};
+    case NormalizerKind::entmax15: return {kernels::NormalizerKind::entmax15};
+    case NormalizerKind::entmax: return {kernels::NormalizerKind::entmax_bisect, 1.0f, normalizer.alpha};
+  }
+  throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
+}
+
+const char* normalizer_name(NormalizerKind kind) {
+  switch (kind) {
+    case NormalizerKind::softmax: return "softmax";
+    case NormalizerKind::sparsemax: return "sparsemax";
+    case NormalizerKind::entmax15: return "entmax15";
+    case NormalizerKind::entmax: return "entmax";
+  }
+  return "unknown";
+}
+
+NormalizerKind parse_normalizer(const std::string& name) {
+  for (NormalizerKind kind : kNormalizerKinds)
+    if (name == normalizer_name(kind)) return kind;
+  throw ValueError("unknown normaliser '" + name + "': expected softmax, sparsemax, entmax15 or entmax");
+}
+
+void check_normalizer(const std::string& op, const Normalizer& normalizer) {
+  if (!(normalizer.alpha > 1.0f) || !std::isfinite(normalizer.alpha))
+    throw ValueError(op + ": entmax's alpha must be finite and > 1, got " + fmt::format("{}", normalizer.alpha) +
+                     " (alpha -> 1 is softmax, 1.5 entmax15, 2 sparsemax)");
+}
+
+Tensor sparsemax(const Tensor& x, const Tensor& mask) {
+  return sparse_normalizer("sparsemax", x, {NormalizerKind::sparsemax}, mask);
+}
+
+Tensor entmax15(const Tensor& x, const Tensor& mask) {
+  return sparse_normalizer("entmax15", x, {NormalizerKind::entmax15}, mask);
+}
+
+Tensor entmax_bisect(const Tensor& x, float alpha, const Tensor& mask) {
+  return sparse_normalizer("entmax_bisect", x, {NormalizerKind::entmax, alpha}, mask);
+}
+
+Tensor normalize(const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
+  switch (normalizer.kind) {
+    case NormalizerKind::softmax: check_normalizer("softmax", normalizer); return softmax(x, mask);
+    case NormalizerKind::sparsemax: return sparsemax(x, mask);
+    case NormalizerKind::entmax15: return entmax15(x, mask);
+    case NormalizerKind::entmax: return entmax_bisect(x, normalizer.alpha, mask);
+  }
+  throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
 }
 
 }  // namespace attn

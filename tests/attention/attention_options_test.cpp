@@ -16,6 +16,7 @@
 #include "attn/ops/hard_attention.h"
 #include "attn/ops/local_attention.h"
 #include "attn/ops/reduce.h"
+#include "attn/ops/softmax.h"
 #include "test_support.h"
 
 namespace attn {
@@ -72,6 +73,7 @@ struct Common {
   float dropout = 0.0f;
   bool training = true;
   uint64_t seed = 0;  // a fresh Rng(seed) per call, so repeated calls draw the same mask
+  Normalizer normalizer;
 };
 
 template <class O>
@@ -80,6 +82,7 @@ void apply(O& o, const Common& cm, Rng* rng) {
   o.dropout = cm.dropout;
   o.training = cm.training;
   o.rng = rng;
+  if constexpr (requires { o.normalizer; }) o.normalizer = cm.normalizer;
 }
 
 // Parameters in a fixed order; `inputs` = {query, keys, values, params...}.
@@ -191,6 +194,86 @@ std::vector<std::vector<float>> grads_of(Kind k, const std::vector<Tensor>& prot
     if (!(x[i] == y[i]))
       return ::testing::AssertionFailure() << "index " << i << ": " << x[i] << " vs " << y[i];
   return ::testing::AssertionSuccess();
+}
+
+// ---- normalisers ----------------------------------------------------------------------------
+
+// The kinds whose ops take options.normalizer.
+const Kind kNormalizerKinds[] = {Kind::additive, Kind::additive_normalized, Kind::dot,
+                                 Kind::general,  Kind::concat,              Kind::location};
+const Normalizer kSparseNormalizers[] = {
+    {NormalizerKind::sparsemax}, {NormalizerKind::entmax15}, {NormalizerKind::entmax, 1.3f}};
+
+Common with_normalizer(const Tensor& mask, const Normalizer& normalizer) {
+  Common cm;
+  cm.mask = mask;
+  cm.normalizer = normalizer;
+  return cm;
+}
+
+// The (B, T, S) keep-mask of the (B, S) one.
+Tensor per_row(const Tensor& mask) {
+  std::vector<int32_t> m = mask.to_vector_i32(), rows;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) rows.insert(rows.end(), m.begin() + b * S, m.begin() + (b + 1) * S);
+  return i32(rows, {B, T, S});
+}
+
+TEST(AttentionNormalizer, WeightsAreTheNormaliserOfTheScores) {
+  // Every normaliser is shift-invariant, so normalise(e / τ) = normalise(log softmax(e / τ)):
+  // the sparse weights follow from the softmax weights of the same call, on the kept positions.
+  for (Kind k : kNormalizerKinds)
+    for (float temperature : {1.0f, 0.7f}) {
+      const std::vector<Tensor> x = make_inputs(k);
+      const Common softmax_call = with_normalizer(holey_mask(), {});
+      const std::vector<float> w = call(k, x, Tensor(), softmax_call, temperature).weights.to_vector();
+      std::vector<float> log_w(w.size(), 0.0f);
+      for (size_t i = 0; i < w.size(); ++i) log_w[i] = w[i] > 0.0f ? std::log(w[i]) : 0.0f;
+      for (const Normalizer& n : kSparseNormalizers) {
+        const Common sparse_call = with_normalizer(holey_mask(), n);
+        const Tensor got = call(k, x, Tensor(), sparse_call, temperature).weights;
+        const Tensor expected = normalize(Tensor::from_vector(log_w, {B, T, S}), n, per_row(holey_mask()));
+        EXPECT_TRUE(tensors_close(got, expected, 1e-5f, 1e-4f))
+            << kind_name(k) << " " << normalizer_name(n.kind) << " temperature " << temperature;
+      }
+    }
+}
+
+TEST(AttentionNormalizer, GradcheckAndFullyMaskedRows) {
+  // entmax15 and 1.3-entmax are C¹ (sparsemax's kinks are checked on the op, ops/normalizer_test).
+  for (Kind k : kNormalizerKinds)
+    for (const Normalizer& n : {Normalizer{NormalizerKind::entmax15}, Normalizer{NormalizerKind::entmax, 1.3f}}) {
+      const Common cm = with_normalizer(holey_mask(), n);
+      const auto fn = [k, cm](const std::vector<Tensor>& in) { return both(call(k, in, Tensor(), cm)); };
+      EXPECT_TRUE(gradcheck(fn, make_inputs(k))) << kind_name(k) << " " << normalizer_name(n.kind);
+    }
+  for (Kind k : kNormalizerKinds) {
+    const std::vector<Tensor> x = make_inputs(k);
+    const AttentionResult r = call(k, x, Tensor(), with_normalizer(holey_mask(), {NormalizerKind::sparsemax}));
+    const std::vector<float> w = r.weights.to_vector();
+    for (int64_t i = 2 * T * S; i < B * T * S; ++i) EXPECT_EQ(w[i], 0.0f) << kind_name(k) << " fully masked row";
+    backward(both(r));
+    for (const Tensor& t : x) {
+      if (!t.has_grad()) continue;
+      for (float g : t.grad().to_vector()) EXPECT_FALSE(std::isnan(g)) << kind_name(k);
+    }
+  }
+}
+
+TEST(AttentionNormalizer, ErrorPaths) {
+  const std::vector<Tensor> x = make_inputs(Kind::general);
+  for (float alpha : {1.0f, 0.0f, std::nanf("")})
+    EXPECT_THROW_MSG(call(Kind::general, x, Tensor(), with_normalizer(Tensor(), {NormalizerKind::entmax, alpha})), ValueError,
+                     "luong_attention(general): entmax's alpha must be finite and > 1");
+  EXPECT_THROW_MSG(call(Kind::scaled_general, make_inputs(Kind::scaled_general), Tensor(),
+                        with_normalizer(Tensor(), {NormalizerKind::sparsemax})),
+                   ValueError, "the learned 'scale' is trained through the softmax");
+  const std::vector<Tensor> a = make_inputs(Kind::additive);
+  AdditiveOptions o;
+  o.smoothing = true;
+  o.normalizer = {NormalizerKind::entmax15};
+  EXPECT_THROW_MSG(additive_attention(a[0], additive_project_keys(a[1], a[4]), a[2], a[3], a[5], a[6], Tensor(), o),
+                   ValueError, "additive_attention: smoothing normalises σ(e) in place of the softmax");
 }
 
 // ---- key padding mask ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 #include "attn/ops/sdpa.h"
+#include "attn/ops/softmax.h"
 
 #include <cmath>
 #include <cstring>
@@ -705,6 +706,73 @@ TEST(Sdpa, EmptyKeysGiveZeros) {
   for (float x : r.out.to_vector()) EXPECT_EQ(x, 0.0f);
   backward(r.out, random_tensor(r.out.shape(), 2));
   for (float x : q.grad().to_vector()) EXPECT_EQ(x, 0.0f);
+}
+
+}  // namespace
+}  // namespace attn
+
+// ---- sparse normalisers (the materialised path) ---------------------------------------------
+
+namespace attn {
+namespace {
+
+// Every normaliser is shift-invariant: its weights of the scores are its weights of the fused
+// softmax's log-weights (scores − lse) on the kept positions, whatever the masks.
+TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
+  const int64_t B = 2, H = 2, T = 3, S = 5, Dh = 4;
+  const Tensor q = random_tensor({B, H, T, Dh}, 31, -2.0f, 2.0f), k = random_tensor({B, H, S, Dh}, 32, -2.0f, 2.0f),
+               v = random_tensor({B, H, S, Dh}, 33);
+  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>{5, 3}, {B});
+  for (bool causal : {false, true})
+    for (const Normalizer& n : {Normalizer{NormalizerKind::sparsemax}, Normalizer{NormalizerKind::entmax15},
+                                Normalizer{NormalizerKind::entmax, 1.7f}}) {
+      SdpaOptions o;
+      o.key_lengths = lengths;
+      o.causal = causal;
+      o.temperature = 0.8f;
+      o.need_weights = true;
+      const std::vector<float> w = sdpa(q, k, v, o).weights.to_vector();
+      std::vector<float> log_w(w.size(), 0.0f);
+      std::vector<int32_t> kept(w.size(), 0);
+      for (size_t i = 0; i < w.size(); ++i)
+        if (w[i] > 0.0f) {
+          log_w[i] = std::log(w[i]);
+          kept[i] = 1;
+        }
+      const Tensor expected = normalize(Tensor::from_vector(log_w, {B, H, T, S}), n,
+                                        Tensor::from_vector(kept, {B, H, T, S}));
+      o.normalizer = n;
+      const SdpaResult r = sdpa(q, k, v, o);
+      EXPECT_TRUE(tensors_close(r.weights, expected, kAtol, kRtol)) << normalizer_name(n.kind) << " causal " << causal;
+      // out = weights · v, row by row
+      const std::vector<float> ew = expected.to_vector(), vv = v.to_vector(), out = r.out.to_vector();
+      std::vector<float> eo(out.size(), 0.0f);
+      for (int64_t bh = 0; bh < B * H; ++bh)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t s = 0; s < S; ++s)
+            for (int64_t d = 0; d < Dh; ++d)
+              eo[(bh * T + t) * Dh + d] += ew[(bh * T + t) * S + s] * vv[(bh * S + s) * Dh + d];
+      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kAtol, kRtol)) << normalizer_name(n.kind);
+    }
+}
+
+TEST(SdpaNormalizer, GradcheckAndErrors) {
+  const int64_t B = 2, H = 1, T = 2, S = 4, Dh = 3;
+  SdpaOptions o;
+  o.key_lengths = Tensor::from_vector(std::vector<int32_t>{4, 2}, {B});
+  o.causal = true;
+  o.normalizer = {NormalizerKind::entmax15};  // C¹: finite differences hold everywhere
+  const auto fn = [o](const std::vector<Tensor>& in) { return sdpa(in[0], in[1], in[2], o).out; };
+  EXPECT_TRUE(gradcheck(fn, {random_tensor({B, H, T, Dh}, 41).set_requires_grad(true),
+                             random_tensor({B, H, S, Dh}, 42).set_requires_grad(true),
+                             random_tensor({B, H, S, Dh}, 43).set_requires_grad(true)}));
+  SdpaOptions biased = o;
+  biased.bias = Tensor::zeros({T, S});
+  const Tensor q = Tensor::zeros({B, H, T, Dh}), k = Tensor::zeros({B, H, S, Dh});
+  EXPECT_THROW_MSG(sdpa(q, k, k, biased), ValueError, "the entmax15 normaliser takes none");
+  SdpaOptions bad = o;
+  bad.normalizer = {NormalizerKind::entmax, 0.5f};
+  EXPECT_THROW_MSG(sdpa(q, k, k, bad), ValueError, "sdpa: entmax's alpha must be finite and > 1, got 0.5");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "attn/models/attention_classifier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -84,6 +85,37 @@ TEST(AttnClassifier, AttentionIsADistributionOverRealTokensAndPaddingIsInert) {
     for (int s = 0; s < 7; ++s) total += w[14 + s];
     EXPECT_NEAR(total, 1.0, 1e-5);
   }
+}
+
+// The pooling with a sparse normaliser: its weights are the normaliser of the softmax model's
+// log-weights (the same parameters: a normaliser adds none), padding stays inert, and the
+// configuration stores it (and refuses it with uniform pooling).
+TEST(AttnClassifier, SparseNormalizerPooling) {
+  for (const auto& [encoder, pooling] : kVariants) {
+    SCOPED_TRACE(encoder + "/" + pooling);
+    AttnClassifier softmax_model(small_config(encoder, pooling));
+    AttnClassifierConfig c = small_config(encoder, pooling);
+    c.normalizer = {NormalizerKind::sparsemax};
+    AttnClassifier sparse_model(c);
+    softmax_model.eval();
+    sparse_model.eval();
+    Tensor lengths;
+    const Tensor ids = ids_of({{1, 2}, {3, 4, 5, 9}, {6, 7, 8, 10, 11, 12, 13}}, 7, &lengths);
+    Tensor soft, sparse;
+    softmax_model.logits(ids, lengths, &soft);
+    sparse_model.logits(ids, lengths, &sparse);
+    std::vector<float> log_w = soft.to_vector();
+    for (float& w : log_w) w = w > 0.0f ? std::log(w) : 0.0f;
+    const Tensor expected = sparsemax(Tensor::from_vector(log_w, {3, 7}), testing::ragged_mask({3, 7}, {2, 4, 7}));
+    EXPECT_TRUE(tensors_close(sparse, expected, 1e-5f, 1e-4f));
+    const nlohmann::json j = c.to_json();
+    EXPECT_EQ(j.at("normalizer"), "sparsemax");
+    EXPECT_EQ(AttnClassifierConfig::from_json(j).normalizer, c.normalizer);
+  }
+  EXPECT_FALSE(small_config().to_json().contains("normalizer"));  // older checkpoints' form
+  AttnClassifierConfig uniform = small_config("average", "uniform");
+  uniform.normalizer = {NormalizerKind::entmax15};
+  EXPECT_THROW_MSG(uniform.validate(), ValueError, "the entmax15 normaliser needs pooling additive or dot");
 }
 
 TEST(AttnClassifier, PoolWithOwnWeightsReproducesTheLogits) {

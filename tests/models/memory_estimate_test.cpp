@@ -63,7 +63,7 @@ TEST(MemoryEstimate, ParameterEstimatesAreWithinAFewPercentOfTheRealModels) {
   BiLstmClassifier classifier(b);
   EXPECT_GE(parameter_bytes(b), actual_parameter_bytes(classifier));
   EXPECT_LE(parameter_bytes(b), 1.1 * actual_parameter_bytes(classifier));
-  TransformerConfig t{.src_vocab = 500, .tgt_vocab = 600, .d_model = 64, .heads = 4, .ffn = 128};
+  TransformerConfig t{.src_vocab = 500, .tgt_vocab = 600, .d_model = 64, .heads = 4, .ffn = 128, .normalizer = {}};
   TransformerSeq2Seq transformer(t);
   EXPECT_GE(parameter_bytes(t), actual_parameter_bytes(transformer));
   EXPECT_LE(parameter_bytes(t), 1.5 * actual_parameter_bytes(transformer));

@@ -622,6 +622,57 @@ TEST(Seq2SeqConfig, CoverageInTheJsonOnlyWhenUsed) {
   EXPECT_EQ(Seq2SeqConfig::from_json(tu.to_json()).coverage, CoverageKind::tu);
 }
 
+// ---- sparse normalisers (Martins & Astudillo 2016, Peters et al. 2019) -------------------------
+
+TEST(Seq2SeqConfig, NormalizerInTheJsonOnlyWhenNotSoftmax) {
+  EXPECT_FALSE(tiny("bahdanau").to_json().contains("normalizer"));  // older checkpoints' form
+  EXPECT_FALSE(tiny("bahdanau").to_json().contains("alpha"));
+  Seq2SeqConfig c = tiny("luong", "concat");
+  c.normalizer = {NormalizerKind::entmax, 1.25f};
+  nlohmann::json j = c.to_json();
+  EXPECT_EQ(j.at("normalizer"), "entmax");
+  EXPECT_EQ(j.at("alpha"), 1.25f);
+  EXPECT_EQ(Seq2SeqConfig::from_json(j).normalizer, c.normalizer);
+  c.normalizer = {NormalizerKind::sparsemax};
+  j = c.to_json();
+  EXPECT_FALSE(j.contains("alpha"));
+  EXPECT_EQ(Seq2SeqConfig::from_json(j).normalizer.kind, NormalizerKind::sparsemax);
+  j["normalizer"] = "sparsemx";
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json(j), ValueError, "unknown normaliser 'sparsemx'");
+  Seq2SeqConfig bad = tiny("bahdanau");
+  bad.normalizer = {NormalizerKind::entmax, 1.0f};
+  EXPECT_THROW_MSG(bad.validate(), ValueError, "seq2seq config: entmax's alpha must be finite and > 1, got 1");
+  Seq2SeqConfig multihead = tiny("luong", "multihead");
+  multihead.normalizer = {NormalizerKind::entmax15};
+  EXPECT_THROW_MSG(multihead.validate(), ValueError, "normalizer 'entmax15' needs bahdanau or luong attention");
+  Seq2SeqConfig none = tiny("none");
+  none.normalizer = {NormalizerKind::sparsemax};
+  EXPECT_THROW_MSG(none.validate(), ValueError, "got none (none)");
+}
+
+TEST(Seq2Seq, SparseNormalizerDecoderTrainsAndDecodes) {
+  const data::Batch batch = batch_of({{3, 4, 5, 3}, {5}, {4, 4}});
+  for (const std::string& attention : {"bahdanau", "luong"}) {
+    Seq2SeqConfig c = tiny(attention);
+    c.normalizer = {NormalizerKind::sparsemax};
+    Seq2Seq model(c);
+    const Tensor loss = model.loss(batch);
+    EXPECT_TRUE(std::isfinite(loss.item())) << attention;
+    backward(loss);
+    for (const auto& [name, t] : model.named_parameters())
+      if (t.has_grad())
+        for (float g : t.grad().to_vector()) ASSERT_TRUE(std::isfinite(g)) << attention << " " << name;
+    autodiff::NoGradGuard no_grad;
+    const DecodeResult r = model.greedy(batch.src, batch.src_lengths, 6);
+    for (size_t b = 0; b < r.attention.size(); ++b)
+      for (const std::vector<float>& row : r.attention[b]) {
+        double sum = 0.0;
+        for (float w : row) sum += w;
+        EXPECT_NEAR(sum, 1.0, 1e-5) << attention << " row of sequence " << b;
+      }
+  }
+}
+
 // The loss adds λ times the mean over target tokens (padding left out) of Σ_i min(a_i, c_i).
 TEST(Seq2Seq, CoverageLossIsTheMeanOverTargetTokens) {
   const data::Batch batch = batch_of({{3, 4, 5, 3}, {5}, {4, 4}});

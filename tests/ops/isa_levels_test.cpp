@@ -24,6 +24,7 @@
 #include "kernels/rnn_cell.h"
 #include "kernels/sdpa.h"
 #include "kernels/softmax.h"
+#include "kernels/normalizer.h"
 #include "test_support.h"
 
 namespace attn {
@@ -135,6 +136,25 @@ TEST(IsaLevels, Softmax) {
     AT_LEVEL(l, softmax_backward)(y.data(), dy.data(), dx.data(), rows, n);
     return Outputs{dx};
   });
+}
+
+TEST(IsaLevels, Normalizers) {
+  SKIP_WITHOUT_HIGHER_LEVELS();
+  const int64_t B = 3, T = 4, S = 37;
+  const std::vector<float> x = uniform(B * T * S, 30, -4.0f, 4.0f), dy = uniform(B * T * S, 31, -1.0f, 1.0f);
+  const std::vector<int32_t> extents = {37, 20, 0}, keep = ragged_mask(B, S);
+  for (kernels::NormalizerKind kind : {kernels::NormalizerKind::softmax, kernels::NormalizerKind::sigmoid,
+                                       kernels::NormalizerKind::sparsemax, kernels::NormalizerKind::entmax15,
+                                       kernels::NormalizerKind::entmax_bisect}) {
+    const kernels::Normalizer norm{kind, 0.7f, 1.3f};
+    const kernels::NormalizerRows rows{.rows = B * T, .n = S, .group = T, .extents = extents.data(), .mask = keep.data()};
+    expect_levels_agree("normalizer kind " + std::to_string(static_cast<int>(kind)), [&](IsaLevel l) {
+      std::vector<float> y(B * T * S), dx(B * T * S, 0.5f);
+      AT_LEVEL(l, normalizer_forward)(norm, rows, x.data(), y.data());
+      AT_LEVEL(l, normalizer_backward)(norm, rows, x.data(), y.data(), dy.data(), dx.data());
+      return Outputs{y, dx};
+    });
+  }
 }
 
 TEST(IsaLevels, Elementwise) {
@@ -261,10 +281,11 @@ TEST(IsaLevels, Attention) {
         dkeys(B * S * A, 0.0f), dv(B * A, 0.0f), dsc(B * T * S, 0.0f), dq(B * T * A, 0.0f), dk(B * S * A, 0.0f);
     AT_LEVEL(l, attention_additive_scores_forward)(u.data(), keys.data(), v.data(), lengths.data(), B, T, S, A,
                                                     scores.data());
-    AT_LEVEL(l, attention_masked_softmax_forward)(scores.data(), lengths.data(), keep.data(), B, T, S, 1.5f,
-                                                   weights.data());
-    AT_LEVEL(l, attention_masked_softmax_backward)(weights.data(), dscores.data(), lengths.data(), B, T, S, 1.5f,
-                                                    dsc.data());
+    const kernels::Normalizer softmax{.scale = 1.5f};
+    AT_LEVEL(l, normalizer_forward)(softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data(),
+                                              .mask = keep.data()}, scores.data(), weights.data());
+    AT_LEVEL(l, normalizer_backward)(softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data()}, nullptr,
+                                     weights.data(), dscores.data(), dsc.data());
     AT_LEVEL(l, attention_additive_scores_backward)(u.data(), keys.data(), v.data(), dsc.data(), lengths.data(), B, T,
                                                      S, A, du.data(), dkeys.data(), dv.data());
     AT_LEVEL(l, attention_dot_scores_forward)(u.data(), keys.data(), lengths.data(), B, T, S, A, dots.data());

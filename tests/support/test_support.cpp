@@ -60,6 +60,14 @@ Tensor random_ids(const Shape& shape, int32_t vocab, uint64_t seed) {
   return t;
 }
 
+Tensor ragged_mask(const Shape& shape, const std::vector<int64_t>& lengths) {
+  const int64_t n = shape.last();
+  std::vector<int32_t> m(static_cast<size_t>(shape.numel()), 0);
+  for (size_t r = 0; r < lengths.size(); ++r)
+    for (int64_t i = 0; i < lengths[r]; ++i) m[r * n + i] = 1;
+  return Tensor::from_vector(m, shape);
+}
+
 ::testing::AssertionResult tensors_close(const Tensor& actual, const Tensor& expected, float atol, float rtol) {
   if (actual.shape() != expected.shape())
     return ::testing::AssertionFailure() << "shape mismatch: actual " << actual.shape().str() << ", expected "

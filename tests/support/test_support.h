@@ -21,6 +21,9 @@ Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f
 Tensor wide_leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f);
 // Sequence lengths as an int32 (B) tensor.
 Tensor lengths_of(const std::vector<int32_t>& lengths);
+// An int32 keep-mask of `shape` (..., n) whose row r keeps its first lengths[r] positions
+// (rows past lengths.size() keep none).
+Tensor ragged_mask(const Shape& shape, const std::vector<int64_t>& lengths);
 
 // The shared data sets (sst2, multi30k, tatoeba-fra-eng): $ATTN_DATA_DIR, else the build's
 // ATTN_DATA_DIR (<repo>/../shared/data by default). A test that needs a file from it starts

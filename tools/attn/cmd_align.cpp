@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/explain/zero_share.h"
 #include "attn/json.h"
 #include "attn/data/tasks.h"
 #include "attn/decode/g2p.h"
@@ -31,13 +32,18 @@ struct AlignArgs {
 };
 
 // The heatmap's weights as JSON: {input, output, title, rows (output tokens), cols (source
-// tokens), panels: [{head, title, weights: rows × cols}]}, written atomically. The weights are
+// tokens), zero_share, panels: [{head, title, zero_share, weights: rows × cols}]}, written
+// atomically; zero_share is the share of exactly-zero weights (explain/zero_share.h). The weights are
 // the floats the picture is drawn from (a float's shortest round-trip decimal).
 void write_alignment_json(const viz::Heatmap& map, const std::string& input, const std::string& output,
                           const std::string& path) {
   nlohmann::json panels = nlohmann::json::array();
   const size_t C = map.col_labels.size();
+  explain::ZeroShare all;
   for (size_t p = 0; p < map.panels.size(); ++p) {
+    explain::ZeroShare panel;
+    panel.add(map.panels[p]);
+    all.add(map.panels[p]);
     nlohmann::json rows = nlohmann::json::array();
     for (size_t r = 0; r < map.row_labels.size(); ++r) {
       const auto row = map.panels[p].begin() + static_cast<std::ptrdiff_t>(r * C);
@@ -47,10 +53,11 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
     const std::string title = p < map.panel_titles.size() ? map.panel_titles[p]
                               : map.panels.size() > 1    ? "head " + std::to_string(p + 1)
                                                          : std::string();
-    panels.push_back({{"head", p}, {"title", title}, {"weights", std::move(rows)}});
+    panels.push_back({{"head", p}, {"title", title}, {"zero_share", panel.share()}, {"weights", std::move(rows)}});
   }
-  const nlohmann::json j = {{"input", input}, {"output", output}, {"title", map.title}, {"rows", map.row_labels},
-                            {"cols", map.col_labels}, {"panels", std::move(panels)}};
+  const nlohmann::json j = {{"input", input},          {"output", output},          {"title", map.title},
+                            {"rows", map.row_labels},  {"cols", map.col_labels},    {"zero_share", all.share()},
+                            {"panels", std::move(panels)}};
   io::write_file_atomically(path, json_text(j, 1) + "\n");
 }
 

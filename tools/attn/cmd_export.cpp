@@ -64,6 +64,15 @@ struct Exported {
   train::NamedTensors parameters;
 };
 
+// The exports' attention is a softmax: ValueError for a model trained with a sparse normaliser,
+// rather than an export that would silently compute other weights.
+void require_softmax(const std::string& to, const Normalizer& normalizer) {
+  if (normalizer.kind != NormalizerKind::softmax)
+    throw ValueError("export --to " + to + ": normaliser '" + normalizer_name(normalizer.kind) +
+                     "' has no " + (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
+                     " version here (export a model trained with --normalizer softmax)");
+}
+
 // The RNN's configuration with its score resolved; ValueError for the scores model.py lacks.
 nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   const std::string score = c.effective_score();
@@ -77,6 +86,7 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   if (c.coverage != models::CoverageKind::none)
     throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
                      "' has no plain-PyTorch version here (export a model trained without --coverage)");
+  require_softmax("torch", c.normalizer);
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;
@@ -108,8 +118,9 @@ Exported load_exportable(const std::string& path) {
     if (model_kind == "rnn")
       return {model_kind, rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
               rnn_parameters(loaded.model->module().named_parameters())};
-    return {model_kind, models::TransformerConfig::from_json(loaded.info.config).to_json(),
-            loaded.model->module().named_parameters()};
+    const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
+    require_softmax("torch", config.normalizer);
+    return {model_kind, config.to_json(), loaded.model->module().named_parameters()};
   }
   throw ValueError("export --to torch: " + path + " is " + checkpoint_phrase(kind) +
                    "; it exports attn-seq2seq and attn-translation (RNN and Transformer encoder-decoders)");
@@ -235,7 +246,10 @@ decode::LoadedTranslator load_transformer_translator(const std::string& path) {
   if (kind == CheckpointKind::seq2seq) what = "an RNN encoder-decoder (attn-seq2seq)";
   if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
-    if (loaded.model->kind() == "transformer") return loaded;
+    if (loaded.model->kind() == "transformer") {
+      require_softmax("ctranslate2", models::TransformerConfig::from_json(loaded.info.config).normalizer);
+      return loaded;
+    }
     what = "an RNN translator (attn-translation, --model rnn)";
   }
   throw ValueError("export --to ctranslate2: " + path + " is " + what +

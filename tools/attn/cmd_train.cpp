@@ -61,6 +61,7 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
                            "--coverage-loss", "--location-filters", "--location-width", "--location-sharpen",
                            "--location-smooth"})
     place(name, {&g.rnn});
+  for (const char* name : {"--normalizer", "--alpha"}) place(name, {&g.rnn, &g.transformer, &g.pooling});
 }
 
 void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups& g, OptionGroups& groups) {

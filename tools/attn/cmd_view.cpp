@@ -27,6 +27,7 @@
 #include "attn/explain/rollout.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/input_file.h"
+#include "attn/explain/zero_share.h"
 #include "attn/json.h"
 #include "attn/printable.h"
 #include "attn/train/run_log.h"
@@ -64,9 +65,23 @@ struct AttentionMap {
   std::vector<float> weights;  // (layers, heads, rows, cols)
 };
 
+// The share of exactly-zero weights among the positions each row may attend to: every one, or
+// for the decoder's self-attention those up to the row's own (the causal mask's zeros are not
+// the normaliser's). null for a rollout, which is a product of maps, not a normaliser's output.
+json map_zero_share(const AttentionMap& m) {
+  if (m.name.find("rollout") != std::string::npos) return nullptr;
+  const bool causal = m.name == "decoder self";
+  const size_t R = m.rows.size(), C = m.cols.size();
+  explain::ZeroShare zeros;
+  for (size_t i = 0; i < m.weights.size(); ++i)
+    if (!causal || (i % C) <= (i / C) % R) zeros.add(m.weights[i]);
+  return zeros.share();
+}
+
 // The page's form (packed weights) or the raw export's (nested arrays of every weight).
 json map_json(const AttentionMap& m, bool packed) {
-  json j = {{"name", m.name}, {"rows", m.rows}, {"cols", m.cols}, {"layers", m.layers}, {"heads", m.heads}};
+  json j = {{"name", m.name},     {"rows", m.rows},   {"cols", m.cols},
+            {"layers", m.layers}, {"heads", m.heads}, {"zero_share", map_zero_share(m)}};
   if (packed) {
     j["data"] = viz::pack_weights(m.weights);
     return j;

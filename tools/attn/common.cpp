@@ -1,6 +1,8 @@
 #include "common.h"
 #include "alignment.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -28,6 +30,8 @@ void ModelChoiceNames::apply(models::Seq2SeqConfig& config) const {
   config.attention = models::parse_attention_kind(attention);
   config.score = models::parse_score(config.attention, score);
   config.coverage = models::parse_coverage_kind(coverage);
+  config.normalizer.kind = parse_normalizer(normalizer);
+  check_normalizer("--alpha", config.normalizer);
 }
 
 void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames& names) {
@@ -60,6 +64,24 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
       ->capture_default_str();
   app->add_flag("--location-smooth", c.location_smoothing,
                 "--score location_aware: smoothing, sigmoid(e) normalised instead of softmax(e)");
+  app->add_option("--normalizer", names.normalizer,
+                  "Normaliser of the attention scores: softmax | sparsemax | entmax15 | entmax (alpha-entmax, "
+                  "--alpha); the sparse ones give exact zeros. For the additive, dot, general, concat, location and "
+                  "location_aware scores")
+      ->capture_default_str();
+  app->add_option("--alpha", c.normalizer.alpha, "--normalizer entmax: alpha > 1 (1.5: entmax15, 2: sparsemax)")
+      ->capture_default_str();
+}
+
+void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlohmann::json& j) {
+  Normalizer normalizer = config.normalizer;
+  as_usage([&] {
+    normalizer.kind = parse_normalizer(cmd->get_option("--normalizer")->as<std::string>());
+    check_normalizer("--alpha", normalizer);
+  });
+  if (normalizer.kind == NormalizerKind::softmax) return;
+  j["normalizer"] = normalizer_name(normalizer.kind);
+  j["alpha"] = std::stod(fmt::format("{}", normalizer.alpha));  // the float's shortest decimal, as the configs write it
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {

@@ -24,7 +24,7 @@ namespace attn::cli {
 // them into a configuration once, ValueError for an unknown or misplaced name. attn train's
 // sst2 task reads --encoder raw (lstm | average), attn sweep --attention (a list).
 struct ModelChoiceNames {
-  std::string encoder = "gru", attention = "bahdanau", score, coverage = "none";
+  std::string encoder = "gru", attention = "bahdanau", score, coverage = "none", normalizer = "softmax";
   void apply(models::Seq2SeqConfig& config) const;
 };
 void add_model_options(CLI::App* app, models::Seq2SeqConfig& config, ModelChoiceNames& names);
@@ -41,6 +41,10 @@ void add_precision_option(CLI::App* app);
 // checkpoint of the wrong kind this way (docs/reliability.md).
 decode::CheckpointKind require_checkpoint(const std::string& path, std::initializer_list<decode::CheckpointKind> allowed,
                                           const std::string& hint = "");
+// --normalizer / --alpha (add_model_options) into a Transformer's or a classifier's JSON
+// configuration: "normalizer" and "alpha", only when not softmax (as the configurations write
+// them). UsageError (exit 2) for an unknown name or an alpha that is not finite and > 1.
+void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlohmann::json& j);
 // --coverage-penalty BETA (translate, eval, align), and its check: finite, >= 0, and only with
 // a beam (UsageError otherwise).
 void add_coverage_penalty_option(CLI::App* cmd, float& beta);

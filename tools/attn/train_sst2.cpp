@@ -79,6 +79,7 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
     mc["positions"] = text.positions;
     mc["activation"] = text.activation;
   }
+  if (a.model == "bilstm-attn" || a.model == "transformer-cls") add_normalizer_json(cmd, config, mc);
   if (!a.model_config.empty()) {
     nlohmann::json extra;
     try {

@@ -118,7 +118,7 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
                                   const ClassifierArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (a.norm != "pre" && a.norm != "post") throw UsageError("--norm must be pre or post, got '" + a.norm + "'");
-  return {{"d_model", s.d_model},
+  nlohmann::json j = {{"d_model", s.d_model},
           {"heads", c.heads},
           {"ffn", s.ffn},
           {"encoder_layers", a.encoder_layers},
@@ -128,6 +128,8 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
           {"activation", a.activation},
           {"positions", a.positions},
           {"seed", t.seed}};
+  add_normalizer_json(cmd, c, j);
+  return j;
 }
 
 namespace {

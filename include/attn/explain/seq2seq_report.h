@@ -45,6 +45,7 @@ struct Seq2SeqReport {
   int64_t one_token_sources = 0;
   int64_t skipped_empty = 0;
   double mean_target_log_prob = 0.0;  // over every target token
+  double attention_zero_share = 0.0;  // exactly-zero attention weights over every row (sparsemax / entmax give them)
 };
 
 Seq2SeqReport summarise_seq2seq(std::vector<ExplainedPair> pairs, int64_t skipped_empty = 0);

@@ -20,6 +20,7 @@
 #include <functional>
 
 #include "attn/models/classifier.h"
+#include "attn/ops/softmax.h"
 
 namespace attn::models {
 
@@ -44,6 +45,9 @@ struct AttnClassifierConfig {
   PoolingEncoder encoder = PoolingEncoder::lstm;
   PoolingScore pooling = PoolingScore::additive;
   uint64_t seed = 1;
+  // The normaliser of the additive / dot pooling: softmax, or sparsemax / entmax15 / entmax(α)
+  // (attn/ops/softmax.h). Stored in the JSON only when not softmax; refused with "uniform".
+  Normalizer normalizer;
 
   void validate() const;  // ValueError naming the field and its value
   nlohmann::json to_json() const;  // with "kind": "bilstm-attn"

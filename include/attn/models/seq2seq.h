@@ -89,6 +89,10 @@ struct Seq2SeqConfig {
   // adds a_t / Φ with a learned fertility Φ, no loss term. Stored in the JSON only when not none.
   CoverageKind coverage = CoverageKind::none;
   float coverage_loss = 1.0f;  // λ, >= 0
+  // The normaliser of the decoder's attention scores (nn::StepAttentionOptions::normalizer):
+  // softmax, or sparsemax / entmax15 / entmax with α > 1 for the scores that take one. Stored in
+  // the JSON ("normalizer", "alpha") only when not softmax.
+  Normalizer normalizer;
   uint64_t seed = 1;
 
   // The score the decoder uses: `score`, or the attention type's default when unset

@@ -55,6 +55,9 @@ struct TransformerConfig {
   bool share_embeddings = false;         // one embedding for source and target (shared vocab)
   bool tie_output = true;                // generator weight = target embedding
   uint64_t seed = 1;
+  // The normaliser of every attention (self and cross): softmax, or sparsemax / entmax15 /
+  // entmax(α). Stored in the JSON ("normalizer", "alpha") only when not softmax.
+  Normalizer normalizer;
 
   nn::TransformerLayerOptions layer_options() const;
   void validate() const;  // ValueError naming the field

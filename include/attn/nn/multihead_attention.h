@@ -55,6 +55,7 @@
 
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
+#include "attn/ops/softmax.h"
 #include "attn/random.h"
 #include "attn/tensor.h"
 
@@ -71,6 +72,9 @@ struct MultiheadAttentionOptions {
   // q_proj_weight, k_proj_weight, v_proj_weight even when kdim == vdim == D (the names of
   // the RNN decoder's multihead attention, whose kdim is E; PyTorch packs them then).
   bool separate_projections = false;
+  // The normaliser of the scores: softmax (the fused SDPA kernel), or sparsemax / entmax15 /
+  // entmax(α) (sdpa's materialised path; attn/ops/sdpa.h).
+  Normalizer normalizer;
 };
 
 struct MhaCallOptions {

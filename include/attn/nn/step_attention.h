@@ -103,6 +103,10 @@ struct StepAttentionOptions {
   float location_sharpening = 1.0f;
   bool location_smoothing = false;
   StepCoverage coverage = StepCoverage::none;  // additive scores only (AdditiveAttention)
+  // The normaliser of the scores (attn/ops/softmax.h): softmax, or sparsemax / entmax15 /
+  // entmax(α) for the additive, Luong (dot, general, concat), location and location-aware
+  // scores; ValueError for any other score, for α <= 1 or NaN, and with location smoothing.
+  Normalizer normalizer;
 };
 
 // One batch's attention memory: the values and what prepare() computed once for every step.
@@ -146,8 +150,12 @@ class StepAttention {
   }
   virtual int64_t context_size() const = 0;
   virtual int64_t weight_heads() const { return 1; }
+  // The normaliser of the scores (make_step_attention's options.normalizer).
+  const Normalizer& normalizer() const { return normalizer_; }
 
  protected:
+  friend std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& options, Rng& rng);
+  Normalizer normalizer_;
   // One step at state.t; a module with state of its own updates state.rows here.
   virtual StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
                                      bool need_weights) = 0;

@@ -59,6 +59,7 @@ struct TransformerLayerOptions {
   FfnActivation activation = FfnActivation::relu;
   float eps = 1e-5f;      // layer norm epsilon
   uint64_t seed = 1;      // initial weights and dropout streams
+  Normalizer normalizer;  // of every attention's scores (MultiheadAttentionOptions::normalizer)
   void validate() const;  // ValueError naming the bad field
 };
 

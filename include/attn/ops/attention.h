@@ -10,7 +10,10 @@
 //                        location_aware_features, linear, add and additive_attention)
 //
 // then a_{t,s} = softmax_s(e_{t,s} / τ) over the real source positions (max-subtracted;
-// masked positions get weight exactly 0) and c_t = Σ_s a_{t,s} values_s.
+// masked positions get weight exactly 0) and c_t = Σ_s a_{t,s} values_s. options.normalizer
+// replaces the softmax by sparsemax, entmax15 or α-entmax (attn/ops/softmax.h), whose weights
+// are exactly 0 below a threshold; ValueError for α <= 1 or NaN, and with smoothing or a
+// learned scale (which assume the softmax).
 //
 // Shapes: the query is one decoder step (B, D) or a block of steps (B, T, D); the context is
 // (B, E) or (B, T, E) and the weights (B, S) or (B, T, S) accordingly. There is no
@@ -39,6 +42,7 @@
 // Parameters: nn::additive_attention_init, nn::luong_attention_init and
 // nn::location_attention_init (attn/nn/attention_init.h) create them Xavier-initialised; the
 // decoder's step-attention modules (attn/nn/step_attention.h) hold them.
+#include "attn/ops/softmax.h"
 #include "attn/random.h"
 #include "attn/tensor.h"
 
@@ -61,6 +65,7 @@ struct AdditiveOptions {
   // Chorowski et al.'s smoothing: a_s = σ(e_s / τ) / Σ_j σ(e_j / τ) over the real positions
   // instead of the softmax (flatter weights: σ does not single out the maximum as exp does).
   bool smoothing = false;
+  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α)
   Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
   bool training = true;      // dropout applies only when training (and p > 0)
@@ -107,6 +112,7 @@ struct LuongOptions {
   Tensor scale;  // optional learned scalar () multiplying the scores ("scaled Luong")
   float temperature = 1.0f;
   bool need_weights = true;
+  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α); softmax with `scale`
   Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
   bool training = true;      // dropout applies only when training (and p > 0)
@@ -123,6 +129,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
 struct LocationOptions {
   float temperature = 1.0f;
   bool need_weights = true;
+  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α)
   Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
   bool training = true;      // dropout applies only when training (and p > 0)
@@ -148,6 +155,7 @@ Tensor location_aware_features(const Tensor& prev_weights, const Tensor& filters
 struct LocationAwareOptions {
   float sharpening = 1.0f;  // β > 0: a = softmax(β e) (Chorowski's sharpening; 1 = plain softmax)
   bool smoothing = false;   // σ(β e) normalised instead of the softmax (AdditiveOptions::smoothing)
+  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α) of β e
   bool need_weights = true;
 };
 

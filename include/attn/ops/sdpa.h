@@ -24,6 +24,7 @@
 //   or (B, H, T, S), as torch's attn_mask. It may require grad (a learned relative-position
 //   or ALiBi bias): its gradient is the score gradient dS, summed over (b, h) for (T, S).
 // A fully masked query row gives zero output, zero weights and zero gradient, never NaN.
+#include "attn/ops/softmax.h"
 #include "attn/tensor.h"
 
 namespace attn {
@@ -39,6 +40,10 @@ struct SdpaOptions {
   float scale = 0.0f;       // multiplies q kᵀ; 0 means 1 / sqrt(Dh)
   float temperature = 1.0f; // divides q kᵀ · scale (not the bias); must be > 0
   bool need_weights = false;
+  // softmax (the fused kernel above), or sparsemax / entmax15 / entmax(α) (attn/ops/softmax.h):
+  // then the (T, S) scores are materialised, normalised under the same masks and multiplied
+  // by v (bmm ops, their own tape nodes). ValueError with a bias, and for α <= 1 or NaN.
+  Normalizer normalizer;
 };
 
 struct SdpaResult {
