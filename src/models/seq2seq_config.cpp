@@ -126,6 +126,9 @@ void Seq2SeqConfig::validate() const {
                                  to_string(coverage), to_string(attention), s));
   if (!(coverage_loss >= 0.0f) || !std::isfinite(coverage_loss))
     throw ValueError(fmt::format("coverage_loss must be finite and >= 0, got {}", coverage_loss));
+  if (pointer && (!attends || score_used == nn::StepScore::multihead))
+    throw ValueError(fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})",
+                                 to_string(attention), s));
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
@@ -142,6 +145,7 @@ nlohmann::json Seq2SeqConfig::to_json() const {
     j["coverage"] = to_string(coverage);
     j["coverage_loss"] = coverage_loss;
   }
+  if (pointer) j["pointer"] = true;  // likewise for checkpoints without the pointer
   return j;
 }
 
@@ -159,7 +163,8 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
                                      {"location_width", &c.location_width},
                                      {"location_sharpening", &c.location_sharpening},
                                      {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
-                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}});
+                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss},
+                                     {"pointer", &c.pointer}});
   check_config_bounds(c);  // first, as validate() does
   c.encoder = parse_rnn_cell(encoder);
   c.attention = parse_attention_kind(attention);
