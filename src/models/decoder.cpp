@@ -168,6 +168,8 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
                                const Tensor& src_ext, int64_t extended_vocab) {
   ShapeContract contract("Decoder");
   contract.check("tgt_in", tgt_in, {"B", "T"}, DType::i32);
+  if (pointer_gate && !src_ext.defined())
+    throw ValueError("Decoder: the pointer-generator needs the source's ids (src_ext) for its copy distribution");
   const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
   const Tensor emb_all = embedding.forward(time_major_ids(tgt_in));  // (T, B, emb)
   const nn::StepMemory memory = prepare(enc, src_lengths);

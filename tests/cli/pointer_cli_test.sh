@@ -45,6 +45,12 @@ copy_ok "$work/a.json"
 expect 0 "" -- "$attn" view --model "$model" --input "5 9 3 17" --beam 2 --out "$work/v.html" --json "$work/v.json"
 copy_ok "$work/v.json"
 grep -q "copy 0\.\|copy 1\." "$work/v.json" || fail "view's row labels do not show the copy probability"
+# PyTorch export has no pointer decoder: refused rather than exported without it.
+expect 1 "the pointer-generator has no plain-PyTorch version here" -- "$attn" export --to torch --model "$model" \
+  --out "$work/torch"
+[[ ! -e "$work/torch" ]] || fail "a refused export wrote its folder"
+# explain's importance measures do not follow the copy path: one line, not a crash.
+expect 1 "the pointer-generator needs the source's ids" -- "$attn" explain --model "$model" --input "5 9 3 17"
 # A model without the pointer keeps its checkpoint form and reports no copy probability.
 expect 0 "trained 2 steps" -- "$attn" train --task copy "${tiny[@]}" --steps 2 --out "$work/plain"
 ! grep -q '"pointer"' <(head -c 4096 "$work/plain/model.safetensors" | tr -d '\\') || fail "a plain checkpoint names the pointer"

@@ -77,6 +77,9 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   if (c.coverage != models::CoverageKind::none)
     throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
                      "' has no plain-PyTorch version here (export a model trained without --coverage)");
+  if (c.pointer)
+    throw ValueError("export --to torch: the pointer-generator has no plain-PyTorch version here (export a model "
+                     "trained without --pointer)");
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;
