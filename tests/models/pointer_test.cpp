@@ -137,6 +137,42 @@ TEST(PointerModel, OneTokenAndAllUnknownSources) {
   }
 }
 
+TEST(PointerModel, BeamScoresEqualTeacherForcedLogLikelihood) {
+  // Beam search (α = 0: raw log-probability) and teacher forcing must agree on the mixture: the
+  // score of each hypothesis is Σ_t log P(y_t) of the same tokens fed back (a copied OOV as
+  // UNK), computed by the training path. Catches a decode path that mixes differently, or
+  // feeds an extended id back into the embedding.
+  set_num_threads(1);
+  int copied = 0;  // emitted extended ids: the case the test is about
+  for (const char* attention : {"bahdanau", "luong"}) {
+    SCOPED_TRACE(attention);
+    Seq2Seq model(pointer_config(attention));
+    model.eval();
+    const data::OpenVocabBatch ob = data::open_vocab_copy_batch({{21, 3, 22, 21}});
+    const Batch& b = ob.batch;
+    const DecodeResult r = model.beam(b.src, b.src_lengths, {.width = 3, .length_penalty = 0.0f, .max_len = 5},
+                                      b.src_ext, b.extended_vocab);
+    for (const DecodeResult::Hypothesis& h : r.hypotheses.at(0)) {
+      std::vector<int32_t> in{kBos};
+      for (size_t t = 0; t + 1 < h.tokens.size(); ++t) in.push_back(h.tokens[t]);
+      const int64_t T = static_cast<int64_t>(h.tokens.size());
+      Batch forced = b;
+      forced.tgt_in = in_vocabulary(Tensor::from_vector(in, {1, T}), model.config().vocab);
+      forced.tgt_out_ext = Tensor::from_vector(h.tokens, {1, T});
+      forced.tgt_out = in_vocabulary(forced.tgt_out_ext, model.config().vocab);
+      forced.tgt_lengths = Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(T)}, {1});
+      autodiff::NoGradGuard no_grad;
+      const Tensor log_p = model.forward(forced).logits;  // (T, 1, Vx): log P
+      ASSERT_EQ(log_p.dim(2), b.extended_vocab);
+      double sum = 0.0;
+      for (int64_t t = 0; t < T; ++t) sum += log_p.f32()[t * b.extended_vocab + h.tokens[static_cast<size_t>(t)]];
+      EXPECT_NEAR(h.score, sum, 1e-4 * std::max(1.0, std::fabs(sum))) << "hypothesis of " << T << " tokens";
+      for (int32_t id : h.tokens) copied += id >= model.config().vocab;
+    }
+  }
+  EXPECT_GT(copied, 0) << "no hypothesis emitted a copied OOV";
+}
+
 // ---- The open-vocabulary copy task -----------------------------------------------------------
 
 struct OpenVocabRun {
