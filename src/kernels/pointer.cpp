@@ -6,7 +6,7 @@
 #include "attn/kernels/softmax.h"
 #include "attn/parallel.h"
 
-namespace attn::kernels {
+namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 // Rows per chunk: enough work per thread to pay for the fork.
 int64_t row_grain(int64_t width) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width)); }
@@ -58,4 +58,4 @@ void pointer_mixture_backward(const float* dy, const float* p_gen, const float* 
   });
 }
 
-}  // namespace attn::kernels
+}  // namespace attn::kernels::ATTN_ISA_NS
