@@ -1,6 +1,5 @@
 // pointer_log_probs (include/attn/ops/pointer.h).
 #include "attn/ops/pointer.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

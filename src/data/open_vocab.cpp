@@ -12,7 +12,8 @@ int32_t open_vocab_id(int symbol) { return symbol <= kOpenVocabSeen ? models::kU
 std::vector<std::vector<int>> open_vocab_sources(Rng& rng, int count, int min_len, int max_len, double unseen_share,
                                                  int unseen_symbols) {
   if (min_len < 1 || min_len > max_len)
-    throw ValueError(fmt::format("open_vocab_sources: lengths [{}, {}] must satisfy 1 <= min <= max", min_len, max_len));
+    throw ValueError(
+        fmt::format("open_vocab_sources: lengths [{}, {}] must satisfy 1 <= min <= max", min_len, max_len));
   if (!(unseen_share >= 0.0 && unseen_share <= 1.0))
     throw ValueError(fmt::format("open_vocab_sources: unseen_share must be in [0, 1], got {}", unseen_share));
   if (unseen_symbols < 1)

@@ -132,7 +132,6 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
       real_ext.push_back(std::move(e.ext));
       real_oovs.push_back(std::move(e.oovs));
     }
-
   detail::decode_sorted(
       *model.model, model.info.kind, limit, real_sources, options.batch,
       {.beam = options.beam, .max_len = options.max_len, .length_penalty = options.length_penalty,

@@ -12,9 +12,8 @@ namespace {
 int64_t row_grain(int64_t width) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, width)); }
 }  // namespace
 
-void pointer_mixture_forward(const float* logits, const float* p_gen, const float* a, const int32_t* src,
-                             float* pv, float* P, float* y, int64_t N, int64_t V, int64_t Vx, int64_t S,
-                             float floor) {
+void pointer_mixture_forward(const float* logits, const float* p_gen, const float* a, const int32_t* src, float* pv,
+                             float* P, float* y, int64_t N, int64_t V, int64_t Vx, int64_t S, float floor) {
   parallel_for(0, N, row_grain(Vx + S), [=](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       float* pv_r = pv + r * V;
@@ -29,9 +28,9 @@ void pointer_mixture_forward(const float* logits, const float* p_gen, const floa
   });
 }
 
-void pointer_mixture_backward(const float* dy, const float* p_gen, const float* a, const int32_t* src,
-                              const float* pv, const float* P, float* dlogits, float* dp_gen, float* da, int64_t N,
-                              int64_t V, int64_t Vx, int64_t S, float floor) {
+void pointer_mixture_backward(const float* dy, const float* p_gen, const float* a, const int32_t* src, const float* pv,
+                              const float* P, float* dlogits, float* dp_gen, float* da, int64_t N, int64_t V,
+                              int64_t Vx, int64_t S, float floor) {
   parallel_for(0, N, row_grain(Vx + S), [=](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const float* dy_r = dy + r * Vx;
@@ -44,8 +43,7 @@ void pointer_mixture_backward(const float* dy, const float* p_gen, const float* 
       const float gen = p_gen[r];
       if (dlogits) {
         float* dl = dlogits + r * V;
-        for (int64_t v = 0; v < V; ++v)
-          dl[v] += gen * (pv_r[v] * g(v) - pv_r[v] * static_cast<float>(vocab_sum));
+        for (int64_t v = 0; v < V; ++v) dl[v] += gen * (pv_r[v] * g(v) - pv_r[v] * static_cast<float>(vocab_sum));
       }
       double copy_sum = 0.0;  // Σ_i a[i] g[src[i]]
       for (int64_t i = 0; i < S; ++i) {
@@ -58,4 +56,4 @@ void pointer_mixture_backward(const float* dy, const float* p_gen, const float* 
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -42,7 +42,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   Tensor ext;
   if (pointer) {
     const Tensor& from = src_ext.defined() ? src_ext : src;  // (B, S) int32
-    ext = Tensor::empty({BK, S}, DType::i32);                 // (BK, S): row i from row i / K
+    ext = Tensor::empty({BK, S}, DType::i32);                // (BK, S): row i from row i / K
     for (int64_t i = 0; i < BK; ++i) std::copy_n(from.i32() + (i / K) * S, S, ext.i32() + i * S);
   }
   const int64_t Vx = std::max<int64_t>(config_.vocab, extended_vocab);
@@ -52,7 +52,8 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
     const Tensor emb = decoder.embedding.forward(in_vocabulary(search.next_tokens(), config_.vocab));  // (BK, emb)
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
     // (BK, Vx) with the pointer, else (BK, V)
-    const Tensor logp = pointer ? decoder.step_pointer_log_probs(s, emb, ext, Vx) : log_softmax(decoder.step_logits(s, emb));
+    const Tensor logp =
+        pointer ? decoder.step_pointer_log_probs(s, emb, ext, Vx) : log_softmax(decoder.step_logits(s, emb));
     for (size_t i = 0; i < copy.size(); ++i) copy[i] = 1.0f - s.p_gen.f32()[i];
     if (!search.advance(logp, with_weights ? s.weights.f32() : nullptr, pointer ? copy.data() : nullptr)) break;
     // Reorder the decoder state to the new hypotheses.

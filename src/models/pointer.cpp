@@ -1,8 +1,8 @@
 #include "attn/models/pointer.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "attn/error.h"
 

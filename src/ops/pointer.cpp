@@ -1,8 +1,8 @@
 #include "attn/ops/pointer.h"
 
-#include <string>
-
 #include <fmt/format.h>
+
+#include <string>
 
 #include "attn/autodiff/tape.h"
 #include "attn/kernels/pointer.h"
@@ -28,8 +28,8 @@ Tensor pointer_log_probs(const Tensor& logits, const Tensor& p_gen, const Tensor
   Tensor pv = Tensor::empty({N, V});  // P_vocab, saved for backward
   Tensor P = Tensor::empty({N, Vx});  // the mixture, saved for backward
   Tensor y = Tensor::empty({N, Vx});  // (N, Vx)
-  kernels::pointer_mixture_forward(logits.f32(), p_gen.f32(), attention.f32(), ids, pv.f32(), P.f32(), y.f32(), N,
-                                   V, Vx, S, kPointerFloor);
+  kernels::pointer_mixture_forward(logits.f32(), p_gen.f32(), attention.f32(), ids, pv.f32(), P.f32(), y.f32(), N, V,
+                                   Vx, S, kPointerFloor);
   if (autodiff::needs_grad(logits, p_gen, attention)) {
     // g = dy / P above the floor; dlogits += p_gen pv ⊙ (g − Σ pv g); da_i += (1 − p_gen) g[src_i];
     // dp_gen += Σ pv g − Σ_i a_i g[src_i]
@@ -37,8 +37,8 @@ Tensor pointer_log_probs(const Tensor& logits, const Tensor& p_gen, const Tensor
       float* dl = logits.requires_grad() ? logits.grad_accumulator().f32() : nullptr;
       float* dp = p_gen.requires_grad() ? p_gen.grad_accumulator().f32() : nullptr;
       float* da = attention.requires_grad() ? attention.grad_accumulator().f32() : nullptr;
-      kernels::pointer_mixture_backward(y.grad().f32(), p_gen.f32(), attention.f32(), src_ids.i32(), pv.f32(),
-                                        P.f32(), dl, dp, da, N, V, Vx, S, kPointerFloor);
+      kernels::pointer_mixture_backward(y.grad().f32(), p_gen.f32(), attention.f32(), src_ids.i32(), pv.f32(), P.f32(),
+                                        dl, dp, da, N, V, Vx, S, kPointerFloor);
     });
   }
   return y;

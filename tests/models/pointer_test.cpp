@@ -1,15 +1,15 @@
 // The pointer-generator in the RNN decoders (See et al. 2017): configuration and checkpoints,
 // the extended vocabulary, decoding edge cases (a source of one token, a source of unknown
 // words only), and the open-vocabulary copy task that only the pointer can solve.
+#include "attn/models/pointer.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/open_vocab.h"
-#include "attn/models/pointer.h"
 #include "attn/models/seq2seq.h"
 #include "attn/ops/pointer.h"
 #include "attn/parallel.h"
@@ -32,11 +32,13 @@ Seq2SeqConfig pointer_config(const std::string& attention = "bahdanau", int hidd
 
 TEST(PointerConfig, RefusedWithoutOneAttentionHead) {
   Seq2SeqConfig c = pointer_config("none");
-  EXPECT_THROW_MSG(c.validate(), ValueError, "pointer needs bahdanau or luong attention with one head, got none (none)");
+  EXPECT_THROW_MSG(c.validate(), ValueError,
+                   "pointer needs bahdanau or luong attention with one head, got none (none)");
   c = pointer_config("luong");
   c.score = parse_score(c.attention, "multihead");
   c.heads = 2;
-  EXPECT_THROW_MSG(c.validate(), ValueError, "pointer needs bahdanau or luong attention with one head, got luong (multihead)");
+  EXPECT_THROW_MSG(c.validate(), ValueError,
+                   "pointer needs bahdanau or luong attention with one head, got luong (multihead)");
 }
 
 TEST(PointerConfig, JsonHoldsPointerOnlyWhenOn) {
@@ -103,7 +105,8 @@ TEST(PointerModel, LossReachesTheGateAndDefaultsToTheSource) {
   plain.extended_vocab = 0;
   autodiff::NoGradGuard no_grad;
   EXPECT_EQ(model.loss(plain).item(), model.loss(ob.batch).item());
-  EXPECT_THROW_MSG(model.loss(ob.batch, 0.1f), ValueError, "label smoothing (0.1) does not apply to the pointer-generator");
+  EXPECT_THROW_MSG(model.loss(ob.batch, 0.1f), ValueError,
+                   "label smoothing (0.1) does not apply to the pointer-generator");
 }
 
 // Greedy and beam decoding of a batch: ids within the extended vocabulary, one copy
@@ -129,8 +132,8 @@ TEST(PointerModel, OneTokenAndAllUnknownSources) {
     SCOPED_TRACE(attention);
     Seq2Seq model(pointer_config(attention));
     model.eval();
-    expect_decodes(model, data::open_vocab_copy_batch({{7}}));                      // S = 1
-    expect_decodes(model, data::open_vocab_copy_batch({{21}}));                     // S = 1, unknown
+    expect_decodes(model, data::open_vocab_copy_batch({{7}}));                     // S = 1
+    expect_decodes(model, data::open_vocab_copy_batch({{21}}));                    // S = 1, unknown
     expect_decodes(model, data::open_vocab_copy_batch({{21, 22, 21, 40}, {33}}));  // unknown words only
     Tensor loss = model.loss(data::open_vocab_copy_batch({{21, 22, 21, 40}, {33}}).batch);
     EXPECT_TRUE(std::isfinite(loss.item()));
@@ -236,16 +239,18 @@ TEST(OpenVocabCopy, OnlyThePointerCopiesUnseenSymbols) {
   const OpenVocabRun run;
   auto pointer = train_open_vocab_copy(true, run);
   auto plain = train_open_vocab_copy(false, run);
-  const CopyAccuracy seen_p = copy_accuracy(*pointer, 0.0, 100, run, 7), seen_n = copy_accuracy(*plain, 0.0, 100, run, 7);
-  const CopyAccuracy mixed_p = copy_accuracy(*pointer, 0.5, 100, run, 8), mixed_n = copy_accuracy(*plain, 0.5, 100, run, 8);
-  std::cout << "seen only: pointer " << seen_p.sequences << ", no pointer " << seen_n.sequences
-            << "; half unseen (" << mixed_p.unseen_count << " unseen symbols): pointer " << mixed_p.sequences
-            << " of sequences, " << mixed_p.unseen << " of unseen symbols; no pointer " << mixed_n.sequences << ", "
-            << mixed_n.unseen << "\n";
+  const CopyAccuracy seen_p = copy_accuracy(*pointer, 0.0, 100, run, 7),
+                     seen_n = copy_accuracy(*plain, 0.0, 100, run, 7);
+  const CopyAccuracy mixed_p = copy_accuracy(*pointer, 0.5, 100, run, 8),
+                     mixed_n = copy_accuracy(*plain, 0.5, 100, run, 8);
+  std::cout << "seen only: pointer " << seen_p.sequences << ", no pointer " << seen_n.sequences << "; half unseen ("
+            << mixed_p.unseen_count << " unseen symbols): pointer " << mixed_p.sequences << " of sequences, "
+            << mixed_p.unseen << " of unseen symbols; no pointer " << mixed_n.sequences << ", " << mixed_n.unseen
+            << "\n";
   EXPECT_GT(seen_p.sequences, 0.8);  // both learned to copy what they saw
   EXPECT_GT(seen_n.sequences, 0.8);
-  EXPECT_EQ(mixed_n.unseen, 0.0);     // without the pointer an unseen symbol cannot be emitted
-  EXPECT_GT(mixed_p.unseen, 0.5);     // the pointer copies them
+  EXPECT_EQ(mixed_n.unseen, 0.0);  // without the pointer an unseen symbol cannot be emitted
+  EXPECT_GT(mixed_p.unseen, 0.5);  // the pointer copies them
 }
 
 // The accuracy curve of docs/results.md (minutes, not run by ctest), with
@@ -265,7 +270,8 @@ TEST(OpenVocabCopy, DISABLED_Curve) {
   std::ofstream out(path);
   out << "unseen_share,unseen_positions,pointer_sequence_acc,pointer_unseen_acc,plain_sequence_acc,plain_unseen_acc\n";
   for (double share : {0.0, 0.1, 0.25, 0.5, 0.75, 1.0}) {
-    const CopyAccuracy p = copy_accuracy(*pointer, share, 1000, run, 100), n = copy_accuracy(*plain, share, 1000, run, 100);
+    const CopyAccuracy p = copy_accuracy(*pointer, share, 1000, run, 100),
+                       n = copy_accuracy(*plain, share, 1000, run, 100);
     out << share << ',' << p.unseen_count << ',' << p.sequences << ',' << p.unseen << ',' << n.sequences << ','
         << n.unseen << '\n';
   }

@@ -55,9 +55,9 @@ TEST(Pointer, Gradients) {
     std::vector<int32_t> src(static_cast<size_t>(3 * S));
     for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<int32_t>((i * 5) % 8);  // ids 6, 7 are OOVs
     Tensor src_ids = ids(src, {3, S});
-    EXPECT_TRUE(gradcheck(
-        [&](const std::vector<Tensor>& in) { return pointer_log_probs(in[0], in[1], in[2], src_ids, 8); },
-        {logits, p_gen, a}))
+    EXPECT_TRUE(
+        gradcheck([&](const std::vector<Tensor>& in) { return pointer_log_probs(in[0], in[1], in[2], src_ids, 8); },
+                  {logits, p_gen, a}))
         << "S=" << S;
   }
 }

@@ -13,7 +13,7 @@
 
 namespace attn::data {
 
-inline constexpr int kOpenVocabSeen = 20;                                       // symbols 1..20
+inline constexpr int kOpenVocabSeen = 20;                                     // symbols 1..20
 inline constexpr int32_t kOpenVocabSize = models::kUnk + 1 + kOpenVocabSeen;  // V = 24
 
 // The vocabulary id of symbol n >= 1: 3 + n for a seen symbol, else kUnk.

@@ -14,9 +14,9 @@ namespace attn::kernels {
 //   y[v]  = log(max(P[v], floor))
 // logits (N, V), p_gen (N), a and src (N, S), src ids in [0, Vx). Writes pv (N, V) and
 // P (N, Vx) for backward, and y (N, Vx).
-ATTN_KERNEL(pointer_mixture_forward, void(const float* logits, const float* p_gen, const float* a, const int32_t* src,
-                                          float* pv, float* P, float* y, int64_t N, int64_t V, int64_t Vx, int64_t S,
-                                          float floor));
+ATTN_KERNEL(pointer_mixture_forward,
+            void(const float* logits, const float* p_gen, const float* a, const int32_t* src, float* pv, float* P,
+                 float* y, int64_t N, int64_t V, int64_t Vx, int64_t S, float floor));
 // With g[v] = dy[v] / P[v] where P[v] >= floor, else 0 (the floor's clamp passes no gradient):
 //   dlogits[v] += p_gen · pv[v] · (g[v] − Σ_u pv[u] g[u])       (softmax's backward of p_gen · g)
 //   da[i]      += (1 − p_gen) · g[src[i]]

@@ -19,8 +19,8 @@
 namespace attn::models {
 
 struct SourceOovs {
-  std::vector<int32_t> ids;        // the source ids, each OOV token as V + its index in oovs
-  std::vector<std::string> oovs;   // the distinct OOV texts, in order of first appearance
+  std::vector<int32_t> ids;       // the source ids, each OOV token as V + its index in oovs
+  std::vector<std::string> oovs;  // the distinct OOV texts, in order of first appearance
 };
 // tokens and ids of one source (same length; ValueError otherwise).
 SourceOovs extend_source(std::span<const std::string> tokens, std::span<const int32_t> ids, int32_t unk, int64_t V);
