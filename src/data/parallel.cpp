@@ -8,6 +8,7 @@
 
 #include "attn/data/text.h"
 #include "attn/error.h"
+#include "attn/models/pointer.h"
 #include "attn/random.h"
 
 namespace attn::data {
@@ -80,8 +81,24 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
   return corpus;
 }
 
+EncodedOovs encode_with_oovs(const SubwordModel& model, const std::string& text, size_t max_len) {
+  EncodedOovs out;
+  out.ids = model.encode(text);
+  out.pieces = model.encode_pieces(text);  // the same encoding: an unknown piece keeps its surface text
+  if (out.pieces.size() != out.ids.size())
+    throw ValueError(fmt::format("encode_with_oovs: {} pieces but {} ids", out.pieces.size(), out.ids.size()));
+  if (out.ids.size() > max_len) {
+    out.ids.resize(max_len);
+    out.pieces.resize(max_len);
+  }
+  models::SourceOovs s = models::extend_source(out.pieces, out.ids, kSubwordUnk, model.vocab_size());
+  out.ext = std::move(s.ids);
+  out.oovs = std::move(s.oovs);
+  return out;
+}
+
 EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& src_model,
-                              const SubwordModel& tgt_model, int max_len) {
+                              const SubwordModel& tgt_model, int max_len, bool with_oovs) {
   if (max_len < 1) throw ValueError(fmt::format("encode_parallel: max_len must be >= 1, got {}", max_len));
   if (corpus.src.size() != corpus.tgt.size()) {
     throw ValueError(fmt::format("encode_parallel: {} source lines but {} target lines", corpus.src.size(),
@@ -92,6 +109,15 @@ EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& 
   const size_t limit = static_cast<size_t>(max_len);
   for (size_t i = 0; i < corpus.src.size(); ++i) {
     EncodedPair& pair = out.pairs[i];
+    if (with_oovs) {
+      EncodedOovs s = encode_with_oovs(src_model, corpus.src[i], limit), t = encode_with_oovs(tgt_model, corpus.tgt[i], limit);
+      pair.tgt_ext = models::extend_target(t.pieces, t.ids, kSubwordUnk, tgt_model.vocab_size(), s.oovs);
+      pair.src_ext = std::move(s.ext);
+      pair.oovs = std::move(s.oovs);
+      // An empty side becomes one UNK below: no OOV of its own.
+      if (pair.src_ext.empty()) pair.src_ext.push_back(kSubwordUnk);
+      if (pair.tgt_ext.empty()) pair.tgt_ext.push_back(kSubwordUnk);
+    }
     pair.src = src_model.encode(corpus.src[i]);
     pair.tgt = tgt_model.encode(corpus.tgt[i]);
     bool cut = false;
@@ -107,7 +133,7 @@ EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& 
   return out;
 }
 
-Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices) {
+Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices, int64_t vocab) {
   if (indices.empty()) throw ValueError("make_pair_batch: no indices (batch size 0)");
   models::IdRows sources, targets;
   for (const size_t i : indices) {
@@ -121,7 +147,19 @@ Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<s
     sources.emplace_back(pairs[i].src);
     targets.emplace_back(pairs[i].tgt);
   }
-  return models::pack_pairs(sources, targets);
+  Batch batch = models::pack_pairs(sources, targets);
+  if (!pairs[indices.front()].src_ext.empty()) {  // encoded with_oovs: the pointer's extended ids
+    if (vocab < 1) throw ValueError("make_pair_batch: pairs with extended ids need the vocabulary size");
+    models::IdRows sources_ext, targets_ext;
+    std::vector<std::vector<std::string>> oovs;
+    for (const size_t i : indices) {
+      sources_ext.emplace_back(pairs[i].src_ext);
+      targets_ext.emplace_back(pairs[i].tgt_ext);
+      oovs.push_back(pairs[i].oovs);
+    }
+    models::add_extended_ids(batch, sources_ext, targets_ext, oovs, vocab);
+  }
+  return batch;
 }
 
 std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,

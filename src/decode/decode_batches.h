@@ -35,11 +35,12 @@ inline size_t source_limit(const std::string& kind, const nlohmann::json& config
 // Decodes every (non-empty) source in data::sorted_batches of `batch`, calling
 // each(indices, decoded, S) per batch (indices into `sources`, in the batch's row order; S its
 // padded source length). options.max_len 0: 2 · the batch's longest source + 10; a
-// Transformer's is capped at its positions (limit − 1).
+// Transformer's is capped at its positions (limit − 1). sources_ext: the pointer-generator's
+// extended ids of each source (models/pointer.h), for a vocabulary of `vocab`.
 template <class Fn>
 void decode_sorted(models::Translator& model, const std::string& kind, size_t limit,
                    const std::vector<std::vector<int32_t>>& sources, int batch, models::TranslatorDecodeOptions options,
-                   Fn&& each) {
+                   Fn&& each, const std::vector<std::vector<int32_t>>* sources_ext = nullptr, int64_t vocab = 0) {
   const int given_max_len = options.max_len;
   for (const auto& indices : data::sorted_batches(sources, batch)) {
     models::IdRows rows;
@@ -50,6 +51,16 @@ void decode_sorted(models::Translator& model, const std::string& kind, size_t li
     }
     const Tensor src = models::pad_rows(rows), src_lengths = models::row_lengths(rows);  // (B, S), (B)
     options.max_len = given_max_len > 0 ? given_max_len : static_cast<int>(2 * longest + 10);
+    if (sources_ext) {
+      models::IdRows ext_rows;
+      int64_t extended = vocab;  // Vx: one past the largest extended id
+      for (size_t k : indices) {
+        ext_rows.emplace_back((*sources_ext)[k]);
+        for (int32_t id : (*sources_ext)[k]) extended = std::max<int64_t>(extended, id + 1);
+      }
+      options.src_ext = models::pad_rows(ext_rows);  // (B, S)
+      options.extended_vocab = extended;
+    }
     if (kind == "transformer") options.max_len = std::min<int>(options.max_len, static_cast<int>(limit) - 1);
     each(indices, model.decode(src, src_lengths, options), src.dim(1));
   }

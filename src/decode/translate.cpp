@@ -10,6 +10,7 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/io/checksum.h"
+#include "attn/models/pointer.h"
 #include "decode_batches.h"
 
 namespace attn::decode {
@@ -84,6 +85,28 @@ size_t source_limit(const LoadedTranslator& model) { return detail::source_limit
 
 LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::string& path) { return load_from(file, path); }
 
+std::vector<std::string> output_pieces(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
+                                       const std::vector<std::string>& oovs) {
+  const int64_t V = tokenizer.vocab_size();
+  std::vector<int32_t> known = ids;  // copied OOVs as UNK for pieces(), their text after
+  for (int32_t& id : known) id = id >= V ? models::kUnk : id;
+  std::vector<std::string> pieces = tokenizer.pieces(known);
+  for (size_t t = 0; t < ids.size(); ++t)
+    if (ids[t] >= V) pieces[t] = models::oov_text(ids[t], V, oovs);
+  return pieces;
+}
+
+std::string output_text(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
+                        const std::vector<std::string>& oovs) {
+  const std::vector<int32_t> until_eos(ids.begin(), std::find(ids.begin(), ids.end(), models::kEos));
+  const std::vector<std::string> pieces = output_pieces(tokenizer, until_eos, oovs);
+  // Without PAD and BOS, as decode() skips them.
+  std::vector<std::string> text;
+  for (size_t t = 0; t < pieces.size(); ++t)
+    if (until_eos[t] != models::kPad && until_eos[t] != models::kBos) text.push_back(pieces[t]);
+  return tokenizer.decode_pieces(text);
+}
+
 LoadedTranslator load_translator(const std::string& path) { return load_from(io::load_safetensors(path), path); }
 
 std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,
@@ -94,13 +117,20 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
   const size_t limit = source_limit(model);
   std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);
   std::vector<Translation> out(lines.size());
+  const bool pointer = model.info.kind == "rnn" && model.info.config.value("pointer", false);
+  const int64_t V = model.model->vocab();
   // Only non-empty sources are decoded; an empty line translates to an empty line.
   std::vector<size_t> real;
-  std::vector<std::vector<int32_t>> real_sources;
+  std::vector<std::vector<int32_t>> real_sources, real_ext;
+  std::vector<std::vector<std::string>> real_oovs;  // the pointer: each source's unknown pieces
   for (size_t i = 0; i < sources.size(); ++i)
     if (!sources[i].empty()) {
       real.push_back(i);
       real_sources.push_back(sources[i]);
+      if (!pointer) continue;
+      data::EncodedOovs e = data::encode_with_oovs(*model.tokenizer, lines[i], limit);
+      real_ext.push_back(std::move(e.ext));
+      real_oovs.push_back(std::move(e.oovs));
     }
   detail::decode_sorted(
       *model.model, model.info.kind, limit, real_sources, options.batch,
@@ -109,16 +139,20 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {
           Translation& t = out[real[batch_indices[k]]];
-          t.text = model.tokenizer->decode(decoded.tokens[k]);
+          const std::vector<std::string> no_oovs;
+          const std::vector<std::string>& oovs = pointer ? real_oovs[batch_indices[k]] : no_oovs;
+          const std::vector<int32_t>& out_ids = decoded.tokens[k];
+          t.text = pointer ? output_text(*model.tokenizer, out_ids, oovs) : model.tokenizer->decode(out_ids);
           if (!options.attention) continue;
           const auto& src_ids = real_sources[batch_indices[k]];
           t.src_pieces = model.tokenizer->pieces(src_ids);
-          std::vector<int32_t> out_ids = decoded.tokens[k];
-          t.out_pieces = model.tokenizer->pieces(out_ids);
+          t.out_pieces = output_pieces(*model.tokenizer, out_ids, oovs);
+          if (pointer) t.copy = decoded.copy[k];
           for (size_t step = 0; step < out_ids.size() && step < decoded.attention[k].size(); ++step)
             t.weights.push_back(detail::head_average(decoded.attention[k][step], S, src_ids.size()));
         }
-      });
+      },
+      pointer ? &real_ext : nullptr, V);
   return out;
 }
 

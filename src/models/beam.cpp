@@ -1,4 +1,7 @@
 // Seq2Seq::beam: batched beam search over the RNN decoder (bookkeeping in beam_search.h).
+#include <algorithm>
+#include <vector>
+
 #include "attn/autodiff/tape.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
@@ -8,7 +11,8 @@
 
 namespace attn::models {
 
-DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options) {
+DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
+                           const Tensor& src_ext, int64_t extended_vocab) {
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const bool with_weights = decoder.attention != nullptr;
@@ -33,12 +37,25 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   // The per-batch attention memory of the expanded rows (projections run on B·K rows once).
   const nn::StepMemory memory = decoder.prepare(enc, lengths);
   DecoderState state = decoder.initial_state(enc, memory, BK);
+  // The pointer: each hypothesis's source in extended ids (BK, S), and Vx.
+  const bool pointer = config_.pointer;
+  Tensor ext;
+  if (pointer) {
+    const Tensor& from = src_ext.defined() ? src_ext : src;  // (B, S) int32
+    ext = Tensor::empty({BK, S}, DType::i32);                // (BK, S): row i from row i / K
+    for (int64_t i = 0; i < BK; ++i) std::copy_n(from.i32() + (i / K) * S, S, ext.i32() + i * S);
+  }
+  const int64_t Vx = std::max<int64_t>(config_.vocab, extended_vocab);
+  std::vector<float> copy(pointer ? static_cast<size_t>(BK) : 0);
 
   for (int t = 0; t < options.max_len; ++t) {
-    const Tensor emb = decoder.embedding.forward(search.next_tokens());  // (BK, emb)
+    const Tensor emb = decoder.embedding.forward(in_vocabulary(search.next_tokens(), config_.vocab));  // (BK, emb)
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
-    const Tensor logp = log_softmax(decoder.step_logits(s, emb));  // (BK, V)
-    if (!search.advance(logp, with_weights ? s.weights.f32() : nullptr)) break;
+    // (BK, Vx) with the pointer, else (BK, V)
+    const Tensor logp =
+        pointer ? decoder.step_pointer_log_probs(s, emb, ext, Vx) : log_softmax(decoder.step_logits(s, emb));
+    for (size_t i = 0; i < copy.size(); ++i) copy[i] = 1.0f - s.p_gen.f32()[i];
+    if (!search.advance(logp, with_weights ? s.weights.f32() : nullptr, pointer ? copy.data() : nullptr)) break;
     // Reorder the decoder state to the new hypotheses.
     state.reorder(search.reorder());
   }

@@ -70,11 +70,12 @@ void BeamSearch::add_weights(const float* from, const float* weights, float* cov
 
 Tensor BeamSearch::next_tokens() const { return Tensor::from_vector(next_, {rows()}); }
 
-bool BeamSearch::advance(const Tensor& logp, const float* weights) {
+bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* copy) {
   const int64_t BK = rows(), V = logp.dim(1);
   const int K = K_;
   const int t = static_cast<int>(tokens_.size());
   if (W_ > 0) weights_.emplace_back(weights, weights + BK * W_);
+  if (copy) copies_.emplace_back(copy, copy + BK);
   tokens_.emplace_back(static_cast<size_t>(BK), kPad);
   parents_.emplace_back(static_cast<size_t>(BK), 0);
   std::vector<int32_t>& tok = tokens_.back();
@@ -161,19 +162,23 @@ DecodeResult BeamSearch::result() const {
   auto trace = [&](int t, int j, bool eos, float score) {
     DecodeResult::Hypothesis h;
     h.score = score;
+    const bool copies = !copies_.empty();
     if (eos) {
       h.tokens.push_back(kEos);
       if (W_ > 0) h.attention.push_back(weights_of(t, j));
+      if (copies) h.copy.push_back(copies_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
       --t;
     }
     for (; t >= 0; --t) {
       const int parent = parents_[static_cast<size_t>(t)][static_cast<size_t>(j)];
       h.tokens.push_back(tokens_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
       if (W_ > 0) h.attention.push_back(weights_of(t, parent));
+      if (copies) h.copy.push_back(copies_[static_cast<size_t>(t)][static_cast<size_t>(parent)]);
       j = parent;
     }
     std::reverse(h.tokens.begin(), h.tokens.end());
     std::reverse(h.attention.begin(), h.attention.end());
+    std::reverse(h.copy.begin(), h.copy.end());
     return h;
   };
   DecodeResult result;
@@ -201,6 +206,10 @@ DecodeResult BeamSearch::result() const {
     }
     result.tokens[static_cast<size_t>(b)] = list.front().tokens;
     if (W_ > 0) result.attention[static_cast<size_t>(b)] = list.front().attention;
+    if (!copies_.empty()) {
+      result.copy.resize(static_cast<size_t>(batch_));
+      result.copy[static_cast<size_t>(b)] = list.front().copy;
+    }
   }
   return result;
 }

@@ -52,7 +52,8 @@ class BeamSearch {
   Tensor next_tokens() const;
   // Takes one step's log-probabilities (B·K, V) and attention weights (B·K, W) (nullptr
   // when weights_per_row is 0). Returns false when every row is done.
-  bool advance(const Tensor& logp, const float* weights);
+  // copy: the pointer-generator's copy probability of each hypothesis's step (B·K), or nullptr.
+  bool advance(const Tensor& logp, const float* weights, const float* copy = nullptr);
   // Hypothesis i of the next step extends row reorder()[i] of this one (int32 (B·K)).
   const Tensor& reorder() const { return reorder_; }
   // The winner of each row: its tokens (with EOS when it finished) and attention.
@@ -87,6 +88,7 @@ class BeamSearch {
   std::vector<std::vector<int32_t>> tokens_;      // per step, per new beam (B·K)
   std::vector<std::vector<int32_t>> parents_;     // per step, per new beam (B·K)
   std::vector<std::vector<float>> weights_;       // per step, (B·K, W) by source beam
+  std::vector<std::vector<float>> copies_;        // per step, (B·K) by source beam; the pointer only
   std::vector<std::vector<Finished>> finished_;   // per row
   std::vector<char> done_;                        // per row
   std::vector<int32_t> next_;                     // per hypothesis

@@ -1,9 +1,11 @@
 // The decoder (none / bahdanau / luong); its attention is an nn::StepAttention.
+#include <algorithm>
 #include <string>
 
 #include "attn/models/seq2seq.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"
+#include "attn/ops/pointer.h"
 #include "attn/ops/rnn_cell.h"
 #include "attn/ops/select.h"
 #include "attn/ops/shape_ops.h"
@@ -19,6 +21,20 @@ int64_t decoder_input_size(const Seq2SeqConfig& c, AttentionKind kind, int64_t e
 
 int64_t output_features(const Seq2SeqConfig& c, AttentionKind kind, int64_t encoder_size) {
   return kind == AttentionKind::bahdanau ? c.hidden + encoder_size + c.emb : c.hidden;
+}
+
+// The pointer's log P (T, B, Vx) of every teacher-forced step at once: logits (T, B, V),
+// p_gen (T, B), weights (T, B, S), src_ext (B, S) repeated for each step.
+Tensor pointer_over_steps(const Tensor& logits, const Tensor& p_gen, const Tensor& weights, const Tensor& src_ext,
+                          int64_t extended_vocab) {
+  ShapeContract contract("Decoder");
+  contract.check("weights", weights, {"T", "B", "S"}).check("src_ext", src_ext, {"B", "S"}, DType::i32);
+  const int64_t T = contract["T"], B = contract["B"], S = contract["S"], V = logits.dim(2);
+  Tensor ids = Tensor::empty({T * B, S}, DType::i32);  // (T·B, S)
+  for (int64_t t = 0; t < T; ++t) std::copy(src_ext.i32(), src_ext.i32() + B * S, ids.i32() + t * B * S);
+  const Tensor y = pointer_log_probs(logits.reshape({T * B, V}), p_gen.reshape({T * B}), weights.reshape({T * B, S}),
+                                     ids, extended_vocab);
+  return y.reshape({T, B, extended_vocab});
 }
 
 }  // namespace
@@ -55,6 +71,10 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
     linear_out = std::make_unique<nn::Linear>(attention->context_size() + config.hidden, config.hidden, rng, false);
     register_module("linear_out", *linear_out);
   }
+  if (config.pointer) {
+    pointer_gate = std::make_unique<nn::Linear>(attention->context_size() + config.hidden + config.emb, 1, rng);
+    register_module("pointer_gate", *pointer_gate);
+  }
   register_module("out", out);
   register_module("dropout", dropout_);
 }
@@ -83,6 +103,7 @@ nn::StepMemory Decoder::prepare(const EncoderOutput& enc, const Tensor& src_leng
 Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const nn::StepMemory& memory,
                             bool need_weights, const Tensor* projected_input) {
   Step s;
+  need_weights = need_weights || pointer_gate != nullptr;  // the pointer copies with the weights
   Tensor x = emb_prev;  // (B, emb)
   if (kind() == AttentionKind::bahdanau) {
     nn::StepAttentionResult r = attention->step(state.h.back(), memory, state.attention, need_weights);  // queries with s_{t-1}
@@ -121,6 +142,10 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
     s.feature = s.top;
   }
   if (!attention) ++state.attention.t;  // an attention module advances it in step()
+  if (pointer_gate) {  // p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b), x_t = emb(y_{t−1})
+    const int64_t B = emb_prev.dim(0);
+    s.p_gen = sigmoid(pointer_gate->forward(concat({s.context, s.top, emb_prev}))).reshape({B});  // (B)
+  }
   return s;
 }
 
@@ -129,9 +154,23 @@ Tensor Decoder::step_logits(const Step& s, const Tensor& emb_prev) const {
   return out.forward(s.feature);
 }
 
-DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths) {
+Tensor Decoder::step_pointer_log_probs(const Step& s, const Tensor& emb_prev, const Tensor& src_ext,
+                                       int64_t extended_vocab) const {
+  return pointer_log_probs(step_logits(s, emb_prev), s.p_gen, s.weights, src_ext, extended_vocab);  // (B, Vx)
+}
+
+Tensor in_vocabulary(const Tensor& ids, int64_t V) {
+  Tensor out = Tensor::empty(ids.shape(), DType::i32);
+  for (int64_t i = 0; i < ids.numel(); ++i) out.i32()[i] = ids.i32()[i] >= V ? kUnk : ids.i32()[i];
+  return out;
+}
+
+DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths,
+                               const Tensor& src_ext, int64_t extended_vocab) {
   ShapeContract contract("Decoder");
   contract.check("tgt_in", tgt_in, {"B", "T"}, DType::i32);
+  if (pointer_gate && !src_ext.defined())
+    throw ValueError("Decoder: the pointer-generator needs the source's ids (src_ext) for its copy distribution");
   const int64_t B = tgt_in.dim(0), T = tgt_in.dim(1);
   const Tensor emb_all = embedding.forward(time_major_ids(tgt_in));  // (T, B, emb)
   const nn::StepMemory memory = prepare(enc, src_lengths);
@@ -139,7 +178,7 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
   // Without attention the first layer's input is known ahead: one GEMM over T·B rows.
   Tensor projected;
   if (kind() == AttentionKind::none) projected = linear(emb_all, rnn.at(0, 0).w_ih, rnn.at(0, 0).b_ih);  // (T, B, G)
-  std::vector<Tensor> tops, contexts, features, hard_log_probs, coverage_terms;
+  std::vector<Tensor> tops, contexts, features, hard_log_probs, coverage_terms, weights, p_gens;
   tops.reserve(static_cast<size_t>(T));
   contexts.reserve(static_cast<size_t>(T));
   features.reserve(static_cast<size_t>(T));
@@ -155,12 +194,18 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
     }
     if (s.log_prob.defined()) hard_log_probs.push_back(s.log_prob);
     if (s.coverage_loss.defined()) coverage_terms.push_back(s.coverage_loss);
+    if (pointer_gate) {
+      weights.push_back(s.weights);
+      p_gens.push_back(s.p_gen);
+    }
   }
   DecoderOutput result;
   // The output layer over all T steps at once: one GEMM over T·B rows.
   result.logits = kind() == AttentionKind::bahdanau
                       ? out.forward(concat({stack_rows(tops), stack_rows(contexts), emb_all}))  // (T, B, V)
                       : out.forward(stack_rows(features));                                      // (T, B, V)
+  if (pointer_gate) result.logits = pointer_over_steps(result.logits, stack_rows(p_gens), stack_rows(weights), src_ext,
+                                                      extended_vocab);  // (T, B, Vx)
   if (!hard_log_probs.empty()) result.hard_log_probs = stack_rows(hard_log_probs);  // (T, B)
   if (!coverage_terms.empty()) result.coverage_terms = stack_rows(coverage_terms);  // (T, B)
   return result;

@@ -216,6 +216,9 @@ double seq2seq_training_bytes(const Seq2SeqConfig& c, int64_t B, int64_t S, int6
   const bool additive = c.attention == AttentionKind::bahdanau;
   if (c.attention != AttentionKind::none) floats += t * b * s * (2.0 + (additive ? H : 0.0)) * (c.heads > 1 ? c.heads : 1);
   floats += t * b * 2.0 * c.vocab;  // logits and their softmax
+  // The pointer: the vocabulary distribution, the mixture and its log over V (+ the OOVs, not
+  // known here), and the logits and weights stacked once more for the one fused op.
+  if (c.pointer) floats += t * b * (4.0 * c.vocab + s);
   return 2.0 * floats * kFloat;     // and a gradient of each
 }
 
@@ -228,6 +231,7 @@ double seq2seq_decoding_bytes(const Seq2SeqConfig& c, int64_t rows, int64_t S, i
   // copied once more by whoever draws or scores them.
   if (c.attention != AttentionKind::none) floats += 2.0 * t * r * s * (c.heads > 1 && c.step_score() == nn::StepScore::multihead ? c.heads : 1);
   floats += r * 2.0 * c.vocab;  // one step's logits
+  if (c.pointer) floats += r * 3.0 * c.vocab;  // the pointer's vocabulary distribution, mixture and log
   return floats * kFloat;
 }
 

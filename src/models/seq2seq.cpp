@@ -9,6 +9,10 @@
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 namespace attn::models {
 Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
     : config_(validated_config(config)),
@@ -19,17 +23,31 @@ Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
   register_module("decoder", decoder);
 }
 
+namespace {
+// The pointer's source in extended ids and Vx: the batch's, or the source itself (no OOVs).
+Tensor source_ext(const Tensor& src, const Tensor& src_ext) { return src_ext.defined() ? src_ext : src; }
+int64_t vocab_ext(int64_t V, int64_t extended_vocab) { return std::max(V, extended_vocab); }
+}  // namespace
+
 DecoderOutput Seq2Seq::forward(const Batch& batch) {
   const EncoderOutput enc = encoder.forward(batch.src, batch.src_lengths);
-  return decoder.forward(batch.tgt_in, enc, batch.src_lengths);
+  if (!config_.pointer) return decoder.forward(batch.tgt_in, enc, batch.src_lengths);
+  return decoder.forward(batch.tgt_in, enc, batch.src_lengths, source_ext(batch.src, batch.src_ext),
+                         vocab_ext(config_.vocab, batch.extended_vocab));
 }
 
 Tensor Seq2Seq::logits(const Batch& batch) { return forward(batch).logits; }
 
 Seq2Seq::Loss Seq2Seq::loss_terms(const Batch& batch, float label_smoothing) {
   check_training_memory(config_, batch.src.dim(0), batch.src.dim(1), batch.tgt_out.dim(1));
+  // Smoothing toward every extended id would put mass on the OOV slots a row's source lacks.
+  if (config_.pointer && label_smoothing != 0.0f)
+    throw ValueError(fmt::format("Seq2Seq: label smoothing ({}) does not apply to the pointer-generator; use 0",
+                                 label_smoothing));
   const DecoderOutput out = forward(batch);
-  const Tensor ce = cross_entropy(out.logits, time_major_ids(batch.tgt_out),
+  // With the pointer out.logits is log P over the extended vocabulary: cross_entropy is its NLL.
+  const Tensor& targets = config_.pointer && batch.tgt_out_ext.defined() ? batch.tgt_out_ext : batch.tgt_out;
+  const Tensor ce = cross_entropy(out.logits, time_major_ids(targets),
                                   {.ignore_index = kPad, .label_smoothing = label_smoothing});
   return {with_coverage(with_reinforce(ce, out, batch), out, batch), ce, out.logits};
 }
@@ -82,7 +100,8 @@ Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const
   return add(ce, reinforce);
 }
 
-DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len) {
+DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len, const Tensor& src_ext,
+                             int64_t extended_vocab) {
   if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
   check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
@@ -98,18 +117,22 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   std::vector<char> finished(static_cast<size_t>(B), 0);
   Tensor prev = Tensor::empty({B}, DType::i32);  // y_{t-1}
   for (int64_t b = 0; b < B; ++b) prev.i32()[b] = kBos;
-  const int64_t V = config_.vocab;
+  const bool pointer = config_.pointer;
+  const Tensor ext = source_ext(src, src_ext);
+  const int64_t V = pointer ? vocab_ext(config_.vocab, extended_vocab) : config_.vocab;  // Vx with the pointer
+  if (pointer) result.copy.resize(static_cast<size_t>(B));
   int64_t remaining = B;
   for (int step = 0; step < max_len && remaining > 0; ++step) {
-    const Tensor emb = decoder.embedding.forward(prev);  // (B, emb)
+    const Tensor emb = decoder.embedding.forward(in_vocabulary(prev, config_.vocab));  // (B, emb)
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
-    const Tensor logits = decoder.step_logits(s, emb);  // (B, V)
+    const Tensor logits = pointer ? decoder.step_pointer_log_probs(s, emb, ext, V) : decoder.step_logits(s, emb);  // (B, V)
     const float* l = logits.f32();
     for (int64_t b = 0; b < B; ++b) {
       const int32_t best = argmax(l + b * V, V);
       prev.i32()[b] = best;
       if (finished[static_cast<size_t>(b)]) continue;
       result.tokens[static_cast<size_t>(b)].push_back(best);
+      if (pointer) result.copy[static_cast<size_t>(b)].push_back(1.0f - s.p_gen.f32()[b]);
       if (with_weights) {
         const float* w = s.weights.f32() + b * W;
         result.attention[static_cast<size_t>(b)].emplace_back(w, w + W);

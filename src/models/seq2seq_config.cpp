@@ -141,6 +141,9 @@ void Seq2SeqConfig::validate() const {
       throw ValueError(fmt::format("normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
                                    normalizer_name(normalizer.kind)));
   }
+  if (pointer && (!attends || score_used == nn::StepScore::multihead))
+    throw ValueError(fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})",
+                                 to_string(attention), s));
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
@@ -158,6 +161,7 @@ nlohmann::json Seq2SeqConfig::to_json() const {
     j["coverage_loss"] = coverage_loss;
   }
   detail::write_normalizer(j, normalizer);
+  if (pointer) j["pointer"] = true;  // likewise for checkpoints without the pointer
   return j;
 }
 
@@ -176,7 +180,8 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
                                      {"location_width", &c.location_width},
                                      {"location_sharpening", &c.location_sharpening},
                                      {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
-                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss}};
+                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss},
+                                     {"pointer", &c.pointer}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
   detail::read_config("seq2seq", j, fields);
   check_config_bounds(c);  // first, as validate() does

@@ -91,7 +91,9 @@ class TranslationTask final : public Task {
       config["src_vocab"] = V;
       config["tgt_vocab"] = V;
     }
-    train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len);
+    // The pointer-generator trains on the extended ids of each pair (models/pointer.h).
+    train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len,
+                                        kind == "rnn" && config.value("pointer", false));
     if (say)
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
@@ -109,8 +111,10 @@ class TranslationTask final : public Task {
 
   StepLoss forward(int64_t step) override {
     seek(step);
-    const data::Batch batch = data::make_pair_batch(
-        train_data_.pairs, distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()));
+    const data::Batch batch =
+        data::make_pair_batch(train_data_.pairs,
+                              distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
+                              run_.model->vocab());
     const Tensor loss = run_.model->loss(batch, o_.label_smoothing);
     int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
     for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;

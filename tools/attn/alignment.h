@@ -12,8 +12,10 @@ namespace attn::cli {
 
 // Decodes one source (greedy, or the best of a beam of `beam` with GNMT's length penalty α and
 // coverage penalty β): its alignment heatmap, one panel per head, and the decoded output as
-// text in *output.
+// text in *output; with the pointer-generator and `copy`, the copy probability of each output
+// token in *copy.
 viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                               float length_penalty, std::string* output, float coverage_penalty = 0.0f);
+                               float length_penalty, std::string* output, float coverage_penalty = 0.0f,
+                               std::vector<float>* copy = nullptr);
 
 }  // namespace attn::cli

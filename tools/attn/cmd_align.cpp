@@ -35,8 +35,9 @@ struct AlignArgs {
 // tokens), zero_share, panels: [{head, title, zero_share, weights: rows × cols}]}, written
 // atomically; zero_share is the share of exactly-zero weights (explain/zero_share.h). The weights are
 // the floats the picture is drawn from (a float's shortest round-trip decimal).
+// With the pointer-generator, "copy": the copy probability 1 − p_gen of each output token (row).
 void write_alignment_json(const viz::Heatmap& map, const std::string& input, const std::string& output,
-                          const std::string& path) {
+                          const std::string& path, const std::vector<float>& copy = {}) {
   nlohmann::json panels = nlohmann::json::array();
   const size_t C = map.col_labels.size();
   explain::ZeroShare all;
@@ -55,9 +56,10 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
                                                          : std::string();
     panels.push_back({{"head", p}, {"title", title}, {"zero_share", panel.share()}, {"weights", std::move(rows)}});
   }
-  const nlohmann::json j = {{"input", input},          {"output", output},          {"title", map.title},
-                            {"rows", map.row_labels},  {"cols", map.col_labels},    {"zero_share", all.share()},
-                            {"panels", std::move(panels)}};
+  nlohmann::json j = {{"input", input},         {"output", output},         {"title", map.title},
+                      {"rows", map.row_labels}, {"cols", map.col_labels},   {"zero_share", all.share()},
+                      {"panels", std::move(panels)}};
+  if (!copy.empty()) j["copy"] = copy;
   io::write_file_atomically(path, json_text(j, 1) + "\n");
 }
 
@@ -81,6 +83,7 @@ void align_translation(const AlignArgs& a) {
     panel_heads.push_back(transformer ? a.head : -1);
   }
   std::string output;
+  std::vector<float> copy;  // the pointer-generator's, per output piece
   for (int h : panel_heads) {
     decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .coverage_penalty = a.coverage_penalty, .select = {.layer = layer, .head = h}, .attention = true};
     decode::Translation t = decode::translate(model, {a.text}, options).at(0);
@@ -89,6 +92,7 @@ void align_translation(const AlignArgs& a) {
       map.col_labels = t.src_pieces;
       map.row_labels = t.out_pieces;
       output = t.text;
+      copy = t.copy;
     }
     std::vector<float> panel;
     for (const auto& row : t.weights) panel.insert(panel.end(), row.begin(), row.end());
@@ -99,7 +103,7 @@ void align_translation(const AlignArgs& a) {
                           : "attention: " + model.info.config.value("attention", std::string()) +
                                 (heads > 1 ? " (head average)" : "");
   viz::write_heatmap(map, a.out);
-  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out);
+  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out, copy);
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
@@ -177,11 +181,12 @@ void add_align_command(CLI::App& app) {
     decode::LoadedSeq2Seq loaded = decode::load_seq2seq(args->model);
     refuse_outputs_naming_inputs({{"--out", args->out}, {"--json", args->json_out}});
     std::string output;
+    std::vector<float> copy;
     const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output,
-                                                   args->coverage_penalty);
+                                                   args->coverage_penalty, &copy);
     viz::write_heatmap(map, args->out);
     if (!args->json_out.empty())
-      write_alignment_json(map, data::symbols_to_string(source), output, args->json_out);
+      write_alignment_json(map, data::symbols_to_string(source), output, args->json_out, copy);
     std::printf("input:  %s\noutput: %s\nheatmap: %s\n", data::symbols_to_string(source).c_str(), output.c_str(),
                 args->out.c_str());
   });

@@ -87,6 +87,9 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
     throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
                      "' has no plain-PyTorch version here (export a model trained without --coverage)");
   require_softmax("torch", c.normalizer);
+  if (c.pointer)
+    throw ValueError("export --to torch: the pointer-generator has no plain-PyTorch version here (export a model "
+                     "trained without --pointer)");
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/models/memory_estimate.h"
@@ -20,7 +22,21 @@ struct Args {
   std::string model;
   decode::TranslateOptions options;
   bool pieces = false;
+  bool json = false;
 };
+
+// One --json line: {"text", "pieces" (up to EOS), "copy" (the pointer-generator: 1 − p_gen of
+// each piece)}.
+std::string translation_json(const decode::Translation& t, const std::string& eos) {
+  nlohmann::json pieces = nlohmann::json::array(), copy = nlohmann::json::array();
+  for (size_t i = 0; i < t.out_pieces.size() && t.out_pieces[i] != eos; ++i) {
+    pieces.push_back(t.out_pieces[i]);
+    if (i < t.copy.size()) copy.push_back(t.copy[i]);
+  }
+  nlohmann::json j = {{"text", t.text}, {"pieces", std::move(pieces)}};
+  if (!t.copy.empty()) j["copy"] = std::move(copy);
+  return j.dump() + "\n";
+}
 
 // A G2P checkpoint: one word a line in, its phonemes (space-separated) a line out; an empty
 // line gives an empty line.
@@ -64,6 +80,9 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
   cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
       ->capture_default_str();
+  cmd->add_flag("--json", args->json,
+                "Print one JSON object a line: text, pieces and, for a --pointer model, the copy probability "
+                "1 - p_gen of each piece");
   cmd->add_flag("--pieces", args->pieces,
                 "Print the output pieces (space-separated, up to EOS) instead of text, to compare token for token "
                 "with another engine (e.g. CTranslate2)");
@@ -89,9 +108,13 @@ void add_translate_command(CLI::App& app) {
     check_stdin_read();
     // The whole output is built before anything is written: a failure prints no half result.
     std::string out;
-    args->options.attention = args->pieces;  // (out_pieces come with the weights)
+    args->options.attention = args->pieces || args->json;  // (out_pieces come with the weights)
     const std::string eos = model.tokenizer->pieces({models::kEos}).front();
     for (const auto& t : decode::translate(model, lines, args->options)) {
+      if (args->json) {
+        out += translation_json(t, eos);
+        continue;
+      }
       if (!args->pieces) {
         out += t.text + '\n';
         continue;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "attn/autodiff/tape.h"
@@ -158,7 +159,14 @@ struct Hypothesis {
   std::string name, text;
   json score;  // null for greedy
   std::vector<AttentionMap> maps;
+  std::vector<float> copy = {};  // the pointer-generator: 1 − p_gen of each output token; else empty
 };
+
+// Row labels that show the pointer's copy probability of each output token: "Zürich · copy 0.93".
+std::vector<std::string> with_copy(std::vector<std::string> rows, const std::vector<float>& copy) {
+  for (size_t t = 0; t < rows.size() && t < copy.size(); ++t) rows[t] += " · copy " + fmt::format("{:.2f}", copy[t]);
+  return rows;
+}
 
 struct View {
   std::string model_kind, title, input;
@@ -177,6 +185,7 @@ json view_json(const View& v, bool packed) {
     json maps = json::array();
     for (const AttentionMap& m : h.maps) maps.push_back(map_json(m, packed));
     hypotheses.push_back({{"name", h.name}, {"text", h.text}, {"score", h.score}, {"maps", maps}});
+    if (!h.copy.empty()) hypotheses.back()["copy"] = h.copy;
   }
   json j = {{"kind", "attention"}, {"model", v.model_kind}, {"title", v.title},      {"input", v.input},
             {"hypotheses", hypotheses}, {"notes", v.notes}};
@@ -190,18 +199,20 @@ struct Decoded {
   json score;
   std::vector<int32_t> tokens;
   std::vector<std::vector<float>> attention;
+  std::vector<float> copy = {};  // the pointer-generator only
 };
 template <class DecodeFn>
 std::vector<Decoded> greedy_and_beam(int beam, DecodeFn&& decode) {
   std::vector<Decoded> out;
   const models::DecodeResult greedy = decode(1);
-  out.push_back({"greedy", nullptr, greedy.tokens.at(0), greedy.attention.empty() ? std::vector<std::vector<float>>{}
-                                                                                   : greedy.attention.at(0)});
+  out.push_back({"greedy", nullptr, greedy.tokens.at(0),
+                 greedy.attention.empty() ? std::vector<std::vector<float>>{} : greedy.attention.at(0),
+                 greedy.copy.empty() ? std::vector<float>{} : greedy.copy.at(0)});
   if (beam > 1) {
     const models::DecodeResult b = decode(beam);
     int rank = 1;
     for (const auto& h : b.hypotheses.at(0))
-      out.push_back({"beam " + std::to_string(beam) + " #" + std::to_string(rank++), h.score, h.tokens, h.attention});
+      out.push_back({"beam " + std::to_string(beam) + " #" + std::to_string(rank++), h.score, h.tokens, h.attention, h.copy});
   }
   return out;
 }
@@ -223,7 +234,8 @@ std::vector<Hypothesis> seq2seq_hypotheses(models::Seq2Seq& model, const std::ve
        })) {
     std::vector<std::string> rows;
     for (int32_t id : d.tokens) rows.push_back(data::symbol_name(id));
-    out.push_back({d.name, data::symbols_to_string(d.tokens), d.score, {map_from_steps(rows, cols, d.attention)}});
+    out.push_back({d.name, data::symbols_to_string(d.tokens), d.score,
+                   {map_from_steps(with_copy(rows, d.copy), cols, d.attention)}, d.copy});
   }
   return out;
 }
@@ -257,7 +269,9 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   const data::SubwordModel& spm = *loaded.tokenizer;
   std::vector<int32_t> ids = spm.encode(text);
   if (ids.empty()) throw UsageError("--text is empty after tokenisation");
-  if (std::count(ids.begin(), ids.end(), kSubwordUnk) == static_cast<std::ptrdiff_t>(ids.size()))
+  // The pointer-generator copies unknown pieces: a text of nothing else still translates.
+  const bool pointer = loaded.info.kind == "rnn" && loaded.info.config.value("pointer", false);
+  if (!pointer && std::count(ids.begin(), ids.end(), kSubwordUnk) == static_cast<std::ptrdiff_t>(ids.size()))
     throw UsageError("the model's vocabulary cannot encode --text (every piece is unknown)");
   const bool transformer = loaded.info.kind == "transformer";
   const size_t limit = transformer ? static_cast<size_t>(loaded.info.config.value("max_len", 256)) - 1
@@ -273,11 +287,24 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   View v(transformer ? "transformer-translation" : "rnn-translation", transformer ? "Transformer translation" : "RNN translation: " + loaded.info.config.value("attention", std::string()),
          text);
   const std::vector<std::string> src_pieces = spm.pieces(ids);
-  for (const Decoded& d : greedy_and_beam(a.beam, [&](int width) { return model.decode(src, lengths, {.beam = width, .max_len = max_len}); })) {
-    Hypothesis h{d.name, spm.decode(d.tokens), d.score, {}};
-    const std::vector<std::string> out_pieces = spm.pieces(d.tokens);
+  // The pointer's extended ids: unknown pieces as V + k, emitted by their text.
+  const int64_t V = model.vocab();
+  data::EncodedOovs oovs;
+  if (pointer) oovs = data::encode_with_oovs(spm, text, limit);
+  models::TranslatorDecodeOptions options{.max_len = max_len};
+  if (pointer) {
+    options.src_ext = Tensor::from_vector(oovs.ext, {1, S});
+    options.extended_vocab = V + static_cast<int64_t>(oovs.oovs.size());
+  }
+  for (const Decoded& d : greedy_and_beam(a.beam, [&](int width) {
+         options.beam = width;
+         return model.decode(src, lengths, options);
+       })) {
+    const std::vector<std::string> out_pieces = decode::output_pieces(spm, d.tokens, oovs.oovs);
+    Hypothesis h{d.name, pointer ? decode::output_text(spm, d.tokens, oovs.oovs) : spm.decode(d.tokens), d.score, {},
+                 d.copy};
     if (!transformer) {
-      h.maps.push_back(map_from_steps(out_pieces, src_pieces, d.attention));
+      h.maps.push_back(map_from_steps(with_copy(out_pieces, d.copy), src_pieces, d.attention));
     } else {
       // The decoder's input at step t is BOS, then the token it chose at t - 1.
       std::vector<int32_t> tgt_in = {data::kBos};

@@ -55,6 +55,9 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
       ->capture_default_str();
   app->add_option("--coverage-loss", c.coverage_loss, "--coverage see: the weight lambda of the coverage loss")
       ->capture_default_str();
+  app->add_flag("--pointer", c.pointer,
+                "Pointer-generator (See et al. 2017): mix the vocabulary distribution with the attention over the "
+                "source, so the decoder can copy source tokens outside the vocabulary (bahdanau or luong, one head)");
   app->add_option("--location-filters", c.location_filters, "--score location_aware: convolution channels K")
       ->capture_default_str();
   app->add_option("--location-width", c.location_width,
@@ -275,7 +278,8 @@ void check_eval_memory(const models::Seq2SeqConfig& config, const decode::EvalOp
 }
 
 viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                               float length_penalty, std::string* output, float coverage_penalty) {
+                               float length_penalty, std::string* output, float coverage_penalty,
+                               std::vector<float>* copy) {
   if (model.config().attention == models::AttentionKind::none)
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   model.eval();
@@ -305,6 +309,7 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
     map.panels.push_back(std::move(panel));
   }
   *output = data::symbols_to_string(tokens);
+  if (copy && !decoded.copy.empty()) *copy = decoded.copy.at(0);
   return map;
 }
 

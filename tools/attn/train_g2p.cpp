@@ -19,6 +19,8 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const std::string kind = given("--model") ? s.model : "rnn";
   const bool transformer = kind == "transformer";
+  // Letters in, phonemes out: no source token is a target token to copy.
+  if (c.pointer) throw UsageError("--pointer does not apply to --task g2p (letters and phonemes are different vocabularies)");
   train::G2pOptions o;
   o.data_dir = data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
   o.train_limit = s.train_limit;

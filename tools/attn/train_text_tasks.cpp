@@ -162,7 +162,9 @@ void run_translation(CLI::App* cmd, TrainArgs& args) {
   o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "inverse_sqrt";
   o.warmup = given("--warmup") ? t.warmup : (transformer ? 1000 : 200);
   o.clip = t.clip;
-  o.label_smoothing = a.label_smoothing;
+  // The pointer's extended vocabulary has no uniform prior to smooth toward: no smoothing.
+  o.label_smoothing = c.pointer && !given("--label-smoothing") ? 0.0f : a.label_smoothing;
+  if (c.pointer && o.label_smoothing != 0.0f) throw UsageError("--pointer needs --label-smoothing 0 (leave it out)");
   o.seed = t.seed;
   o.log_every = given("--log-every") ? t.log_every : 100;
   o.eval_every = given("--eval-every") ? t.eval_every : 1000;

@@ -32,6 +32,11 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
 
 struct EncodedPair {
   std::vector<int32_t> src, tgt;  // piece ids, no BOS/EOS, never empty
+  // The pointer-generator's extended ids (models/pointer.h; encode_parallel with_oovs): the
+  // source's unknown pieces as V + k, the target's that the source holds likewise, and the
+  // pieces' text. Empty otherwise.
+  std::vector<int32_t> src_ext = {}, tgt_ext = {};  // default initialisers: brace-initialised pairs may leave these out
+  std::vector<std::string> oovs = {};
 };
 struct EncodedCorpus {
   std::vector<EncodedPair> pairs;
@@ -40,15 +45,25 @@ struct EncodedCorpus {
 
 // Encodes every pair; a side longer than max_len pieces is cut to its first max_len pieces
 // (counted once per pair in `truncated`); an empty side becomes one UNK so no row is empty.
-// ValueError when max_len < 1 or the corpus sides differ in length.
+// ValueError when max_len < 1 or the corpus sides differ in length. with_oovs: also the
+// pointer's extended ids (one shared model: src_model and tgt_model must be the same).
 EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& src_model,
-                              const SubwordModel& tgt_model, int max_len);
+                              const SubwordModel& tgt_model, int max_len, bool with_oovs = false);
+// The pieces of `text` (at most max_len) with the pointer's extended ids: SourceOovs's ids
+// and OOV texts (the unknown pieces' surface text).
+struct EncodedOovs {
+  std::vector<int32_t> ids, ext;
+  std::vector<std::string> pieces, oovs;
+};
+EncodedOovs encode_with_oovs(const SubwordModel& model, const std::string& text, size_t max_len);
 
 // The data::Batch of the pairs at `indices`, in that order:
 //   src (B, S) PAD after each source; src_lengths (B); tgt_in (B, T) = BOS + tgt;
-//   tgt_out (B, T) = tgt + EOS; tgt_lengths (B) = |tgt| + 1; T = longest target + 1.
+//   tgt_out (B, T) = tgt + EOS; tgt_lengths (B) = |tgt| + 1; T = longest target + 1;
+//   with extended ids (encode_parallel with_oovs), src_ext, tgt_out_ext and extended_vocab
+//   for a vocabulary of `vocab` pieces.
 // ValueError on no indices, an index outside the pairs, or an empty side.
-Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices);
+Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<size_t>& indices, int64_t vocab = 0);
 
 // Token-budget batches over every pair index, each exactly once: shuffle (seeded by (seed,
 // epoch)), sort within chunks of ~100 batches by (src length, tgt length), cut into batches

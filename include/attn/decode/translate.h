@@ -58,11 +58,23 @@ struct TranslateOptions {
 
 // One translated line. With TranslateOptions::attention, its source pieces, output pieces
 // and weights (output step × source piece; multi-head RNN weights averaged over heads).
+// With the pointer-generator, a copied source piece outside the vocabulary is emitted by its
+// text, and copy holds the copy probability 1 − p_gen of each output piece (with
+// TranslateOptions::attention; empty otherwise).
 struct Translation {
   std::string text;
   std::vector<std::string> src_pieces, out_pieces;
   std::vector<std::vector<float>> weights;
+  std::vector<float> copy;
 };
+// The pieces of output ids, EOS included; a copied OOV (id >= V, the pointer-generator) by its
+// text in `oovs` (models/pointer.h).
+std::vector<std::string> output_pieces(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
+                                       const std::vector<std::string>& oovs);
+// The text of output ids up to EOS, copied OOVs included.
+std::string output_text(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
+                        const std::vector<std::string>& oovs);
+
 // Translates each line (empty lines give empty outputs), batched by source length, outputs
 // in input order. ValueError for beam or batch < 1.
 std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,

@@ -26,12 +26,22 @@ inline constexpr int32_t kUnk = 3;  // SentencePiece and character vocabularies
 //   tgt_in       (B, T) int32, BOS then the target, PAD after; T = longest target + 1
 //   tgt_out      (B, T) int32, the target then EOS, PAD after
 //   tgt_lengths  (B)    int32, target length + 1 (EOS included), in [2, T]
+//   The pointer-generator's extended vocabulary (models/pointer.h), undefined without one
+//   (src and tgt_out then stand in, and extended_vocab is V):
+//   src_ext         (B, S) int32, src with each OOV source token as V + k (k: its index in the
+//                   row's list of OOVs)
+//   tgt_out_ext     (B, T) int32, tgt_out with each OOV target token found in the row's source
+//                   as that V + k
+//   extended_vocab  Vx: V + the longest row's list of OOVs
 struct Batch {
   Tensor src;
   Tensor src_lengths;
   Tensor tgt_in;
   Tensor tgt_out;
   Tensor tgt_lengths;
+  Tensor src_ext = Tensor();  // default initialisers: brace-initialised batches may leave these out
+  Tensor tgt_out_ext = Tensor();
+  int64_t extended_vocab = 0;
 };
 
 using IdRows = std::vector<std::span<const int32_t>>;

@@ -93,6 +93,12 @@ struct Seq2SeqConfig {
   // softmax, or sparsemax / entmax15 / entmax with α > 1 for the scores that take one. Stored in
   // the JSON ("normalizer", "alpha") only when not softmax.
   Normalizer normalizer;
+  // The pointer-generator (See et al. 2017; models/pointer.h): each step mixes the vocabulary
+  // distribution with the attention over the source, P(w) = p_gen P_vocab(w) + (1 − p_gen)
+  // Σ_{i: src_i = w} a_i, p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b), over the vocabulary
+  // extended with the batch's source OOVs. bahdanau or luong with one attention head. Stored in
+  // the JSON only when on.
+  bool pointer = false;
   uint64_t seed = 1;
 
   // The score the decoder uses: `score`, or the attention type's default when unset
@@ -126,8 +132,12 @@ struct DecodeResult {
     std::vector<int32_t> tokens;
     std::vector<std::vector<float>> attention;  // as `attention`, per output step
     float score = 0.0f;                         // log-prob / lp(length)
+    std::vector<float> copy;                    // as `copy`, per output step
   };
   std::vector<std::vector<Hypothesis>> hypotheses;
+  // The pointer-generator only (else empty): per row, per output step, the copy probability
+  // 1 − p_gen of the step that emitted the token.
+  std::vector<std::vector<float>> copy;
 };
 
 struct BeamOptions {
@@ -242,13 +252,21 @@ class Decoder : public nn::Module {
     Tensor weights;  // (B, S) or multihead (B, H·S)
     Tensor log_prob; // hard attention in training: (B)
     Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) (B)
+    Tensor p_gen;          // pointer: the generation probability σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) (B)
   };
   Step step(const Tensor& emb_prev, DecoderState& state, const nn::StepMemory& memory, bool need_weights,
             const Tensor* projected_input = nullptr);
   // Logits (B, V) for one step.
   Tensor step_logits(const Step& s, const Tensor& emb_prev) const;
+  // The pointer-generator's log P (B, Vx) of one step over the extended vocabulary
+  // (ops/pointer.h): src_ext (B, S) int32 the source in extended ids, Vx = extended_vocab.
+  Tensor step_pointer_log_probs(const Step& s, const Tensor& emb_prev, const Tensor& src_ext,
+                                int64_t extended_vocab) const;
   // Teacher forcing: tgt_in (B, T) -> logits (T, B, V) and hard attention's log-probabilities.
-  DecoderOutput forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths);
+  // With the pointer, `logits` holds log P (T, B, Vx) over the extended vocabulary of src_ext
+  // (B, S) and extended_vocab Vx (log-probabilities, so cross_entropy on them is their NLL).
+  DecoderOutput forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths,
+                        const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
   // The state before the first step; memory from prepare().
   DecoderState initial_state(const EncoderOutput& enc, const nn::StepMemory& memory, int64_t batch) const;
   // The attention memory of one batch (keys projected once); without attention, just the
@@ -260,6 +278,8 @@ class Decoder : public nn::Module {
   RnnStack rnn;
   std::unique_ptr<nn::StepAttention> attention;  // undefined for none
   std::unique_ptr<nn::Linear> linear_out;        // luong W_c
+  // pointer: p_gen's [w_c; w_s; w_x] (1, context + D + emb) and b, "decoder.pointer_gate.weight"
+  std::unique_ptr<nn::Linear> pointer_gate;
   nn::Linear out;
   ReinforceBaseline hard_baseline{0.9f};  // hard attention's REINFORCE baseline (Seq2Seq::loss)
 
@@ -297,8 +317,13 @@ class Seq2Seq : public nn::Module {
 
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.
-  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len);
-  DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options);
+  // With the pointer, src_ext (B, S) and extended_vocab give the source's OOV tokens their
+  // extended ids (models/pointer.h); the outputs may then hold ids >= V (copied OOVs), fed back
+  // to the decoder as kUnk. Undefined: the source itself, no OOVs.
+  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len, const Tensor& src_ext = Tensor(),
+                      int64_t extended_vocab = 0);
+  DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
+                    const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
 
   Encoder encoder;
   Decoder decoder;
@@ -314,5 +339,7 @@ class Seq2Seq : public nn::Module {
 
 // The (T, B) time-major copy of a (B, T) int32 tensor.
 Tensor time_major_ids(const Tensor& ids);
+// ids (any shape) int32 with every id >= V replaced by kUnk: copied OOVs as decoder input.
+Tensor in_vocabulary(const Tensor& ids, int64_t V);
 
 }  // namespace attn::models

@@ -22,6 +22,10 @@ struct TranslatorDecodeOptions {
   float length_penalty = 1.0f;  // beam: GNMT's α
   float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
   AttentionSelect select{};     // Transformer: which cross-attention the weights report
+  // An RNN with the pointer-generator: the source in extended ids (B, S) and Vx
+  // (Seq2Seq::greedy); undefined: no OOVs. The Transformer ignores them.
+  Tensor src_ext = Tensor();
+  int64_t extended_vocab = 0;
 };
 
 class Translator {
