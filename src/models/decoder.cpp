@@ -1,4 +1,5 @@
 // The decoder (none / bahdanau / luong); its attention is an nn::StepAttention.
+#include <algorithm>
 #include <string>
 
 #include "attn/models/seq2seq.h"
@@ -46,7 +47,10 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .location_width = config.location_width,
                                          .location_sharpening = config.location_sharpening,
                                          .location_smoothing = config.location_smoothing,
-                                         .coverage = step_coverage(config.coverage)},
+                                         .coverage = step_coverage(config.coverage),
+                                         .monotonic_bias = config.monotonic_bias,
+                                         .monotonic_noise = config.monotonic_noise,
+                                         .chunk = config.chunk},
                                         rng);
     register_module("attention", attention->module());
   }
@@ -88,6 +92,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
     s.context = r.context;
     s.weights = r.weights;
     s.coverage_loss = r.coverage_loss;
+    s.exhausted = r.exhausted;
     x = concat({emb_prev, r.context});
   } else if (kind() == AttentionKind::luong && config_.input_feeding) {
     x = concat({emb_prev, state.feed});
@@ -124,8 +129,18 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
 }
 
 Tensor Decoder::step_logits(const Step& s, const Tensor& emb_prev) const {
-  if (kind() == AttentionKind::bahdanau) return out.forward(concat({s.top, s.context, emb_prev}));
-  return out.forward(s.feature);
+  if (kind() != AttentionKind::bahdanau) return out.forward(s.feature);
+  Tensor logits = out.forward(concat({s.top, s.context, emb_prev}));  // (B, V)
+  if (!s.exhausted.defined()) return logits;
+  // Decoding only (no gradient flows through a forced row): the input is read, the output ends.
+  const int64_t B = logits.dim(0), V = logits.dim(1);
+  for (int64_t b = 0; b < B; ++b) {
+    if (!s.exhausted.i32()[b]) continue;
+    float* row = logits.f32() + b * V;
+    std::fill(row, row + V, -1e9f);
+    row[kEos] = 0.0f;
+  }
+  return logits;
 }
 
 DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, const Tensor& src_lengths) {

@@ -1,7 +1,8 @@
 // attn align: the attention heatmap of one decoded input: a synthetic-task model with
 // --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
 // pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
-// also writes the drawn weights as numbers (what the browser tests of attn view compare with).
+// also writes the drawn weights as numbers (what the browser tests of attn view compare with);
+// for a G2P model also "frames_read", the letters read before each output row (decode/g2p.h).
 #include <cmath>
 #include <cstdio>
 
@@ -34,7 +35,7 @@ struct AlignArgs {
 // tokens), panels: [{head, title, weights: rows × cols}]}, written atomically. The weights are
 // the floats the picture is drawn from (a float's shortest round-trip decimal).
 void write_alignment_json(const viz::Heatmap& map, const std::string& input, const std::string& output,
-                          const std::string& path) {
+                          const std::string& path, const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json panels = nlohmann::json::array();
   const size_t C = map.col_labels.size();
   for (size_t p = 0; p < map.panels.size(); ++p) {
@@ -49,8 +50,9 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
                                                          : std::string();
     panels.push_back({{"head", p}, {"title", title}, {"weights", std::move(rows)}});
   }
-  const nlohmann::json j = {{"input", input}, {"output", output}, {"title", map.title}, {"rows", map.row_labels},
-                            {"cols", map.col_labels}, {"panels", std::move(panels)}};
+  nlohmann::json j = {{"input", input}, {"output", output}, {"title", map.title}, {"rows", map.row_labels},
+                      {"cols", map.col_labels}, {"panels", std::move(panels)}};
+  j.update(extra);
   io::write_file_atomically(path, json_text(j, 1) + "\n");
 }
 
@@ -118,7 +120,8 @@ void align_g2p(const AlignArgs& a) {
   std::string output;
   for (const std::string& p : said[0].phonemes) output += (output.empty() ? "" : " ") + p;
   viz::write_heatmap(map, a.out);
-  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out);
+  // The letters read before each output row (all of them for soft attention): the online-decoding measure.
+  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out, {{"frames_read", said[0].frames_read}});
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
