@@ -106,11 +106,11 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
   if (a.json) {
     nlohmann::json j = {{"model", a.model},      {"kind", model.info.kind},   {"split", a.split},
-                              {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
-                              {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
-                              {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
-                              {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
-                              {"score", e.score.per()}, {"metric", "per"}};
+                        {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
+                        {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
+                        {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
+                        {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
+                        {"score", e.score.per()}, {"metric", "per"}};
     if (e.steps > 0) {  // attention: letters read before each output step, against the word's letters
       j["output_steps"] = e.steps;
       j["frames_read_per_step"] = static_cast<double>(e.frames_read) / static_cast<double>(e.steps);
