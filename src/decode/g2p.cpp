@@ -1,6 +1,7 @@
 // G2P with a trained model (attn/decode/g2p.h).
 #include "attn/decode/g2p.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "attn/data/parallel.h"
@@ -66,20 +67,37 @@ std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::st
           Pronunciation& p = out[batch_indices[k]];
           p.phonemes = data::g2p_decode_phonemes(decoded.tokens[k]);
           if (!options.attention) continue;
-          for (const std::vector<float>& w : decoded.attention[k])
-            p.weights.push_back(detail::head_average(w, S, sources[batch_indices[k]].size()));
+          const size_t letters = sources[batch_indices[k]].size();
+          for (const std::vector<float>& w : decoded.attention[k]) {
+            p.weights.push_back(detail::head_average(w, S, letters));
+            p.frames_read.push_back(frames_read(p.weights.back(), letters, model.model->online_attention()));
+          }
         }
       });
   return out;
 }
 
-G2pEval evaluate_g2p(LoadedG2p& model, const std::vector<data::CmudictEntry>& entries, const PronounceOptions& options) {
+int frames_read(const std::vector<float>& weights, size_t letters, bool online) {
+  if (!online) return static_cast<int>(letters);
+  for (size_t s = std::min(letters, weights.size()); s > 0; --s)
+    if (weights[s - 1] > 0.0f) return static_cast<int>(s);
+  return static_cast<int>(letters);  // stopped nowhere: read to the end
+}
+
+G2pEval evaluate_g2p(LoadedG2p& model, const std::vector<data::CmudictEntry>& entries, PronounceOptions options) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::string> words;
   for (const data::CmudictEntry& e : entries) words.push_back(e.word);
+  options.attention = model.model->attention_layers() > 0;  // for the frames read
   const std::vector<Pronunciation> said = pronounce(model, words, options);
   G2pEval eval;
   for (size_t i = 0; i < entries.size(); ++i) {
+    const int64_t letters = static_cast<int64_t>(data::g2p_encode_word(entries[i].word).size());
+    for (int f : said[i].frames_read) {
+      ++eval.steps;
+      eval.frames_read += f;
+      eval.letters += letters;
+    }
     std::vector<std::vector<int32_t>> references;
     for (const auto& p : entries[i].pronunciations) references.push_back(data::g2p_encode_phonemes(p));
     eval.score.add(data::g2p_encode_phonemes(said[i].phonemes), references);

@@ -63,7 +63,10 @@ Decoder::Decoder(const Seq2SeqConfig& config, int64_t E, Rng& rng)
                                          .location_sharpening = config.location_sharpening,
                                          .location_smoothing = config.location_smoothing,
                                          .coverage = step_coverage(config.coverage),
-                                         .normalizer = config.normalizer},
+                                         .normalizer = config.normalizer,
+                                         .monotonic_bias = config.monotonic_bias,
+                                         .monotonic_noise = config.monotonic_noise,
+                                         .chunk = config.chunk},
                                         rng);
     register_module("attention", attention->module());
   }
@@ -110,6 +113,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
     s.context = r.context;
     s.weights = r.weights;
     s.coverage_loss = r.coverage_loss;
+    s.exhausted = r.exhausted;
     x = concat({emb_prev, r.context});
   } else if (kind() == AttentionKind::luong && config_.input_feeding) {
     x = concat({emb_prev, state.feed});
@@ -150,8 +154,18 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
 }
 
 Tensor Decoder::step_logits(const Step& s, const Tensor& emb_prev) const {
-  if (kind() == AttentionKind::bahdanau) return out.forward(concat({s.top, s.context, emb_prev}));
-  return out.forward(s.feature);
+  if (kind() != AttentionKind::bahdanau) return out.forward(s.feature);
+  Tensor logits = out.forward(concat({s.top, s.context, emb_prev}));  // (B, V)
+  if (!s.exhausted.defined()) return logits;
+  // Decoding only (no gradient flows through a forced row): the input is read, the output ends.
+  const int64_t B = logits.dim(0), V = logits.dim(1);
+  for (int64_t b = 0; b < B; ++b) {
+    if (!s.exhausted.i32()[b]) continue;
+    float* row = logits.f32() + b * V;
+    std::fill(row, row + V, -1e9f);
+    row[kEos] = 0.0f;
+  }
+  return logits;
 }
 
 Tensor Decoder::step_pointer_log_probs(const Step& s, const Tensor& emb_prev, const Tensor& src_ext,

@@ -105,7 +105,8 @@ void check_config_bounds(const Seq2SeqConfig& c) {
   at_most("seq2seq", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
                       {"heads", c.heads, kMaxWidth}, {"window", c.window, kMaxWidth}, {"vocab", c.vocab, kMaxVocab},
                       {"max_src_len", c.max_src_len, kMaxLength}, {"location_filters", c.location_filters, kMaxWidth},
-                      {"location_width", c.location_width, kMaxLength}});
+                      {"location_width", c.location_width, kMaxLength},
+                      {"chunk", c.chunk, kMaxLength}});
 }
 
 void check_config_bounds(const TransformerConfig& c) {

@@ -30,7 +30,8 @@ size_t parse_name(const char* what, const std::string& value, const std::vector<
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kCoverages = {"none", "see", "tu"};
-const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized", "location_aware"};
+const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized", "location_aware", "monotonic",
+                                                  "mocha"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
                                                "multihead", "local_m", "local_p", "hard"};
 
@@ -114,6 +115,10 @@ void Seq2SeqConfig::validate() const {
     throw ValueError(fmt::format("location_width must be odd (a filter centred on the position), got {}", location_width));
   if (!(location_sharpening > 0.0f) || !std::isfinite(location_sharpening))
     throw ValueError(fmt::format("location_sharpening must be finite and > 0, got {}", location_sharpening));
+  if (!std::isfinite(monotonic_bias)) throw ValueError(fmt::format("monotonic_bias must be finite, got {}", monotonic_bias));
+  if (!(monotonic_noise >= 0.0f) || !std::isfinite(monotonic_noise))
+    throw ValueError(fmt::format("monotonic_noise must be finite and >= 0, got {}", monotonic_noise));
+  positive("chunk", chunk, 1);
   if (attention == AttentionKind::luong && bidirectional &&
       (score_used == nn::StepScore::dot || score_used == nn::StepScore::scaled_dot))
     throw ValueError(fmt::format(
@@ -162,6 +167,10 @@ nlohmann::json Seq2SeqConfig::to_json() const {
   }
   detail::write_normalizer(j, normalizer);
   if (pointer) j["pointer"] = true;  // likewise for checkpoints without the pointer
+  const Seq2SeqConfig defaults;  // the fields below only when set: older checkpoints keep their form
+  if (monotonic_bias != defaults.monotonic_bias) j["monotonic_bias"] = monotonic_bias;
+  if (monotonic_noise != defaults.monotonic_noise) j["monotonic_noise"] = monotonic_noise;
+  if (chunk != defaults.chunk) j["chunk"] = chunk;
   return j;
 }
 
@@ -181,7 +190,9 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
                                      {"location_sharpening", &c.location_sharpening},
                                      {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
                                      {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss},
-                                     {"pointer", &c.pointer}};
+                                     {"pointer", &c.pointer},
+                                     {"monotonic_bias", &c.monotonic_bias}, {"monotonic_noise", &c.monotonic_noise},
+                                     {"chunk", &c.chunk}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
   detail::read_config("seq2seq", j, fields);
   check_config_bounds(c);  // first, as validate() does

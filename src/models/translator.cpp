@@ -40,6 +40,7 @@ class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
   int attention_heads() const override {
     return model_.decoder.attention ? static_cast<int>(model_.decoder.attention->weight_heads()) : 0;
   }
+  bool online_attention() const override { return model_.decoder.attention && model_.decoder.attention->online(); }
 };
 
 class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, TransformerConfig> {

@@ -14,13 +14,15 @@
 #include "attn/ops/hard_attention.h"
 #include "attn/ops/linear.h"
 #include "attn/ops/local_attention.h"
+#include "attn/ops/monotonic.h"
 #include "attn/ops/select.h"
 #include "attn/ops/sdpa.h"
+#include "attn/ops/shape_ops.h"
 
 namespace attn::nn {
 namespace {
 
-constexpr std::array<std::pair<StepScore, const char*>, 12> kScoreNames = {{
+constexpr std::array<std::pair<StepScore, const char*>, 14> kScoreNames = {{
     {StepScore::additive, "additive"},
     {StepScore::additive_normalized, "additive_normalized"},
     {StepScore::dot, "dot"},
@@ -33,6 +35,8 @@ constexpr std::array<std::pair<StepScore, const char*>, 12> kScoreNames = {{
     {StepScore::local_p, "local_p"},
     {StepScore::hard, "hard"},
     {StepScore::location_aware, "location_aware"},
+    {StepScore::monotonic, "monotonic"},
+    {StepScore::mocha, "mocha"},
 }};
 
 LuongScore luong_score(StepScore score) {
@@ -109,6 +113,8 @@ std::unique_ptr<StepAttention> make_module(const StepAttentionOptions& o, Rng& r
       return std::make_unique<LocalAttention>(o.score == StepScore::local_p, D, E, o.window, rng);
     case StepScore::hard: return std::make_unique<HardAttention>(D, E, o.sample_seed, rng);
     case StepScore::location_aware: return std::make_unique<LocationAwareAttention>(D, E, o, rng);
+    case StepScore::monotonic: return std::make_unique<MonotonicAttention>(D, E, 0, o, rng);
+    case StepScore::mocha: return std::make_unique<MonotonicAttention>(D, E, o.chunk, o, rng);
   }
   throw ValueError("make_step_attention: unknown score " + std::to_string(static_cast<int>(o.score)));
 }
@@ -220,6 +226,91 @@ StepAttentionResult LocationAwareAttention::attend(const Tensor& query, const St
       location_aware_attention(query, m.keys, m.values, state.rows.at(0), w_q, bias, v, filters, w_loc, m.lengths, o);
   state.rows[0] = r.weights;
   return {r.context, need_weights ? r.weights : Tensor(), Tensor()};
+}
+
+// ---- monotonic (Raffel) and MoChA (Chiu & Raffel) -------------------------------------------
+
+MonotonicAttention::MonotonicAttention(int64_t D, int64_t E, int64_t chunk, const StepAttentionOptions& o, Rng& rng)
+    : SingleHeadStepAttention(E), chunk_(chunk), noise_(o.monotonic_noise), noise_rng_(o.sample_seed) {
+  if (chunk < 0) throw ValueError("MonotonicAttention: the chunk width must be >= 1 (mocha) or 0, got " + std::to_string(chunk));
+  register_random_stream("noise_rng", noise_rng_);  // resumed runs continue the same noise
+  AdditiveParams p = additive_attention_init(D, E, /*A=*/D, rng);
+  w_q = register_parameter("w_q", p.w_q);
+  w_k = register_parameter("w_k", p.w_k);
+  bias = register_parameter("bias", p.bias);
+  v = register_parameter("v", p.v);
+  r = register_parameter("r", Tensor::full({1}, o.monotonic_bias));
+  if (chunk == 0) return;
+  AdditiveParams c = additive_attention_init(D, E, /*A=*/D, rng);
+  chunk_w_q = register_parameter("chunk_w_q", c.w_q);
+  chunk_w_k = register_parameter("chunk_w_k", c.w_k);
+  chunk_bias = register_parameter("chunk_bias", c.bias);
+  chunk_v = register_parameter("chunk_v", c.v);
+}
+
+StepMemory MonotonicAttention::prepare(const Tensor& values, const Tensor& lengths) const {
+  // (B, S, A) each, once per batch
+  return {values, lengths, additive_project_keys(values, w_k),
+          chunk_ > 0 ? additive_project_keys(values, chunk_w_k) : Tensor(), Tensor()};
+}
+
+StepState MonotonicAttention::start(const StepMemory& m) const {
+  const int64_t B = m.values.dim(0), S = m.values.dim(1);
+  if (!is_training()) return {0, {Tensor::zeros({B})}};  // every row reads from position 0
+  Tensor delta = Tensor::zeros({B, S});                    // α_0 = δ_0: "attending" before the first position
+  for (int64_t b = 0; b < B; ++b)
+    if (m.lengths.i32()[b] > 0) delta.f32()[b * S] = 1.0f;
+  return {0, {delta}};
+}
+
+Tensor MonotonicAttention::chunk_energy(const Tensor& query, const StepMemory& m) const {
+  return additive_energy(query, m.projected_values, chunk_w_q, chunk_bias, chunk_v, Tensor(), m.lengths);
+}
+
+// c = Σ_s weights_s values_s: (B, 1, S) · (B, S, E) -> (B, E).
+static Tensor weighted_values(const Tensor& weights, const Tensor& values) {
+  const int64_t B = values.dim(0), S = values.dim(1), E = values.dim(2);
+  return reshape(bmm(reshape(weights, {B, 1, S}), values), {B, E});
+}
+
+StepAttentionResult MonotonicAttention::expected(const Tensor& query, const StepMemory& m, StepState& state) {
+  Tensor energy = additive_energy(query, m.keys, w_q, bias, v, r, m.lengths);  // (B, S)
+  if (noise_ > 0.0f) {
+    Tensor noise = Tensor::empty(energy.shape());
+    for (int64_t i = 0; i < noise.numel(); ++i) noise.f32()[i] = noise_ * noise_rng_.normal();
+    energy = add(energy, noise);
+  }
+  const Tensor alpha = monotonic_alignment(energy, state.rows.at(0), m.lengths);  // (B, S)
+  state.rows[0] = alpha;
+  const Tensor weights = chunk_ > 0 ? mocha_chunk_attention(alpha, chunk_energy(query, m), m.lengths, chunk_) : alpha;
+  return {weighted_values(weights, m.values), weights, Tensor(), Tensor(), Tensor()};
+}
+
+StepAttentionResult MonotonicAttention::online(const Tensor& query, const StepMemory& m, StepState& state) {
+  const int64_t B = m.values.dim(0);
+  const Tensor energy = additive_energy(query, m.keys, w_q, bias, v, r, m.lengths);  // (B, S)
+  Tensor start = Tensor::empty({B}, DType::i32);
+  for (int64_t b = 0; b < B; ++b) start.i32()[b] = static_cast<int32_t>(state.rows.at(0).f32()[b]);
+  const Tensor selected = monotonic_select(energy, m.lengths, start);
+  const Tensor weights = chunk_ > 0 ? monotonic_hard_weights(selected, chunk_energy(query, m), chunk_)
+                                    : monotonic_hard_weights(selected, energy, 1);
+  // A step that reads to the end without stopping has a zero context (Raffel's c_i = 0) and still
+  // gives its output token (a model may place its last one past the input's end, as the
+  // expected alignment lets it); its position becomes L_b, and the next step, with nothing
+  // left to read, ends the output (exhausted).
+  Tensor exhausted = Tensor::empty({B}, DType::i32);
+  Tensor position = Tensor::empty({B});
+  for (int64_t b = 0; b < B; ++b) {
+    const int32_t j = selected.i32()[b], length = m.lengths.i32()[b];
+    exhausted.i32()[b] = start.i32()[b] >= length ? 1 : 0;
+    position.f32()[b] = static_cast<float>(j < 0 ? length : j);  // the next step reads on from here
+  }
+  state.rows[0] = position;
+  return {weighted_values(weights, m.values), weights, Tensor(), Tensor(), exhausted};
+}
+
+StepAttentionResult MonotonicAttention::attend(const Tensor& query, const StepMemory& m, StepState& state, bool) {
+  return is_training() ? expected(query, m, state) : online(query, m, state);
 }
 
 // ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------

@@ -74,9 +74,7 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   }
 
   // u = Q W_qᵀ + b                                                   // (B·T, A)
-  Tensor u = Tensor::empty({N, A});
-  kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w_q.f32(), D, 0.0f, u.f32(), A);
-  kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
+  const Tensor u = attention_detail::additive_query_forward(query, w_q, bias, N, D, A);
 
   const Dims d{B, T, S, E};
   const bool smoothing = options.smoothing;
@@ -112,11 +110,7 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
     kernels::attention_additive_scores_backward(u.f32(), projected_keys.f32(), v_eff.f32(), de.f32(), lengths.i32(),
                                                 B, T, S, A, want_u ? du.f32() : nullptr, grad_or_null(projected_keys),
                                                 want_v ? dv_partial.f32() : nullptr);
-    // u = Q W_qᵀ + b:  dQ += dU W_q,  dW_q += dUᵀ Q,  db += Σ_rows dU
-    if (query.requires_grad())
-      kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
-    if (w_q.requires_grad()) autodiff::accumulate_weight_grad(w_q, du, query);
-    if (bias.requires_grad()) kernels::sum_columns_into(du.f32(), N, A, bias.grad_accumulator().f32());
+    if (want_u) attention_detail::additive_query_backward(du, query, w_q, bias, N, D, A);
     if (!want_v) return;
     Tensor dv_eff = Tensor::zeros({A});  // Σ_b in order: independent of the thread count
     kernels::sum_columns_into(dv_partial.f32(), B, A, dv_eff.f32());

@@ -12,6 +12,8 @@
 #include "kernels/normalizer.h"
 #include "attn/ops/softmax.h"
 #include "kernel_normalizer.h"
+#include "kernels/blas.h"
+#include "kernels/reduce.h"
 #include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"
@@ -211,6 +213,24 @@ inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used
   kernels::normalizer_backward(norm, normalizer_rows(d, lengths, nullptr), scores.defined() ? scores.f32() : nullptr,
                                weights.f32(), dweights.f32(), dscores.f32());
   return dscores;
+}
+
+// The additive score's query part, u = Q W_qᵀ + b: query (N, D), w_q (A, D), bias (A) -> (N, A).
+inline Tensor additive_query_forward(const Tensor& query, const Tensor& w_q, const Tensor& bias, int64_t N, int64_t D,
+                                     int64_t A) {
+  Tensor u = Tensor::empty({N, A});
+  kernels::gemm(false, true, N, A, D, 1.0f, query.f32(), D, w_q.f32(), D, 0.0f, u.f32(), A);
+  kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
+  return u;
+}
+
+// Its backward: dQ += dU W_q,  dW_q += dUᵀ Q,  db += Σ_rows dU.
+inline void additive_query_backward(const Tensor& du, const Tensor& query, const Tensor& w_q, const Tensor& bias,
+                                    int64_t N, int64_t D, int64_t A) {
+  if (query.requires_grad())
+    kernels::gemm(false, false, N, D, A, 1.0f, du.f32(), A, w_q.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
+  if (w_q.requires_grad()) autodiff::accumulate_weight_grad(w_q, du, query);
+  if (bias.requires_grad()) kernels::sum_columns_into(du.f32(), N, A, bias.grad_accumulator().f32());
 }
 
 // Records the node with the weights as a second output only when they were asked for.

@@ -79,6 +79,17 @@ for beam in 1 3; do
   expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --input "5 9 3 17" --beam $beam \
     --out "$work/location_aware_$beam.png"
 done
+# Monotonic and MoChA attention: eval with beam, align and view decode online (their state, the
+# reading position, goes through beam search).
+for score in monotonic mocha; do
+  expect 0 "trained 6 steps" -- "$attn" train --task copy --attention bahdanau --score $score --chunk 3 \
+    --monotonic-bias -1 --monotonic-noise 0.5 "${tiny[@]}" --steps 6 --out "$work/$score"
+  expect 0 '"sequence_accuracy"' -- "$attn" eval --model "$work/$score/model.safetensors" --eval-lengths 4 \
+    --samples 4 --json --beam 3
+  expect 0 "heatmap" -- "$attn" align --model "$work/$score/model.safetensors" --input "5 9 3 17" --beam 2 \
+    --out "$work/$score.png"
+  expect 0 "view:" -- "$attn" view --model "$work/$score/model.safetensors" --input "5 9 3 17" --out "$work/$score.html"
+done
 expect 2 "location_width must be odd (a filter centred on the position), got 4" -- "$attn" train --task copy \
   --attention bahdanau --score location_aware --location-width 4 "${tiny[@]}" --out "$work/bad_width"
 [[ ! -e "$work/bad_width" ]] || fail "a refused train wrote its folder"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # attn train --task g2p on a small CMUdict-format word list this test writes (a made-up
 # language whose syllables always sound the same, so a tiny model learns it in seconds):
-# training with Bahdanau and location-aware attention (RNN) and a Transformer, eval's PER and
+# training with Bahdanau, location-aware, monotonic and MoChA attention (RNN) and a Transformer, eval's PER and
 # WER on dev and test, translate (words to phonemes, greedy and beam), align, and the bad
 # inputs: a bad dictionary line (its line number), a word outside the letters, options of
 # another task. Usage: g2p_cli_test.sh path/to/attn
@@ -58,6 +58,38 @@ for beam in 1 4; do
 done
 expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --text "tumi" --beam 2 --out "$work/a.png"
 [[ -s "$work/a.png" ]] || fail "align did not write the picture"
+# Monotonic and MoChA attention: trained on the expected alignment, decoded online (greedy and
+# beam carry the reading position); align --json reports the letters read before each output
+# row, eval the mean: at most the word's letters, never fewer than the step before.
+for score in monotonic mocha; do
+  expect 0 "best dev PER" -- "$attn" train --task g2p --attention bahdanau --score $score --chunk 2 "${tiny[@]}" \
+    --out "$work/$score"
+  per=$(grep -o '"val_per":[0-9.e-]*' "$work/$score/log.jsonl" | tail -1 | cut -d: -f2)
+  /usr/bin/python3 -c "import sys; sys.exit(0 if float('$per') < 0.25 else 1)" || fail "$score: dev PER $per after 300 steps"
+  for beam in 1 4; do
+    printf 'bako\nMIRE\n' | "$attn" translate --model "$work/$score/model.safetensors" --beam $beam > "$work/said.$score.$beam" \
+      || fail "$score: translate --beam $beam"
+    [[ "$(sed -n 1p "$work/said.$score.$beam")" == "B AA1 K OW1" ]] || fail "$score --beam $beam: bako -> $(sed -n 1p "$work/said.$score.$beam")"
+    expect 0 "heatmap" -- "$attn" align --model "$work/$score/model.safetensors" --text "tumilo" --beam $beam \
+      --out "$work/$score.$beam.png" --json "$work/$score.$beam.align.json"
+    /usr/bin/python3 - "$work/$score.$beam.align.json" <<'PY' || fail "$score --beam $beam: align frames_read"
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = d["frames_read"]
+assert len(f) == len(d["rows"]) and all(1 <= x <= 6 for x in f) and f == sorted(f), d
+rows = d["panels"][0]["weights"]
+assert all(all(w == 0 for w in row[x:]) for row, x in zip(rows, f)), d  # nothing past the frames read
+PY
+  done
+  "$attn" eval --model "$work/$score/model.safetensors" --data "$work" --split dev --json > "$work/$score.eval.json" \
+    || fail "$score: eval"
+  /usr/bin/python3 - "$work/$score.eval.json" "$work/additive.dev.json" <<'PY' || fail "$score: eval frames read"
+import json, sys
+d, soft = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert 0 < d["frames_read_per_step"] < d["letters_per_step"], d
+assert soft["frames_read_per_step"] == soft["letters_per_step"], soft  # soft attention reads every letter
+PY
+done
 expect 0 "best dev PER" -- "$attn" train --task g2p --model transformer --d-model 32 --ffn 64 --heads 2 --enc-layers 1 \
   --dec-layers 1 "${run[@]}" --steps 20 --out "$work/transformer"
 expect 0 "PER" -- "$attn" eval --model "$work/transformer/model.safetensors" --data "$work" --split test
@@ -71,6 +103,8 @@ expect 2 "character '_' in 'a_b' is not a letter" -- sh -c "echo a_b | '$attn' t
 expect 2 "--src does not apply to --task g2p" -- "$attn" train --task g2p --src de "${tiny[@]}" --out "$work/bad2"
 expect 2 "unknown --split 'val' (valid: dev, test, train)" -- "$attn" eval --model "$work/additive/model.safetensors" \
   --data "$work" --split val
+expect 2 "chunk must be >= 1, got 0" -- "$attn" train --task g2p --score mocha --chunk 0 "${tiny[@]}" --out "$work/bad4"
+[[ ! -e "$work/bad4" ]] || fail "a refused train wrote its folder"
 expect 1 "no CMUdict under $work/none" -- "$attn" train --task g2p --data "$work/none" --steps 2 --out "$work/bad3"
 
 # The real dictionary: a few steps on a slice of it, scored on its dev split.

@@ -3,6 +3,7 @@
 #include "attn/models/seq2seq.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -70,6 +71,7 @@ Seq2SeqConfig tiny(const std::string& attention, const std::string& score = "", 
   c.window = 1;  // narrower than the sources: the local windows clip
   c.location_filters = 2;
   c.location_width = 3;
+  c.monotonic_noise = 0.0f;  // monotonic / mocha: deterministic training-mode steps
   c.seed = 7;
   return c;
 }
@@ -88,6 +90,8 @@ std::vector<Variant> all_variants() {
           {"bahdanau", "additive_normalized", "lstm", false, 1},
           {"bahdanau", "additive", "gru", true, 2},
           {"bahdanau", "location_aware", "lstm", true, 1},
+          {"bahdanau", "monotonic", "gru", false, 1},
+          {"bahdanau", "mocha", "lstm", true, 1},
           {"luong", "dot", "gru", false, 1},
           {"luong", "general", "lstm", true, 1},
           {"luong", "general", "gru", false, 1, false},
@@ -185,6 +189,32 @@ TEST(Seq2SeqConfig, LocationAwareOptionsAreChecked) {
   EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"location_width": 2000000})"), ValueError, "location_width");
 }
 
+TEST(Seq2SeqConfig, MonotonicOptionsAreCheckedAndStoredOnlyWhenSet) {
+  Seq2SeqConfig c = Seq2SeqConfig::from_json_string(R"({"attention": "bahdanau", "score": "mocha"})");
+  EXPECT_EQ(c.step_score(), nn::StepScore::mocha);
+  EXPECT_FLOAT_EQ(c.monotonic_bias, -4.0f);  // Raffel et al.'s r
+  EXPECT_FLOAT_EQ(c.monotonic_noise, 1.0f);
+  EXPECT_EQ(c.chunk, 2);
+  EXPECT_FALSE(c.to_json().contains("chunk"));  // defaults: older checkpoints keep their form
+  EXPECT_FALSE(c.to_json().contains("monotonic_bias"));
+  c.chunk = 4;
+  c.monotonic_bias = -2.5f;
+  c.monotonic_noise = 0.0f;
+  const Seq2SeqConfig r = Seq2SeqConfig::from_json_string(c.to_json_string());
+  EXPECT_EQ(r.chunk, 4);
+  EXPECT_FLOAT_EQ(r.monotonic_bias, -2.5f);
+  EXPECT_FLOAT_EQ(r.monotonic_noise, 0.0f);
+  c.chunk = 0;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "chunk must be >= 1, got 0");
+  c.chunk = 2;
+  c.monotonic_noise = -1.0f;
+  EXPECT_THROW_MSG(c.validate(), ValueError, "monotonic_noise must be finite and >= 0, got -1");
+  c.monotonic_noise = 1.0f;
+  c.monotonic_bias = std::numeric_limits<float>::infinity();
+  EXPECT_THROW_MSG(c.validate(), ValueError, "monotonic_bias must be finite, got inf");
+  EXPECT_THROW_MSG(Seq2SeqConfig::from_json_string(R"({"chunk": 2000000})"), ValueError, "chunk");
+}
+
 TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
   Seq2SeqConfig c;
   EXPECT_EQ(c.encoder, RnnCell::gru);
@@ -223,9 +253,9 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   EXPECT_THROW_MSG(parse_attention_kind("foo"), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
   EXPECT_THROW_MSG(parse_rnn_cell("rnn"), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "dot"), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "none"), ValueError,
-                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized, location_aware)");
+                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::luong, "additive"), ValueError,
                    "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::none, "general"), ValueError, "score 'general' given for attention 'none'");
@@ -233,7 +263,7 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   Seq2SeqConfig c;
   c.score = nn::StepScore::dot;
   EXPECT_THROW_MSG(c.validate(), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
   c = {};
   c.attention = AttentionKind::luong;
   c.score = nn::StepScore::additive;
@@ -516,6 +546,61 @@ TEST(Seq2Seq, BeamWidthOneEqualsGreedyUntrained) {
       for (size_t i = 0; i + 1 < g.tokens[r].size(); ++i) EXPECT_NE(g.tokens[r][i], data::kEos);
     }
     EXPECT_EQ(autodiff::tape().size(), 0u);
+  }
+}
+
+// Online monotonic attention that never stops (its offset r far below every energy) reads
+// each input to the end at the first step (a zero context; that step's token is the model's
+// choice): greedy and beam decoding both end the output with EOS at the next step, although
+// the output layer here never prefers EOS, with zero weights and no NaN; no loop to max_len.
+TEST(Seq2Seq, MonotonicAttentionThatNeverStopsEndsWithEos) {
+  const data::Batch batch = batch_of({{3, 4, 5}, {5}, {4, 4}});
+  for (const char* score : {"monotonic", "mocha"}) {
+    SCOPED_TRACE(score);
+    Seq2SeqConfig c = tiny("bahdanau", score);
+    c.monotonic_bias = -1e4f;
+    Seq2Seq model(c);
+    model.eval();
+    model.decoder.out.bias.f32()[data::kEos] = -100.0f;  // left to itself, the model would never end an output
+    const DecodeResult g = model.greedy(batch.src, batch.src_lengths, 9);
+    const DecodeResult b = model.beam(batch.src, batch.src_lengths, {.width = 3, .max_len = 9});
+    for (const DecodeResult* r : {&g, &b})
+      for (size_t row = 0; row < 3; ++row) {
+        const std::vector<int32_t>& tokens = r->tokens[row];
+        ASSERT_EQ(tokens.size(), 2u);
+        EXPECT_EQ(tokens.back(), data::kEos);
+        ASSERT_EQ(r->attention[row].size(), tokens.size());
+        for (const std::vector<float>& step : r->attention[row])
+          for (float w : step) EXPECT_EQ(w, 0.0f);
+      }
+    // Teacher forcing in eval mode: finite logits although the context is zero.
+    autodiff::NoGradGuard no_grad;
+    for (float x : model.logits(batch).to_vector()) EXPECT_TRUE(std::isfinite(x));
+  }
+}
+
+// In eval mode the attention reads left to right: each step's stop (the last frame with
+// weight) is at or after the previous one, whatever the model has (not) learned.
+TEST(Seq2Seq, OnlineMonotonicAttentionNeverReadsBackwards) {
+  const data::Batch batch = batch_of({{3, 4, 5, 3, 4}, {5, 4}, {4, 4, 3}});
+  for (const char* score : {"monotonic", "mocha"}) {
+    SCOPED_TRACE(score);
+    Seq2SeqConfig c = tiny("bahdanau", score);
+    c.monotonic_bias = 0.0f;
+    Seq2Seq model(c);
+    model.eval();
+    const DecodeResult g = model.greedy(batch.src, batch.src_lengths, 9);
+    for (size_t row = 0; row < 3; ++row) {
+      int64_t last_stop = 0;
+      for (const std::vector<float>& w : g.attention[row]) {
+        int64_t stop = -1;
+        for (size_t s = 0; s < w.size(); ++s)
+          if (w[s] > 0.0f) stop = static_cast<int64_t>(s);
+        if (stop < 0) continue;  // read to the end: the output ends here
+        EXPECT_GE(stop, last_stop);
+        last_stop = stop;
+      }
+    }
   }
 }
 

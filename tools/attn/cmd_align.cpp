@@ -1,7 +1,8 @@
 // attn align: the attention heatmap of one decoded input: a synthetic-task model with
 // --input "5 9 3", or a translation model with --text "Ein Mann fährt Fahrrad ." (word
 // pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
-// also writes the drawn weights as numbers (what the browser tests of attn view compare with).
+// also writes the drawn weights as numbers (what the browser tests of attn view compare with);
+// for a G2P model also "frames_read", the letters read before each output row (decode/g2p.h).
 #include <cmath>
 #include <cstdio>
 
@@ -37,7 +38,8 @@ struct AlignArgs {
 // the floats the picture is drawn from (a float's shortest round-trip decimal).
 // With the pointer-generator, "copy": the copy probability 1 − p_gen of each output token (row).
 void write_alignment_json(const viz::Heatmap& map, const std::string& input, const std::string& output,
-                          const std::string& path, const std::vector<float>& copy = {}) {
+                          const std::string& path, const std::vector<float>& copy = {},
+                          const nlohmann::json& extra = nlohmann::json::object()) {
   nlohmann::json panels = nlohmann::json::array();
   const size_t C = map.col_labels.size();
   explain::ZeroShare all;
@@ -60,6 +62,7 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
                       {"rows", map.row_labels}, {"cols", map.col_labels},   {"zero_share", all.share()},
                       {"panels", std::move(panels)}};
   if (!copy.empty()) j["copy"] = copy;
+  j.update(extra);
   io::write_file_atomically(path, json_text(j, 1) + "\n");
 }
 
@@ -129,7 +132,9 @@ void align_g2p(const AlignArgs& a) {
   std::string output;
   for (const std::string& p : said[0].phonemes) output += (output.empty() ? "" : " ") + p;
   viz::write_heatmap(map, a.out);
-  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out);
+  // The letters read before each output row (all of them for soft attention): the online-decoding measure.
+  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out, {},
+                                               {{"frames_read", said[0].frames_read}});
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 

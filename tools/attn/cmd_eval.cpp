@@ -105,16 +105,25 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   options.length_penalty = a.options.length_penalty;
   const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
   if (a.json) {
-    const nlohmann::json j = {{"model", a.model},      {"kind", model.info.kind},   {"split", a.split},
-                              {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
-                              {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
-                              {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
-                              {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
-                              {"score", e.score.per()}, {"metric", "per"}};
+    nlohmann::json j = {{"model", a.model},      {"kind", model.info.kind},   {"split", a.split},
+                        {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
+                        {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
+                        {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
+                        {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
+                        {"score", e.score.per()}, {"metric", "per"}};
+    if (e.steps > 0) {  // attention: letters read before each output step, against the word's letters
+      j["output_steps"] = e.steps;
+      j["frames_read_per_step"] = static_cast<double>(e.frames_read) / static_cast<double>(e.steps);
+      j["letters_per_step"] = static_cast<double>(e.letters) / static_cast<double>(e.steps);
+    }
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("%s %s (%lld words, beam %d): PER %.2f %%, WER %.2f %%\n", model.info.kind.c_str(), a.split.c_str(),
                 static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(), 100 * e.score.wer());
+    if (e.steps > 0)
+      std::printf("attention read %.2f of %.2f letters per output step\n",
+                  static_cast<double>(e.frames_read) / static_cast<double>(e.steps),
+                  static_cast<double>(e.letters) / static_cast<double>(e.steps));
   }
 }
 

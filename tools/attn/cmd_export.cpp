@@ -79,7 +79,7 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   const nn::StepScore s = c.step_score();
   if (c.attention != models::AttentionKind::none &&
       (s == nn::StepScore::local_m || s == nn::StepScore::local_p || s == nn::StepScore::hard ||
-       s == nn::StepScore::location_aware))
+       s == nn::StepScore::location_aware || s == nn::StepScore::monotonic || s == nn::StepScore::mocha))
     throw ValueError("export --to torch: score '" + score +
                      "' has no plain-PyTorch version here (exportable: none, additive, additive_normalized, dot, "
                      "general, concat, location, scaled_dot, multihead)");

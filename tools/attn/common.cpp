@@ -43,7 +43,7 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--dropout", c.dropout, "Dropout between RNN layers")->capture_default_str();
   app->add_option("--attention", names.attention, "Decoder: none | bahdanau | luong")->capture_default_str();
   app->add_option("--score", names.score,
-                  "Attention score. bahdanau: additive | additive_normalized | location_aware; "
+                  "Attention score. bahdanau: additive | additive_normalized | location_aware | monotonic | mocha; "
                   "luong: general | dot | concat | location | scaled_dot | multihead | local_m | local_p | hard");
   app->add_option("--heads", c.heads, "Heads of --score multihead (dividing --hidden)")->capture_default_str();
   app->add_option("--window", c.window, "Half-width D of the local_m / local_p window")->capture_default_str();
@@ -67,6 +67,14 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
       ->capture_default_str();
   app->add_flag("--location-smooth", c.location_smoothing,
                 "--score location_aware: smoothing, sigmoid(e) normalised instead of softmax(e)");
+  app->add_option("--monotonic-bias", c.monotonic_bias,
+                  "--score monotonic | mocha: initial offset r of the selection energy (Raffel et al.: -4)")
+      ->capture_default_str();
+  app->add_option("--monotonic-noise", c.monotonic_noise,
+                  "--score monotonic | mocha: std of the Gaussian noise on the selection energies in training (0: none)")
+      ->capture_default_str();
+  app->add_option("--chunk", c.chunk, "--score mocha: chunk width W, soft attention over the W frames ending at the stop")
+      ->capture_default_str();
   app->add_option("--normalizer", names.normalizer,
                   "Normaliser of the attention scores: softmax | sparsemax | entmax15 | entmax (alpha-entmax, "
                   "--alpha); the sparse ones give exact zeros. For the additive, dot, general, concat, location and "

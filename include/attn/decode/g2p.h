@@ -51,7 +51,14 @@ struct PronounceOptions {
 struct Pronunciation {
   std::vector<std::string> phonemes;
   std::vector<std::vector<float>> weights;  // with PronounceOptions::attention: one row per output step (EOS included)
+  std::vector<int> frames_read;             // with it: the letters read before each output step (frames_read below)
 };
+
+// The source frames (letters) an attention has read before an output step, from that step's
+// weights over `letters` frames: online attention (monotonic, mocha) has read up to the last
+// frame with weight, or all of them when it stopped nowhere (the output ends there); soft
+// attention reads all of them.
+int frames_read(const std::vector<float>& weights, size_t letters, bool online);
 
 // Each word's pronunciation, in input order. ValueError for a character outside the letters
 // (naming it and the word), an empty word, a word longer than the model takes, or beam /
@@ -62,8 +69,12 @@ std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::st
 struct G2pEval {
   data::PronunciationScore score;  // PER, WER
   double seconds = 0.0;
+  // Models with attention: over every output step (EOS included), the letters read before it
+  // (frames_read) and the word's letters, summed.
+  int64_t steps = 0, frames_read = 0, letters = 0;
 };
 // PER and WER of pronouncing every entry's word against all its pronunciations.
-G2pEval evaluate_g2p(LoadedG2p& model, const std::vector<data::CmudictEntry>& entries, const PronounceOptions& options);
+// With attention, also the frames read per output step (options.attention is set for it).
+G2pEval evaluate_g2p(LoadedG2p& model, const std::vector<data::CmudictEntry>& entries, PronounceOptions options);
 
 }  // namespace attn::decode

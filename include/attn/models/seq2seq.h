@@ -55,7 +55,7 @@ const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "lu
 AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
 // The score of a decoder of kind `attention` called `name`: nullopt for "" (the kind's default)
 // and for "none" with attention none. bahdanau: additive | additive_normalized |
-// location_aware; luong: dot |
+// location_aware | monotonic | mocha; luong: dot |
 // general | concat | location | scaled_dot | multihead | local_m | local_p | hard; e.g.
 //   unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized)
 //   score 'general' given for attention 'none' (valid: none, or leave it empty)
@@ -99,6 +99,12 @@ struct Seq2SeqConfig {
   // extended with the batch's source OOVs. bahdanau or luong with one attention head. Stored in
   // the JSON only when on.
   bool pointer = false;
+  // monotonic / mocha (Raffel et al. 2017, Chiu & Raffel 2018; nn::MonotonicAttention): the
+  // selection energy's initial offset r, the std of the noise on it in training (0: none), and
+  // mocha's chunk width W >= 1. Stored in the JSON only when not the default.
+  float monotonic_bias = -4.0f;
+  float monotonic_noise = 1.0f;
+  int chunk = 2;
   uint64_t seed = 1;
 
   // The score the decoder uses: `score`, or the attention type's default when unset
@@ -253,10 +259,13 @@ class Decoder : public nn::Module {
     Tensor log_prob; // hard attention in training: (B)
     Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) (B)
     Tensor p_gen;          // pointer: the generation probability σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) (B)
+    Tensor exhausted;      // online attention (monotonic, mocha) in eval mode: int32 (B), 1 = nothing left to read
   };
   Step step(const Tensor& emb_prev, DecoderState& state, const nn::StepMemory& memory, bool need_weights,
             const Tensor* projected_input = nullptr);
-  // Logits (B, V) for one step.
+  // Logits (B, V) for one step. A row whose online attention has nothing left to read
+  // (Step::exhausted: an earlier step read to the end without stopping) ends here: every
+  // logit but EOS's is −1e9.
   Tensor step_logits(const Step& s, const Tensor& emb_prev) const;
   // The pointer-generator's log P (B, Vx) of one step over the extended vocabulary
   // (ops/pointer.h): src_ext (B, S) int32 the source in extended ids, Vx = extended_vocab.

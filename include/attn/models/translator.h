@@ -45,6 +45,8 @@ class Translator {
   // Decoder layers and heads whose attention decode() can select (RNN: 1 layer, its heads).
   virtual int attention_layers() const = 0;
   virtual int attention_heads() const = 0;
+  // Whether the attention decode() reports reads the source online (nn::StepAttention::online).
+  virtual bool online_attention() const { return false; }
   // Every attention of a teacher-forced pass (encoder self, decoder self, cross) for
   // inspection; empty maps for the RNN, whose only attention decode() reports.
   virtual TransformerSeq2Seq::AttentionMaps attention_maps(const Batch& /*batch*/) { return {}; }

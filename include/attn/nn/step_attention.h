@@ -36,6 +36,18 @@
 //                          filters (K, r), w_loc (A, K). Its state holds the previous
 //                          alignment a_{t−1} (B, S), uniform over each row's real positions at
 //                          the start (as ESPnet's AttLoc), so beam search reorders it.
+//   MonotonicAttention     monotonic | mocha: Raffel et al. 2017 / Chiu & Raffel 2018
+//                          (attn/ops/monotonic.h); w_q (A, D), w_k (A, E), bias (A), v (A),
+//                          r (1) = monotonic_bias [, mocha: chunk_w_q (A, D), chunk_w_k (A, E),
+//                          chunk_bias (A), chunk_v (A)]. In training the expected alignment,
+//                          its state α_{i−1} (B, S), δ_0 at the start; Gaussian noise of
+//                          std monotonic_noise on the selection energies. In eval mode hard
+//                          online attention: its state is the position (B) it reads from (0 at
+//                          the start), a step stops at the first position with p > 0.5 (mocha:
+//                          softmax over the chunk of width W ending there); a step that reads
+//                          to the end without stopping has a zero context, and the step after
+//                          it reports the row as exhausted (the decoder then ends the output
+//                          with EOS).
 //   ScaledDotAttention     scaled_dot: sdpa (attn/ops/sdpa.h) of one query, keys = values (D = E)
 //   MultiheadStepAttention multihead: nn::MultiheadAttention(D, H, kdim = vdim = E) with separate
 //                          projections; q_proj_weight (D, D), k_proj_weight (D, E),
@@ -82,6 +94,8 @@ enum class StepScore {
   local_p,
   hard,
   location_aware,       // Chorowski et al. 2015: additive with a convolution of the previous alignment
+  monotonic,            // Raffel et al. 2017: hard monotonic attention, trained on its expected alignment
+  mocha,                // Chiu & Raffel 2018: monotonic chunkwise attention
 };
 // The configuration name ("additive", "local_m", ...), as checkpoints store it.
 const char* step_score_name(StepScore score);
@@ -107,6 +121,12 @@ struct StepAttentionOptions {
   // entmax(α) for the additive, Luong (dot, general, concat), location and location-aware
   // scores; ValueError for any other score, for α <= 1 or NaN, and with location smoothing.
   Normalizer normalizer;
+  // monotonic / mocha: the initial offset r of the selection energy (Raffel et al.: −4, so that
+  // the attention starts by reading on), the std of the Gaussian noise added to those energies
+  // in training (the paper's 1; 0: none); mocha: the chunk width W (sample_seed draws the noise).
+  float monotonic_bias = -4.0f;
+  float monotonic_noise = 1.0f;
+  int64_t chunk = 2;
 };
 
 // One batch's attention memory: the values and what prepare() computed once for every step.
@@ -123,6 +143,8 @@ struct StepAttentionResult {
   Tensor weights;   // (B, weight_heads() · S), head-major; when asked for (hard: always)
   Tensor log_prob;  // hard attention in training: log π(k) of the sampled position (B); else undefined
   Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) with c_t before this step (B); else undefined
+  Tensor exhausted;      // online attention in eval mode: int32 (B), 1 where an earlier step read to the end
+                         // of the input without stopping, nothing is left (the output ends); else undefined
 };
 
 // The per-sequence state of a decoder's attention, carried from one step to the next.
@@ -152,6 +174,9 @@ class StepAttention {
   virtual int64_t weight_heads() const { return 1; }
   // The normaliser of the scores (make_step_attention's options.normalizer).
   const Normalizer& normalizer() const { return normalizer_; }
+  // True for attention that reads the source left to right and stops (monotonic, mocha): in
+  // eval mode a step's weights end at the last frame it has read, and are zero past it.
+  virtual bool online() const { return false; }
 
  protected:
   friend std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& options, Rng& rng);
@@ -226,6 +251,28 @@ class LocationAwareAttention final : public SingleHeadStepAttention {
  private:
   float sharpening_;
   bool smoothing_;
+};
+
+class MonotonicAttention final : public SingleHeadStepAttention {
+ public:
+  // chunk: 0 for monotonic, W >= 1 for mocha.
+  MonotonicAttention(int64_t D, int64_t E, int64_t chunk, const StepAttentionOptions& options, Rng& rng);
+  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;  // projected_values: mocha's chunk keys
+  StepState start(const StepMemory& memory) const override;  // rows[0]: training δ_0 (B, S); eval the position (B)
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  bool online() const override { return true; }
+
+  Tensor w_q, w_k, bias, v, r;
+  Tensor chunk_w_q, chunk_w_k, chunk_bias, chunk_v;  // mocha only
+
+ private:
+  StepAttentionResult expected(const Tensor& query, const StepMemory& memory, StepState& state);
+  StepAttentionResult online(const Tensor& query, const StepMemory& memory, StepState& state);
+  Tensor chunk_energy(const Tensor& query, const StepMemory& memory) const;
+
+  int64_t chunk_;
+  float noise_;
+  Rng noise_rng_;
 };
 
 class ScaledDotAttention final : public SingleHeadStepAttention {
