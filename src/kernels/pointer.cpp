@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attn/parallel.h"
-#include "kernels/softmax.h"
+#include "kernels/normalizer.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
@@ -18,7 +18,7 @@ void pointer_mixture_forward(const float* logits, const float* p_gen, const floa
     for (int64_t r = lo; r < hi; ++r) {
       float* pv_r = pv + r * V;
       float* P_r = P + r * Vx;
-      softmax_row_forward(logits + r * V, nullptr, pv_r, V);
+      normalizer_row_forward(Normalizer{}, logits + r * V, nullptr, pv_r, V);  // softmax
       const float gen = p_gen[r], copy = 1.0f - p_gen[r];
       for (int64_t v = 0; v < V; ++v) P_r[v] = gen * pv_r[v];
       for (int64_t v = V; v < Vx; ++v) P_r[v] = 0.0f;
