@@ -84,7 +84,7 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
 EncodedOovs encode_with_oovs(const SubwordModel& model, const std::string& text, size_t max_len) {
   EncodedOovs out;
   out.ids = model.encode(text);
-  out.pieces = model.encode_pieces(text);  // the same encoding: an unknown piece keeps its surface text
+  out.pieces = model.encode_surfaces(text);  // the same encoding: an unknown piece keeps its surface text
   if (out.pieces.size() != out.ids.size())
     throw ValueError(fmt::format("encode_with_oovs: {} pieces but {} ids", out.pieces.size(), out.ids.size()));
   if (out.ids.size() > max_len) {

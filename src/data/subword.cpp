@@ -394,6 +394,13 @@ std::vector<std::string> SubwordModel::pieces(const std::vector<int32_t>& ids) c
 
 std::vector<std::string> SubwordModel::encode_pieces(const std::string& text) const { return pieces(encode(text)); }
 
+std::vector<std::string> SubwordModel::encode_surfaces(const std::string& text) const {
+  std::vector<std::string> pieces;
+  const auto status = processor().Encode(text, &pieces);
+  if (!status.ok()) throw ValueError(fmt::format("SubwordModel::encode_surfaces ('{}'): {}", path_, status.message()));
+  return pieces;
+}
+
 std::string SubwordModel::decode_pieces(const std::vector<std::string>& pieces) const {
   std::string text;
   const auto status = processor().Decode(pieces, &text);

@@ -99,12 +99,23 @@ std::vector<std::string> output_pieces(const data::SubwordModel& tokenizer, cons
 std::string output_text(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
                         const std::vector<std::string>& oovs) {
   const std::vector<int32_t> until_eos(ids.begin(), std::find(ids.begin(), ids.end(), models::kEos));
+  const int64_t V = tokenizer.vocab_size();
+  if (std::none_of(until_eos.begin(), until_eos.end(), [V](int32_t id) { return id >= V; }))
+    return tokenizer.decode(until_eos);
+  // SentencePiece's DecodePieces turns a piece outside its vocabulary into its unknown mark, so a
+  // copied OOV's text is spliced in here: the pieces joined, "▁" as a space, the first one
+  // dropped (SentencePiece's default detokenisation; PAD and BOS skipped as decode() does).
   const std::vector<std::string> pieces = output_pieces(tokenizer, until_eos, oovs);
-  // Without PAD and BOS, as decode() skips them.
-  std::vector<std::string> text;
-  for (size_t t = 0; t < pieces.size(); ++t)
-    if (until_eos[t] != models::kPad && until_eos[t] != models::kBos) text.push_back(pieces[t]);
-  return tokenizer.decode_pieces(text);
+  const std::string unknown_mark = " \u2047 ", word_start = "\u2581";
+  std::string text;
+  for (size_t t = 0; t < pieces.size(); ++t) {
+    if (until_eos[t] == models::kPad || until_eos[t] == models::kBos) continue;
+    text += until_eos[t] == models::kUnk ? unknown_mark : pieces[t];
+  }
+  for (size_t at = text.find(word_start); at != std::string::npos; at = text.find(word_start, at + 1))
+    text.replace(at, word_start.size(), " ");
+  if (!text.empty() && text.front() == ' ') text.erase(0, 1);
+  return text;
 }
 
 LoadedTranslator load_translator(const std::string& path) { return load_from(io::load_safetensors(path), path); }

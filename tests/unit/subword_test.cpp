@@ -10,7 +10,9 @@
 #include <unordered_map>
 #include <fstream>
 
+#include "attn/data/parallel.h"
 #include "attn/data/sentencepiece_check.h"
+#include "attn/decode/translate.h"
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
@@ -348,3 +350,40 @@ TEST(SubwordFuzzRegression, ModelWithAnEmptyPieceIsAnIoErrorNamingTheModel) {
     EXPECT_NE(std::string(e.what()).find("'fuzzed.model': a damaged model"), std::string::npos) << e.what();
   }
 }
+
+namespace attn::data {
+namespace {
+
+// The pointer-generator's extended ids (data/parallel.h, decode/translate.h): unknown pieces
+// keep their surface text, and output ids that copy them decode to that text.
+TEST_F(SubwordTest, PointerCopiesOfUnknownPiecesKeepTheirText) {
+  const auto model = SubwordModel::load(model_path());
+  const int32_t V = model.vocab_size();
+  const std::string text = "Ein Mann mit Ωμέγα und 東京 mit Ωμέγα.";  // letters no training line has
+  const EncodedOovs e = encode_with_oovs(model, text, 100);
+  ASSERT_EQ(e.ids.size(), e.ext.size());
+  ASSERT_FALSE(e.oovs.empty());
+  for (size_t i = 0; i < e.ids.size(); ++i) {
+    if (e.ids[i] != kSubwordUnk) {
+      EXPECT_EQ(e.ext[i], e.ids[i]);
+      continue;
+    }
+    ASSERT_GE(e.ext[i], V);  // an unknown piece: V + its index among the distinct OOVs
+    EXPECT_EQ(e.pieces[i], e.oovs[static_cast<size_t>(e.ext[i] - V)]);
+  }
+  // Ωμέγα twice is one OOV; 東京 another (each as its surface text).
+  EXPECT_EQ(e.oovs.size(), 2u);
+  for (const std::string& oov : e.oovs) EXPECT_NE(oov.find_first_of("\xCE\xE6"), std::string::npos) << oov;
+  // A decoder that copies the whole source (then EOS): the text comes back, unknown pieces
+  // included, where the vocabulary alone gives SentencePiece's unknown mark.
+  std::vector<int32_t> out = e.ext;
+  out.push_back(kEos);
+  EXPECT_EQ(decode::output_text(model, out, e.oovs), squeeze_spaces(text));
+  EXPECT_NE(model.decode(e.ids), squeeze_spaces(text));
+  const std::vector<std::string> pieces = decode::output_pieces(model, out, e.oovs);
+  ASSERT_EQ(pieces.size(), out.size());
+  EXPECT_EQ(pieces.back(), model.pieces({kEos}).front());
+}
+
+}  // namespace
+}  // namespace attn::data

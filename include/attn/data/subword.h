@@ -58,6 +58,9 @@ class SubwordModel {
   std::vector<std::string> pieces(const std::vector<int32_t>& ids) const;
   // Text -> pieces (encode then pieces).
   std::vector<std::string> encode_pieces(const std::string& text) const;
+  // Text -> pieces as written in the text: the same segmentation as encode(), but an unknown
+  // piece is its surface text ("東京"), not "<unk>" (the pointer-generator copies it by it).
+  std::vector<std::string> encode_surfaces(const std::string& text) const;
   // Pieces -> text (SentencePiece's DecodePieces: "▁" becomes a space; what it does with a
   // piece outside the vocabulary is SentencePiece's behaviour, not checked here).
   std::string decode_pieces(const std::vector<std::string>& pieces) const;
