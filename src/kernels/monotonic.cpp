@@ -22,14 +22,12 @@ double log_add_exp(double a, double b) {
   return m + std::log1p(std::exp(-std::abs(a - b)));
 }
 
-int64_t row_length(const int32_t* lengths, int64_t b, int64_t S) {
-  return std::clamp<int64_t>(lengths[b], 0, S);
-}
+int64_t row_length(const int32_t* lengths, int64_t b, int64_t S) { return std::clamp<int64_t>(lengths[b], 0, S); }
 
 // q_j = Σ_{k≤j} prev_k Π_{m=k}^{j−1} (1 − p_m) in the parallel log-space form; p_j into p.
 void expected_reach(const float* e, const float* prev, int64_t L, double* p, double* q) {
-  double log_cumprod = 0.0;   // L_j = Σ_{m<j} log(1 − p_m)
-  double log_sum = kNegInf;   // logcumsumexp_{k≤j}(log prev_k − L_k)
+  double log_cumprod = 0.0;  // L_j = Σ_{m<j} log(1 − p_m)
+  double log_sum = kNegInf;  // logcumsumexp_{k≤j}(log prev_k − L_k)
   for (int64_t j = 0; j < L; ++j) {
     p[j] = sigmoid(e[j]);
     if (prev[j] > 0.0f) log_sum = log_add_exp(log_sum, std::log(static_cast<double>(prev[j])) - log_cumprod);
@@ -51,8 +49,8 @@ void window_log_sums(const float* u, int64_t L, int64_t W, double* lse) {
 
 }  // namespace
 
-void monotonic_alignment_forward(const float* energies, const float* prev, const int32_t* lengths, int64_t B,
-                                 int64_t S, float* alpha) {
+void monotonic_alignment_forward(const float* energies, const float* prev, const int32_t* lengths, int64_t B, int64_t S,
+                                 float* alpha) {
   parallel_for(0, B, 1, [=](int64_t lo, int64_t hi) {
     std::vector<double> p(S), q(S);
     for (int64_t b = lo; b < hi; ++b) {
@@ -65,8 +63,8 @@ void monotonic_alignment_forward(const float* energies, const float* prev, const
   });
 }
 
-void monotonic_alignment_backward(const float* energies, const float* prev, const float* dalpha,
-                                  const int32_t* lengths, int64_t B, int64_t S, float* denergies, float* dprev) {
+void monotonic_alignment_backward(const float* energies, const float* prev, const float* dalpha, const int32_t* lengths,
+                                  int64_t B, int64_t S, float* denergies, float* dprev) {
   parallel_for(0, B, 1, [=](int64_t lo, int64_t hi) {
     std::vector<double> p(S), q(S);
     for (int64_t b = lo; b < hi; ++b) {

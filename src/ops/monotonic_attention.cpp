@@ -31,10 +31,9 @@ Tensor additive_energy(const Tensor& query, const Tensor& projected_keys, const 
     const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
     Tensor du = want_u ? Tensor::zeros({B, A}) : Tensor();
     Tensor dv_partial = v.requires_grad() ? Tensor::zeros({B, A}) : Tensor();
-    kernels::attention_additive_scores_backward(u.f32(), projected_keys.f32(), v.f32(), de, len, B, 1, S, A,
-                                                want_u ? du.f32() : nullptr,
-                                                attention_detail::grad_or_null(projected_keys),
-                                                v.requires_grad() ? dv_partial.f32() : nullptr);
+    kernels::attention_additive_scores_backward(
+        u.f32(), projected_keys.f32(), v.f32(), de, len, B, 1, S, A, want_u ? du.f32() : nullptr,
+        attention_detail::grad_or_null(projected_keys), v.requires_grad() ? dv_partial.f32() : nullptr);
     if (want_u) attention_detail::additive_query_backward(du, query, w_q, bias, B, D, A);
     if (v.requires_grad()) kernels::sum_columns_into(dv_partial.f32(), B, A, v.grad_accumulator().f32());
     if (r.requires_grad()) {  // dr += Σ_{b, s<L_b} de
@@ -90,7 +89,8 @@ Tensor monotonic_select(const Tensor& energies, const Tensor& lengths, const Ten
   attention_detail::check_lengths(c, lengths, S);
   for (int64_t b = 0; b < B; ++b)
     if (start.i32()[b] < 0)
-      throw ValueError(fmt::format("monotonic_select: 'start' value {} at batch index {} is negative", start.i32()[b], b));
+      throw ValueError(
+          fmt::format("monotonic_select: 'start' value {} at batch index {} is negative", start.i32()[b], b));
   Tensor selected = Tensor::empty({B}, DType::i32);
   kernels::monotonic_select(energies.f32(), lengths.i32(), start.i32(), B, S, selected.i32());
   return selected;
@@ -103,8 +103,9 @@ Tensor monotonic_hard_weights(const Tensor& selected, const Tensor& chunk_energi
   if (chunk < 1) throw ValueError(fmt::format("monotonic_hard_weights: the chunk width W must be >= 1, got {}", chunk));
   for (int64_t b = 0; b < B; ++b)
     if (selected.i32()[b] < -1 || selected.i32()[b] >= S)
-      throw ValueError(fmt::format("monotonic_hard_weights: 'selected' value {} at batch index {} is outside [-1, S={})",
-                                   selected.i32()[b], b, S));
+      throw ValueError(
+          fmt::format("monotonic_hard_weights: 'selected' value {} at batch index {} is outside [-1, S={})",
+                      selected.i32()[b], b, S));
   Tensor w = Tensor::empty({B, S});
   kernels::mocha_hard_weights(chunk_energies.f32(), selected.i32(), B, S, chunk, w.f32());
   return w;

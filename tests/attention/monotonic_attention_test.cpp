@@ -31,7 +31,8 @@ Tensor previous(const Tensor& lengths, uint64_t seed) {
   for (int64_t b = 0; b < B; ++b) {
     double sum = 0.0;
     for (int64_t s = 0; s < S; ++s) sum += p.f32()[b * S + s];
-    for (int64_t s = 0; s < S; ++s) p.f32()[b * S + s] = s < lengths.i32()[b] ? static_cast<float>(p.f32()[b * S + s] / sum) : 0.0f;
+    for (int64_t s = 0; s < S; ++s)
+      p.f32()[b * S + s] = s < lengths.i32()[b] ? static_cast<float>(p.f32()[b * S + s] / sum) : 0.0f;
   }
   return p.set_requires_grad(true);
 }
@@ -161,9 +162,9 @@ TEST(AdditiveEnergy, MatchesTheScoreWithOffsetAndGradchecks) {
     }
   EXPECT_TRUE(tensors_close(e, Tensor::from_vector(want, {B, S})));
   autodiff::tape().clear();
-  EXPECT_TRUE(gradcheck(
-      [&](const std::vector<Tensor>& x) { return additive_energy(x[0], x[1], x[2], x[3], x[4], x[5], len); },
-      {q, k, w_q, bias, v, r}));
+  EXPECT_TRUE(
+      gradcheck([&](const std::vector<Tensor>& x) { return additive_energy(x[0], x[1], x[2], x[3], x[4], x[5], len); },
+                {q, k, w_q, bias, v, r}));
 }
 
 TEST(MonotonicSelect, StopsAtTheFirstPositiveEnergyFromTheStart) {
@@ -219,7 +220,8 @@ TEST(MonotonicAlignment, FullyMaskedRowGivesZerosAndZeroGradient) {
 TEST(MonotonicAttention, Errors) {
   const Tensor len = lengths_of({7, 4, 1});
   const Tensor e = random_tensor({B, S}, 21);
-  EXPECT_THROW_MSG(monotonic_alignment(e, random_tensor({B, S + 1}, 22), len), ShapeError, "monotonic_alignment: 'prev'");
+  EXPECT_THROW_MSG(monotonic_alignment(e, random_tensor({B, S + 1}, 22), len), ShapeError,
+                   "monotonic_alignment: 'prev'");
   EXPECT_THROW_MSG(monotonic_alignment(e, e, lengths_of({7, 8, 1})), ValueError, "'lengths' value 8 at batch index 1");
   EXPECT_THROW_MSG(mocha_chunk_attention(e, e, len, 0), ValueError,
                    "mocha_chunk_attention: the chunk width W must be >= 1, got 0");

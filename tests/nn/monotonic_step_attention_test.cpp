@@ -28,8 +28,13 @@ Tensor lengths() { return Tensor::from_vector(std::vector<int32_t>{5, 3, 1}, {B}
 
 std::unique_ptr<StepAttention> make(StepScore score, float noise = 0.0f, float bias = -4.0f) {
   Rng rng(3);
-  return make_step_attention({.score = score, .query_size = D, .memory_size = E, .sample_seed = 11,
-                              .monotonic_bias = bias, .monotonic_noise = noise, .chunk = 2},
+  return make_step_attention({.score = score,
+                              .query_size = D,
+                              .memory_size = E,
+                              .sample_seed = 11,
+                              .monotonic_bias = bias,
+                              .monotonic_noise = noise,
+                              .chunk = 2},
                              rng);
 }
 
@@ -52,7 +57,7 @@ TEST(MonotonicStepAttention, NamesAndParameters) {
   for (StepScore s : {StepScore::monotonic, StepScore::mocha}) EXPECT_EQ(find_step_score(step_score_name(s)), s);
   EXPECT_EQ(names(*make(StepScore::monotonic)), (std::vector<std::string>{"w_q", "w_k", "bias", "v", "r"}));
   EXPECT_EQ(names(*make(StepScore::mocha)), (std::vector<std::string>{"w_q", "w_k", "bias", "v", "r", "chunk_w_q",
-                                                                       "chunk_w_k", "chunk_bias", "chunk_v"}));
+                                                                      "chunk_w_k", "chunk_bias", "chunk_v"}));
   auto a = make(StepScore::monotonic, 0.0f, -2.5f);
   EXPECT_EQ(dynamic_cast<MonotonicAttention&>(*a).r.item(), -2.5f);
 }
@@ -71,15 +76,15 @@ TEST(MonotonicStepAttention, TrainingStepsAreTheExpectedAlignment) {
     for (int64_t b = 0; b < B; ++b) EXPECT_EQ(alpha.f32()[b * S], 1.0f);  // δ_0
     for (const Tensor& q : {q1, q2}) {
       const StepAttentionResult r = a->step(q, memory, state, true);
-      alpha = monotonic_alignment(additive_energy(q, additive_project_keys(values, m.w_k), m.w_q, m.bias, m.v, m.r,
-                                                  lengths()),
-                                  alpha, lengths());
+      alpha = monotonic_alignment(
+          additive_energy(q, additive_project_keys(values, m.w_k), m.w_q, m.bias, m.v, m.r, lengths()), alpha,
+          lengths());
       Tensor weights = alpha;
       if (score == StepScore::mocha)
-        weights = mocha_chunk_attention(
-            alpha, additive_energy(q, additive_project_keys(values, m.chunk_w_k), m.chunk_w_q, m.chunk_bias, m.chunk_v,
-                                   Tensor(), lengths()),
-            lengths(), 2);
+        weights = mocha_chunk_attention(alpha,
+                                        additive_energy(q, additive_project_keys(values, m.chunk_w_k), m.chunk_w_q,
+                                                        m.chunk_bias, m.chunk_v, Tensor(), lengths()),
+                                        lengths(), 2);
       EXPECT_TRUE(tensors_close(state.rows.at(0), alpha));
       EXPECT_TRUE(tensors_close(r.weights, weights));
       EXPECT_TRUE(tensors_close(r.context, mix(weights, values)));

@@ -15,15 +15,15 @@ namespace attn::kernels {
 // i.e. α_j = p_j Σ_{k≤j} prev_k Π_{m=k}^{j−1} (1 − p_m), without ever dividing by the
 // vanishing cumprod (the clamped cumprod of the paper's appendix loses mass once it underflows).
 // energies, prev, alpha (B, S).
-void monotonic_alignment_forward(const float* energies, const float* prev, const int32_t* lengths, int64_t B,
-                                 int64_t S, float* alpha);
+void monotonic_alignment_forward(const float* energies, const float* prev, const int32_t* lengths, int64_t B, int64_t S,
+                                 float* alpha);
 // With q_j = α_j / p_j = (1 − p_{j−1}) q_{j−1} + prev_j and the reverse recurrence
 // G_j = dα_j p_j + (1 − p_j) G_{j+1}:
 //   dprev_j += G_j,   de_j += p_j (1 − p_j) q_j (dα_j − G_{j+1})
 // (∂α_j/∂p_m for m < j is −α_j/(1 − p_m); the products R keep it free of that division).
 // Either gradient pointer may be null.
-void monotonic_alignment_backward(const float* energies, const float* prev, const float* dalpha,
-                                  const int32_t* lengths, int64_t B, int64_t S, float* denergies, float* dprev);
+void monotonic_alignment_backward(const float* energies, const float* prev, const float* dalpha, const int32_t* lengths,
+                                  int64_t B, int64_t S, float* denergies, float* dprev);
 
 // Chiu & Raffel's expected chunk attention, window j = [j − W + 1, j] ∩ [0, L):
 //   β_k = Σ_{j=k}^{k+W−1} α_j · exp(u_k − LSE_j),  LSE_j = log Σ_{l ∈ window j} exp(u_l)
