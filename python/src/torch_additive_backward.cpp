@@ -54,9 +54,8 @@ py::tuple additive_attention_backward(const Tensor& query, const Tensor& pk, con
   kernels::attention_context_backward(weights.f32(), values.f32(), dcontext.f32(), lengths.i32(), B, T, S, E,
                                       da.f32(), dvalues.f32());
   Tensor de = Tensor::zeros({N * S});
-  kernels::normalizer_backward(kernels::Normalizer{},
-                               kernels::NormalizerRows{.rows = N, .n = S, .group = T, .extents = lengths.i32()}, nullptr,
-                               weights.f32(), da.f32(), de.f32());
+  const kernels::NormalizerRows rows{.rows = N, .n = S, .group = T, .extents = lengths.i32()};
+  kernels::normalizer_backward(kernels::Normalizer{}, rows, nullptr, weights.f32(), da.f32(), de.f32());
   Tensor du = Tensor::zeros({N, A}), dpk = Tensor::zeros(pk.shape()), dv_partial = Tensor::zeros({B, A});
   kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A,
                                               du.f32(), dpk.f32(), dv_partial.f32());

@@ -66,8 +66,9 @@ TEST(Report, AttentionZeroShareCountsExactZeros) {
   const ExplainReport r = summarise({sentence({0.0f, 0.4f, 0.6f}, {0.1f, 0.2f, 0.3f}, {0.1f, 0.2f, 0.3f}, 1, 1),
                                      sentence({1.0f, 0.0f, 1e-30f}, {0.1f, 0.2f, 0.3f}, {0.1f, 0.2f, 0.3f}, 1, 1)});
   EXPECT_NEAR(r.attention_zero_share, 2.0 / 6.0, 1e-12);
-  EXPECT_NEAR(report_json(r, {{"model", "m.safetensors"}}).at("attention_zero_share").get<double>(), 2.0 / 6.0, 1e-12);
-  EXPECT_NE(report_markdown(r, {{"model", "m.safetensors"}}).find("33.3 % of the attention weights are exactly 0"), std::string::npos);
+  const nlohmann::json context = {{"model", "m.safetensors"}};
+  EXPECT_NEAR(report_json(r, context).at("attention_zero_share").get<double>(), 2.0 / 6.0, 1e-12);
+  EXPECT_NE(report_markdown(r, context).find("33.3 % of the attention weights are exactly 0"), std::string::npos);
 }
 
 TEST(Report, NoSentenceOfTwoTokens) {

@@ -292,7 +292,8 @@ TEST(Normalizer, Errors) {
   EXPECT_THROW_MSG(normalize(x, {NormalizerKind::softmax, 0.9f}), ValueError, "alpha must be finite and > 1");
   EXPECT_THROW_MSG(sparsemax(x, Tensor::zeros({2, 1}, DType::i32)), ShapeError,
                    "sparsemax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)");
-  EXPECT_THROW_MSG(entmax15(x, Tensor::zeros({2, 3})), ShapeError, "entmax15: 'mask' expected dtype int32, got float32");
+  EXPECT_THROW_MSG(entmax15(x, Tensor::zeros({2, 3})), ShapeError,
+                   "entmax15: 'mask' expected dtype int32, got float32");
   EXPECT_THROW_MSG(entmax15(Tensor::zeros({2, 3}, DType::i32)), ShapeError,
                    "entmax15: 'x' expected dtype float32, got int32");
   EXPECT_THROW_MSG(sparsemax(Tensor::scalar(1.0f)), ShapeError, "sparsemax: 'x' expected (..., N) with rank >= 1");
