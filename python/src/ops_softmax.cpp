@@ -16,9 +16,12 @@ ATTN_PYTHON_REGISTER([](py::module_& m) {
         py::arg("x"), py::arg("mask") = py::none(),
         "Sparsemax over the last dimension (exact, sort-based): exact zeros below the threshold; mask as softmax");
   m.def("entmax15", [](const Tensor& x, const std::optional<Tensor>& mask) { return entmax15(x, opt(mask)); },
-        py::arg("x"), py::arg("mask") = py::none(), "1.5-entmax over the last dimension (exact, sort-based); mask as softmax");
+        py::arg("x"), py::arg("mask") = py::none(),
+        "1.5-entmax over the last dimension (exact, sort-based); mask as softmax");
   m.def("entmax_bisect",
-        [](const Tensor& x, float alpha, const std::optional<Tensor>& mask) { return entmax_bisect(x, alpha, opt(mask)); },
+        [](const Tensor& x, float alpha, const std::optional<Tensor>& mask) {
+          return entmax_bisect(x, alpha, opt(mask));
+        },
         py::arg("x"), py::arg("alpha") = 1.5f, py::arg("mask") = py::none(),
         "alpha-entmax over the last dimension by bisection, alpha > 1 (2: sparsemax); mask as softmax");
 });

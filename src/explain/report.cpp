@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "attn/error.h"
+#include "attn/explain/zero_share.h"
 
 namespace attn::explain {
 using nlohmann::json;
@@ -143,6 +144,9 @@ ExplainReport summarise(std::vector<ExplainedSentence> sentences, int64_t skippe
     fill_moments(t);
     r.taus.push_back(std::move(t));
   }
+  ZeroShare zeros;
+  for (const auto& s : r.sentences) zeros.add(s.importance.attention);
+  r.attention_zero_share = zeros.share();
   std::vector<double> medians, jsds;
   double right = 0.0;
   for (const auto& s : r.sentences) {
@@ -294,6 +298,7 @@ json report_json(const ExplainReport& r, const json& context) {
           {"heads", heads},
           {"erasure", erasure_json(r.erasure)},
           {"ig_completeness_error", {{"mean", r.ig_completeness_mean}, {"max", r.ig_completeness_max}}},
+          {"attention_zero_share", r.attention_zero_share},
           {"jain_wallace_sst_bilstm_tanh",
            {{"attention-gradient", {{"mean", 0.35}, {"sd", 0.21}, {"share_significant", 0.49}}},
             {"attention-loo", {{"mean", 0.29}, {"sd", 0.19}, {"share_significant", 0.36}}},
@@ -392,7 +397,9 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
         "| 0.808 |\n\n";
   md += "Integrated gradients (zero baseline): attention–IG " + cell(find(r, "attention", "ig")) + "; IG–LOO " +
         cell(find(r, "ig", "loo")) + "; gradient–IG " + cell(find(r, "gradient", "ig")) +
-        format("; completeness error mean %.2g, max %.2g.\n\n", r.ig_completeness_mean, r.ig_completeness_max);
+        format("; completeness error mean %.2g, max %.2g.\n\n", r.ig_completeness_mean, r.ig_completeness_max) +
+        format("%.1f %% of the attention weights are exactly 0 (a sparse normaliser gives them, softmax does not).\n\n",
+               100.0 * r.attention_zero_share);
   if (r.with_permutations > 0)
     md += format("Random permutation of the attention weights (encoder states fixed): the median over sentences of "
                  "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "

@@ -49,7 +49,8 @@ void AttnClassifierConfig::validate() const {
   if (!(dropout >= 0.0f && dropout < 1.0f)) fail("'dropout' must be in [0, 1), got " + std::to_string(dropout));
   check_normalizer("bilstm-attn config", normalizer);
   if (pooling == PoolingScore::uniform && normalizer.kind != NormalizerKind::softmax)
-    fail(std::string("the ") + normalizer_name(normalizer.kind) + " normaliser needs pooling additive or dot, got uniform");
+    fail(std::string("the ") + normalizer_name(normalizer.kind) +
+         " normaliser needs pooling additive or dot, got uniform");
 }
 
 json AttnClassifierConfig::to_json() const {

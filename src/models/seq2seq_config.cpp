@@ -143,8 +143,9 @@ void Seq2SeqConfig::validate() const {
                                    "concat, location or location_aware score, got {} ({})",
                                    normalizer_name(normalizer.kind), to_string(attention), s));
     if (location_smoothing)
-      throw ValueError(fmt::format("normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
-                                   normalizer_name(normalizer.kind)));
+      throw ValueError(fmt::format(
+          "normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
+          normalizer_name(normalizer.kind)));
   }
   if (pointer && (!attends || score_used == nn::StepScore::multihead))
     throw ValueError(fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})",

@@ -263,8 +263,8 @@ TEST(AttentionNormalizer, GradcheckAndFullyMaskedRows) {
 TEST(AttentionNormalizer, ErrorPaths) {
   const std::vector<Tensor> x = make_inputs(Kind::general);
   for (float alpha : {1.0f, 0.0f, std::nanf("")})
-    EXPECT_THROW_MSG(call(Kind::general, x, Tensor(), with_normalizer(Tensor(), {NormalizerKind::entmax, alpha})), ValueError,
-                     "luong_attention(general): entmax's alpha must be finite and > 1");
+    EXPECT_THROW_MSG(call(Kind::general, x, Tensor(), with_normalizer(Tensor(), {NormalizerKind::entmax, alpha})),
+                     ValueError, "luong_attention(general): entmax's alpha must be finite and > 1");
   EXPECT_THROW_MSG(call(Kind::scaled_general, make_inputs(Kind::scaled_general), Tensor(),
                         with_normalizer(Tensor(), {NormalizerKind::sparsemax})),
                    ValueError, "the learned 'scale' is trained through the softmax");

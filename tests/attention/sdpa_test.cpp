@@ -752,7 +752,8 @@ TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
           for (int64_t s = 0; s < S; ++s)
             for (int64_t d = 0; d < Dh; ++d)
               eo[(bh * T + t) * Dh + d] += ew[(bh * T + t) * S + s] * vv[(bh * S + s) * Dh + d];
-      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kAtol, kRtol)) << normalizer_name(n.kind);
+      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kAtol, kRtol))
+          << normalizer_name(n.kind);
     }
 }
 

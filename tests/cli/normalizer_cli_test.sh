@@ -5,6 +5,7 @@
 # a sparse model is refused rather than exported with a softmax. Usage: normalizer_cli_test.sh path/to/attn
 set -uo pipefail
 attn="$1"
+data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
 source "$(dirname "$0")/lib.sh"
 
 tiny=(--hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --log-every 5 --eval-every 10 --eval-samples 16 --threads 1)
@@ -50,5 +51,21 @@ for d in bad1 bad2 bad3 bad4; do [[ ! -e "$work/$d" ]] || fail "a refused run wr
 expect 1 "normaliser 'sparsemax' has no plain-PyTorch version here" -- "$attn" export --to torch --model "$model" \
   --out "$work/torch"
 [[ ! -e "$work/torch" ]] || fail "a refused export wrote its folder"
+
+# The classifiers' pooling and the Transformers take it too (a few steps on SST-2).
+if have_data sst2/sentiment-train.gz sst2/sentiment-dev; then
+  sst=(--task sst2 --data "$data" --batch 32 --steps 5 --train-limit 200 --dev-limit 20 --threads 1)
+  expect 0 "trained 5 steps" -- "$attn" train "${sst[@]}" --model bilstm-attn --emb 16 --hidden 12 --normalizer sparsemax \
+    --out "$work/pool"
+  grep -q '"normalizer":"sparsemax"' <(head -c 4096 "$work/pool/model.safetensors" | tr -d '\\') ||
+    fail "the bilstm-attn checkpoint does not record sparsemax"
+  expect 0 "trained 5 steps" -- "$attn" train "${sst[@]}" --model transformer-cls --d-model 16 --ffn 32 \
+    --normalizer entmax15 --out "$work/tcls"
+  grep -q '"normalizer":"entmax15"' <(head -c 4096 "$work/tcls/model.safetensors" | tr -d '\\') ||
+    fail "the transformer-cls checkpoint does not record entmax15"
+  expect 0 "accuracy" -- "$attn" eval --model "$work/tcls/model.safetensors" --data "$data" --split dev
+  expect 2 "--normalizer does not apply to --task sst2 --model bilstm" -- "$attn" train "${sst[@]}" --model bilstm \
+    --normalizer sparsemax --out "$work/bad5"
+fi
 
 finish "normalizer CLI"

@@ -61,6 +61,16 @@ TEST(Report, SummaryFiguresAndOneTokenSentences) {
   EXPECT_NE(md.find("much more than attention agrees"), std::string::npos) << md;
 }
 
+TEST(Report, AttentionZeroShareCountsExactZeros) {
+  // 2 of 6 weights are exactly 0 (a sparse normaliser's), 1e-30 is not.
+  const ExplainReport r = summarise({sentence({0.0f, 0.4f, 0.6f}, {0.1f, 0.2f, 0.3f}, {0.1f, 0.2f, 0.3f}, 1, 1),
+                                     sentence({1.0f, 0.0f, 1e-30f}, {0.1f, 0.2f, 0.3f}, {0.1f, 0.2f, 0.3f}, 1, 1)});
+  EXPECT_NEAR(r.attention_zero_share, 2.0 / 6.0, 1e-12);
+  const nlohmann::json context = {{"model", "m.safetensors"}};
+  EXPECT_NEAR(report_json(r, context).at("attention_zero_share").get<double>(), 2.0 / 6.0, 1e-12);
+  EXPECT_NE(report_markdown(r, context).find("33.3 % of the attention weights are exactly 0"), std::string::npos);
+}
+
 TEST(Report, NoSentenceOfTwoTokens) {
   ExplainReport r = summarise({sentence({1.0f}, {0.4f}, {}, -1, 0)});
   EXPECT_EQ(r.labelled, 0);

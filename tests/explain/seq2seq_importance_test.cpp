@@ -188,6 +188,11 @@ TEST(Seq2SeqReport, TauAndAgreementByHand) {
   p.gradient = {{-0.9f, 0.1f, 0.4f}, {0.2f, -0.1f, 0.3f}};  // |g|: (0.9, 0.1, 0.4), (0.2, 0.1, 0.3)
   p.leave_one_out = {{0.5f, 0.3f, 0.1f}, {0.3f, 0.2f, 0.1f}};
   const Seq2SeqReport r = summarise_seq2seq({{"3 4 5", {"3", "4", "5"}, {"3", "<eos>"}, p}});
+  EXPECT_EQ(r.attention_zero_share, 0.0);  // softmax-like rows: no exact zeros
+  PairImportance q = p;
+  q.attention = {{0.7f, 0.3f, 0.0f}, {0.0f, 0.0f, 1.0f}};
+  EXPECT_NEAR(summarise_seq2seq({{"3 4 5", {"3", "4", "5"}, {"3", "<eos>"}, q}}).attention_zero_share, 3.0 / 6.0,
+              1e-12);
   // Target 1: attention (0.7, 0.2, 0.1) vs |g| (0.9, 0.1, 0.4): pairs (0,1) C, (0,2) C, (1,2) D → 1/3.
   // Target 2: attention (0.1, 0.3, 0.6) vs |g| (0.2, 0.1, 0.3): (0,1) D, (0,2) C, (1,2) C → 1/3.
   const TauSummary& ag = r.taus[0];

@@ -147,7 +147,8 @@ TEST(IsaLevels, Normalizers) {
                                        kernels::NormalizerKind::sparsemax, kernels::NormalizerKind::entmax15,
                                        kernels::NormalizerKind::entmax_bisect}) {
     const kernels::Normalizer norm{kind, 0.7f, 1.3f};
-    const kernels::NormalizerRows rows{.rows = B * T, .n = S, .group = T, .extents = extents.data(), .mask = keep.data()};
+    const kernels::NormalizerRows rows{
+        .rows = B * T, .n = S, .group = T, .extents = extents.data(), .mask = keep.data()};
     expect_levels_agree("normalizer kind " + std::to_string(static_cast<int>(kind)), [&](IsaLevel l) {
       std::vector<float> y(B * T * S), dx(B * T * S, 0.5f);
       AT_LEVEL(l, normalizer_forward)(norm, rows, x.data(), y.data());

@@ -72,6 +72,7 @@ struct ExplainReport {
   double permutation_median_of_medians = 0.0;
   double share_permutation_median_below_001 = 0.0;  // sentences whose median |Δŷ| < 0.01
   double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
+  double attention_zero_share = 0.0;  // exactly-zero weights of the attention measure, over every token
   bool transformer = false;       // the sentences carry rollout, flow and head statistics
   int64_t with_permutations = 0;  // sentences with a permutation test (bilstm-attn)
   // Jain & Wallace's adversarial attention (bilstm-attn), over the sentences of 2+ tokens
