@@ -7,11 +7,41 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "attn/autodiff/tape.h"
 #include "attn/random.h"
 
 namespace attn::testing {
+
+namespace {
+// The process's temporary folder, removed by the destructor of this static at exit.
+struct ProcessTempDir {
+  std::filesystem::path path;
+  ProcessTempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "attn_test_XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + pattern);
+    path = pattern;
+  }
+  ~ProcessTempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+}  // namespace
+
+std::filesystem::path process_temp_dir() {
+  static const ProcessTempDir dir;
+  return dir.path;
+}
+
+std::string temp_path(const std::string& name) { return (process_temp_dir() / name).string(); }
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  const std::string path = temp_path(name);
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
 
 void TempDirTest::SetUp() {
   std::string pattern = (std::filesystem::temp_directory_path() / "attn_test_XXXXXX").string();

@@ -34,6 +34,12 @@ bool data_file_exists(const std::string& relative_path);
 // test whose file is missing fails instead of skipping.
 bool data_required();
 
+// A folder under the system's temporary folder for this test process, made on first use and
+// removed when the process exits; temp_path names a file in it, temp_file writes one there.
+std::filesystem::path process_temp_dir();
+std::string temp_path(const std::string& name);
+std::string temp_file(const std::string& name, const std::string& content);
+
 // A fixture with a fresh folder (dir_) under the system's temporary folder for each test,
 // removed afterwards, and helpers to put and read files in it.
 class TempDirTest : public ::testing::Test {

@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 #include "test_support.h"
 
@@ -13,10 +12,6 @@ namespace attn::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("attn_checkpoint_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
 
 Tensor make_param(const std::string& name, std::vector<float> values) {
   const int64_t n = static_cast<int64_t>(values.size());
@@ -41,7 +36,7 @@ struct Trained {
 
 TEST(Checkpoint, ModelAndOptimizerRoundTrip) {
   Trained trained;
-  const std::string path = temp_path("round_trip.safetensors");
+  const std::string path = attn::testing::temp_path("round_trip.safetensors");
   save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}, {"step", 2}}, &trained.adam);
   EXPECT_EQ(checkpoint_format(path), "attn-test");
 
@@ -76,7 +71,7 @@ TEST(Checkpoint, ModelAndOptimizerRoundTrip) {
 // failed steps later with "try a smaller --lr".
 TEST(Checkpoint, NonFiniteOptimizerStateIsRefused) {
   Trained trained;
-  const std::string path = temp_path("nan_moments.safetensors");
+  const std::string path = attn::testing::temp_path("nan_moments.safetensors");
   save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}}, &trained.adam);
   io::SafetensorsFile file = io::load_safetensors(path);
   fs::remove(path);
@@ -95,7 +90,7 @@ TEST(Checkpoint, NonFiniteOptimizerStateIsRefused) {
 
 // A checkpoint without checksums (another tool, an older attn) loads, with a note.
 TEST(Checkpoint, UnverifiedFileLoadsWithANote) {
-  const std::string path = temp_path("unverified.safetensors");
+  const std::string path = attn::testing::temp_path("unverified.safetensors");
   const std::string header = R"({"__metadata__":{"attn":"{\"format\":\"attn-test\"}"}})";
   std::string bytes(8, '\0');
   for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(header.size() >> (8 * i));
@@ -113,7 +108,7 @@ TEST(Checkpoint, UnverifiedFileLoadsWithANote) {
 
 TEST(Checkpoint, Errors) {
   Trained trained;
-  const std::string path = temp_path("errors.safetensors");
+  const std::string path = attn::testing::temp_path("errors.safetensors");
   // A best-model checkpoint has no optimizer state to resume from.
   save_run_checkpoint(path, trained.parameters(), {{"format", "attn-test"}});
   io::SafetensorsFile file = io::load_safetensors(path);
@@ -169,7 +164,7 @@ TEST(CheckpointKind, FormatsNameTheirKinds) {
 TEST(CheckpointKind, ReadFromTheFileAndRequired) {
   using decode::CheckpointKind;
   Trained trained;
-  const std::string lm = temp_path("kind_lm.safetensors"), other = temp_path("kind_other.safetensors");
+  const std::string lm = attn::testing::temp_path("kind_lm.safetensors"), other = attn::testing::temp_path("kind_other.safetensors");
   save_run_checkpoint(lm, trained.parameters(), {{"format", "attn-lm"}, {"step", 2}}, &trained.adam);
   save_run_checkpoint(other, trained.parameters(), {{"format", "attn-test"}}, &trained.adam);
   EXPECT_EQ(decode::checkpoint_kind(lm), CheckpointKind::lm);

@@ -1,6 +1,5 @@
 #include "attn/train/lm_trainer.h"
 
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -88,7 +87,7 @@ TEST(CharVocab, LoadRefusesACraftedList) {
 
 TEST(LmTrainer, LearnsCharactersAndSamples) {
   ATTN_SKIP_WITHOUT_DATA("tatoeba-fra-eng/fra.txt.gz");
-  const fs::path out = fs::temp_directory_path() / ("attn_lm_trainer_test_" + std::to_string(::getpid()));
+  const fs::path out = attn::testing::process_temp_dir() / "lm_trainer";
   fs::remove_all(out);
   const models::TransformerConfig config = one_layer_lm(32, 2, 64);
   LmOptions o;

@@ -3,8 +3,6 @@
 // the wrong count) as one-line errors naming the file and line.
 #include "attn/data/embeddings.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -17,15 +15,6 @@
 
 namespace attn::data {
 namespace {
-namespace fs = std::filesystem;
-
-std::string write_temp(const std::string& name, const std::string& content) {
-  const fs::path dir = fs::temp_directory_path() / ("attn_embeddings_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  std::ofstream(p, std::ios::binary) << content;
-  return p.string();
-}
 
 std::string float_bytes(std::initializer_list<float> values) {
   std::string out;
@@ -51,7 +40,7 @@ void expect_value_error(Fn&& fn, const std::string& fragment) {
 }
 
 TEST(WordVectors, FastTextVecWithHeaderAndTrailingSpaces) {
-  const std::string path = write_temp("wiki.vec", "3 2\nthe 0.5 -1 \n, 2e-1 3 \nmovie 1 2 \n");
+  const std::string path = attn::testing::temp_file("wiki.vec", "3 2\nthe 0.5 -1 \n, 2e-1 3 \nmovie 1 2 \n");
   const WordVectors v = read_word_vectors(path);
   EXPECT_EQ(v.format, "word2vec text / fastText .vec");
   EXPECT_EQ(v.dim, 2);
@@ -61,7 +50,7 @@ TEST(WordVectors, FastTextVecWithHeaderAndTrailingSpaces) {
 }
 
 TEST(WordVectors, GloveWithoutHeaderKeepsOnlyWantedAndWordsWithSpaces) {
-  const std::string path = write_temp("glove.txt", "the 1 2 3\nmovie 4 5 6\n. . . 7 8 9\nbleak 0 0 1\n");
+  const std::string path = attn::testing::temp_file("glove.txt", "the 1 2 3\nmovie 4 5 6\n. . . 7 8 9\nbleak 0 0 1\n");
   const std::unordered_set<std::string> wanted = {"movie", ". . .", "absent"};
   const WordVectors v = read_word_vectors(path, &wanted);
   EXPECT_EQ(v.format, "GloVe text");
@@ -80,7 +69,7 @@ TEST(WordVectors, Word2VecBinaryAndGzip) {
   expect_vector(v, "the", {1.5f, -2, 0});
   expect_vector(v, "movie", {3, 4, 5});
   // The same text file gzip-compressed reads the same.
-  const std::string path = write_temp("g.txt.gz", "");
+  const std::string path = attn::testing::temp_file("g.txt.gz", "");
   gzFile gz = gzopen(path.c_str(), "wb");
   const std::string text = "the 1 2\n";
   gzwrite(gz, text.data(), static_cast<unsigned>(text.size()));

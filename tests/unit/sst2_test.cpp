@@ -3,8 +3,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/data/text.h"
@@ -16,16 +14,8 @@ namespace attn::data {
 namespace {
 namespace fs = std::filesystem;
 
-std::string write_temp(const std::string& name, const std::string& content) {
-  const fs::path dir = fs::temp_directory_path() / ("attn_sst2_test_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path p = dir / name;
-  std::ofstream(p, std::ios::binary) << content;
-  return p.string();
-}
-
 TEST(Sst2, ParsesLastTabAndStrips) {
-  const std::string path = write_temp("ok", "it 's a charming journey . \t1\nbleak\tand desperate \t0\n\n  spaced out \t 1 \n");
+  const std::string path = attn::testing::temp_file("ok", "it 's a charming journey . \t1\nbleak\tand desperate \t0\n\n  spaced out \t 1 \n");
   const auto examples = read_sst2(path);
   ASSERT_EQ(examples.size(), 3u);
   EXPECT_EQ(examples[0].text, "it 's a charming journey .");
@@ -54,26 +44,26 @@ TEST(Sst2, RawTextIsTokenisedLikeTheData) {
   if (testing::data_file_exists("sst2/sentiment-dev"))
     for (const auto& e : read_sst2(sst2_split_path(testing::data_dir(), "dev")))
       EXPECT_EQ(sst2_tokens(e.text), whitespace_tokens(e.text)) << e.text;
-  const std::string path = write_temp("bom", "\xEF\xBB\xBFgood film \t1\n");
+  const std::string path = attn::testing::temp_file("bom", "\xEF\xBB\xBFgood film \t1\n");
   EXPECT_EQ(read_sst2(path).at(0).text, "good film");
 }
 
 TEST(Sst2, MalformedLinesNameFileAndLine) {
-  const std::string no_tab = write_temp("no_tab", "good \t1\nno tab here 1\n");
+  const std::string no_tab = attn::testing::temp_file("no_tab", "good \t1\nno tab here 1\n");
   EXPECT_THROW_MSG(read_sst2(no_tab), ValueError, no_tab + ":2: expected '<sentence><TAB><label>', found no tab");
-  const std::string bad_label = write_temp("bad_label", "good \t1\nbad \t2\n");
+  const std::string bad_label = attn::testing::temp_file("bad_label", "good \t1\nbad \t2\n");
   EXPECT_THROW_MSG(read_sst2(bad_label), ValueError, bad_label + ":2: label '2' is not 0 or 1");
-  const std::string word_label = write_temp("word_label", "good \tpositive\n");
+  const std::string word_label = attn::testing::temp_file("word_label", "good \tpositive\n");
   EXPECT_THROW_MSG(read_sst2(word_label), ValueError, ":1: label 'positive' is not 0 or 1");
-  const std::string empty_text = write_temp("empty_text", "  \t1\n");
+  const std::string empty_text = attn::testing::temp_file("empty_text", "  \t1\n");
   EXPECT_THROW_MSG(read_sst2(empty_text), ValueError, ":1: empty sentence before the tab");
   EXPECT_THROW(read_sst2("/nonexistent/sentiment-dev"), IoError);
-  const std::string blank = write_temp("blank", "\n  \n");
+  const std::string blank = attn::testing::temp_file("blank", "\n  \n");
   EXPECT_THROW_MSG(read_sst2(blank), ValueError, blank + ": no examples (expected '<sentence><TAB><label>' lines)");
 }
 
 TEST(Sst2, SplitPaths) {
-  const fs::path root = fs::temp_directory_path() / ("attn_sst2_split_" + std::to_string(::getpid()));
+  const fs::path root = attn::testing::process_temp_dir() / "sst2_split";
   fs::create_directories(root / "sst2");
   EXPECT_EQ(sst2_split_path(root.string(), "train"), (root / "sst2" / "sentiment-train.gz").string());
   EXPECT_EQ(sst2_split_path(root.string(), "dev"), (root / "sst2" / "sentiment-dev").string());
