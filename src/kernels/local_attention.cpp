@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/dropout.h"
-#include "kernels/normalizer.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
+#include "kernels/dropout.h"
+#include "kernels/normalizer.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
@@ -40,10 +40,12 @@ void local_attention_windows(const int32_t* centres, const int32_t* lengths, int
   }
 }
 
-void local_attention_forward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                             const int32_t* counts, const float* p, const int32_t* keep, float drop_p,
-                             uint64_t drop_seed, int64_t B, int64_t T, int64_t S, int64_t E, int64_t K, float alpha,
-                             float gauss, float* soft, float* weights, float* context) {
+void local_attention_forward(const LocalAttentionProblem& pr, float* soft, float* weights, float* context) {
+  const int64_t B = pr.B, T = pr.T, S = pr.S, E = pr.E, K = pr.K;
+  const float *q = pr.q, *keys = pr.keys, *values = pr.values, *p = pr.p;
+  const int32_t *starts = pr.starts, *counts = pr.counts, *keep = pr.keep;
+  const float alpha = pr.alpha, gauss = pr.gauss, drop_p = pr.drop_p;
+  const uint64_t drop_seed = pr.drop_seed;
   const int64_t N = B * T;
   parallel_for(0, N, grain_for(2 * K * E), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
@@ -66,9 +68,9 @@ void local_attention_forward(const float* q, const float* keys, const float* val
       normalizer_row_forward(Normalizer{.scale = alpha}, a, kp, a, n);
       // w = a ⊙ g (Gaussian around p_r for local-p, not renormalised).
       if (p) {
-        const float pr = p[r];
+        const float pos = p[r];
         for (int64_t j = 0; j < n; ++j) {
-          const float d = static_cast<float>(st + j) - pr;
+          const float d = static_cast<float>(st + j) - pos;
           w[j] = a[j] * fast_exp(-d * d * gauss);
         }
       } else {
@@ -79,12 +81,15 @@ void local_attention_forward(const float* q, const float* keys, const float* val
   });
 }
 
-void local_attention_backward(const float* q, const float* keys, const float* values, const int32_t* starts,
-                              const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
-                              const float* soft, const float* weights, const float* dcontext,
-                              const float* dweights, int64_t B, int64_t T, int64_t S,
-                              int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq,
-                              float* dkeys, float* dvalues, float* dp) {
+void local_attention_backward(const LocalAttentionProblem& pr, const float* soft, const float* weights,
+                              const float* dcontext, const float* dweights, float* scratch,
+                              const LocalAttentionGrads& grads) {
+  const int64_t B = pr.B, T = pr.T, S = pr.S, E = pr.E, K = pr.K;
+  const float *q = pr.q, *keys = pr.keys, *values = pr.values, *p = pr.p;
+  const int32_t *starts = pr.starts, *counts = pr.counts;
+  const float alpha = pr.alpha, gauss = pr.gauss, drop_p = pr.drop_p;
+  const uint64_t drop_seed = pr.drop_seed;
+  float *dq = grads.dq, *dkeys = grads.dkeys, *dvalues = grads.dvalues, *dp = grads.dp;
   const bool want_scores = dq || dkeys;
   parallel_for(0, B, grain_for(4 * T * K * E), [&](int64_t blo, int64_t bhi) {
     for (int64_t b = blo; b < bhi; ++b)
@@ -133,9 +138,8 @@ void local_attention_backward(const float* q, const float* keys, const float* va
   });
 }
 
-void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts,
-                                     float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K,
-                                     float* dense) {
+void local_attention_scatter_weights(const float* weights, const int32_t* starts, const int32_t* counts, float drop_p,
+                                     uint64_t drop_seed, int64_t N, int64_t S, int64_t K, float* dense) {
   for (int64_t r = 0; r < N; ++r)
     for (int64_t j = 0; j < counts[r]; ++j) {
       const int64_t i = r * S + starts[r] + j;
@@ -177,4 +181,4 @@ void local_attention_position_backward(const float* h, const float* v_p, const f
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

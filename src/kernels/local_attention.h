@@ -27,7 +27,24 @@ namespace attn::kernels {
 // starts[r] its first position and counts[r] its size (0 when empty: L_b = 0 or the
 // centre lies more than D_w past the end).
 ATTN_KERNEL(local_attention_windows, void(const int32_t* centres, const int32_t* lengths, int64_t B, int64_t T,
-            int64_t D_w, int32_t* starts, int32_t* counts));
+                                          int64_t D_w, int32_t* starts, int32_t* counts));
+
+// One local-attention problem: the sizes, the inputs the forward and the backward share, and
+// the score, Gaussian and dropout settings. N = B·T query rows.
+struct LocalAttentionProblem {
+  int64_t B = 0, T = 0, S = 0, E = 0, K = 0;  // batch, query steps, source positions, features, window slots
+  const float* q = nullptr;                   // (N, E) content query rows
+  const float* keys = nullptr;                // (B, S, E)
+  const float* values = nullptr;              // (B, S, E)
+  const int32_t* starts = nullptr;            // (N) each window's first position (local_attention_windows)
+  const int32_t* counts = nullptr;            // (N) each window's size
+  const float* p = nullptr;                   // (N) local-p positions p_r, or null (local-m: no Gaussian)
+  const int32_t* keep = nullptr;              // (B, S) key padding mask, nonzero = keep, or null (forward only)
+  float alpha = 1.0f;                         // score scale: 1 / temperature
+  float gauss = 0.0f;                         // 1 / (2σ²) of the local-p Gaussian
+  float drop_p = 0.0f;                        // dropout on the weights, in [0, 1); 0 = none
+  uint64_t drop_seed = 0;
+};
 
 // Forward over every row:
 //   e_j = q[r] · keys[b, s_j]                              content score
@@ -36,11 +53,9 @@ ATTN_KERNEL(local_attention_windows, void(const int32_t* centres, const int32_t*
 //   w_j = a_j · g_j,  g_j = exp(−(s_j − p_r)² · gauss)      (local-p; g_j = 1 when p is null)
 //                                                                               -> weights (N, K)
 //   context[r] = Σ_j m_j w_j values[b, s_j]   (m_j the dropout factor, 1 without)  -> (N, E)
-// gauss = 1 / (2σ²). An empty or fully masked window gives zero soft, weights and context.
-ATTN_KERNEL(local_attention_forward, void(const float* q, const float* keys, const float* values, const int32_t* starts,
-            const int32_t* counts, const float* p, const int32_t* keep, float drop_p, uint64_t drop_seed, int64_t B,
-            int64_t T, int64_t S, int64_t E, int64_t K, float alpha, float gauss, float* soft, float* weights,
-            float* context));
+// An empty or fully masked window gives zero soft, weights and context.
+ATTN_KERNEL(local_attention_forward,
+            void(const LocalAttentionProblem& pr, float* soft, float* weights, float* context));
 
 // Backward of local_attention_forward, batch rows in parallel (each batch row owns its
 // keys / values gradient, rows t in order, so results do not depend on the thread count):
@@ -50,28 +65,34 @@ ATTN_KERNEL(local_attention_forward, void(const float* q, const float* keys, con
 //   dp[r]           += Σ_j dw_j w_j (s_j − p_r) · 2 gauss         (∂g_j/∂p = g_j (s_j − p) / σ²)
 //   da_j = dw_j g_j;  de_j = alpha · a_j (da_j − Σ_i a_i da_i)
 //   dq[r]           += Σ_j de_j keys[b, s_j];   dkeys[b, s_j] += de_j q[r]
-// scratch is (N, K) floats the kernel may overwrite. dcontext, dweights and every output
-// may be null.
+// soft and weights are the forward's; scratch is (N, K) floats the kernel may overwrite.
+// dcontext, dweights and every output may be null.
 // (Masked slots have a_j = w_j = 0 and get exactly 0: no mask needed here.)
-ATTN_KERNEL(local_attention_backward, void(const float* q, const float* keys, const float* values,
-            const int32_t* starts, const int32_t* counts, const float* p, float drop_p, uint64_t drop_seed,
-            const float* soft, const float* weights, const float* dcontext, const float* dweights, int64_t B, int64_t T,
-            int64_t S, int64_t E, int64_t K, float alpha, float gauss, float* scratch, float* dq, float* dkeys,
-            float* dvalues, float* dp));
+struct LocalAttentionGrads {
+  float* dq = nullptr;       // (N, E)
+  float* dkeys = nullptr;    // (B, S, E)
+  float* dvalues = nullptr;  // (B, S, E)
+  float* dp = nullptr;       // (N), local-p only
+};
+ATTN_KERNEL(local_attention_backward,
+            void(const LocalAttentionProblem& pr, const float* soft, const float* weights, const float* dcontext,
+                 const float* dweights, float* scratch, const LocalAttentionGrads& grads));
 
 // Scatters the window weights (N, K) into dense (N, S) rows (dense must be zeroed), times the
 // dropout factor m_j (post-dropout weights; drop_p = 0: the weights as they are).
-ATTN_KERNEL(local_attention_scatter_weights, void(const float* weights, const int32_t* starts, const int32_t* counts,
-            float drop_p, uint64_t drop_seed, int64_t N, int64_t S, int64_t K, float* dense));
+ATTN_KERNEL(local_attention_scatter_weights,
+            void(const float* weights, const int32_t* starts, const int32_t* counts, float drop_p, uint64_t drop_seed,
+                 int64_t N, int64_t S, int64_t K, float* dense));
 
 // local-p aligned positions from the pre-activations pre = h W_pᵀ (N, A), in place:
 //   h_r = tanh(pre_r) (written over pre);  u_r = v_p · h_r;  sg_r = sigmoid(u_r);
 //   p_r = L_b · sg_r;  centres_r = min(floor(p_r), L_b − 1)  (0 when L_b = 0)
 ATTN_KERNEL(local_attention_position_forward, void(float* pre, const float* v_p, const int32_t* lengths, int64_t B,
-            int64_t T, int64_t A, float* sg, float* p, int32_t* centres));
+                                                   int64_t T, int64_t A, float* sg, float* p, int32_t* centres));
 // du_r += dp_r · L_b sg_r (1 − sg_r);   dpre[r] += du_r · v_p ⊙ (1 − h_r²)
 // (h from the forward, du (N) so the caller can form dv_p = Σ_r du_r h_r with one GEMM).
-ATTN_KERNEL(local_attention_position_backward, void(const float* h, const float* v_p, const float* sg, const float* dp,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t A, float* du, float* dpre));
+ATTN_KERNEL(local_attention_position_backward,
+            void(const float* h, const float* v_p, const float* sg, const float* dp, const int32_t* lengths, int64_t B,
+                 int64_t T, int64_t A, float* du, float* dpre));
 
 }  // namespace attn::kernels

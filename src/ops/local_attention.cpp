@@ -50,7 +50,7 @@ Tensor monotonic_centres(const std::string& op, const Tensor& positions, const a
                 : "(1), (B=" + std::to_string(B) + ") or (B=" + std::to_string(B) + ", 1) for a one-step query";
     throw ShapeError(op + ": 'positions' expected int32 " + expected + ", got " +
                      (positions.dtype() == DType::i32 || !positions.defined() ? shape_or_undefined(positions)
-                                                                             : positions.shape().str() + " float32"));
+                                                                              : positions.shape().str() + " float32"));
   }
   const int32_t* p = positions.i32();
   for (int64_t i = 0; i < positions.numel(); ++i)
@@ -64,8 +64,8 @@ Tensor monotonic_centres(const std::string& op, const Tensor& positions, const a
 
 }  // namespace
 
-AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
-                                const Tensor& lengths, const LocalOptions& options) {
+AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                const LocalOptions& options) {
   if (options.mode != LocalMode::monotonic && options.mode != LocalMode::predictive)
     throw ValueError("local_attention: unknown mode " + std::to_string(static_cast<int>(options.mode)));
   const bool predictive = options.mode == LocalMode::predictive;
@@ -90,7 +90,8 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   }
   const int64_t window = options.window;
   if (window < (predictive ? 1 : 0))
-    throw ValueError(op + ": window must be >= " + (predictive ? "1 for local-p (sigma = window / 2)" : std::string("0")) +
+    throw ValueError(op +
+                     ": window must be >= " + (predictive ? "1 for local-p (sigma = window / 2)" : std::string("0")) +
                      ", got " + std::to_string(window) +
                      ": it is Luong's half-width D, the window is [p_t - D, p_t + D] (Luong et al. use D = 10)");
   const Tensor& w_p = options.w_p;
@@ -149,9 +150,23 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   Tensor soft = Tensor::empty({N, K});
   Tensor win = Tensor::empty({N, K});
   Tensor context = Tensor::empty(q.out(E));
-  kernels::local_attention_forward(qw.f32(), keys.f32(), values.f32(), starts.i32(), counts.i32(),
-                                   predictive ? p.f32() : nullptr, mask.keep_ptr(), drop_p, drop_seed, B, T, S, E, K,
-                                   alpha, gauss, soft.f32(), win.f32(), context.f32());
+  kernels::LocalAttentionProblem problem{.B = B,
+                                         .T = T,
+                                         .S = S,
+                                         .E = E,
+                                         .K = K,
+                                         .q = qw.f32(),
+                                         .keys = keys.f32(),
+                                         .values = values.f32(),
+                                         .starts = starts.i32(),
+                                         .counts = counts.i32(),
+                                         .p = predictive ? p.f32() : nullptr,
+                                         .keep = mask.keep_ptr(),
+                                         .alpha = alpha,
+                                         .gauss = gauss,
+                                         .drop_p = drop_p,
+                                         .drop_seed = drop_seed};
+  kernels::local_attention_forward(problem, soft.f32(), win.f32(), context.f32());
   Tensor weights;  // dense, after dropout
   if (options.need_weights) {
     weights = Tensor::zeros(q.out(S));
@@ -162,8 +177,11 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   AttentionResult result{context, weights};
   if (!autodiff::needs_grad(query, keys, values, w, w_p, v_p)) return result;
 
+  // The backward needs no mask: masked slots carry zero weight (and the mask is not kept alive).
+  kernels::LocalAttentionProblem backward_problem = problem;
+  backward_problem.keep = nullptr;
   auto backward = [query, keys, values, lengths = mask.lengths, w, w_p, v_p, qw, h, sg, p, starts, counts, soft, win,
-                   context, weights, B, T, S, E, D, A, K, alpha, gauss, score, predictive, drop_p, drop_seed]() {
+                   context, weights, B, T, E, D, A, K, score, predictive, problem = backward_problem]() {
     const int64_t N = B * T;
     const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
     const float* dweights = weights.defined() && weights.has_grad() ? weights.grad().f32() : nullptr;
@@ -176,11 +194,9 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     const bool want_p = predictive && (query.requires_grad() || w_p.requires_grad() || v_p.requires_grad());
     Tensor dp = want_p ? Tensor::zeros({N}) : Tensor();
     Tensor scratch = Tensor::empty({N, K});
-    kernels::local_attention_backward(qw.f32(), keys.f32(), values.f32(), starts.i32(), counts.i32(),
-                                      predictive ? p.f32() : nullptr, drop_p, drop_seed, soft.f32(), win.f32(),
-                                      dcontext, dweights, B,
-                                      T, S, E, K, alpha, gauss, scratch.f32(), dq, grad_or_null(keys),
-                                      grad_or_null(values), want_p ? dp.f32() : nullptr);
+    kernels::local_attention_backward(
+        problem, soft.f32(), win.f32(), dcontext, dweights, scratch.f32(),
+        {.dq = dq, .dkeys = grad_or_null(keys), .dvalues = grad_or_null(values), .dp = want_p ? dp.f32() : nullptr});
     // qw = Q W:  dQ += dqw Wᵀ,  dW += Qᵀ dqw
     if (want_qw) {
       if (query.requires_grad())
@@ -193,8 +209,8 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     //   dQ += dpre W_p,  dW_p += dpreᵀ Q,  dv_p += Σ_r du_r h_r
     Tensor du = Tensor::zeros({N});
     Tensor dpre = Tensor::zeros({N, A});
-    kernels::local_attention_position_backward(h.f32(), v_p.f32(), sg.f32(), dp.f32(), lengths.i32(), B, T, A,
-                                               du.f32(), dpre.f32());
+    kernels::local_attention_position_backward(h.f32(), v_p.f32(), sg.f32(), dp.f32(), lengths.i32(), B, T, A, du.f32(),
+                                               dpre.f32());
     if (query.requires_grad())
       kernels::gemm(false, false, N, D, A, 1.0f, dpre.f32(), A, w_p.f32(), D, 1.0f, query.grad_accumulator().f32(), D);
     if (w_p.requires_grad())

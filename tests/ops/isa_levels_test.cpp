@@ -307,9 +307,10 @@ TEST(IsaLevels, LocalAttentionForward) {
   kernels::local_attention_windows(centres.data(), lengths.data(), B, T, D_w, starts.data(), counts.data());
   expect_levels_agree("local_attention_forward", [&](IsaLevel l) {
     std::vector<float> soft(N * K), weights(N * K), context(N * E);
-    AT_LEVEL(l, local_attention_forward)(q.data(), keys.data(), values.data(), starts.data(), counts.data(), nullptr,
-                                          nullptr, 0.0f, 0, B, T, S, E, K, 1.0f, 0.0f, soft.data(), weights.data(),
-                                          context.data());
+    const kernels::LocalAttentionProblem problem{.B = B, .T = T, .S = S, .E = E, .K = K, .q = q.data(),
+                                                 .keys = keys.data(), .values = values.data(),
+                                                 .starts = starts.data(), .counts = counts.data()};
+    AT_LEVEL(l, local_attention_forward)(problem, soft.data(), weights.data(), context.data());
     return Outputs{soft, weights, context};
   });
 }
