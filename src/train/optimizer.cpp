@@ -9,6 +9,7 @@
 
 #include "attn/number_format.h"
 #include "attn/parallel.h"
+#include "kernels/optimizer.h"
 
 namespace attn::train {
 namespace {
@@ -19,9 +20,6 @@ void check_option(const char* opt, const char* what, float value, bool ok) {
   if (!std::isfinite(value) || !ok)
     throw ValueError(std::string(opt) + ": invalid " + what + " " + format_number(value));
 }
-
-// torch.lerp: weight < 0.5 ? a + w (b − a) : b − (b − a)(1 − w)
-inline float lerp(float a, float b, float w) { return w < 0.5f ? a + w * (b - a) : b - (b - a) * (1.0f - w); }
 
 }  // namespace
 
@@ -229,29 +227,17 @@ void Adam::update(Tensor& param, const Tensor& grad, std::vector<Tensor>& slots,
   // Scalars as Python computes them (double), then used as float32 in the element loop.
   const double bias_correction1 = 1.0 - std::pow(b1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(b2, static_cast<double>(step));
-  const float step_size = static_cast<float>(lr / bias_correction1);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float eps = options_.eps;
-  const float w1 = static_cast<float>(1.0 - b1);
-  const float beta2 = options_.beta2, w2 = static_cast<float>(1.0 - b2);
-  const float l2 = decoupled_ ? 0.0f : options_.weight_decay;
-  const float decay = decoupled_ ? static_cast<float>(1.0 - lr * options_.weight_decay) : 1.0f;
-  float* p = param.f32();
-  const float* g = grad.f32();
-  float* m = slots[0].f32();
-  float* v = slots[1].f32();
-  parallel_for(0, param.numel(), kGrain, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      float x = p[i];
-      if (decay != 1.0f) x *= decay;  // AdamW: p *= 1 − lr·wd
-      const float d = g[i] + l2 * x;  // Adam: g + wd·p (l2 = 0 for AdamW)
-      const float mi = lerp(m[i], d, w1);
-      const float vi = beta2 * v[i] + w2 * d * d;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = x - step_size * (mi / (std::sqrt(vi) / bc2_sqrt + eps));
-    }
-  });
+  // The element loop: kernels::adam_update (vectorised per ISA level).
+  kernels::AdamScalars scalars;
+  scalars.w1 = static_cast<float>(1.0 - b1);
+  scalars.beta2 = options_.beta2;
+  scalars.w2 = static_cast<float>(1.0 - b2);
+  scalars.l2 = decoupled_ ? 0.0f : options_.weight_decay;
+  scalars.decay = decoupled_ ? static_cast<float>(1.0 - lr * options_.weight_decay) : 1.0f;
+  scalars.step_size = static_cast<float>(lr / bias_correction1);
+  scalars.bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  scalars.eps = options_.eps;
+  kernels::adam_update(param.f32(), grad.f32(), slots[0].f32(), slots[1].f32(), param.numel(), scalars);
 }
 
 // ---------------------------------------------------------------------------- clip_grad_norm
