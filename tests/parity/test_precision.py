@@ -152,21 +152,31 @@ def test_int8_linear_is_the_documented_scheme(lead, inp, out):
 
 @needs_int8
 def test_int8_linear_against_torch_dynamic_quantization():
-    """PyTorch 1.13's dynamic quantization of an nn.Linear (fbgemm, per-channel s8 weights) is
-    not the same scheme: its activations are u8 per tensor with a zero point and, on x86,
-    reduce_range (7 bits). Both are checked against fp32 and against each other at the int8
-    tolerance of one GEMM (2e-2, relative in the 2-norm); attn's per-row scales are the closer."""
-    torch.backends.quantized.engine = "fbgemm"
+    """PyTorch 1.13's dynamic quantization of an nn.Linear (per-channel s8 weights; the x86
+    engine, fbgemm or, in Debian's torch, onednn) is not the same scheme: its activations are u8
+    per tensor with a zero point and reduce_range (7 bits), so its error is about twice attn's.
+    attn within its one-GEMM tolerance (2e-2, relative in the 2-norm) of fp32, torch within
+    twice that, the two within twice that of each other, and attn's per-row scales the closer."""
+    engines = torch.backends.quantized.supported_engines
+    engine = "fbgemm" if "fbgemm" in engines else "onednn"
+    if engine not in engines:
+        pytest.skip(f"this torch has no x86 quantized engine: {engines}")
     x, w, b = randn(4, 16, 96), randn(5, 64, 96), randn(6, 64)
     linear = torch.nn.Linear(96, 64)
     with torch.no_grad():
         linear.weight.copy_(to_torch(w))
         linear.bias.copy_(to_torch(b))
-    qlinear = torch.ao.quantization.quantize_dynamic(
-        torch.nn.Sequential(linear), {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig},
-        dtype=torch.qint8)
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = engine
+    try:
+        qlinear = torch.ao.quantization.quantize_dynamic(
+            torch.nn.Sequential(linear), {torch.nn.Linear: torch.ao.quantization.per_channel_dynamic_qconfig},
+            dtype=torch.qint8)
+        with torch.no_grad():
+            yt = qlinear(to_torch(x)).numpy()
+    finally:
+        torch.backends.quantized.engine = previous
     with torch.no_grad():
-        yt = qlinear(to_torch(x)).numpy()
         y32 = linear(to_torch(x)).numpy()
     with attn.precision("int8"):
         ya = np.asarray(attn.linear(to_attn(x), to_attn(w), to_attn(b)))
@@ -174,9 +184,9 @@ def test_int8_linear_against_torch_dynamic_quantization():
     def error(a, ref):
         return np.linalg.norm(a - ref) / np.linalg.norm(ref)
 
-    assert error(ya, y32) < 2e-2 and error(yt, y32) < 2e-2, (error(ya, y32), error(yt, y32))
-    assert error(ya, yt) < 2e-2
-    assert error(ya, y32) < error(yt, y32)
+    assert error(ya, y32) < 2e-2 and error(yt, y32) < 4e-2, (error(ya, y32), error(yt, y32))
+    assert error(ya, yt) < 4e-2, error(ya, yt)
+    assert error(ya, y32) < error(yt, y32), (error(ya, y32), error(yt, y32))
 
 
 @needs_int8
