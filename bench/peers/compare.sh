@@ -140,7 +140,7 @@ translate_row() {  # translate_row <impl> <config> <engine args...>: timing, the
   shift 2
   local hyp=$TR/$tag.txt ids=$TR/$tag.ids line score
   if [[ $impl == attn ]]; then
-    line=$("${TRANSLATE_PEER[@]}" run --engine attn --attn "$ATTN" --model "$MODEL" --src-text "$TR/src.de" --out "$hyp" --threads "$THREADS" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
+    line=$("${TRANSLATE_PEER[@]}" run --engine attn --attn "$ATTN" --model "$MODEL" --src-text "$TR/src.de" --out "$hyp" --threads "$THREADS" "$@" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
     "$ATTN" tokenize encode --model "$SPM" --ids <"$hyp" >"$ids"
   else
     line=$("${TRANSLATE_PEER[@]}" run "$@" --src "$TR/src.ids" --out "$ids" --threads "$THREADS" --max-positions "$MAX_POS" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
@@ -185,6 +185,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       na "beam-5 test2016" attn "attn translate fp32" "$TRANSLATE_NA"
     else
       translate_row attn "translate fp32"
+      translate_row attn "translate int8" --precision int8
       translate_row torch "fp32 eager, cached beam" --engine torch --model "$TR/torch"
       for ct in float32 int8 bfloat16 int8_bfloat16; do
         translate_row ctranslate2 "$ct" --engine ctranslate2 --compute-type "$ct" --model "$TR/ct2"

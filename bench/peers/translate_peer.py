@@ -147,7 +147,8 @@ def run_attn(a):
             t0 = time.perf_counter()
             proc = subprocess.Popen([a.attn, "translate", "--model", a.model, "--beam", str(a.beam),
                                      "--length-penalty", str(a.length_penalty), "--batch", str(a.batch),
-                                     "--threads", str(a.threads)], stdin=stdin, stdout=stdout)
+                                     "--threads", str(a.threads), "--precision", a.precision], stdin=stdin,
+                                    stdout=stdout)
             _, status, usage = os.wait4(proc.pid, 0)
             seconds = time.perf_counter() - t0
         if os.waitstatus_to_exitcode(status) != 0:
@@ -161,7 +162,8 @@ def run_attn(a):
         sentences = sum(1 for _ in f)
     with open(a.out) as f:
         hyps = f.read().splitlines()
-    print(json.dumps({"bench": "translate", "impl": "attn", "engine": "attn translate fp32", "sentences": sentences,
+    print(json.dumps({"bench": "translate", "impl": "attn", "engine": "attn translate " + a.precision,
+                      "sentences": sentences,
                       "seconds": seconds, "sentences_per_s": sentences / seconds, "target_tokens": None,
                       "hypothesis_words": sum(len(h.split()) for h in hyps), "peak_rss_mb": peak,
                       "load_seconds": load_seconds, "beam": a.beam, "length_penalty": a.length_penalty,
@@ -288,6 +290,7 @@ def main():
     r.add_argument("--engine", required=True, choices=["attn", "torch", "ctranslate2"])
     r.add_argument("--attn", default="build/attn", help="attn: the binary")
     r.add_argument("--src-text", help="attn: the source sentences")
+    r.add_argument("--precision", default="fp32", help="attn: fp32, bf16 or int8 (attn translate --precision)")
     r.add_argument("--compute-type", default="float32", help="ctranslate2: float32, int8, bfloat16, int8_bfloat16, ...")
     r.add_argument("--model", required=True, help="torch: the attn export --to torch folder; ctranslate2: its model folder")
     r.add_argument("--max-positions", type=int, default=256, help="ctranslate2: the model's positions (max_len)")

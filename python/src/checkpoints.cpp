@@ -181,7 +181,7 @@ py::array teacher_forced_logits(LoadedCheckpoint& c, const Tensor& src, const Te
   return py::module_::import("numpy").attr("ascontiguousarray")(time_major.attr("transpose")(1, 0, 2));
 }
 
-// precision= of the Model's methods: "fp32" or "bf16" for the call; None keeps the process's
+// precision= of the Model's methods: "fp32", "bf16" or "int8" for the call; None keeps the process's
 // (attn.set_precision, fp32 unless set).
 struct CallPrecision {
   std::optional<PrecisionScope> scope;
@@ -234,7 +234,7 @@ void register_checkpoints(py::module_& m) {
          py::arg("precision") = py::none(),
          "attn-translation: a sentence (or a list) -> its translation(s); attn-seq2seq: token ids 3..31 (or a list of "
          "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10; precision 'fp32' | "
-         "'bf16' (None: attn.get_precision())")
+         "'bf16' | 'int8' (None: attn.get_precision())")
       .def("logits", &teacher_forced_logits, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"),
            "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
            "-> logits (B, T, V) as numpy")
@@ -272,7 +272,7 @@ void register_checkpoints(py::module_& m) {
         out["probabilities"] = r.probabilities;
         return out;
       }, py::arg("text"), py::kw_only(), py::arg("precision") = py::none(),
-         "{label, name, probability, probabilities}; precision 'fp32' | 'bf16' (None: attn.get_precision())")
+         "{label, name, probability, probabilities}; precision 'fp32' | 'bf16' | 'int8' (None: attn.get_precision())")
       .def("generate", [](LoadedCheckpoint& c, const std::string& prompt, int max_chars, float temperature, int top_k,
                           uint64_t seed) {
         c.require("generate", {Kind::lm});

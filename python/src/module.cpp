@@ -204,8 +204,9 @@ PYBIND11_MODULE(_attn, m) {
   m.def("num_threads", &num_threads);
   // The GEMM precision (attn/precision.h, docs/precision.md): process-wide, like the threads.
   m.def("set_precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); }, py::arg("name"),
-        "'fp32' (default) or 'bf16': bf16 GEMMs with fp32 accumulation (oneDNN), everything else fp32. "
-        "ValueError naming what is missing on a CPU without AVX512_BF16 or AMX-BF16");
+        "'fp32' (default), 'bf16' (bf16 GEMMs with fp32 accumulation, oneDNN; everything else fp32) or 'int8' "
+        "(inference: int8 weight GEMMs, docs/precision.md). ValueError naming what is missing on a CPU without "
+        "AVX512_BF16 or AMX-BF16 (bf16), VNNI or AMX-INT8 (int8)");
   m.def("get_precision", [] { return std::string(precision_name(compute_precision())); });
   struct PrecisionBlock {
     Precision precision;

@@ -11,14 +11,27 @@ namespace {
 
 std::atomic<Precision> g_precision{Precision::fp32};
 
+std::atomic<uint64_t> g_int8_epoch{0};
+
 }  // namespace
 
-const char* precision_name(Precision p) { return p == Precision::bf16 ? "bf16" : "fp32"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::bf16:
+      return "bf16";
+    case Precision::int8:
+      return "int8";
+    case Precision::fp32:
+      break;
+  }
+  return "fp32";
+}
 
 Precision parse_precision(std::string_view name) {
   if (name == "fp32") return Precision::fp32;
   if (name == "bf16") return Precision::bf16;
-  throw ValueError("precision: expected fp32 or bf16, got '" + printable(std::string(name)) + "'");
+  if (name == "int8") return Precision::int8;
+  throw ValueError("precision: expected fp32, bf16 or int8, got '" + printable(std::string(name)) + "'");
 }
 
 std::string bf16_missing(const CpuFeatures& f, IsaLevel level) {
@@ -36,6 +49,24 @@ std::string bf16_missing(const CpuFeatures& f, IsaLevel level) {
   return "AVX512_BF16 or AMX-BF16 (this CPU has neither)";
 }
 
+std::string int8_missing(const CpuFeatures& f, IsaLevel level) {
+  const char* need = "AVX512_VNNI, AVX-VNNI or AMX-INT8";
+  if (!f.x86) return std::string(need) + " (an x86-64 CPU)";
+  const bool amx = f.amx_tile && f.amx_int8 && f.os_amx;
+  const bool avx512_vnni = f.avx512_vnni && has_avx512(f);
+  const bool avx_vnni = f.avx_vnni && has_avx2(f);
+  if (!amx && !avx512_vnni && !avx_vnni) {
+    if (f.avx512_vnni && !f.os_zmm) return std::string(need) + " (the operating system does not enable AVX-512)";
+    if (f.amx_int8 && !f.os_amx) return std::string(need) + " (the operating system does not enable AMX tiles)";
+    return std::string(need) + " (this CPU has none)";
+  }
+  if (level == IsaLevel::avx512 || (level == IsaLevel::avx2 && avx_vnni)) return "";
+  return std::string("the ") + (avx_vnni ? "avx2" : "avx512") + " kernel level (ATTN_ISA=" + isa_level_name(level) +
+         " limits this process to " + (level == IsaLevel::avx2 ? "AVX2" : "SSE4.2") + ")";
+}
+
+uint64_t int8_epoch() { return g_int8_epoch.load(std::memory_order_relaxed); }
+
 Precision compute_precision() { return g_precision.load(std::memory_order_relaxed); }
 
 void set_compute_precision(Precision p) {
@@ -45,7 +76,13 @@ void set_compute_precision(Precision p) {
     const std::string missing = bf16_missing(f, choose_isa_level(std::getenv("ATTN_ISA"), f));
     if (!missing.empty()) throw ValueError("bf16 needs " + missing + "; run with --precision fp32");
   }
-  g_precision.store(p, std::memory_order_relaxed);
+  if (p == Precision::int8) {
+    const CpuFeatures f = read_cpu_features();
+    const std::string missing = int8_missing(f, choose_isa_level(std::getenv("ATTN_ISA"), f));
+    if (!missing.empty()) throw ValueError("int8 needs " + missing + "; run with --precision fp32");
+  }
+  if (g_precision.exchange(p, std::memory_order_relaxed) != Precision::int8 && p == Precision::int8)
+    g_int8_epoch.fetch_add(1, std::memory_order_relaxed);
 }
 
 }  // namespace attn

@@ -18,6 +18,7 @@
 #include "attn/parallel.h"
 #include "kernels/bf16.h"
 #include "kernels/blas.h"
+#include "kernels/onednn.h"
 
 namespace attn::kernels {
 namespace {
@@ -33,76 +34,38 @@ struct Key {
   bool operator<(const Key& o) const { return tied() < o.tied(); }
 };
 
-struct Entry {
-  dnnl::matmul::primitive_desc pd;
-  dnnl::matmul primitive;
-};
+onednn::MatmulCache<Key> g_cache;
 
-dnnl::engine& cpu_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-std::mutex g_cache_mutex;
-std::map<Key, std::shared_ptr<const Entry>> g_cache;
-// A run of many distinct shapes (decoding of varying lengths) must not grow without bound:
-// past this many primitives the cache starts again.
-constexpr size_t kMaxCached = 4096;
-
-std::shared_ptr<const Entry> primitive_for(const Key& key, float alpha, float beta) {
-  std::lock_guard<std::mutex> lock(g_cache_mutex);
-  if (auto it = g_cache.find(key); it != g_cache.end()) return it->second;
-  using dims = dnnl::memory::dims;
-  // op(A) (M, K): A dense, or stored (K, M) when transposed; op(B) (K, N): B dense, or stored
-  // (N, K) when transposed; C (M, N) at ldc.
-  const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::bf16, key.transpose_a ? dims{1, key.m} : dims{key.k, 1});
-  const dnnl::memory::desc b_md(dims{key.k, key.n}, dt::bf16, key.transpose_b ? dims{1, key.k} : dims{key.n, 1});
-  const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {
-    dnnl::post_ops post;
-    post.append_sum(beta);  // C = alpha A B + beta C
-    attr.set_post_ops(post);
-  }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, cpu_engine());
-  if (g_cache.size() >= kMaxCached) g_cache.clear();
-  auto entry = std::make_shared<const Entry>(Entry{pd, dnnl::matmul(pd)});
-  g_cache.emplace(key, entry);
-  return entry;
-}
-
-// A buffer that only grows and never initialises: std::vector::resize zero-filled every
-// grown element, again whenever a large shape followed a small one (1.5 % of a bf16
-// Transformer step in memset).
-template <class T>
-class GrowBuffer {
- public:
-  T* reserve(size_t n) {
-    if (n > capacity_) {
-      data_ = std::make_unique_for_overwrite<T[]>(n);
-      capacity_ = n;
+std::shared_ptr<const onednn::Matmul> primitive_for(const Key& key, float alpha, float beta) {
+  return g_cache.get(key, [&] {
+    using dims = dnnl::memory::dims;
+    // op(A) (M, K): A dense, or stored (K, M) when transposed; op(B) (K, N): B dense, or stored
+    // (N, K) when transposed; C (M, N) at ldc.
+    const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::bf16, key.transpose_a ? dims{1, key.m} : dims{key.k, 1});
+    const dnnl::memory::desc b_md(dims{key.k, key.n}, dt::bf16, key.transpose_b ? dims{1, key.k} : dims{key.n, 1});
+    const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops post;
+      post.append_sum(beta);  // C = alpha A B + beta C
+      attr.set_post_ops(post);
     }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<T[]> data_;
-  size_t capacity_ = 0;
-};
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, onednn::engine());
+  });
+}
 
 // Per-thread buffers: the bf16 copies of A and B and the primitive's scratchpad.
 struct Buffers {
-  GrowBuffer<uint16_t> a, b;
-  GrowBuffer<unsigned char> scratch;
+  onednn::GrowBuffer<uint16_t> a, b;
+  onednn::GrowBuffer<unsigned char> scratch;
 };
 
 // dst (rows, cols) dense = bf16(src), src (rows, cols) at row stride ld, in row chunks over the
 // threads (one thread inside a parallel region): the large products' copies take ~1 ms each.
 void convert_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst) {
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(cols, 1));
-  parallel_for(0, rows, grain,
+  parallel_for(0, rows, onednn::row_grain(cols),
                [&](int64_t lo, int64_t hi) { convert_to_bf16(src + lo * ld, ld, hi - lo, cols, dst + lo * cols); });
 }
 
@@ -110,37 +73,17 @@ void convert_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint
 
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  // oneDNN's OpenMP threads follow attn's count (inside a parallel region it runs on one).
-#ifdef ATTN_WITH_OPENMP
-  const bool nested = omp_in_parallel();
-  const int threads = nested ? 1 : num_threads();
-  if (!nested && omp_get_max_threads() != threads) omp_set_num_threads(threads);
-#else
-  const int threads = 1;
-#endif
+  const int threads = onednn::threads();
   const Key key{
       m, n, k, ldc, transpose_a, transpose_b, std::bit_cast<uint32_t>(alpha), std::bit_cast<uint32_t>(beta), threads};
-  const std::shared_ptr<const Entry> entry = primitive_for(key, alpha, beta);
+  const std::shared_ptr<const onednn::Matmul> entry = primitive_for(key, alpha, beta);
 
   thread_local Buffers buffers;
   uint16_t* a16 = buffers.a.reserve(static_cast<size_t>(m * k));
   uint16_t* b16 = buffers.b.reserve(static_cast<size_t>(k * n));
   convert_rows(a, lda, transpose_a ? k : m, transpose_a ? m : k, a16);  // A as stored
   convert_rows(b, ldb, transpose_b ? n : k, transpose_b ? k : n, b16);  // B as stored
-  const dnnl::memory::desc scratch_md = entry->pd.scratchpad_desc();
-  const size_t scratch_bytes = scratch_md.get_size();
-  unsigned char* scratch = buffers.scratch.reserve(scratch_bytes);
-
-  dnnl::engine& engine = cpu_engine();
-  thread_local dnnl::stream stream(engine);
-  dnnl::memory a_mem(entry->pd.src_desc(), engine, a16);
-  dnnl::memory b_mem(entry->pd.weights_desc(), engine, b16);
-  dnnl::memory c_mem(entry->pd.dst_desc(), engine, c);
-  dnnl::memory scratch_mem(scratch_md, engine, scratch_bytes == 0 ? nullptr : scratch);
-  entry->primitive.execute(
-      stream,
-      {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}, {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-  stream.wait();
+  onednn::execute(*entry, a16, b16, c, buffers.scratch);
 }
 
 std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k) {
@@ -155,9 +98,6 @@ std::string onednn_version() {
   return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
 }
 
-size_t gemm_bf16_cached_primitives() {
-  std::lock_guard<std::mutex> lock(g_cache_mutex);
-  return g_cache.size();
-}
+size_t gemm_bf16_cached_primitives() { return g_cache.size(); }
 
 }  // namespace attn::kernels

@@ -5,6 +5,7 @@
 #include "kernels/linear.h"
 #include "kernels/reduce.h"
 #include "leading_rows.h"
+#include "weight_gemm.h"
 
 namespace attn {
 namespace {
@@ -80,7 +81,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = Tensor::empty(Shape(dims));  // (..., OUT), as (rows, OUT)
   // y = b (each row) + x Wᵀ: one GEMM over all rows.
   if (has_bias) kernels::broadcast_rows(bias.f32(), y.f32(), rows, out);
-  kernels::gemm(false, true, rows, out, in, 1.0f, x.f32(), in, weight.f32(), in, has_bias ? 1.0f : 0.0f, y.f32(), out);
+  detail::weight_gemm("linear", weight, true, rows, out, in, x.f32(), in, weight.f32(), in, has_bias ? 1.0f : 0.0f,
+                      y.f32(), out);
 
   if (autodiff::needs_grad(x, weight, bias)) {  // an undefined bias never requires grad
     autodiff::record("linear", {y}, [x, weight, bias, y, rows, in, out]() mutable {

@@ -5,6 +5,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/reduce.h"
 #include "kernels/rnn_cell.h"
+#include "weight_gemm.h"
 
 namespace attn {
 namespace {
@@ -38,9 +39,9 @@ ShapeContract check_cell(const char* op, int gates, const CellInputs& in, bool p
 }
 
 // gx (B, G) = x (B, I) W_ihᵀ, the bias is added by the fused kernel.
-Tensor input_projection(const CellInputs& in, int64_t B, int64_t I, int64_t G) {
+Tensor input_projection(const char* op, const CellInputs& in, int64_t B, int64_t I, int64_t G) {
   Tensor gx = Tensor::empty({B, G});
-  kernels::gemm(false, true, B, G, I, 1.0f, in.x.f32(), I, in.w_ih.f32(), I, 0.0f, gx.f32(), G);
+  detail::weight_gemm(op, in.w_ih, true, B, G, I, in.x.f32(), I, in.w_ih.f32(), I, 0.0f, gx.f32(), G);
   return gx;
 }
 
@@ -81,13 +82,13 @@ Tensor gru(const char* op, const CellInputs& in, bool projected) {
 
   // saved (B, 4H): columns [0, 3H) take h W_hhᵀ, the kernel turns them into [r, z, n, gh_n].
   Tensor saved = Tensor::empty({B, 4 * H});
-  kernels::gemm(false, true, B, G, H, 1.0f, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 4 * H);
+  detail::weight_gemm(op, in.w_hh, true, B, G, H, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 4 * H);
   Tensor out = Tensor::empty({B, H});
   if (projected) {
     kernels::gru_cell_forward(B, H, in.gates_x.f32(), nullptr, data_or_null(in.b_hh), in.h.f32(), saved.f32(),
                               out.f32());
   } else {
-    Tensor gx = input_projection(in, B, I, G);
+    Tensor gx = input_projection(op, in, B, I, G);
     kernels::gru_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.h.f32(), saved.f32(),
                               out.f32());
   }
@@ -112,14 +113,14 @@ std::pair<Tensor, Tensor> lstm(const char* op, const CellInputs& in, bool projec
   // saved (B, 5H): columns [0, 4H) take h W_hhᵀ, the kernel turns them into
   // [i, f, g, o, tanh(c')].
   Tensor saved = Tensor::empty({B, 5 * H});
-  kernels::gemm(false, true, B, G, H, 1.0f, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 5 * H);
+  detail::weight_gemm(op, in.w_hh, true, B, G, H, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 5 * H);
   Tensor h_out = Tensor::empty({B, H});
   Tensor c_out = Tensor::empty({B, H});
   if (projected) {
     kernels::lstm_cell_forward(B, H, in.gates_x.f32(), nullptr, data_or_null(in.b_hh), in.c.f32(), saved.f32(),
                                h_out.f32(), c_out.f32());
   } else {
-    Tensor gx = input_projection(in, B, I, G);
+    Tensor gx = input_projection(op, in, B, I, G);
     kernels::lstm_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.c.f32(),
                                saved.f32(), h_out.f32(), c_out.f32());
   }

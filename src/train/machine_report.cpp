@@ -13,6 +13,7 @@
 
 #include "attn/cpu.h"
 #include "kernels/blas.h"
+#include "kernels/gemm_int8.h"
 #include "kernels/isa.h"
 #include "attn/parallel.h"
 #include "attn/precision.h"
@@ -122,6 +123,9 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.bf16_missing = bf16_missing(cpu, kernels::kernel_isa_level());
   if (r.bf16_missing.empty())
     r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
+  r.int8_missing = int8_missing(cpu, kernels::kernel_isa_level());
+  if (r.int8_missing.empty())
+    r.int8_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_int8_implementation(1024, 1024, 1024);
 
   r.threads = num_threads();
   const WaitPolicy policy = omp_wait_policy();
@@ -181,6 +185,7 @@ nlohmann::json MachineReport::to_json() const {
             {"kernel_best", gemm_kernel_best},
             {"kernel_source", gemm_kernel_source}}},
           {"bf16", {{"runs", bf16_missing.empty()}, {"missing", bf16_missing}, {"gemm", bf16_gemm}}},
+          {"int8", {{"runs", int8_missing.empty()}, {"missing", int8_missing}, {"gemm", int8_gemm}}},
           {"sgemm", sg},
           {"threads", threads},
           {"omp_wait_policy", {{"value", omp_wait_policy}, {"source", omp_wait_policy_source}}},
@@ -225,6 +230,10 @@ std::string MachineReport::to_text() const {
     t += fmt::format("bf16        --precision bf16 runs: {} (bf16 GEMMs, fp32 accumulation)\n", bf16_gemm);
   else
     t += fmt::format("bf16        --precision bf16 is refused: it needs {}\n", bf16_missing);
+  if (int8_missing.empty())
+    t += fmt::format("int8        --precision int8 runs: {} (u8 x s8 GEMMs, s32 sums; inference)\n", int8_gemm);
+  else
+    t += fmt::format("int8        --precision int8 is refused: it needs {}\n", int8_missing);
   if (sgemm.measured)
     t += fmt::format("sgemm       {:.1f} GFLOP/s ({}^3, {} threads, {} calls in {:.2f} s; max error vs float64 {:.1e} "
                      "of max|C|)\n",

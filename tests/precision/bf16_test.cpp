@@ -27,12 +27,14 @@
 #include "attn/precision.h"
 #include "kernels/blas.h"
 #include "kernels/isa.h"
+#include "precision_support.h"
 #include "test_support.h"
 
 namespace attn {
 namespace {
 
 using attn::testing::random_tensor;
+using attn::testing::relative_error;
 using attn::testing::tensors_close;
 
 // ---- Tolerances (docs/precision.md) -----------------------------------------------------------
@@ -55,16 +57,6 @@ std::string bf16_unavailable() { return bf16_missing(read_cpu_features(), kernel
   do {                                                                                                  \
     if (const std::string why = bf16_unavailable(); !why.empty()) GTEST_SKIP() << "bf16 needs " << why; \
   } while (0)
-
-double relative_error(const Tensor& actual, const Tensor& expected) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    const double e = expected.f32()[i], a = actual.f32()[i];
-    diff += (a - e) * (a - e);
-    norm += e * e;
-  }
-  return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-}
 
 // bf16 `actual` against fp32 `expected`: within `tol`, and, for a result that a GEMM computed
 // (`from_gemm`), not equal (bf16 ran).
@@ -97,10 +89,7 @@ Tensor rounded_to_bf16(const Tensor& x) {
 // ---- Who runs bf16 ---------------------------------------------------------------------------
 
 CpuFeatures zen4_like() {
-  CpuFeatures f;
-  f.x86 = true;
-  f.avx = f.avx2 = f.fma = f.os_ymm = true;
-  f.avx512f = f.avx512cd = f.avx512dq = f.avx512bw = f.avx512vl = f.os_zmm = true;
+  CpuFeatures f = attn::testing::avx512_cpu();
   f.avx512_bf16 = true;
   return f;
 }
@@ -125,30 +114,12 @@ TEST(Precision, Bf16MissingNamesWhatIsMissing) {
 
 // ATTN_ISA=baseline forces the feature off on any machine: set_compute_precision refuses
 // bf16 with one line, and the precision stays fp32.
-TEST(Precision, Bf16RefusedBelowTheAvx512Level) {
-  const char* old = std::getenv("ATTN_ISA");
-  const std::string saved = old ? old : "";
-  setenv("ATTN_ISA", "baseline", 1);
-  try {
-    set_compute_precision(Precision::bf16);
-    ADD_FAILURE() << "bf16 accepted at ATTN_ISA=baseline";
-  } catch (const ValueError& e) {
-    const std::string message = e.what();
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    EXPECT_EQ(message.rfind("bf16 needs ", 0), 0u) << message;
-    EXPECT_NE(message.find("--precision fp32"), std::string::npos) << message;
-  }
-  if (old)
-    setenv("ATTN_ISA", saved.c_str(), 1);
-  else
-    unsetenv("ATTN_ISA");
-  EXPECT_EQ(compute_precision(), Precision::fp32);
-}
+TEST(Precision, Bf16RefusedBelowTheAvx512Level) { attn::testing::expect_refused_at_baseline(Precision::bf16); }
 
 TEST(Precision, ParseNames) {
   EXPECT_EQ(parse_precision("fp32"), Precision::fp32);
   EXPECT_EQ(parse_precision("bf16"), Precision::bf16);
-  EXPECT_THROW_MSG(parse_precision("fp16"), ValueError, "precision: expected fp32 or bf16, got 'fp16'");
+  EXPECT_THROW_MSG(parse_precision("fp16"), ValueError, "precision: expected fp32, bf16 or int8, got 'fp16'");
   EXPECT_STREQ(precision_name(Precision::bf16), "bf16");
 }
 

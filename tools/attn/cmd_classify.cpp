@@ -62,7 +62,7 @@ void add_classify_command(CLI::App& app) {
   cmd->add_option("--text", args->text, "The text (raw text is lower-cased and PTB-tokenised like the training data); default: stdin lines, a blank line answered by a blank line (--json: null)");
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
-  add_precision_option(cmd);
+  add_precision_option(cmd, PrecisionUse::inference);
   cmd->callback([args, cmd] {
     require_checkpoint(args->model, {decode::CheckpointKind::classifier});
     decode::LoadedClassifier loaded = decode::load_classifier(args->model);

@@ -178,7 +178,7 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--limit", args->limit, "Translation / G2P: the first N sentences (words) of the split only (0: all)");
   cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));
   add_threads_option(cmd);
-  add_precision_option(cmd);
+  add_precision_option(cmd, PrecisionUse::inference);
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);
     as_usage([&] { args->options.validate(); });  // --samples, --beam

@@ -87,7 +87,7 @@ void add_translate_command(CLI::App& app) {
                 "Print the output pieces (space-separated, up to EOS) instead of text, to compare token for token "
                 "with another engine (e.g. CTranslate2)");
   add_threads_option(cmd);
-  add_precision_option(cmd);
+  add_precision_option(cmd, PrecisionUse::inference);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
     if (args->options.batch < 1) throw UsageError("--batch must be >= 1");

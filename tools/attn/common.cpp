@@ -117,14 +117,27 @@ void add_training_options(CLI::App* app, train::TrainOptions& o) {
       ->capture_default_str();
 }
 
-void add_precision_option(CLI::App* app) {
+void add_precision_option(CLI::App* app, PrecisionUse use) {
+  const bool int8 = use == PrecisionUse::inference;
+  const std::string names = int8 ? "fp32 | bf16 | int8" : "fp32 | bf16";
+  const std::string int8_help =
+      int8 ? ". int8 quantizes the weights of the matrix products per output channel when the model loads and the "
+             "activations per row, multiplied in int8 with int32 sums (oneDNN; a CPU with VNNI or AMX-INT8): "
+             "docs/precision.md"
+           : "";
   app->add_option_function<std::string>(
          "--precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); },
-         "fp32 | bf16 (default fp32): bf16 runs the matrix products as bf16 GEMMs with fp32 "
+         names + " (default fp32): bf16 runs the matrix products as bf16 GEMMs with fp32 "
          "accumulation (oneDNN; a CPU with AVX512_BF16 or AMX-BF16). Weights, gradients, optimizer state, "
          "softmax and layer-norm statistics stay fp32, and checkpoints always store fp32: either "
-         "precision reads a checkpoint the other wrote")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+         "precision reads a checkpoint the other wrote" + int8_help)
+      ->check(CLI::Validator(
+          [int8](std::string& name) {
+            return !int8 && name == "int8" ? std::string("int8 is for inference: translate, classify and eval only")
+                                           : std::string();
+          },
+          ""))
+      ->check(int8 ? CLI::IsMember({"fp32", "bf16", "int8"}) : CLI::IsMember({"fp32", "bf16"}));
 }
 
 void add_threads_option(CLI::App* app) {

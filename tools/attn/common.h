@@ -32,9 +32,11 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& config, ModelChoice
 void add_training_options(CLI::App* app, train::TrainOptions& options);
 // --threads (sets the kernels' and OpenBLAS's thread count when parsed)
 void add_threads_option(CLI::App* app);
-// --precision fp32|bf16 (sets the GEMM precision when parsed, attn/precision.h): an unknown
-// name is a usage error, bf16 on a CPU without it an error naming what is missing (exit 1).
-void add_precision_option(CLI::App* app);
+// --precision fp32|bf16, and int8 for inference (sets the GEMM precision when parsed,
+// attn/precision.h): an unknown name, or int8 on training, is a usage error; bf16 or int8 on a
+// CPU without it an error naming what is missing (exit 1).
+enum class PrecisionUse { training, inference };
+void add_precision_option(CLI::App* app, PrecisionUse use = PrecisionUse::training);
 // The kind of the checkpoint at `path` when it is one of `allowed`; otherwise a UsageError
 // (exit 2) naming the file, the kinds the command needs and the format that arrived, then
 // `hint`. IoError when the file holds no readable attn metadata. Every command refuses a

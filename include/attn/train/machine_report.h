@@ -49,6 +49,9 @@ struct MachineReport {
   // lacks ("" when it runs), and oneDNN's matmul implementation for it when it runs.
   std::string bf16_missing;
   std::string bf16_gemm;  // "oneDNN 2.6.3 brg:avx512_core_bf16"
+  // The same for --precision int8 (VNNI or AMX-INT8).
+  std::string int8_missing;
+  std::string int8_gemm;  // "oneDNN 2.6.3 brg:avx512_core_vnni"
   SgemmMeasurement sgemm;
   int threads = 0;
   std::string omp_wait_policy;  // OMP_WAIT_POLICY's value, or "" for libgomp's default

@@ -1,0 +1,18 @@
+#pragma once
+// Dynamic int8 quantization of the activations for the int8 GEMM (attn/precision.h): raw
+// pointers, no checks.
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace attn::kernels {
+
+// Per row i of src (rows, cols) at row stride `ld`, symmetric s8 with one scale per row:
+//   scale[i] = max_j |src[i, j]| / 127,  q[i, j] = round(src[i, j] · (127 / max_j |src[i, j]|)),
+// rounded to nearest even, in [-127, 127], stored in dst (rows, cols) dense as the u8 q + 128
+// (VPDPBUSD multiplies an unsigned by a signed byte; the GEMM subtracts 128 Σ_k w back).
+// A row of zeros gets scale 0; a row holding NaN or inf gets scale NaN, so its output row is NaN.
+ATTN_KERNEL(quantize_rows_u8,
+            void(const float* src, int64_t ld, int64_t rows, int64_t cols, uint8_t* dst, float* scale));
+
+}  // namespace attn::kernels

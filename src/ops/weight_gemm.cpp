@@ -1,0 +1,76 @@
+#include "weight_gemm.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "attn/autodiff/tape.h"
+#include "attn/error.h"
+#include "attn/precision.h"
+#include "kernels/blas.h"
+#include "kernels/gemm_int8.h"
+
+namespace attn::detail {
+namespace {
+
+// One quantized weight per (where op(B) starts, its layout and size): a block of a weight
+// (Luong concat's two halves) is its own entry.
+struct Key {
+  const float* b;
+  bool transpose_b;
+  int64_t k, n, ldb;
+  auto tied() const { return std::tie(b, transpose_b, k, n, ldb); }
+  bool operator<(const Key& o) const { return tied() < o.tied(); }
+};
+
+// Valid while `owner` is the weight's storage (not freed and reallocated at the same address)
+// and no switch into int8 came since it was quantized.
+struct Cached {
+  std::weak_ptr<Buffer> owner;
+  uint64_t epoch = 0;
+  std::shared_ptr<const kernels::Int8Weight> weight;
+};
+
+std::mutex g_mutex;
+std::map<Key, Cached> g_weights;
+
+std::string weight_name(const Tensor& weight) {
+  return weight.name().empty() ? "the weight " + weight.shape().str() : "'" + weight.name() + "'";
+}
+
+std::shared_ptr<const kernels::Int8Weight> int8_weight(const char* op, const Tensor& weight, const Key& key) {
+  const std::shared_ptr<Buffer>& owner = weight.impl_ptr()->buffer;
+  const uint64_t epoch = int8_epoch();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (auto it = g_weights.find(key); it != g_weights.end()) {
+    const Cached& cached = it->second;
+    if (cached.epoch == epoch && cached.owner.lock() == owner) return cached.weight;
+  }
+  auto quantized = kernels::quantize_weight_int8(key.transpose_b, key.k, key.n, key.b, key.ldb);
+  if (!quantized->finite)
+    throw ValueError(std::string(op) + ": int8 needs finite weights; " + weight_name(weight) + " holds NaN or inf");
+  // Drop the entries of freed weights and of earlier epochs before adding one.
+  for (auto it = g_weights.begin(); it != g_weights.end();)
+    it = it->second.owner.expired() || it->second.epoch != epoch ? g_weights.erase(it) : std::next(it);
+  g_weights[key] = Cached{owner, epoch, quantized};
+  return quantized;
+}
+
+}  // namespace
+
+void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (compute_precision() != Precision::int8 || m == 0 || n == 0 || k == 0) {
+    kernels::gemm(false, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (autodiff::needs_grad(weight))
+    throw ValueError(std::string(op) + ": int8 is for inference, but the gradient of " + weight_name(weight) +
+                     " is being recorded; run under no_grad, or at fp32 or bf16");
+  const auto quantized = int8_weight(op, weight, Key{b, transpose_b, k, n, ldb});
+  kernels::gemm_int8(m, n, k, 1.0f, a, lda, *quantized, beta, c, ldc);
+}
+
+}  // namespace attn::detail
