@@ -3,7 +3,8 @@
 # it trains in seconds (plain and with the pointer), its checkpoint says it summarises, and
 # `attn eval` reports ROUGE-1/2/L equal to `attn rouge` on the same hypotheses. --src / --tgt
 # name other file suffixes (fairseq's train.source / train.target). Bad input: no --data
-# (exit 2), a missing file (exit 1, named), and nothing written by a refused run.
+# (exit 2), a missing file (exit 1, named), and nothing written by a refused run. `attn rouge`
+# gives a hand-computed score and one-line errors.
 # Usage: summarize_cli_test.sh path/to/attn
 set -uo pipefail
 attn="$1"
@@ -59,5 +60,14 @@ expect 2 "--src and --tgt must name two different file suffixes" -- "$attn" trai
   --src article --tgt article "${tiny[@]}" --out "$work/bad3"
 for bad in bad1 bad3; do [[ ! -e "$work/$bad" ]] || fail "a refused train wrote $bad"; done
 expect 1 "test.article" -- "$attn" eval --model "$model" --data "$work/empty"
+
+# attn rouge on its own: the one-line form (hand-computed: "the cat was on the mat" against
+# "The cat sat on the mat.": 5/6, 3/5, 5/6), and one-line errors.
+printf 'The cat sat on the mat.\n' > "$work/ref1.txt"
+expect 0 "ROUGE-1/2/L F1 = 83.33/60.00/83.33 (1 sentences, no stemming)" -- bash -c \
+  "printf 'the cat was on the mat\n' | '$attn' rouge --ref '$work/ref1.txt'"
+expect 1 "rouge: stdin has 2 lines but '$work/ref1.txt' has 1" -- bash -c "printf 'a\nb\n' | '$attn' rouge --ref '$work/ref1.txt'"
+expect 1 "cannot read the standard input: Is a directory" -- bash -c "'$attn' rouge --ref '$work/ref1.txt' < '$work'"
+expect 2 "--ref is required" -- "$attn" rouge
 
 finish "summarize CLI"
