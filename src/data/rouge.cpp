@@ -111,8 +111,8 @@ RougeResult corpus_rouge(const std::vector<std::string>& hypotheses, const std::
 }
 
 std::string RougeResult::to_string() const {
-  return fmt::format("ROUGE-1/2/L F1 = {:.2f}/{:.2f}/{:.2f} ({} sentences, no stemming)", 100 * scores[0].f1,
-                     100 * scores[1].f1, 100 * scores[2].f1, sentences);
+  return fmt::format("ROUGE-1/2/L F1 = {:.2f}/{:.2f}/{:.2f} ({} sentence{}, no stemming)", 100 * scores[0].f1,
+                     100 * scores[1].f1, 100 * scores[2].f1, sentences, sentences == 1 ? "" : "s");
 }
 
 std::string RougeResult::to_json() const {

@@ -64,7 +64,7 @@ expect 1 "test.article" -- "$attn" eval --model "$model" --data "$work/empty"
 # attn rouge on its own: the one-line form (hand-computed: "the cat was on the mat" against
 # "The cat sat on the mat.": 5/6, 3/5, 5/6), and one-line errors.
 printf 'The cat sat on the mat.\n' > "$work/ref1.txt"
-expect 0 "ROUGE-1/2/L F1 = 83.33/60.00/83.33 (1 sentences, no stemming)" -- bash -c \
+expect 0 "ROUGE-1/2/L F1 = 83.33/60.00/83.33 (1 sentence, no stemming)" -- bash -c \
   "printf 'the cat was on the mat\n' | '$attn' rouge --ref '$work/ref1.txt'"
 expect 1 "rouge: stdin has 2 lines but '$work/ref1.txt' has 1" -- bash -c "printf 'a\nb\n' | '$attn' rouge --ref '$work/ref1.txt'"
 expect 1 "cannot read the standard input: Is a directory" -- bash -c "'$attn' rouge --ref '$work/ref1.txt' < '$work'"
