@@ -40,7 +40,7 @@ if [[ ! -f "$marker" ]]; then
       echo "test-venv: unmet requirements: $problems" >&2
       exit 1
     fi
-    "$venv/bin/python" -c 'import ctranslate2, sacrebleu, safetensors.numpy, entmax, numpy, torch' >&2
+    "$venv/bin/python" -c 'import ctranslate2, sacrebleu, safetensors.numpy, entmax, numpy, torch, rouge_score.rouge_scorer' >&2
     touch "$marker"
     echo "test-venv: ready in $((SECONDS - start)) s, $(du -sh "$venv" | cut -f1)" >&2
   fi

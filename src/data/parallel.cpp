@@ -53,17 +53,30 @@ std::string parallel_split_file(const std::string& split) {
   return split;
 }
 
+namespace {
+
+// The file of one side: Multi30k's <data_dir>/raw/<stem>.<lang>.gz, else <data_dir>/<stem>.<lang>
+// or .gz (a user's own corpus: train.article, val.summary.gz, ...); "" when there is none.
+std::string parallel_side_path(const std::string& data_dir, const std::string& stem, const std::string& lang) {
+  for (const std::string& path : {data_dir + "/raw/" + stem + "." + lang + ".gz", data_dir + "/" + stem + "." + lang,
+                                  data_dir + "/" + stem + "." + lang + ".gz"})
+    if (file_exists(path)) return path;
+  return "";
+}
+
+}  // namespace
+
 ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
                              const std::string& tgt_lang, int64_t limit) {
   if (limit < 0) throw ValueError(fmt::format("load_parallel: limit must be >= 0 (0 = all), got {}", limit));
-  const std::string stem = data_dir + "/raw/" + parallel_split_file(split);
-  const std::string src_path = stem + "." + src_lang + ".gz";
-  const std::string tgt_path = stem + "." + tgt_lang + ".gz";
-  for (const auto& path : {src_path, tgt_path}) {
-    if (!file_exists(path)) {
-      throw IoError(fmt::format("load_parallel: no file '{}' for split '{}' (valid splits: {}; or a file stem "
-                                "under <data>/raw/, e.g. test_2016_flickr)",
-                                path, split, parallel_split_names()));
+  const std::string stem = parallel_split_file(split);
+  const std::string src_path = parallel_side_path(data_dir, stem, src_lang);
+  const std::string tgt_path = parallel_side_path(data_dir, stem, tgt_lang);
+  for (const auto& [path, lang] : {std::pair{src_path, src_lang}, std::pair{tgt_path, tgt_lang}}) {
+    if (path.empty()) {
+      throw IoError(fmt::format("load_parallel: no file '{}/raw/{}.{}.gz' for split '{}' (valid splits: {}; or a file "
+                                "stem under <data>/raw/, e.g. test_2016_flickr; or {}/{}.{}, plain or .gz)",
+                                data_dir, stem, lang, split, parallel_split_names(), data_dir, stem, lang));
     }
   }
   ParallelCorpus corpus;

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json translation_metadata(const TranslationInfo& info, int64_t vocab) {
-  return {{"format", kTranslationFormat},
+  json j = {{"format", kTranslationFormat},
           {"version", io::kCheckpointVersion},
           {"kind", info.kind},
           {"config", info.config},
@@ -29,6 +29,8 @@ json translation_metadata(const TranslationInfo& info, int64_t vocab) {
           {"vocab_size", vocab},
           {"step", info.step},
           {"best_val_bleu", info.best_val_bleu}};
+  if (info.summarization) j["summarization"] = true;  // absent for translation, as before
+  return j;
 }
 
 namespace {
@@ -47,6 +49,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
     loaded.info.tokenizer = (fs::path(path).parent_path() / tokenizer).string();
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
+    loaded.info.summarization = j.value("summarization", false);
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
@@ -179,6 +182,7 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
   eval.bleu = bleu.score;
   eval.bleu_line = bleu.to_string();
   eval.bleu_json = json::parse(bleu.to_json());
+  if (model.info.summarization) eval.rouge = data::corpus_rouge(eval.hypotheses, corpus.tgt);
   eval.sentences = static_cast<int64_t>(corpus.src.size());
   return eval;
 }

@@ -8,6 +8,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/data/bleu.h"
 #include "attn/data/parallel.h"
+#include "attn/data/rouge.h"
 #include "attn/data/text.h"
 #include "attn/decode/checkpoint_kind.h"
 #include "attn/error.h"
@@ -22,9 +23,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 void TranslationOptions::validate() const {
-  if (data_dir.empty()) throw ValueError("a data directory (--data) is required for --task translate");
+  const char* task = summarization ? "summarize" : "translate";
+  if (data_dir.empty()) throw ValueError(std::string("a data directory (--data) is required for --task ") + task);
   if (src_lang.empty() || tgt_lang.empty() || src_lang == tgt_lang)
-    throw ValueError("--src and --tgt must name two different languages, got '" + src_lang + "' and '" + tgt_lang + "'");
+    throw ValueError(std::string("--src and --tgt must name two different ") + (summarization ? "file suffixes" : "languages") +
+                     ", got '" + src_lang + "' and '" + tgt_lang + "'");
   if (vocab_size < 16 || vocab_size > models::kMaxVocab)
     throw ValueError("--vocab-size must be in [16, " + std::to_string(models::kMaxVocab) + "], got " +
                      std::to_string(vocab_size));
@@ -98,7 +101,7 @@ class TranslationTask final : public Task {
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
                    val_text_.src.size(), static_cast<long long>(V));
-    run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0};
+    run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0, o.summarization};
     run_.model = models::make_translator(kind, config);
     if (say && !o.resume)
       std::fprintf(say, "%s model: %lld parameters\n", kind.c_str(),
@@ -136,11 +139,21 @@ class TranslationTask final : public Task {
     std::vector<std::string> hypotheses;
     for (auto& t : decode::translate(run_, val_text_.src, {.beam = 1, .batch = 100})) hypotheses.push_back(std::move(t.text));
     const data::BleuResult bleu = data::corpus_bleu(hypotheses, val_text_.tgt);
+    json fields = {{"val_bleu", bleu.score}, {"val_bleu_line", bleu.to_string()}};
+    std::string scores = bleu.to_string();
+    if (o_.summarization) {
+      const data::RougeResult rouge = data::corpus_rouge(hypotheses, val_text_.tgt);
+      fields["val_rouge1"] = 100 * rouge.scores[0].f1;  // F1 x 100, as BLEU
+      fields["val_rouge2"] = 100 * rouge.scores[1].f1;
+      fields["val_rougeL"] = 100 * rouge.scores[2].f1;
+      scores = rouge.to_string() + ", " + scores;
+    }
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char message[256];
+    fields["eval_s"] = took;
+    char message[512];
     std::snprintf(message, sizeof message, "step %lld: validation %s (greedy, %.0f s)", static_cast<long long>(step),
-                  bleu.to_string().c_str(), took);
-    return {bleu.score, {{"val_bleu", bleu.score}, {"val_bleu_line", bleu.to_string()}, {"eval_s", took}}, message};
+                  scores.c_str(), took);
+    return {bleu.score, fields, message};
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {

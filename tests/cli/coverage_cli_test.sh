@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Coverage (See et al. 2017) and GNMT's coverage penalty from the command line: a coverage
-# model trains, evaluates, aligns and decodes with a penalty; a decoder that cannot carry
+# model trains, evaluates, aligns and decodes with a penalty, and `attn view` shows its coverage
+# beside the alignment; a decoder that cannot carry
 # coverage, a penalty without a beam or without attention, and an export that cannot hold
 # coverage are refused with one line. Usage: coverage_cli_test.sh path/to/attn
 set -uo pipefail
@@ -17,6 +18,45 @@ expect 0 "| 4 |" -- "$attn" eval --model "$model" --eval-lengths 4 --samples 8 -
 expect 0 "trained 6 steps" -- "$attn" train --task copy --coverage tu "${tiny[@]}" --steps 6 --out "$work/tu"
 expect 0 "heatmap:" -- "$attn" align --model "$work/tu/model.safetensors" --input "5 9 3" --beam 2 --out "$work/tu.svg"
 expect 0 "heatmap:" -- "$attn" align --model "$model" --input "5 9 3 17" --beam 2 --coverage-penalty 1 --out "$work/a.svg"
+
+# attn view shows the coverage beside the alignment: each hypothesis's final coverage (the
+# cross-attention's column sums) in its JSON and column labels, and a "coverage" map of the
+# running sums clipped at 1, whose last row is the final coverage clipped; a model without
+# coverage shows none.
+coverage_ok() {
+  /usr/bin/python3 - "$1" "$2" <<'PY' || fail "view's coverage: $1"
+import json, sys
+v, want = json.load(open(sys.argv[1])), sys.argv[2] == "yes"
+assert v["hypotheses"], "no hypotheses"
+for h in v["hypotheses"]:
+    maps = {m["name"]: m for m in h["maps"]}
+    cross = maps["cross"]["weights"][0][0]  # (T, S): one layer, one head
+    if not want:
+        assert "coverage" not in h and "coverage" not in maps, h.keys()
+        assert not any("cov " in c for c in maps["cross"]["cols"]), maps["cross"]["cols"]
+        continue
+    final = h["coverage"]["final"]
+    sums = [sum(row[i] for row in cross) for i in range(len(final))]
+    assert len(final) == len(maps["cross"]["cols"]) == 4, (final, maps["cross"]["cols"])
+    assert all(abs(f - s) < 1e-5 for f, s in zip(final, sums)), (final, sums)
+    assert h["coverage"]["under_translated"] == [i for i, f in enumerate(final) if f < 0.5], h["coverage"]
+    assert all(c.endswith(f" · cov {f:.2f}") for c, f in zip(maps["cross"]["cols"], final)), maps["cross"]["cols"]
+    running = maps["coverage"]["weights"][0][0]
+    assert len(running) == len(cross) and all(0 <= w <= 1 for row in running for w in row), running
+    assert all(abs(w - min(f, 1)) < 1e-5 for w, f in zip(running[-1], final)), (running[-1], final)
+assert any(n.startswith("coverage:") for n in v["notes"]) == want, v["notes"]
+PY
+}
+expect 0 "" -- "$attn" view --model "$model" --input "5 9 3 17" --beam 2 --out "$work/v.html" --json "$work/v.json"
+coverage_ok "$work/v.json" yes
+grep -q "cov 0\.\|cov 1\." "$work/v.html" || fail "the page does not label the columns with the coverage"
+expect 0 "" -- "$attn" view --model "$work/tu/model.safetensors" --input "5 9 3 17" --out "$work/tu.html" \
+  --json "$work/tu.json"
+coverage_ok "$work/tu.json" yes
+expect 0 "trained 2 steps" -- "$attn" train --task reverse "${tiny[@]}" --steps 2 --out "$work/plain"
+expect 0 "" -- "$attn" view --model "$work/plain/model.safetensors" --input "5 9 3 17" --beam 2 --out "$work/p.html" \
+  --json "$work/p.json"
+coverage_ok "$work/p.json" no
 
 # Refused, exit 2: coverage on a decoder without an additive score, on a task without the
 # RNN decoder, a negative weight; a penalty without a beam, or negative.

@@ -41,7 +41,7 @@ refused "--src does not apply to --task charlm" --task charlm --src fr
 refused "(it is an option of Synthetic seq2seq (--task copy | reverse | sort); Classifier (--task sst2))" \
   --task translate --bucket 4
 refused "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" --task sst2 --model cnn
-refused "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, g2p, charlm)" --task nope
+refused "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, charlm)" --task nope
 refused "--task charlm: unknown --model 'rnn' (valid: transformer)" --task charlm --model rnn
 # issue 18: an impossible model is a usage error (2), not a runtime one.
 refused "needs about" --task copy --hidden 60000 --layers 200
@@ -52,8 +52,8 @@ help="$("$attn" train --help)"
 for task in copy reverse sort sst2 translate charlm; do
   grep -qE "^  $task +[a-z]" <<<"$help" || fail "train --help does not list the task '$task'"
 done
-for heading in "Every task:" "Synthetic seq2seq (--task copy | reverse | sort):" "Text data (--task sst2 | translate | charlm | g2p):" \
-  "Classifier (--task sst2):" "Translation (--task translate):" "Transformer (--task translate | g2p --model transformer"; do
+for heading in "Every task:" "Synthetic seq2seq (--task copy | reverse | sort):" "Text data (--task sst2 | translate | summarize | charlm | g2p):" \
+  "Classifier (--task sst2):" "Translation (--task translate | summarize):" "Transformer (--task translate | g2p --model transformer"; do
   [[ "$help" == *"$heading"* ]] || fail "train --help lacks the group '$heading'"
 done
 for option in steps lr lr-schedule warmup clip log-every eval-every dropout max-len bucket emb hidden layers encoder \

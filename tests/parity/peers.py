@@ -37,3 +37,19 @@ def require_data(relative):
         pytest.skip(message)
     assert os.path.exists(ATTN_BIN), f"the attn binary is not at {ATTN_BIN} (set ATTN_BIN)"
     return path
+
+
+def damaged_copy(lines):
+    """A system output made from references: every 3rd line's words reversed, every 5th cut
+    to its first half, every 7th empty (the metric tests' real-sized system)."""
+    hyps = []
+    for i, line in enumerate(lines):
+        words = line.split()
+        if i % 7 == 0:
+            words = []
+        elif i % 3 == 0:
+            words = words[::-1]
+        elif i % 5 == 0:
+            words = words[: len(words) // 2]
+        hyps.append(" ".join(words))
+    return hyps

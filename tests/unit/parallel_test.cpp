@@ -76,6 +76,22 @@ TEST(Parallel, LoadErrors) {
   EXPECT_THROW_MSG(load_parallel(multi30k(), "val", "de", "en", -1), ValueError, "limit must be >= 0");
 }
 
+TEST(Parallel, ReadsAUsersFilesBesideRaw) {
+  // --task summarize's layout: <data>/<split>.<side>, plain or .gz, when <data>/raw/ has none.
+  TempDir dir;
+  write_lines(dir.str() + "/train.article", {"a long article", "another one"});
+  write_lines(dir.str() + "/train.summary.gz", {"short", "shorter"});
+  const ParallelCorpus c = load_parallel(dir.str(), "train", "article", "summary");
+  EXPECT_EQ(c.src, (std::vector<std::string>{"a long article", "another one"}));
+  EXPECT_EQ(c.tgt, (std::vector<std::string>{"short", "shorter"}));
+  // Multi30k's raw/ file wins over a plain file of the same split and side.
+  fs::create_directories(dir.path_ / "raw");
+  write_lines(dir.str() + "/raw/train.article.gz", {"raw 1", "raw 2"});
+  EXPECT_EQ(load_parallel(dir.str(), "train", "article", "summary").src[0], "raw 1");
+  // A missing side names both places it was looked for.
+  EXPECT_THROW_MSG(load_parallel(dir.str(), "val", "article", "summary"), IoError, "/val.article, plain or .gz");
+}
+
 TEST(Parallel, MismatchedSidesAreAnError) {
   TempDir dir;
   fs::create_directories(dir.path_ / "raw");

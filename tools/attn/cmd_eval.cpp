@@ -31,16 +31,19 @@ struct EvalArgs {
 };
 
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
-  if (a.data.empty()) throw UsageError("a translation checkpoint needs --data DIR (the multi30k folder)");
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
   check_coverage_penalty(a.options.coverage_penalty, cmd->count("--beam") ? a.options.beam : 5);
   decode::LoadedTranslator model = decode::load_translator(a.model);
+  const bool summaries = model.info.summarization;
+  if (a.data.empty())
+    throw UsageError(summaries ? "a summarization checkpoint needs --data DIR (the folder with test.article and test.summary)"
+                               : "a translation checkpoint needs --data DIR (the multi30k folder)");
   refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
   decode::TranslateOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
   options.length_penalty = a.options.length_penalty;
   options.coverage_penalty = a.options.coverage_penalty;
-  const std::string split = a.split.empty() ? "test2016" : a.split;
+  const std::string split = !a.split.empty() ? a.split : summaries ? "test" : "test2016";
   std::string dir = a.data;
   if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
   const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, a.limit);
@@ -58,10 +61,17 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["kind"] = model.info.kind;
     j["score"] = e.bleu;
     j["metric"] = "bleu";
+    if (e.rouge) {  // summarization: ROUGE-1/2/L (0-100), the score ROUGE-L F1
+      const nlohmann::json rouge = nlohmann::json::parse(e.rouge->to_json());
+      for (const char* name : {"rouge1", "rouge2", "rougeL", "stemming"}) j[name] = rouge[name];
+      j["score"] = rouge["rougeL"]["f1"];
+      j["metric"] = "rougeL_f1";
+    }
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
+    const std::string scores = e.rouge ? e.rouge->to_string() + "; " + e.bleu_line : e.bleu_line;
     std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
-                static_cast<long long>(e.sentences), options.beam, e.bleu_line.c_str());
+                static_cast<long long>(e.sentences), options.beam, scores.c_str());
   }
 }
 
@@ -170,10 +180,13 @@ void add_eval_command(CLI::App& app) {
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
-  cmd->add_option("--data", args->data, "Classifier / translation / G2P: the data folder (or its sst2/, multi30k/ or cmudict/)");
+  cmd->add_option("--data", args->data,
+                  "Classifier / translation / G2P: the data folder (or its sst2/, multi30k/ or cmudict/); summarization: the "
+                  "folder with <split>.article and <split>.summary");
   cmd->add_option("--split", args->split,
                   "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
-                  "mscoco2017; G2P: dev (default) | test | train (docs/data.md)");
+                  "mscoco2017; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
+                  "train (docs/data.md)");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit, "Translation / G2P: the first N sentences (words) of the split only (0: all)");
   cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));

@@ -160,6 +160,7 @@ struct Hypothesis {
   json score;  // null for greedy
   std::vector<AttentionMap> maps;
   std::vector<float> copy = {};  // the pointer-generator: 1 − p_gen of each output token; else empty
+  std::vector<float> coverage = {};  // a coverage model: Σ_t a_{t,i} of each source token; else empty
 };
 
 // Row labels that show the pointer's copy probability of each output token: "Zürich · copy 0.93".
@@ -167,6 +168,53 @@ std::vector<std::string> with_copy(std::vector<std::string> rows, const std::vec
   for (size_t t = 0; t < rows.size() && t < copy.size(); ++t) rows[t] += " · copy " + fmt::format("{:.2f}", copy[t]);
   return rows;
 }
+
+// A coverage model's attention summed over the output steps, per source token: the final
+// coverage Σ_t a_{t,i} (the GNMT penalty's column sums; below 0.5: under-translated). Empty
+// for a map without one head (coverage needs the additive score, which has one).
+std::vector<float> final_coverage(const AttentionMap& cross) {
+  const size_t S = cross.cols.size(), T = cross.rows.size();
+  if (cross.heads != 1 || cross.layers != 1) return {};
+  std::vector<float> sums(S, 0.0f);
+  for (size_t t = 0; t < T; ++t)
+    for (size_t i = 0; i < S; ++i) sums[i] += cross.weights[t * S + i];
+  return sums;
+}
+
+// The coverage beside the alignment: the cross map's column labels gain each source token's
+// final coverage ("Haus · cov 1.02"), and a second map shows the coverage after each output
+// step, min(Σ_{t'≤t} a_{t',i}, 1) (the penalty's clipped column sums; its last row is the final
+// coverage). Adds nothing when the cross map has no single head.
+void add_coverage(Hypothesis& h) {
+  AttentionMap& cross = h.maps.back();
+  h.coverage = final_coverage(cross);
+  if (h.coverage.empty()) return;
+  AttentionMap running = cross;
+  running.name = "coverage";
+  const size_t S = cross.cols.size();
+  std::vector<float> sums(S, 0.0f);
+  for (size_t t = 0; t < cross.rows.size(); ++t)
+    for (size_t i = 0; i < S; ++i) {
+      sums[i] += cross.weights[t * S + i];
+      running.weights[t * S + i] = std::min(sums[i], 1.0f);
+    }
+  for (size_t i = 0; i < S; ++i) cross.cols[i] += " · cov " + fmt::format("{:.2f}", h.coverage[i]);
+  running.cols = cross.cols;
+  h.maps.push_back(std::move(running));
+}
+
+// The JSON of a hypothesis's coverage: the final sums and the source positions below 0.5.
+json coverage_json(const std::vector<float>& coverage) {
+  json under = json::array();
+  for (size_t i = 0; i < coverage.size(); ++i)
+    if (coverage[i] < 0.5f) under.push_back(i);
+  return {{"final", coverage}, {"under_translated", under}};
+}
+
+constexpr const char* kCoverageNote =
+    "coverage: each source token's column shows its final coverage, the attention summed over the output steps "
+    "(below 0.5: under-translated); the coverage map shows it after each step, clipped at 1 as the coverage "
+    "penalty clips it";
 
 struct View {
   std::string model_kind, title, input;
@@ -186,6 +234,7 @@ json view_json(const View& v, bool packed) {
     for (const AttentionMap& m : h.maps) maps.push_back(map_json(m, packed));
     hypotheses.push_back({{"name", h.name}, {"text", h.text}, {"score", h.score}, {"maps", maps}});
     if (!h.copy.empty()) hypotheses.back()["copy"] = h.copy;
+    if (!h.coverage.empty()) hypotheses.back()["coverage"] = coverage_json(h.coverage);
   }
   json j = {{"kind", "attention"}, {"model", v.model_kind}, {"title", v.title},      {"input", v.input},
             {"hypotheses", hypotheses}, {"notes", v.notes}};
@@ -220,6 +269,7 @@ std::vector<Decoded> greedy_and_beam(int beam, DecodeFn&& decode) {
 // An RNN seq2seq's greedy output of `source` and, for beam > 1, each beam hypothesis, with
 // its cross-attention (one layer, a head per --score multihead head).
 std::vector<Hypothesis> seq2seq_hypotheses(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam) {
+  const bool coverage = model.config().coverage != models::CoverageKind::none;
   model.eval();
   const int64_t S = static_cast<int64_t>(source.size());
   const Tensor src = Tensor::from_vector(source, {1, S});
@@ -236,6 +286,7 @@ std::vector<Hypothesis> seq2seq_hypotheses(models::Seq2Seq& model, const std::ve
     for (int32_t id : d.tokens) rows.push_back(data::symbol_name(id));
     out.push_back({d.name, data::symbols_to_string(d.tokens), d.score,
                    {map_from_steps(with_copy(rows, d.copy), cols, d.attention)}, d.copy});
+    if (coverage) add_coverage(out.back());
   }
   return out;
 }
@@ -252,6 +303,7 @@ View view_synthetic(const ViewArgs& a) {
   View v("rnn-seq2seq", std::string("attention: ") + models::to_string(model.config().attention) + " (" + model.config().effective_score() + ")",
          data::symbols_to_string(source));
   v.hypotheses = seq2seq_hypotheses(model, source, a.beam);
+  if (model.config().coverage != models::CoverageKind::none) v.notes.push_back(kCoverageNote);
   return v;
 }
 
@@ -274,6 +326,8 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   if (!pointer && std::count(ids.begin(), ids.end(), kSubwordUnk) == static_cast<std::ptrdiff_t>(ids.size()))
     throw UsageError("the model's vocabulary cannot encode --text (every piece is unknown)");
   const bool transformer = loaded.info.kind == "transformer";
+  const bool coverage =
+      !transformer && models::Seq2SeqConfig::from_json(loaded.info.config).coverage != models::CoverageKind::none;
   const size_t limit = transformer ? static_cast<size_t>(loaded.info.config.value("max_len", 256)) - 1
                                    : static_cast<size_t>(loaded.info.config.value("max_src_len", 128));
   if (ids.size() > limit)
@@ -286,6 +340,7 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   if (transformer) max_len = std::min<int>(max_len, static_cast<int>(limit));
   View v(transformer ? "transformer-translation" : "rnn-translation", transformer ? "Transformer translation" : "RNN translation: " + loaded.info.config.value("attention", std::string()),
          text);
+  if (coverage) v.notes.push_back(kCoverageNote);
   const std::vector<std::string> src_pieces = spm.pieces(ids);
   // The pointer's extended ids: unknown pieces as V + k, emitted by their text.
   const int64_t V = model.vocab();
@@ -305,6 +360,7 @@ View view_translation(const ViewArgs& a, const std::string& text) {
                  d.copy};
     if (!transformer) {
       h.maps.push_back(map_from_steps(with_copy(out_pieces, d.copy), src_pieces, d.attention));
+      if (coverage) add_coverage(h);
     } else {
       // The decoder's input at step t is BOS, then the token it chose at t - 1.
       std::vector<int32_t> tgt_in = {data::kBos};

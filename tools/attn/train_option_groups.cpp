@@ -21,15 +21,15 @@ TrainGroups::TrainGroups() {
          {T::seq2seq, T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
           T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
   synthetic = {"Synthetic seq2seq (--task copy | reverse | sort)", {T::seq2seq}};
-  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | g2p --model rnn)",
+  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | summarize | g2p --model rnn)",
          {T::seq2seq, T::translate_rnn, T::g2p_rnn}};
-  text_data = {"Text data (--task sst2 | translate | charlm | g2p)",
+  text_data = {"Text data (--task sst2 | translate | summarize | charlm | g2p)",
                {T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
                 T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
   classifier = {"Classifier (--task sst2)", sst2};
   bilstm = {"BiLSTM classifier (--task sst2 --model bilstm | bilstm-attn)", {T::sst2_bilstm, T::sst2_bilstm_attn}};
   pooling = {"Attention pooling (--task sst2 --model bilstm-attn)", {T::sst2_bilstm_attn}};
-  translation = {"Translation (--task translate)", {T::translate_rnn, T::translate_transformer}};
+  translation = {"Translation (--task translate | summarize)", {T::translate_rnn, T::translate_transformer}};
   lm = {"Character LM (--task charlm)", {T::charlm}};
   g2p = {"G2P (--task g2p)", {T::g2p_rnn, T::g2p_transformer}};
   transformer = {"Transformer (--task translate | g2p --model transformer, --task charlm, --task sst2 --model "

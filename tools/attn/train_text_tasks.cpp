@@ -134,26 +134,37 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
 
 namespace {
 
-void run_translation(CLI::App* cmd, TrainArgs& args) {
+// --task translate (Multi30k) and --task summarize (a user's article/summary files): one
+// trainer (train/translation_trainer.h), the data and the defaults differ.
+void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   as_usage([&] { args.names.apply(args.config); });
   const models::Seq2SeqConfig& c = args.config;
   const train::TrainOptions& t = args.options;
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  const char* task = summarize ? "summarize" : "translate";
+  if (summarize && s.data.empty())
+    throw UsageError("--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
+                     "val.summary, plain or .gz)");
   const std::string data_dir =
-      data_or_default(s.data, "multi30k", "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
+      summarize ? s.data
+                : data_or_default(s.data, "multi30k",
+                                  "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
   const std::string kind = given("--model") ? s.model : "rnn";
   if (kind != "rnn" && kind != "transformer")
-    throw UsageError("--task translate: --model must be rnn or transformer, got '" + kind + "'");
+    throw UsageError(std::string("--task ") + task + ": --model must be rnn or transformer, got '" + kind + "'");
   const bool transformer = kind == "transformer";
   train::TranslationOptions o;
-  o.data_dir = task_data_dir(data_dir, "multi30k", "raw");
-  o.src_lang = a.src;
-  o.tgt_lang = a.tgt;
+  o.summarization = summarize;
+  o.data_dir = summarize ? data_dir : task_data_dir(data_dir, "multi30k", "raw");
+  // Summaries: <split>.article and <split>.summary unless --src / --tgt name other suffixes.
+  o.src_lang = summarize && !given("--src") ? "article" : a.src;
+  o.tgt_lang = summarize && !given("--tgt") ? "summary" : a.tgt;
   o.tokenizer = a.tokenizer;
   o.vocab_size = a.vocab_size;
-  o.max_len = given("--max-len") ? t.max_len : 100;
+  // See et al. (2017) cut articles to 400 tokens; a translation's sentences are short.
+  o.max_len = given("--max-len") ? t.max_len : (summarize ? 400 : 100);
   o.train_limit = s.train_limit;
   o.max_tokens = a.max_tokens;
   o.max_sentences = a.max_sentences;
@@ -201,6 +212,9 @@ void run_translation(CLI::App* cmd, TrainArgs& args) {
               static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu, r.tokens_per_second);
   std::printf("model: %s\n", r.model_path.c_str());
 }
+
+void run_translation(CLI::App* cmd, TrainArgs& args) { run_text_pairs(cmd, args, false); }
+void run_summarization(CLI::App* cmd, TrainArgs& args) { run_text_pairs(cmd, args, true); }
 
 void run_char_lm(CLI::App* cmd, TrainArgs& args) {
   const models::Seq2SeqConfig& c = args.config;
@@ -255,6 +269,12 @@ ATTN_REGISTER_TASK({.order = 30,
                     .writes = decode::CheckpointKind::translation,
                     .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
                     .run = run_translation});
+ATTN_REGISTER_TASK({.order = 32,
+                    .name = "summarize",
+                    .summary = "summarisation of your article/summary files (--data DIR): --model rnn | transformer",
+                    .writes = decode::CheckpointKind::translation,
+                    .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
+                    .run = run_summarization});
 ATTN_REGISTER_TASK({.order = 40,
                     .name = "charlm",
                     .summary = "a character language model on Tatoeba's French (--data DIR): --model transformer",

@@ -24,9 +24,10 @@ std::string parallel_split_names();
 std::string parallel_split_file(const std::string& split);
 
 // Reads <data_dir>/raw/<file>.<src_lang>.gz and <file>.<tgt_lang>.gz (file from
-// parallel_split_file(split)), at most `limit` pairs (0 = all). Throws IoError naming the
-// missing file and listing the valid splits, ValueError when the two sides' line counts
-// differ, the files are empty or limit < 0.
+// parallel_split_file(split)), at most `limit` pairs (0 = all). A side not there is read from
+// <data_dir>/<file>.<lang>, plain or .gz (a user's corpus: train.article and train.summary).
+// Throws IoError naming the missing file and listing the valid splits, ValueError when the
+// two sides' line counts differ, the files are empty or limit < 0.
 ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
                              const std::string& tgt_lang, int64_t limit = 0);
 

@@ -6,7 +6,8 @@
 //
 // Checkpoint metadata "attn": {"format": "attn-translation", "kind": "rnn"|"transformer",
 // "config": {...}, "src_lang", "tgt_lang", "tokenizer": "spm.model" (next to the checkpoint),
-// "tokenizer_crc32", "vocab_size", "step", "best_val_bleu"}.
+// "tokenizer_crc32", "vocab_size", "step", "best_val_bleu", and "summarization": true for a
+// `--task summarize` run (absent otherwise)}.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/rouge.h"
 #include "attn/data/subword.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/translator.h"
@@ -30,6 +32,7 @@ struct TranslationInfo {
   std::string tokenizer;  // absolute path of the SentencePiece model
   int64_t step = 0;
   double best_val_bleu = 0.0;
+  bool summarization = false;  // --task summarize: `attn eval` reports ROUGE-1/2/L
 };
 
 struct LoadedTranslator {
@@ -81,11 +84,13 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
                                    const TranslateOptions& options);
 
 // Corpus BLEU of translating `split` (e.g. test2016) against its raw references, with the
-// hypotheses. limit > 0 uses the first `limit` sentences.
+// hypotheses, and for a summarization model (TranslationInfo::summarization) ROUGE-1/2/L.
+// limit > 0 uses the first `limit` sentences.
 struct TranslationEval {
   double bleu = 0.0;
   std::string bleu_line;  // sacreBLEU-style summary
   nlohmann::json bleu_json;
+  std::optional<data::RougeResult> rouge;  // summarization models only
   std::vector<std::string> hypotheses;
   int64_t sentences = 0;
   double seconds = 0.0;

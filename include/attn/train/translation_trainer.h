@@ -37,6 +37,10 @@ struct TranslationOptions : RunOptions {
   int max_sentences = 128;         // rows per batch
   float label_smoothing = 0.1f;
   int64_t eval_sentences = 0;      // validation sentences (0: the whole val split)
+  // --task summarize: src_lang/tgt_lang are file suffixes (article, summary), validation also
+  // reports ROUGE-1/2/L (the best model is still the one of best validation BLEU), and the
+  // checkpoint says so (decode::TranslationInfo::summarization).
+  bool summarization = false;
 
   TranslationOptions() {
     steps = 10000;
