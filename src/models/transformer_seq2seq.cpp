@@ -61,6 +61,9 @@ void selected_weights(const std::vector<nn::LayerAttention>& layers, const Atten
   for (float& v : out) v /= static_cast<float>(H);
 }
 
+// The decoder layer whose cross-attention `select` reads: only its weights are computed.
+int cross_layer(const AttentionSelect& select, int layers) { return select.layer < 0 ? layers - 1 : select.layer; }
+
 }  // namespace
 
 TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
@@ -195,7 +198,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (n, 1, D)
     weights.clear();
     // The memory is read on the first step only (the cache then holds its keys and values).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights);  // (n, 1, D)
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights, cross_layer(select, config_.decoder_layers));  // (n, 1, D)
     const Tensor l = output_logits(h);                                              // (n, 1, V)
     std::vector<int32_t> keep;
     for (int64_t i = 0; i < n; ++i) {
@@ -255,7 +258,7 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
     const Tensor ids = search.next_tokens().reshape({BK, 1});
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (BK, 1, D)
     weights.clear();
-    const Tensor h = decoder.step(x, memory, cache, &weights);           // (BK, 1, D)
+    const Tensor h = decoder.step(x, memory, cache, &weights, cross_layer(select, config_.decoder_layers));  // (BK, 1, D)
     const Tensor logp = log_softmax(output_logits(h)).reshape({BK, V});  // (BK, V)
     for (int64_t i = 0; i < BK; ++i) {
       selected_weights(weights, select, i, w);

@@ -103,6 +103,7 @@ Tensor append_step(const Tensor& cache, const Tensor& x) {
 
 // Causal self-attention of one new position h (B, 1, D) over the cached keys and values plus
 // its own: appends k, v to the cache, attends → (B, 1, D).
+// weights (when given) receives self_weights.
 Tensor self_attention_step(MultiheadAttention& mha, const Tensor& h, LayerKvCache& cache, LayerAttention* weights) {
   std::vector<Tensor> qkv = mha.project_qkv(h);  // 3 × (B, H, 1, Dh)
   cache.self_k = append_step(cache.self_k, qkv[1]);
@@ -301,7 +302,7 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
 }
 
 Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, LayerKvCache& cache,
-                                     const Tensor& memory_lengths, LayerAttention* weights) {
+                                     const Tensor& memory_lengths, LayerAttention* weights, bool self_weights) {
   autodiff::NoGradGuard no_grad;
   const int64_t D = options_.d_model, H = options_.heads, Dh = D / H;
   ShapeContract c("transformer_decoder_layer.step");
@@ -324,7 +325,9 @@ Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, Laye
   MhaCallOptions cross_call;
   cross_call.key_lengths = memory_lengths;
   cross_call.need_weights = weights != nullptr;
-  auto sa = [&](const Tensor& h) { return dropout1_.forward(self_attention_step(self_attn, h, cache, weights)); };
+  auto sa = [&](const Tensor& h) {
+    return dropout1_.forward(self_attention_step(self_attn, h, cache, self_weights ? weights : nullptr));
+  };
   auto ca = [&](const Tensor& h) {
     MhaResult r = multihead_attn.attend_projected(h, cache.cross_k, cache.cross_v, cross_call);
     if (weights != nullptr) weights->cross_weights = r.weights;  // (B, H, 1, S)
@@ -395,16 +398,21 @@ KvCache TransformerDecoder::start(const Tensor& memory_lengths) const {
 }
 
 Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& cache,
-                                std::vector<LayerAttention>* weights) {
+                                std::vector<LayerAttention>* weights, int cross_layer) {
   autodiff::NoGradGuard no_grad;
   if (cache.layers.size() != layers.size())
     throw ValueError("TransformerDecoder::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
                      " layers, this decoder " + str(static_cast<int64_t>(layers.size())) + " (use start())");
+  if (cross_layer >= static_cast<int>(layers.size()))
+    throw ValueError("TransformerDecoder::step: cross_layer " + str(cross_layer) + " out of range (" +
+                     str(static_cast<int64_t>(layers.size())) + " layers)");
   if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
   Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i)
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool all = cross_layer < 0, wanted = all || static_cast<size_t>(cross_layer) == i;
     h = layers[i]->step(h, memory, cache.layers[i], cache.memory_lengths,
-                        weights != nullptr ? &(*weights)[i] : nullptr);
+                        weights != nullptr && wanted ? &(*weights)[i] : nullptr, all);
+  }
   cache.steps += 1;
   return norm ? norm->forward(h) : h;
 }

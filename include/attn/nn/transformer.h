@@ -129,9 +129,10 @@ class TransformerDecoderLayer : public Module {
   // values to `cache` (cross keys/values are projected from `memory` on the first call,
   // when cache.cross_k is undefined; later calls do not read memory) → (B, 1, D).
   // Never records gradients (a NoGradGuard inside). With weights given: self_weights
-  // (B, H, 1, t + 1), cross_weights (B, H, 1, S).
+  // (B, H, 1, t + 1), cross_weights (B, H, 1, S); with self_weights false, the cross weights
+  // alone (what a search keeps).
   Tensor step(const Tensor& x, const Tensor& memory, LayerKvCache& cache, const Tensor& memory_lengths,
-              LayerAttention* weights = nullptr);
+              LayerAttention* weights = nullptr, bool self_weights = true);
 
   MultiheadAttention self_attn, multihead_attn;
   Linear linear1, linear2;
@@ -168,8 +169,11 @@ class TransformerDecoder : public Module {
   // or undefined is kept in the cache and used by every step.
   KvCache start(const Tensor& memory_lengths) const;
   // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1. memory (B, S, D) is
-  // projected on the first step only. No gradients (NoGradGuard inside).
-  Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr);
+  // projected on the first step only. No gradients (NoGradGuard inside). cross_layer >= 0 (with
+  // weights given): only that layer's cross_weights are computed, the rest of *weights stays
+  // undefined (the searches keep one layer's alignment; the others cost a second pass each).
+  Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr,
+              int cross_layer = -1);
   std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
 
