@@ -241,16 +241,10 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));
   check_decoding_memory(config_, BK, S, max_steps, true);
 
-  const Tensor memory_b = encode(src, src_lengths);  // (B, S, D)
-  // Row b*K + k is hypothesis k of source row b.
-  Tensor expand = Tensor::empty({BK}, DType::i32);
-  Tensor lengths = Tensor::empty({BK}, DType::i32);
-  for (int64_t i = 0; i < BK; ++i) {
-    expand.i32()[i] = static_cast<int32_t>(i / K);
-    lengths.i32()[i] = src_lengths.i32()[i / K];
-  }
-  const Tensor memory = gather_rows(memory_b, expand);  // (BK, S, D): reordering stays within a row
-  nn::KvCache cache = decoder.start(lengths);
+  const Tensor memory = encode(src, src_lengths);  // (B, S, D)
+  // Row b*K + k is hypothesis k of source row b; the K rows of b share its memory (the cache's
+  // group): its cross keys and values are projected once and never reordered.
+  nn::KvCache cache = decoder.start(src_lengths, K);
 
   std::vector<nn::LayerAttention> weights;
   std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (BK, S): the selected head(s)
@@ -258,7 +252,8 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
     const Tensor ids = search.next_tokens().reshape({BK, 1});
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (BK, 1, D)
     weights.clear();
-    const Tensor h = decoder.step(x, memory, cache, &weights, cross_layer(select, config_.decoder_layers));  // (BK, 1, D)
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
+                                  cross_layer(select, config_.decoder_layers));  // (BK, 1, D)
     const Tensor logp = log_softmax(output_logits(h)).reshape({BK, V});  // (BK, V)
     for (int64_t i = 0; i < BK; ++i) {
       selected_weights(weights, select, i, w);

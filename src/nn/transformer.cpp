@@ -115,6 +115,19 @@ Tensor self_attention_step(MultiheadAttention& mha, const Tensor& h, LayerKvCach
   return r.out;
 }
 
+// The cross weights of a grouped step, w (M, H, group, S), as the decoder rows' (M·group, H, 1, S).
+Tensor group_weights(const Tensor& w, int64_t group) {
+  if (group == 1) return w;
+  const int64_t M = w.dim(0), H = w.dim(1), S = w.dim(3);
+  Tensor out = Tensor::empty({M * group, H, 1, S});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k < group; ++k)
+        std::memcpy(out.f32() + ((m * group + k) * H + h) * S, w.f32() + ((m * H + h) * group + k) * S,
+                    sizeof(float) * S);
+  return out;
+}
+
 // Checks x (B, 1, D) of a step.
 void check_step_input(ShapeContract& c, const Tensor& x, int64_t D) {
   c.bind("D", D);
@@ -143,15 +156,17 @@ void KvCache::select_rows(const Tensor& rows) {
     throw ShapeError("KvCache::select_rows: 'rows' expected int32 (B'), got " +
                      (rows.defined() ? rows.shape().str() + " " + dtype_name(rows.dtype()) : std::string("undefined")));
   // B from whatever the cache holds (nothing before the first step of a decoder started
-  // without memory_lengths: then any row list is accepted and nothing changes).
-  int64_t B = memory_lengths.defined() ? memory_lengths.numel() : -1;
+  // without memory_lengths: then any row list is accepted and nothing changes). Memory rows
+  // count `group` decoder rows each.
+  int64_t B = memory_lengths.defined() ? memory_lengths.numel() * group : -1;
   for (const LayerKvCache& l : layers)
     for (const Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
       if (t->defined()) {
-        if (B >= 0 && t->dim(0) != B)
-          throw ShapeError("KvCache::select_rows: the cache is inconsistent: batch " + str(t->dim(0)) + " next to " +
+        const int64_t rows_here = t->dim(0) * (t == &l.self_k || t == &l.self_v ? 1 : group);
+        if (B >= 0 && rows_here != B)
+          throw ShapeError("KvCache::select_rows: the cache is inconsistent: batch " + str(rows_here) + " next to " +
                            str(B));
-        B = t->dim(0);
+        B = rows_here;
       }
   if (B < 0) return;
   const int64_t m = rows.numel();
@@ -160,13 +175,31 @@ void KvCache::select_rows(const Tensor& rows) {
     if (r[i] < 0 || r[i] >= B)
       throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
                        " is out of range [0, B=" + str(B) + ")");
+  if (m % group != 0)
+    throw ValueError("KvCache::select_rows: " + str(m) + " rows are not whole groups of " + str(group));
+  // The memory row of each kept group; identity (nothing to gather) when no group moved.
+  Tensor memory_rows = Tensor::empty({m / group}, DType::i32);
+  bool same_memory = m == B;
+  for (int64_t g = 0; g < m / group; ++g) {
+    const int32_t from = r[g * group] / static_cast<int32_t>(group);
+    for (int64_t i = g * group; i < (g + 1) * group; ++i)
+      if (r[i] / group != from)
+        throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
+                         " is not of memory row " + str(from) + " (groups of " + str(group) + ")");
+    memory_rows.i32()[g] = from;
+    same_memory = same_memory && from == g;
+  }
   autodiff::NoGradGuard no_grad;
-  for (LayerKvCache& l : layers)
-    for (Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
+  for (LayerKvCache& l : layers) {
+    for (Tensor* t : {&l.self_k, &l.self_v})
       if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
-  if (memory_lengths.defined()) {
-    Tensor out = Tensor::empty({m}, DType::i32);
-    for (int64_t i = 0; i < m; ++i) out.i32()[i] = memory_lengths.i32()[r[i]];
+    if (same_memory) continue;
+    for (Tensor* t : {&l.cross_k, &l.cross_v})
+      if (t->defined()) *t = gather_rows(*t, memory_rows);  // (B' / group, ...)
+  }
+  if (memory_lengths.defined() && !same_memory) {
+    Tensor out = Tensor::empty({m / group}, DType::i32);
+    for (int64_t g = 0; g < m / group; ++g) out.i32()[g] = memory_lengths.i32()[memory_rows.i32()[g]];
     memory_lengths = out;
   }
 }
@@ -302,25 +335,33 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
 }
 
 Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, LayerKvCache& cache,
-                                     const Tensor& memory_lengths, LayerAttention* weights, bool self_weights) {
+                                     const Tensor& memory_lengths, LayerAttention* weights, bool self_weights,
+                                     int64_t group) {
   autodiff::NoGradGuard no_grad;
   const int64_t D = options_.d_model, H = options_.heads, Dh = D / H;
   ShapeContract c("transformer_decoder_layer.step");
   check_step_input(c, x, D);
   check_self_cache(c, cache, H, Dh);
+  if (group < 1 || c["B"] % group != 0)
+    throw ValueError(c.op() + ": group " + str(group) + " does not divide the batch B=" + str(c["B"]));
+  const int64_t B = c["B"], M = B / group;  // decoder rows, memory rows
+  c.bind("M", M);
   if (cache.cross_k.defined() != cache.cross_v.defined())
     throw ValueError(c.op() + ": cache.cross_k and cache.cross_v must both be defined or both undefined");
   if (!cache.cross_k.defined()) {
     if (!memory.defined())
       throw ValueError(c.op() + ": 'memory' is needed on the first step (the cache holds no cross keys yet)");
-    c.check("memory", memory, {"B", "S", "D"});
-    std::tie(cache.cross_k, cache.cross_v) = multihead_attn.project_kv(memory, memory);  // (B, H, S, Dh) each
+    c.check("memory", memory, {"M", "S", "D"});
+    std::tie(cache.cross_k, cache.cross_v) = multihead_attn.project_kv(memory, memory);  // (M, H, S, Dh) each
   }
   c.bind("H", H);
   c.bind("Dh", Dh);
-  c.check("cache.cross_k", cache.cross_k, {"B", "H", "S", "Dh"});
-  c.check("cache.cross_v", cache.cross_v, {"B", "H", "S", "Dh"});
-  check_lengths(c, "memory_lengths", memory_lengths);
+  c.check("cache.cross_k", cache.cross_k, {"M", "H", "S", "Dh"});
+  c.check("cache.cross_v", cache.cross_v, {"M", "H", "S", "Dh"});
+  if (memory_lengths.defined()) {
+    c.check("memory_lengths", memory_lengths, {"M"}, DType::i32);
+    check_length_values(c.op(), "memory_lengths", memory_lengths, 0, "S", c["S"]);
+  }
 
   MhaCallOptions cross_call;
   cross_call.key_lengths = memory_lengths;
@@ -328,10 +369,11 @@ Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, Laye
   auto sa = [&](const Tensor& h) {
     return dropout1_.forward(self_attention_step(self_attn, h, cache, self_weights ? weights : nullptr));
   };
+  // A memory row's `group` decoder rows attend as that many queries: h (B, 1, D) as (M, group, D).
   auto ca = [&](const Tensor& h) {
-    MhaResult r = multihead_attn.attend_projected(h, cache.cross_k, cache.cross_v, cross_call);
-    if (weights != nullptr) weights->cross_weights = r.weights;  // (B, H, 1, S)
-    return dropout2_.forward(r.out);
+    MhaResult r = multihead_attn.attend_projected(h.reshape({M, group, D}), cache.cross_k, cache.cross_v, cross_call);
+    if (weights != nullptr) weights->cross_weights = group_weights(r.weights, group);  // (B, H, 1, S)
+    return dropout2_.forward(r.out.reshape({B, 1, D}));
   };
   Tensor h = sublayer(options_.norm_first, norm1, x, sa);
   h = sublayer(options_.norm_first, norm2, h, ca);
@@ -387,13 +429,15 @@ Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const 
   return norm ? norm->forward(h) : h;
 }
 
-KvCache TransformerDecoder::start(const Tensor& memory_lengths) const {
+KvCache TransformerDecoder::start(const Tensor& memory_lengths, int64_t group) const {
   if (memory_lengths.defined() && (memory_lengths.dtype() != DType::i32 || memory_lengths.rank() != 1))
-    throw ShapeError("TransformerDecoder::start: 'memory_lengths' expected int32 (B), got " +
+    throw ShapeError("TransformerDecoder::start: 'memory_lengths' expected int32 (M), got " +
                      memory_lengths.shape().str() + " " + dtype_name(memory_lengths.dtype()));
+  if (group < 1) throw ValueError("TransformerDecoder::start: group must be >= 1, got " + str(group));
   KvCache cache;
   cache.layers.resize(layers.size());
   cache.memory_lengths = memory_lengths;
+  cache.group = group;
   return cache;
 }
 
@@ -411,7 +455,7 @@ Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& 
   for (size_t i = 0; i < layers.size(); ++i) {
     const bool all = cross_layer < 0, wanted = all || static_cast<size_t>(cross_layer) == i;
     h = layers[i]->step(h, memory, cache.layers[i], cache.memory_lengths,
-                        weights != nullptr && wanted ? &(*weights)[i] : nullptr, all);
+                        weights != nullptr && wanted ? &(*weights)[i] : nullptr, all, cache.group);
   }
   cache.steps += 1;
   return norm ? norm->forward(h) : h;
