@@ -233,7 +233,8 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
                                       AttentionSelect select) {
   const char* op = "TransformerSeq2Seq.beam";
   const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
-  detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S));
+  // Finished source rows leave the decoder batch (live_only): the cache drops their rows.
+  detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S), true);
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;
@@ -247,15 +248,16 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   nn::KvCache cache = decoder.start(src_lengths, K);
 
   std::vector<nn::LayerAttention> weights;
-  std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (BK, S): the selected head(s)
+  std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (n, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
-    const Tensor ids = search.next_tokens().reshape({BK, 1});
-    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (BK, 1, D)
+    const Tensor tokens = search.next_tokens();
+    const int64_t n = tokens.numel();  // L·K: the live rows' hypotheses
+    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, tokens.reshape({n, 1}), t);  // (n, 1, D)
     weights.clear();
     const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
-                                  cross_layer(select, config_.decoder_layers));  // (BK, 1, D)
-    const Tensor logp = log_softmax(output_logits(h)).reshape({BK, V});  // (BK, V)
-    for (int64_t i = 0; i < BK; ++i) {
+                                  cross_layer(select, config_.decoder_layers));  // (n, 1, D)
+    const Tensor logp = log_softmax(output_logits(h)).reshape({n, V});  // (n, V)
+    for (int64_t i = 0; i < n; ++i) {
       selected_weights(weights, select, i, w);
       std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
