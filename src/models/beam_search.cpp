@@ -101,19 +101,32 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
   const int64_t S = source_.S;
   std::vector<float> new_coverage(coverage_.size(), 0.0f), extended(beta_ > 0.0f ? static_cast<size_t>(S) : 0);
   std::vector<Candidate>& cands = candidates_;
-  cands.reserve(static_cast<size_t>(K * V));  // allocates on the first step only
+  cands.reserve(static_cast<size_t>(2 * K * K));  // allocates on the first step only
   bool all_done = true;
   for (int64_t b = 0; b < batch_; ++b) {
     for (int k = 0; k < K; ++k) par[static_cast<size_t>(b * K + k)] = static_cast<int32_t>(b * K + k);
     if (done_[static_cast<size_t>(b)]) continue;
+    // The best 2K of the row's K·V proposals (score desc, then beam and token asc) are among the
+    // best 2K of each hypothesis's V: those are kept (insertion into a sorted run), then sorted.
     cands.clear();
+    const size_t top_n = static_cast<size_t>(2 * K);
     for (int k = 0; k < K; ++k) {
       const float base = score_[static_cast<size_t>(b * K + k)];
       if (base == kNegInf) continue;
       const float* row = logp.f32() + (at[static_cast<size_t>(b)] * K + k) * V;
-      for (int v = 0; v < V; ++v) cands.push_back({base + row[v], k, v});
+      const size_t first = cands.size();
+      for (int v = 0; v < V; ++v) {
+        const float score = base + row[v];
+        const size_t n = cands.size() - first;
+        // Equal scores: the earlier token ranks first, so a later one enters only when strictly better.
+        if (n == top_n && !(score > cands.back().score)) continue;
+        if (n < top_n) cands.push_back({score, k, v});
+        size_t i = cands.size() - 1;
+        for (; i > first && cands[i - 1].score < score; --i) cands[i] = cands[i - 1];
+        cands[i] = {score, k, v};
+      }
     }
-    const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));
+    const size_t top = std::min(cands.size(), top_n);
     std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
                       [](const Candidate& x, const Candidate& y) {
                         if (x.score != y.score) return x.score > y.score;

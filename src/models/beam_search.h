@@ -98,7 +98,7 @@ class BeamSearch {
   std::vector<int32_t> next_;                     // per hypothesis
   bool live_only_;
   std::vector<int64_t> live_;                     // the source rows the decoder steps (L)
-  std::vector<Candidate> candidates_;             // one row's K·V proposals, reused each step
+  std::vector<Candidate> candidates_;             // one row's best 2K proposals per hypothesis, reused
   Tensor reorder_;
 };
 
