@@ -254,15 +254,16 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
     const int64_t n = tokens.numel();  // L·K: the live rows' hypotheses
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, tokens.reshape({n, 1}), t);  // (n, 1, D)
     weights.clear();
+    // The previous step's reorder goes with this step's append (one copy of the self cache).
     const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
-                                  cross_layer(select, config_.decoder_layers));  // (n, 1, D)
+                                  cross_layer(select, config_.decoder_layers),
+                                  t == 0 ? Tensor() : search.reorder());  // (n, 1, D)
     const Tensor logp = log_softmax(output_logits(h)).reshape({n, V});  // (n, V)
     for (int64_t i = 0; i < n; ++i) {
       selected_weights(weights, select, i, w);
       std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
     if (!search.advance(logp, step_weights.data())) break;
-    cache.select_rows(search.reorder());
   }
   return search.result();
 }

@@ -461,14 +461,18 @@ TEST(TransformerCache, GroupedMemoryEqualsExpanded) {
     EXPECT_FALSE(wg[0].cross_weights.defined());  // only the asked layer's weights
   }
   EXPECT_EQ(grouped.layers[0].cross_k.shape(), Shape({2, 2, 5, 4}));
-  // Memory row 0 is dropped, row 1's hypotheses swap.
-  grouped.select_rows(i32({3, 2}));
+  // Memory row 0 is dropped, row 1's hypotheses swap: select_rows, then a step, equals the
+  // step that takes the rows (the reorder fused into the append).
   expanded.select_rows(i32({3, 2}));
-  EXPECT_EQ(grouped.layers[1].cross_v.shape(), Shape({1, 2, 5, 4}));
-  EXPECT_EQ(grouped.memory_lengths.to_vector_i32(), std::vector<int32_t>({3}));
-  Tensor yg = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped);
   Tensor ye = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), expanded);
+  EXPECT_THROW_MSG(dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3})), ShapeError,
+                   "TransformerDecoder::step: 'rows' expected (B=2), got (1)");
+  Tensor yg = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3, 2}));
   EXPECT_TRUE(tensors_close(yg, ye, 0.0f, 0.0f));
+  EXPECT_EQ(grouped.layers[1].cross_v.shape(), Shape({1, 2, 5, 4}));
+  EXPECT_EQ(grouped.layers[0].self_k.shape(), Shape({2, 2, 3, 4}));
+  EXPECT_TRUE(tensors_close(grouped.layers[0].self_k, expanded.layers[0].self_k, 0.0f, 0.0f));
+  EXPECT_EQ(grouped.memory_lengths.to_vector_i32(), std::vector<int32_t>({3}));
   EXPECT_THROW_MSG(grouped.select_rows(i32({0})), ValueError, "1 rows are not whole groups of 2");
   KvCache two = dec.start(i32({5, 3}), 2);
   dec.step(positions(tgt, 0, 1), mem, two);

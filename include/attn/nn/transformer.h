@@ -120,6 +120,9 @@ struct KvCache {
   // The caller reorders its own memory tensor (it is read again only if the cross keys were
   // never projected).
   void select_rows(const Tensor& rows);
+  // select_rows without the self keys and values (TransformerDecoder::step with rows gathers
+  // them in the copy that appends its step).
+  void select_memory_rows(const Tensor& rows);
 };
 
 class TransformerDecoderLayer : public Module {
@@ -138,8 +141,11 @@ class TransformerDecoderLayer : public Module {
   // (B, 1, D). Never records gradients (a NoGradGuard inside). With weights given:
   // self_weights (B, H, 1, t + 1), cross_weights (B, H, 1, S); with self_weights false, the
   // cross weights alone (what a search keeps). memory_lengths (M); group as KvCache::group.
+  // rows (int32 (B), when defined): batch row b continues the self cache's row rows[b] (the
+  // cache still holds the previous batch; gathered in the same copy as the append).
   Tensor step(const Tensor& x, const Tensor& memory, LayerKvCache& cache, const Tensor& memory_lengths,
-              LayerAttention* weights = nullptr, bool self_weights = true, int64_t group = 1);
+              LayerAttention* weights = nullptr, bool self_weights = true, int64_t group = 1,
+              const Tensor& rows = Tensor());
 
   MultiheadAttention self_attn, multihead_attn;
   Linear linear1, linear2;
@@ -180,8 +186,11 @@ class TransformerDecoder : public Module {
   // M = B / cache.group, is projected on the first step only. No gradients (NoGradGuard inside). cross_layer >= 0 (with
   // weights given): only that layer's cross_weights are computed, the rest of *weights stays
   // undefined (the searches keep one layer's alignment; the others cost a second pass each).
+  // rows (int32 (B), when defined): first cache.select_rows(rows) (a beam's reorder of the
+  // previous step's batch), its self keys and values gathered in the copy that appends this
+  // step's (one copy of the cache instead of two).
   Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr,
-              int cross_layer = -1);
+              int cross_layer = -1, const Tensor& rows = Tensor());
   std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
 
