@@ -22,14 +22,15 @@ BeamSource beam_source(const Tensor& src_lengths, int64_t S) {
 }
 
 BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row,
-                       BeamSource source)
+                       BeamSource source, bool live_only)
     : batch_(batch),
       K_(options.width),
       alpha_(options.length_penalty),
       max_len_(options.max_len),
       W_(weights_per_row),
       beta_(options.coverage_penalty),
-      source_(std::move(source)) {
+      source_(std::move(source)),
+      live_only_(live_only) {
   if (options.width < 1) throw ValueError(op + ": width must be >= 1, got " + std::to_string(options.width));
   if (options.max_len < 1) throw ValueError(op + ": max_len must be >= 1, got " + std::to_string(options.max_len));
   if (!(options.length_penalty >= 0.0f) || !std::isfinite(options.length_penalty))
@@ -46,6 +47,7 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
   finished_.resize(static_cast<size_t>(batch));
   done_.assign(static_cast<size_t>(batch), 0);
   next_.assign(BK, kBos);
+  for (int64_t b = 0; b < batch; ++b) live_.push_back(b);
   reorder_ = Tensor::empty({static_cast<int64_t>(BK)}, DType::i32);
 }
 
@@ -68,14 +70,29 @@ void BeamSearch::add_weights(const float* from, const float* weights, float* cov
   }
 }
 
-Tensor BeamSearch::next_tokens() const { return Tensor::from_vector(next_, {rows()}); }
+Tensor BeamSearch::next_tokens() const {
+  const int64_t L = static_cast<int64_t>(live_.size());
+  Tensor ids = Tensor::empty({L * K_}, DType::i32);
+  for (int64_t li = 0; li < L; ++li)
+    std::copy_n(next_.begin() + live_[static_cast<size_t>(li)] * K_, K_, ids.i32() + li * K_);
+  return ids;
+}
 
 bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* copy) {
   const int64_t BK = rows(), V = logp.dim(1);
   const int K = K_;
   const int t = static_cast<int>(tokens_.size());
-  if (W_ > 0) weights_.emplace_back(weights, weights + BK * W_);
-  if (copy) copies_.emplace_back(copy, copy + BK);
+  // at[b]: the decoder row block of source row b in this step's inputs (live rows only).
+  std::vector<int64_t> at(static_cast<size_t>(batch_), -1);
+  for (size_t li = 0; li < live_.size(); ++li) at[static_cast<size_t>(live_[li])] = static_cast<int64_t>(li);
+  // This step's weights and copy probabilities by global row b·K + k (zero for rows not stepped).
+  auto keep = [&](const float* in, int64_t width, std::vector<std::vector<float>>& per_step) {
+    std::vector<float>& all = per_step.emplace_back(static_cast<size_t>(BK * width), 0.0f);
+    for (size_t li = 0; li < live_.size(); ++li)
+      std::copy_n(in + static_cast<int64_t>(li) * K * width, K * width, all.begin() + live_[li] * K * width);
+  };
+  if (W_ > 0) keep(weights, W_, weights_);
+  if (copy) keep(copy, 1, copies_);
   tokens_.emplace_back(static_cast<size_t>(BK), kPad);
   parents_.emplace_back(static_cast<size_t>(BK), 0);
   std::vector<int32_t>& tok = tokens_.back();
@@ -84,19 +101,32 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
   const int64_t S = source_.S;
   std::vector<float> new_coverage(coverage_.size(), 0.0f), extended(beta_ > 0.0f ? static_cast<size_t>(S) : 0);
   std::vector<Candidate>& cands = candidates_;
-  cands.reserve(static_cast<size_t>(K * V));  // allocates on the first step only
+  cands.reserve(static_cast<size_t>(2 * K * K));  // allocates on the first step only
   bool all_done = true;
   for (int64_t b = 0; b < batch_; ++b) {
     for (int k = 0; k < K; ++k) par[static_cast<size_t>(b * K + k)] = static_cast<int32_t>(b * K + k);
     if (done_[static_cast<size_t>(b)]) continue;
+    // The best 2K of the row's K·V proposals (score desc, then beam and token asc) are among the
+    // best 2K of each hypothesis's V: those are kept (insertion into a sorted run), then sorted.
     cands.clear();
+    const size_t top_n = static_cast<size_t>(2 * K);
     for (int k = 0; k < K; ++k) {
       const float base = score_[static_cast<size_t>(b * K + k)];
       if (base == kNegInf) continue;
-      const float* row = logp.f32() + (b * K + k) * V;
-      for (int v = 0; v < V; ++v) cands.push_back({base + row[v], k, v});
+      const float* row = logp.f32() + (at[static_cast<size_t>(b)] * K + k) * V;
+      const size_t first = cands.size();
+      for (int v = 0; v < V; ++v) {
+        const float score = base + row[v];
+        const size_t n = cands.size() - first;
+        // Equal scores: the earlier token ranks first, so a later one enters only when strictly better.
+        if (n == top_n && !(score > cands.back().score)) continue;
+        if (n < top_n) cands.push_back({score, k, v});
+        size_t i = cands.size() - 1;
+        for (; i > first && cands[i - 1].score < score; --i) cands[i] = cands[i - 1];
+        cands[i] = {score, k, v};
+      }
     }
-    const size_t top = std::min(cands.size(), static_cast<size_t>(2 * K));
+    const size_t top = std::min(cands.size(), top_n);
     std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
                       [](const Candidate& x, const Candidate& y) {
                         if (x.score != y.score) return x.score > y.score;
@@ -111,7 +141,7 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
       const int64_t from = b * K + c.beam;
       float cp = 0.0f;
       if (beta_ > 0.0f) {  // the hypothesis's attention, this step's included
-        add_weights(coverage_.data() + from * S, weights + from * W_, extended.data());
+        add_weights(coverage_.data() + from * S, weights_.back().data() + from * W_, extended.data());
         cp = coverage_penalty(b, extended.data());
       }
       if (c.token == kEos) {
@@ -142,10 +172,21 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
   score_.swap(new_score);
   coverage_.swap(new_coverage);
   if (all_done) return false;
-  for (int64_t i = 0; i < BK; ++i) {
-    reorder_.i32()[i] = par[static_cast<size_t>(i)];
-    next_[static_cast<size_t>(i)] = tok[static_cast<size_t>(i)];
+  next_ = tok;
+  // The next step's rows: all of them, or the live ones; each extends a row of this step.
+  std::vector<int64_t> next_live;
+  for (int64_t b : live_)
+    if (!live_only_ || !done_[static_cast<size_t>(b)]) next_live.push_back(b);
+  const int64_t n = static_cast<int64_t>(next_live.size()) * K;
+  if (reorder_.numel() != n) reorder_ = Tensor::empty({n}, DType::i32);
+  for (size_t li = 0; li < next_live.size(); ++li) {
+    const int64_t b = next_live[li];
+    for (int k = 0; k < K; ++k) {
+      const int64_t parent = par[static_cast<size_t>(b * K + k)] - b * K;  // beam within row b
+      reorder_.i32()[static_cast<int64_t>(li) * K + k] = static_cast<int32_t>(at[static_cast<size_t>(b)] * K + parent);
+    }
   }
+  live_.swap(next_live);
   return true;
 }
 

@@ -44,17 +44,21 @@ class BeamSearch {
   // `op` prefixes the ValueError for a bad width, max_len, length_penalty or coverage_penalty
   // (or a coverage penalty without weights).
   // weights_per_row: attention floats per hypothesis and step (0: no attention kept).
+  // live_only: the decoder steps only the rows not done yet (L source rows, L·K decoder rows,
+  // in source-row order): advance() takes (L·K, ...) and reorder() drops the rows that finished.
+  // Otherwise every row steps until all are done (L = B).
   BeamSearch(const std::string& op, int64_t batch, const BeamOptions& options, int64_t weights_per_row,
-             BeamSource source = {});
+             BeamSource source = {}, bool live_only = false);
 
   int64_t rows() const { return batch_ * K_; }  // B·K
-  // The token each hypothesis feeds next (BOS at the start), as an int32 (B·K) tensor.
+  // The token each live hypothesis feeds next (BOS at the start), as an int32 (L·K) tensor.
   Tensor next_tokens() const;
-  // Takes one step's log-probabilities (B·K, V) and attention weights (B·K, W) (nullptr
+  // Takes one step's log-probabilities (L·K, V) and attention weights (L·K, W) (nullptr
   // when weights_per_row is 0). Returns false when every row is done.
-  // copy: the pointer-generator's copy probability of each hypothesis's step (B·K), or nullptr.
+  // copy: the pointer-generator's copy probability of each hypothesis's step (L·K), or nullptr.
   bool advance(const Tensor& logp, const float* weights, const float* copy = nullptr);
-  // Hypothesis i of the next step extends row reorder()[i] of this one (int32 (B·K)).
+  // Hypothesis i of the next step extends decoder row reorder()[i] of this one (int32 (L'·K),
+  // values in [0, L·K), each group of K from one source row).
   const Tensor& reorder() const { return reorder_; }
   // The winner of each row: its tokens (with EOS when it finished) and attention.
   DecodeResult result() const;
@@ -92,7 +96,9 @@ class BeamSearch {
   std::vector<std::vector<Finished>> finished_;   // per row
   std::vector<char> done_;                        // per row
   std::vector<int32_t> next_;                     // per hypothesis
-  std::vector<Candidate> candidates_;             // one row's K·V proposals, reused each step
+  bool live_only_;
+  std::vector<int64_t> live_;                     // the source rows the decoder steps (L)
+  std::vector<Candidate> candidates_;             // one row's best 2K proposals per hypothesis, reused
   Tensor reorder_;
 };
 

@@ -61,6 +61,9 @@ void selected_weights(const std::vector<nn::LayerAttention>& layers, const Atten
   for (float& v : out) v /= static_cast<float>(H);
 }
 
+// The decoder layer whose cross-attention `select` reads: only its weights are computed.
+int cross_layer(const AttentionSelect& select, int layers) { return select.layer < 0 ? layers - 1 : select.layer; }
+
 }  // namespace
 
 TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
@@ -195,7 +198,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (n, 1, D)
     weights.clear();
     // The memory is read on the first step only (the cache then holds its keys and values).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights);  // (n, 1, D)
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights, cross_layer(select, config_.decoder_layers));  // (n, 1, D)
     const Tensor l = output_logits(h);                                              // (n, 1, V)
     std::vector<int32_t> keep;
     for (int64_t i = 0; i < n; ++i) {
@@ -230,7 +233,8 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
                                       AttentionSelect select) {
   const char* op = "TransformerSeq2Seq.beam";
   const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
-  detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S));
+  // Finished source rows leave the decoder batch (live_only): the cache drops their rows.
+  detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S), true);
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
   const int K = options.width;
@@ -238,31 +242,28 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));
   check_decoding_memory(config_, BK, S, max_steps, true);
 
-  const Tensor memory_b = encode(src, src_lengths);  // (B, S, D)
-  // Row b*K + k is hypothesis k of source row b.
-  Tensor expand = Tensor::empty({BK}, DType::i32);
-  Tensor lengths = Tensor::empty({BK}, DType::i32);
-  for (int64_t i = 0; i < BK; ++i) {
-    expand.i32()[i] = static_cast<int32_t>(i / K);
-    lengths.i32()[i] = src_lengths.i32()[i / K];
-  }
-  const Tensor memory = gather_rows(memory_b, expand);  // (BK, S, D): reordering stays within a row
-  nn::KvCache cache = decoder.start(lengths);
+  const Tensor memory = encode(src, src_lengths);  // (B, S, D)
+  // Row b*K + k is hypothesis k of source row b; the K rows of b share its memory (the cache's
+  // group): its cross keys and values are projected once and never reordered.
+  nn::KvCache cache = decoder.start(src_lengths, K);
 
   std::vector<nn::LayerAttention> weights;
-  std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (BK, S): the selected head(s)
+  std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (n, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
-    const Tensor ids = search.next_tokens().reshape({BK, 1});
-    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (BK, 1, D)
+    const Tensor tokens = search.next_tokens();
+    const int64_t n = tokens.numel();  // L·K: the live rows' hypotheses
+    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, tokens.reshape({n, 1}), t);  // (n, 1, D)
     weights.clear();
-    const Tensor h = decoder.step(x, memory, cache, &weights);           // (BK, 1, D)
-    const Tensor logp = log_softmax(output_logits(h)).reshape({BK, V});  // (BK, V)
-    for (int64_t i = 0; i < BK; ++i) {
+    // The previous step's reorder goes with this step's append (one copy of the self cache).
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
+                                  cross_layer(select, config_.decoder_layers),
+                                  t == 0 ? Tensor() : search.reorder());  // (n, 1, D)
+    const Tensor logp = log_softmax(output_logits(h)).reshape({n, V});  // (n, V)
+    for (int64_t i = 0; i < n; ++i) {
       selected_weights(weights, select, i, w);
       std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
     if (!search.advance(logp, step_weights.data())) break;
-    cache.select_rows(search.reorder());
   }
   return search.result();
 }

@@ -70,31 +70,39 @@ void check_lengths(ShapeContract& c, const char* arg, const Tensor& lengths) {
 
 // Checks a layer cache's self keys/values (B, H, t, Dh) (either undefined before the first
 // step) against B bound in `c`; returns t.
-int64_t check_self_cache(ShapeContract& c, const LayerKvCache& cache, int64_t H, int64_t Dh) {
+// rows (when defined, int32 (B)): the cache still holds the previous batch (P rows), to be
+// gathered by rows while appending.
+int64_t check_self_cache(ShapeContract& c, const LayerKvCache& cache, int64_t H, int64_t Dh,
+                         const Tensor& rows = Tensor()) {
   if (cache.self_k.defined() != cache.self_v.defined())
     throw ValueError(c.op() + ": cache.self_k and cache.self_v must both be defined or both undefined");
   if (!cache.self_k.defined()) return 0;
   c.bind("H", H);
   c.bind("Dh", Dh);
-  c.check("cache.self_k", cache.self_k, {"B", "H", "t", "Dh"});
-  c.check("cache.self_v", cache.self_v, {"B", "H", "t", "Dh"});
+  const char* batch = rows.defined() ? "P" : "B";
+  c.check("cache.self_k", cache.self_k, {batch, "H", "t", "Dh"});
+  c.check("cache.self_v", cache.self_v, {batch, "H", "t", "Dh"});
   return c["t"];
 }
 
-// cache (B, H, t, Dh) or undefined (t = 0), x (B, H, 1, Dh) → (B, H, t + 1, Dh): the time-axis
-// concatenation of one new step. Not recorded (the step path runs without gradients).
-Tensor append_step(const Tensor& cache, const Tensor& x) {
+// cache (P, H, t, Dh) or undefined (t = 0), x (B, H, 1, Dh) → (B, H, t + 1, Dh): the time-axis
+// concatenation of one new step, batch row b continuing cache row rows[b] (rows int32 (B) with
+// values in [0, P), already checked; undefined: row b, P = B). One copy for a beam's reorder
+// and the append. Not recorded (the step path runs without gradients).
+Tensor append_step(const Tensor& cache, const Tensor& x, const Tensor& rows) {
   const int64_t B = x.dim(0), H = x.dim(1), Dh = x.dim(3);
   const int64_t t = cache.defined() ? cache.dim(2) : 0;
   Tensor y = Tensor::empty({B, H, t + 1, Dh});
   const float* src = cache.defined() ? cache.f32() : nullptr;
+  const int32_t* from = rows.defined() ? rows.i32() : nullptr;
   const float* nx = x.f32();
   float* dst = y.f32();
   const int64_t row = (t + 1) * Dh;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, row));
   parallel_for(0, B * H, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
-      if (t > 0) std::memcpy(dst + r * row, src + r * t * Dh, sizeof(float) * t * Dh);
+      const int64_t s = from ? from[r / H] * H + r % H : r;  // the cache row (b', h) continued
+      if (t > 0) std::memcpy(dst + r * row, src + s * t * Dh, sizeof(float) * t * Dh);
       std::memcpy(dst + r * row + t * Dh, nx + r * Dh, sizeof(float) * Dh);
     }
   });
@@ -102,16 +110,31 @@ Tensor append_step(const Tensor& cache, const Tensor& x) {
 }
 
 // Causal self-attention of one new position h (B, 1, D) over the cached keys and values plus
-// its own: appends k, v to the cache, attends → (B, 1, D).
-Tensor self_attention_step(MultiheadAttention& mha, const Tensor& h, LayerKvCache& cache, LayerAttention* weights) {
+// its own: appends k, v to the cache (the cache's rows `rows` when defined), attends → (B, 1, D).
+// weights (when given) receives self_weights.
+Tensor self_attention_step(MultiheadAttention& mha, const Tensor& h, LayerKvCache& cache, LayerAttention* weights,
+                           const Tensor& rows = Tensor()) {
   std::vector<Tensor> qkv = mha.project_qkv(h);  // 3 × (B, H, 1, Dh)
-  cache.self_k = append_step(cache.self_k, qkv[1]);
-  cache.self_v = append_step(cache.self_v, qkv[2]);
+  cache.self_k = append_step(cache.self_k, qkv[1], rows);
+  cache.self_v = append_step(cache.self_v, qkv[2], rows);
   MhaCallOptions call;
   call.need_weights = weights != nullptr;
   MhaResult r = mha.attend_heads(qkv[0], cache.self_k, cache.self_v, call);  // one query sees every cached key
   if (weights != nullptr) weights->self_weights = r.weights;                 // (B, H, 1, t + 1)
   return r.out;
+}
+
+// The cross weights of a grouped step, w (M, H, group, S), as the decoder rows' (M·group, H, 1, S).
+Tensor group_weights(const Tensor& w, int64_t group) {
+  if (group == 1) return w;
+  const int64_t M = w.dim(0), H = w.dim(1), S = w.dim(3);
+  Tensor out = Tensor::empty({M * group, H, 1, S});
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t k = 0; k < group; ++k)
+        std::memcpy(out.f32() + ((m * group + k) * H + h) * S, w.f32() + ((m * H + h) * group + k) * S,
+                    sizeof(float) * S);
+  return out;
 }
 
 // Checks x (B, 1, D) of a step.
@@ -138,19 +161,29 @@ void TransformerLayerOptions::validate() const {
 // ---- KvCache ----------------------------------------------------------------------------------------
 
 void KvCache::select_rows(const Tensor& rows) {
+  select_memory_rows(rows);
+  autodiff::NoGradGuard no_grad;
+  for (LayerKvCache& l : layers)
+    for (Tensor* t : {&l.self_k, &l.self_v})
+      if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
+}
+
+void KvCache::select_memory_rows(const Tensor& rows) {
   if (!rows.defined() || rows.dtype() != DType::i32 || rows.rank() != 1)
     throw ShapeError("KvCache::select_rows: 'rows' expected int32 (B'), got " +
                      (rows.defined() ? rows.shape().str() + " " + dtype_name(rows.dtype()) : std::string("undefined")));
   // B from whatever the cache holds (nothing before the first step of a decoder started
-  // without memory_lengths: then any row list is accepted and nothing changes).
-  int64_t B = memory_lengths.defined() ? memory_lengths.numel() : -1;
+  // without memory_lengths: then any row list is accepted and nothing changes). Memory rows
+  // count `group` decoder rows each.
+  int64_t B = memory_lengths.defined() ? memory_lengths.numel() * group : -1;
   for (const LayerKvCache& l : layers)
     for (const Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
       if (t->defined()) {
-        if (B >= 0 && t->dim(0) != B)
-          throw ShapeError("KvCache::select_rows: the cache is inconsistent: batch " + str(t->dim(0)) + " next to " +
+        const int64_t rows_here = t->dim(0) * (t == &l.self_k || t == &l.self_v ? 1 : group);
+        if (B >= 0 && rows_here != B)
+          throw ShapeError("KvCache::select_rows: the cache is inconsistent: batch " + str(rows_here) + " next to " +
                            str(B));
-        B = t->dim(0);
+        B = rows_here;
       }
   if (B < 0) return;
   const int64_t m = rows.numel();
@@ -159,13 +192,29 @@ void KvCache::select_rows(const Tensor& rows) {
     if (r[i] < 0 || r[i] >= B)
       throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
                        " is out of range [0, B=" + str(B) + ")");
+  if (m % group != 0)
+    throw ValueError("KvCache::select_rows: " + str(m) + " rows are not whole groups of " + str(group));
+  // The memory row of each kept group; identity (nothing to gather) when no group moved.
+  Tensor memory_rows = Tensor::empty({m / group}, DType::i32);
+  bool same_memory = m == B;
+  for (int64_t g = 0; g < m / group; ++g) {
+    const int32_t from = r[g * group] / static_cast<int32_t>(group);
+    for (int64_t i = g * group; i < (g + 1) * group; ++i)
+      if (r[i] / group != from)
+        throw ValueError("KvCache::select_rows: row " + str(r[i]) + " at position " + str(i) +
+                         " is not of memory row " + str(from) + " (groups of " + str(group) + ")");
+    memory_rows.i32()[g] = from;
+    same_memory = same_memory && from == g;
+  }
   autodiff::NoGradGuard no_grad;
-  for (LayerKvCache& l : layers)
-    for (Tensor* t : {&l.self_k, &l.self_v, &l.cross_k, &l.cross_v})
-      if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
-  if (memory_lengths.defined()) {
-    Tensor out = Tensor::empty({m}, DType::i32);
-    for (int64_t i = 0; i < m; ++i) out.i32()[i] = memory_lengths.i32()[r[i]];
+  for (LayerKvCache& l : layers) {
+    if (same_memory) continue;
+    for (Tensor* t : {&l.cross_k, &l.cross_v})
+      if (t->defined()) *t = gather_rows(*t, memory_rows);  // (B' / group, ...)
+  }
+  if (memory_lengths.defined() && !same_memory) {
+    Tensor out = Tensor::empty({m / group}, DType::i32);
+    for (int64_t g = 0; g < m / group; ++g) out.i32()[g] = memory_lengths.i32()[memory_rows.i32()[g]];
     memory_lengths = out;
   }
 }
@@ -301,34 +350,53 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
 }
 
 Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, LayerKvCache& cache,
-                                     const Tensor& memory_lengths, LayerAttention* weights) {
+                                     const Tensor& memory_lengths, LayerAttention* weights, bool self_weights,
+                                     int64_t group, const Tensor& rows) {
   autodiff::NoGradGuard no_grad;
   const int64_t D = options_.d_model, H = options_.heads, Dh = D / H;
   ShapeContract c("transformer_decoder_layer.step");
   check_step_input(c, x, D);
-  check_self_cache(c, cache, H, Dh);
+  check_self_cache(c, cache, H, Dh, rows);
+  if (rows.defined()) {
+    c.check("rows", rows, {"B"}, DType::i32);
+    const int64_t P = cache.self_k.defined() ? c["P"] : 0;
+    for (int64_t i = 0; i < rows.numel(); ++i)
+      if (rows.i32()[i] < 0 || rows.i32()[i] >= P)
+        throw ValueError(c.op() + ": row " + str(rows.i32()[i]) + " at position " + str(i) +
+                         " is out of range [0, P=" + str(P) + ")");
+  }
+  if (group < 1 || c["B"] % group != 0)
+    throw ValueError(c.op() + ": group " + str(group) + " does not divide the batch B=" + str(c["B"]));
+  const int64_t B = c["B"], M = B / group;  // decoder rows, memory rows
+  c.bind("M", M);
   if (cache.cross_k.defined() != cache.cross_v.defined())
     throw ValueError(c.op() + ": cache.cross_k and cache.cross_v must both be defined or both undefined");
   if (!cache.cross_k.defined()) {
     if (!memory.defined())
       throw ValueError(c.op() + ": 'memory' is needed on the first step (the cache holds no cross keys yet)");
-    c.check("memory", memory, {"B", "S", "D"});
-    std::tie(cache.cross_k, cache.cross_v) = multihead_attn.project_kv(memory, memory);  // (B, H, S, Dh) each
+    c.check("memory", memory, {"M", "S", "D"});
+    std::tie(cache.cross_k, cache.cross_v) = multihead_attn.project_kv(memory, memory);  // (M, H, S, Dh) each
   }
   c.bind("H", H);
   c.bind("Dh", Dh);
-  c.check("cache.cross_k", cache.cross_k, {"B", "H", "S", "Dh"});
-  c.check("cache.cross_v", cache.cross_v, {"B", "H", "S", "Dh"});
-  check_lengths(c, "memory_lengths", memory_lengths);
+  c.check("cache.cross_k", cache.cross_k, {"M", "H", "S", "Dh"});
+  c.check("cache.cross_v", cache.cross_v, {"M", "H", "S", "Dh"});
+  if (memory_lengths.defined()) {
+    c.check("memory_lengths", memory_lengths, {"M"}, DType::i32);
+    check_length_values(c.op(), "memory_lengths", memory_lengths, 0, "S", c["S"]);
+  }
 
   MhaCallOptions cross_call;
   cross_call.key_lengths = memory_lengths;
   cross_call.need_weights = weights != nullptr;
-  auto sa = [&](const Tensor& h) { return dropout1_.forward(self_attention_step(self_attn, h, cache, weights)); };
+  auto sa = [&](const Tensor& h) {
+    return dropout1_.forward(self_attention_step(self_attn, h, cache, self_weights ? weights : nullptr, rows));
+  };
+  // A memory row's `group` decoder rows attend as that many queries: h (B, 1, D) as (M, group, D).
   auto ca = [&](const Tensor& h) {
-    MhaResult r = multihead_attn.attend_projected(h, cache.cross_k, cache.cross_v, cross_call);
-    if (weights != nullptr) weights->cross_weights = r.weights;  // (B, H, 1, S)
-    return dropout2_.forward(r.out);
+    MhaResult r = multihead_attn.attend_projected(h.reshape({M, group, D}), cache.cross_k, cache.cross_v, cross_call);
+    if (weights != nullptr) weights->cross_weights = group_weights(r.weights, group);  // (B, H, 1, S)
+    return dropout2_.forward(r.out.reshape({B, 1, D}));
   };
   Tensor h = sublayer(options_.norm_first, norm1, x, sa);
   h = sublayer(options_.norm_first, norm2, h, ca);
@@ -384,27 +452,40 @@ Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const 
   return norm ? norm->forward(h) : h;
 }
 
-KvCache TransformerDecoder::start(const Tensor& memory_lengths) const {
+KvCache TransformerDecoder::start(const Tensor& memory_lengths, int64_t group) const {
   if (memory_lengths.defined() && (memory_lengths.dtype() != DType::i32 || memory_lengths.rank() != 1))
-    throw ShapeError("TransformerDecoder::start: 'memory_lengths' expected int32 (B), got " +
+    throw ShapeError("TransformerDecoder::start: 'memory_lengths' expected int32 (M), got " +
                      memory_lengths.shape().str() + " " + dtype_name(memory_lengths.dtype()));
+  if (group < 1) throw ValueError("TransformerDecoder::start: group must be >= 1, got " + str(group));
   KvCache cache;
   cache.layers.resize(layers.size());
   cache.memory_lengths = memory_lengths;
+  cache.group = group;
   return cache;
 }
 
 Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& cache,
-                                std::vector<LayerAttention>* weights) {
+                                std::vector<LayerAttention>* weights, int cross_layer, const Tensor& rows) {
   autodiff::NoGradGuard no_grad;
   if (cache.layers.size() != layers.size())
     throw ValueError("TransformerDecoder::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
                      " layers, this decoder " + str(static_cast<int64_t>(layers.size())) + " (use start())");
+  if (cross_layer >= static_cast<int>(layers.size()))
+    throw ValueError("TransformerDecoder::step: cross_layer " + str(cross_layer) + " out of range (" +
+                     str(static_cast<int64_t>(layers.size())) + " layers)");
+  if (rows.defined()) {
+    if (rows.numel() != x.dim(0))
+      throw ShapeError("TransformerDecoder::step: 'rows' expected (B=" + str(x.dim(0)) + "), got " +
+                       rows.shape().str());
+    cache.select_memory_rows(rows);  // checks rows; the self keys and values follow in the layers' append
+  }
   if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
   Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i)
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool all = cross_layer < 0, wanted = all || static_cast<size_t>(cross_layer) == i;
     h = layers[i]->step(h, memory, cache.layers[i], cache.memory_lengths,
-                        weights != nullptr ? &(*weights)[i] : nullptr);
+                        weights != nullptr && wanted ? &(*weights)[i] : nullptr, all, cache.group, rows);
+  }
   cache.steps += 1;
   return norm ? norm->forward(h) : h;
 }

@@ -444,6 +444,20 @@ TEST(TransformerSeq2Seq, LearnsToCopyThenGreedyAndBeamCopy) {
           << "row " << r;
     }
   }
+  // The rows end at different steps and leave the decoder batch (its KV cache drops them):
+  // each row's hypotheses are those of the row decoded alone.
+  for (int64_t r = 0; r < 2; ++r) {
+    const std::vector<int32_t> source = r == 0 ? std::vector<int32_t>{3, 8, 8, 20, 4, 6} : std::vector<int32_t>{29, 31};
+    const data::Batch one = data::make_batch(data::TaskKind::copy, {source});
+    const DecodeResult alone =
+        model.beam(one.src, one.src_lengths, {.width = 3, .length_penalty = 0.0f, .max_len = 12});
+    const auto& batched = bm.hypotheses[static_cast<size_t>(r)];
+    ASSERT_EQ(alone.hypotheses[0].size(), batched.size()) << "row " << r;
+    for (size_t i = 0; i < batched.size(); ++i) {
+      EXPECT_EQ(alone.hypotheses[0][i].tokens, batched[i].tokens) << "row " << r << " hypothesis " << i;
+      EXPECT_NEAR(alone.hypotheses[0][i].score, batched[i].score, 1e-4f) << "row " << r << " hypothesis " << i;
+    }
+  }
 }
 
 // GNMT's coverage penalty on the cross-attention at decoding time: each finished hypothesis's

@@ -442,6 +442,45 @@ TEST(TransformerCache, DecoderAfterSelectRows) {
   }
 }
 
+// group = 2: two decoder rows per memory row (a beam's hypotheses) give exactly what the
+// expanded memory gives, weights included, through a reorder that also drops a memory row;
+// a reorder that mixes memory rows is refused.
+TEST(TransformerCache, GroupedMemoryEqualsExpanded) {
+  TransformerDecoder dec(small(true), 2);
+  randomize(dec, 73);
+  Tensor tgt = random_tensor({4, 4, 8}, 22), mem = random_tensor({2, 5, 8}, 23);
+  const std::vector<int32_t> expand = {0, 0, 1, 1};
+  autodiff::NoGradGuard no_grad;
+  KvCache grouped = dec.start(i32({5, 3}), 2), expanded = dec.start(i32({5, 5, 3, 3}));
+  std::vector<LayerAttention> wg, we;
+  for (int64_t t = 1; t <= 2; ++t) {
+    Tensor yg = dec.step(positions(tgt, t - 1, t), mem, grouped, &wg, 1);
+    Tensor ye = dec.step(positions(tgt, t - 1, t), pick(mem, expand), expanded, &we, 1);
+    EXPECT_TRUE(tensors_close(yg, ye, 0.0f, 0.0f)) << "step " << t;
+    EXPECT_TRUE(tensors_close(wg[1].cross_weights, we[1].cross_weights, 0.0f, 0.0f)) << "step " << t;
+    EXPECT_FALSE(wg[0].cross_weights.defined());  // only the asked layer's weights
+  }
+  EXPECT_EQ(grouped.layers[0].cross_k.shape(), Shape({2, 2, 5, 4}));
+  // Memory row 0 is dropped, row 1's hypotheses swap: select_rows, then a step, equals the
+  // step that takes the rows (the reorder fused into the append).
+  expanded.select_rows(i32({3, 2}));
+  Tensor ye = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), expanded);
+  EXPECT_THROW_MSG(dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3})), ShapeError,
+                   "TransformerDecoder::step: 'rows' expected (B=2), got (1)");
+  Tensor yg = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3, 2}));
+  EXPECT_TRUE(tensors_close(yg, ye, 0.0f, 0.0f));
+  EXPECT_EQ(grouped.layers[1].cross_v.shape(), Shape({1, 2, 5, 4}));
+  EXPECT_EQ(grouped.layers[0].self_k.shape(), Shape({2, 2, 3, 4}));
+  EXPECT_TRUE(tensors_close(grouped.layers[0].self_k, expanded.layers[0].self_k, 0.0f, 0.0f));
+  EXPECT_EQ(grouped.memory_lengths.to_vector_i32(), std::vector<int32_t>({3}));
+  EXPECT_THROW_MSG(grouped.select_rows(i32({0})), ValueError, "1 rows are not whole groups of 2");
+  KvCache two = dec.start(i32({5, 3}), 2);
+  dec.step(positions(tgt, 0, 1), mem, two);
+  EXPECT_THROW_MSG(two.select_rows(i32({0, 2})), ValueError,
+                   "KvCache::select_rows: row 2 at position 1 is not of memory row 0 (groups of 2)");
+  EXPECT_THROW_MSG(dec.step(positions(tgt, 0, 1), mem, two, nullptr, 5), ValueError, "cross_layer 5 out of range");
+}
+
 TEST(TransformerCache, CausalStepEqualsFullPass) {
   for (bool norm_first : {false, true}) {
     CausalTransformer lm(small(norm_first, "relu"), 2);

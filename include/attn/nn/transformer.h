@@ -99,20 +99,30 @@ class TransformerEncoderLayer : public Module {
   Dropout dropout_, dropout1_, dropout2_;
 };
 
-// One decoder layer's incremental state.
+// One decoder layer's incremental state. M = B / group memory rows (KvCache::group).
 struct LayerKvCache {
   Tensor self_k, self_v;    // (B, H, t, Dh): every step so far
-  Tensor cross_k, cross_v;  // (B, H, S, Dh): the memory, projected once
+  Tensor cross_k, cross_v;  // (M, H, S, Dh): the memory, projected once
 };
 struct KvCache {
   std::vector<LayerKvCache> layers;
-  Tensor memory_lengths;  // (B) int32
+  Tensor memory_lengths;  // (M) int32
   int64_t steps = 0;      // t: positions already in the cache
+  // Decoder rows per memory row: rows g·group .. g·group + group - 1 attend to memory row g
+  // (beam search: the hypotheses of one source row share its memory, so its cross keys and
+  // values are projected, kept and attended once, the hypotheses as `group` queries).
+  int64_t group = 1;
   // Keeps only the batch rows `rows` (int32 (B'), values in [0, B)), in that order (beam
-  // search reorders hypotheses with it): every cached tensor and memory_lengths. ShapeError
-  // for rows not int32 (B'), ValueError naming a row outside [0, B). The caller reorders
-  // its own memory tensor (it is read again only if the cross keys were never projected).
+  // search reorders hypotheses with it): the self keys and values by rows, the memory rows
+  // (cross keys, values, memory_lengths) by rows[g·group] / group. With group > 1, B' is a
+  // multiple of group and each group of `rows` comes from one memory row. ShapeError for rows
+  // not int32 (B'), ValueError naming a row outside [0, B) or a group that mixes memory rows.
+  // The caller reorders its own memory tensor (it is read again only if the cross keys were
+  // never projected).
   void select_rows(const Tensor& rows);
+  // select_rows without the self keys and values (TransformerDecoder::step with rows gathers
+  // them in the copy that appends its step).
+  void select_memory_rows(const Tensor& rows);
 };
 
 class TransformerDecoderLayer : public Module {
@@ -126,12 +136,16 @@ class TransformerDecoderLayer : public Module {
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                  LayerAttention* weights = nullptr);
   // One step: x (B, 1, D) at position t (the cache's length); appends this step's keys and
-  // values to `cache` (cross keys/values are projected from `memory` on the first call,
-  // when cache.cross_k is undefined; later calls do not read memory) → (B, 1, D).
-  // Never records gradients (a NoGradGuard inside). With weights given: self_weights
-  // (B, H, 1, t + 1), cross_weights (B, H, 1, S).
+  // values to `cache` (cross keys/values are projected from `memory` (M, S, D), M = B / group,
+  // on the first call, when cache.cross_k is undefined; later calls do not read memory) →
+  // (B, 1, D). Never records gradients (a NoGradGuard inside). With weights given:
+  // self_weights (B, H, 1, t + 1), cross_weights (B, H, 1, S); with self_weights false, the
+  // cross weights alone (what a search keeps). memory_lengths (M); group as KvCache::group.
+  // rows (int32 (B), when defined): batch row b continues the self cache's row rows[b] (the
+  // cache still holds the previous batch; gathered in the same copy as the append).
   Tensor step(const Tensor& x, const Tensor& memory, LayerKvCache& cache, const Tensor& memory_lengths,
-              LayerAttention* weights = nullptr);
+              LayerAttention* weights = nullptr, bool self_weights = true, int64_t group = 1,
+              const Tensor& rows = Tensor());
 
   MultiheadAttention self_attn, multihead_attn;
   Linear linear1, linear2;
@@ -164,12 +178,19 @@ class TransformerDecoder : public Module {
   TransformerDecoder(const TransformerLayerOptions& options, int layers);
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                  std::vector<LayerAttention>* weights = nullptr);
-  // An empty cache for this decoder (one LayerKvCache per layer); memory_lengths (B) int32
-  // or undefined is kept in the cache and used by every step.
-  KvCache start(const Tensor& memory_lengths) const;
-  // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1. memory (B, S, D) is
-  // projected on the first step only. No gradients (NoGradGuard inside).
-  Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr);
+  // An empty cache for this decoder (one LayerKvCache per layer); memory_lengths (M) int32
+  // or undefined is kept in the cache and used by every step. group: decoder rows per memory
+  // row (KvCache::group; >= 1, else ValueError).
+  KvCache start(const Tensor& memory_lengths, int64_t group = 1) const;
+  // x (B, 1, D) → (B, 1, D) at position cache.steps; cache.steps += 1. memory (M, S, D),
+  // M = B / cache.group, is projected on the first step only. No gradients (NoGradGuard inside). cross_layer >= 0 (with
+  // weights given): only that layer's cross_weights are computed, the rest of *weights stays
+  // undefined (the searches keep one layer's alignment; the others cost a second pass each).
+  // rows (int32 (B), when defined): first cache.select_rows(rows) (a beam's reorder of the
+  // previous step's batch), its self keys and values gathered in the copy that appends this
+  // step's (one copy of the cache instead of two).
+  Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr,
+              int cross_layer = -1, const Tensor& rows = Tensor());
   std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
 
