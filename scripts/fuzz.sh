@@ -59,12 +59,12 @@ for t in "${targets[@]}"; do
       -artifact_prefix="$build/crashes/$t/" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
     status=1
     echo "$t: FAILED (see $log and $build/crashes/$t/)"
-    grep -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true
+    grep -a -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true
     continue
   fi
-  runs=$(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-  speed=$(grep -m1 -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')
+  runs=$(grep -a -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  speed=$(grep -a -m1 -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
+  cov=$(grep -a -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')
   echo "$t: ok, $runs executions in ${seconds} s ($speed/s), coverage $cov edges"
 done
 exit $status
