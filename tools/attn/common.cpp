@@ -96,7 +96,7 @@ void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlo
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
-  app->add_option("--task", o.task, "Task: " + data::task_names() + " (attn train also: sst2, translate, summarize, g2p, charlm)")->capture_default_str();
+  app->add_option("--task", o.task, "Task: " + data::task_names())->capture_default_str();  // attn train lists its registry
   app->add_option("--min-len", o.min_len, "Shortest training source")->capture_default_str();
   app->add_option("--max-len", o.max_len, "Longest training source")->capture_default_str();
   app->add_option("--steps", o.steps, "Training steps")->capture_default_str();
