@@ -17,9 +17,9 @@ namespace attn::data {
 
 // One utterance: `frames` rows of `bins` log-mel energies (25 ms window, 10 ms hop), row-major.
 struct SpeechUtterance {
-  std::string id;               // unique within the set
-  std::string voice;            // the espeak-ng voice and variant, e.g. "en-us+f3"
-  std::string text;             // the transcript, as spoken
+  std::string id;     // unique within the set
+  std::string voice;  // the espeak-ng voice and variant, e.g. "en-us+f3"
+  std::string text;   // the transcript, as spoken
   int64_t frames = 0;
   std::vector<float> features;  // [frames, bins]
 };
