@@ -11,6 +11,8 @@
 #include <cstring>
 #include <vector>
 
+#include "attn/cpu.h"
+#include "attn/error.h"
 #include "attn/parallel.h"
 #include "attn/precision.h"
 #include "attn/thread_limits.h"
@@ -32,6 +34,26 @@ void sync_blas_threads() {
 
 }  // namespace
 
+Fp32Gemm fp32_gemm_choice() {
+  static const Fp32Gemm choice = [] {
+    const char* v = std::getenv("ATTN_FP32_GEMM");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Fp32Gemm::automatic;
+    if (std::strcmp(v, "openblas") == 0) return Fp32Gemm::openblas;
+    if (std::strcmp(v, "onednn") == 0) return Fp32Gemm::onednn;
+    throw ValueError(std::string("ATTN_FP32_GEMM=") + v + ": unknown (valid: auto, openblas, onednn)");
+  }();
+  return choice;
+}
+
+bool use_onednn_f32(bool transpose_a, int64_t m, int64_t n, int64_t k) {
+  const Fp32Gemm choice = fp32_gemm_choice();
+  if (choice == Fp32Gemm::openblas) return false;
+  const IsaLevel level = kernel_isa_level();
+  if (level == IsaLevel::baseline || transpose_a) return false;
+  if (choice == Fp32Gemm::onednn) return true;
+  if (m < 4 || m * n * k < 64 * 64 * 64) return false;
+  return level == IsaLevel::avx512 || m <= 512;
+}
 
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -44,6 +66,10 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
   }
   if (compute_precision() == Precision::bf16) {
     gemm_bf16(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (use_onednn_f32(transpose_a, m, n, k)) {
+    gemm_f32_onednn(transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   sync_blas_threads();

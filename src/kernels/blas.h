@@ -4,6 +4,7 @@
 // with op(X) = X or Xᵀ. Leading dimensions are row strides in elements.
 // BLAS threads follow attn::num_threads().
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "attn/cpu.h"
@@ -11,11 +12,43 @@
 
 namespace attn::kernels {
 
-// Under Precision::bf16 (attn/precision.h) it calls gemm_bf16 instead of BLAS.
+// Under Precision::bf16 (attn/precision.h) it calls gemm_bf16. In fp32 it calls
+// gemm_f32_onednn where use_onednn_f32 says so, else OpenBLAS.
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
           const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// ---- bf16 (src/kernels/gemm_bf16.cpp) ----
+// ---- fp32 through oneDNN (src/kernels/gemm_onednn.cpp) ----
+// Whether kernels::gemm sends this fp32 product to oneDNN's matmul rather than OpenBLAS, as
+// measured on both (docs/performance.md, "GEMM kernel selection"): never at the baseline ISA
+// level, nor for products of fewer than 4 rows or 64³ multiply-adds (OpenBLAS's gemv and
+// small kernels win there), nor with A transposed (the weight gradients dW = dYᵀ X: their
+// sums over the batch rounded differently from OpenBLAS's enough to move 2-rank training
+// 9e-5 away from 1-rank, tests/distributed); at avx2 only up to 512 rows; at avx512 always
+// else. ATTN_FP32_GEMM=openblas keeps every product on OpenBLAS, =onednn sends every one
+// that the level and layout allow to oneDNN (benchmarks, bisecting); any other value than
+// those and "auto" is a ValueError on the first product.
+bool use_onednn_f32(bool transpose_a, int64_t m, int64_t n, int64_t k);
+// ATTN_FP32_GEMM, read once; kernel_isa_level() reads it at start, so that a bad value is one
+// error line before any work (the CLI, the Python module and the test programs call that).
+enum class Fp32Gemm { automatic, openblas, onednn };
+Fp32Gemm fp32_gemm_choice();
+// The same product as gemm, in fp32, by oneDNN's matmul reading A and B in place; k >= 1.
+void gemm_f32_onednn(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// A weight op(B) (K, N) copied once into the layout oneDNN's fp32 matmul reads fastest: the
+// decoders' thin products (a few rows to a few hundred) ran 1.1-3× faster from it than from
+// the weight as stored (docs/performance.md, "GEMM kernel selection").
+struct PackedF32Weight;
+std::shared_ptr<const PackedF32Weight> pack_f32_weight(bool transpose_b, int64_t k, int64_t n, const float* b,
+                                                       int64_t ldb);
+// C (M, N) = A (M, K) op(B) + beta C with op(B) packed by pack_f32_weight, or read from `b` as
+// gemm_f32_onednn reads it where oneDNN chose another layout for this M.
+void gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const PackedF32Weight& packed,
+                     bool transpose_b, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// oneDNN's implementation of that product for dense operands ("brg:avx512_core").
+std::string gemm_f32_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
+
+// ---- bf16 (src/kernels/gemm_onednn.cpp) ----
 // The same product with A and B rounded to bfloat16 (round to nearest even) and multiplied by
 // oneDNN's matmul, accumulated and written in fp32; k >= 1. Only on a CPU where bf16 runs
 // (attn::bf16_missing is ""): the precision setting checks that before any call comes here.
@@ -26,8 +59,8 @@ void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
 std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
 // The oneDNN library's version, "2.6.3".
 std::string onednn_version();
-// Primitives in the shape cache now.
-size_t gemm_bf16_cached_primitives();
+// Primitives in the fp32 and bf16 shape cache now.
+size_t onednn_cached_primitives();
 
 // Called when the thread count changed (attn/parallel.h).
 using attn::prepare_blas_threads;

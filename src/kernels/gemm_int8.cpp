@@ -40,21 +40,6 @@ struct Key {
   bool operator<(const Key& o) const { return tied() < o.tied(); }
 };
 
-// ATTN_ISA=avx2 keeps oneDNN at AVX2 too (AVX-VNNI): a process limited below AVX-512 runs
-// none, in attn's kernels, OpenBLAS or oneDNN. Set once, before oneDNN's first int8 kernel.
-void limit_onednn_isa() {
-  static const bool limited = [] {
-    if (kernel_isa_level() != IsaLevel::avx2) return false;
-    try {
-      dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2_vnni);
-    } catch (const dnnl::error&) {
-      return false;  // oneDNN had already built a kernel (a bf16 one): it keeps its choice
-    }
-    return true;
-  }();
-  (void)limited;
-}
-
 // The weights' plain layout: q (N, K) dense read as op(B) (K, N).
 dnnl::memory::desc plain_weights(int64_t k, int64_t n) { return {dims{k, n}, dt::s8, dims{1, k}}; }
 
@@ -63,7 +48,6 @@ onednn::MatmulCache<Key> g_cache;
 // u8 A (M, K) dense x s8 B (K, N) in oneDNN's choice of layout -> s32 C (M, N) dense.
 std::shared_ptr<const onednn::Matmul> primitive_for(const Key& key) {
   return g_cache.get(key, [&] {
-    limit_onednn_isa();
     const dnnl::memory::desc a_md(dims{key.m, key.k}, dt::u8, dims{key.k, 1});
     const dnnl::memory::desc b_md(dims{key.k, key.n}, dt::s8, dnnl::memory::format_tag::any);
     const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::s32, dims{key.n, 1});

@@ -1,5 +1,5 @@
 #pragma once
-// What the oneDNN GEMMs (gemm_bf16.cpp, gemm_int8.cpp) share: the CPU engine, the thread count,
+// What the oneDNN GEMMs (gemm_onednn.cpp: fp32 and bf16; gemm_int8.cpp) share: the CPU engine, the thread count,
 // a row-chunk grain for attn's own passes over their operands, and a cache of matmul
 // primitives, one per shape key, shared by all threads (a mutex around the map; executing a
 // primitive is thread-safe because each call brings its own scratchpad and stream).
@@ -11,12 +11,28 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
+#include "attn/cpu.h"
 #include "attn/parallel.h"
 
 namespace attn::kernels::onednn {
 
+// ATTN_ISA=avx2 keeps oneDNN at AVX2 too (with AVX-VNNI): a process limited below AVX-512 runs
+// none, in attn's kernels, OpenBLAS or oneDNN. Called before the engine exists, so before any
+// oneDNN kernel is built (oneDNN refuses the limit after its first one).
+inline void limit_isa() {
+  if (kernel_isa_level() != IsaLevel::avx2) return;
+  try {
+    dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2_vnni);
+  } catch (const dnnl::error&) {
+    // a kernel was built before this engine (another library in the process): it keeps its choice
+  }
+}
+
 inline dnnl::engine& engine() {
-  static dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine cpu = [] {
+    limit_isa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return cpu;
 }
 

@@ -5,6 +5,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
+#include "attn/ops/gemm.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
 #include "beam_search.h"
@@ -19,6 +20,7 @@ DecodeResult Seq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const B
   detail::BeamSearch search("beam", B, options, with_weights ? W : 0, detail::beam_source(src_lengths, S));
   check_decoding_memory(config_, search.rows(), S, options.max_len);
   autodiff::NoGradGuard no_grad;
+  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const int K = options.width;
   const int64_t BK = search.rows();
 

@@ -8,6 +8,7 @@
 #include "attn/ops/reduce.h"
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
+#include "attn/ops/gemm.h"
 
 #include <algorithm>
 
@@ -105,6 +106,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
   check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
+  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const EncoderOutput enc = encoder.forward(src, src_lengths);
   const int64_t B = src.dim(0), S = src.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step

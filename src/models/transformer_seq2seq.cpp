@@ -14,6 +14,7 @@
 #include "attn/shape.h"
 #include "beam_search.h"
 #include "attn/ops/reduce.h"
+#include "attn/ops/gemm.h"
 #include "transformer_common.h"
 
 namespace attn::models {
@@ -178,6 +179,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   if (max_len < 1) throw ValueError("TransformerSeq2Seq.greedy: max_len must be >= 1, got " + std::to_string(max_len));
   select = checked_select("TransformerSeq2Seq.greedy", select);
   autodiff::NoGradGuard no_grad;
+  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const int steps = static_cast<int>(std::min<int64_t>(max_len, config_.max_len));  // positions end at max_len
   check_decoding_memory(config_, src.dim(0), src.dim(1), steps, true);
   const Tensor memory = encode(src, src_lengths);  // (B, S, D)
@@ -237,6 +239,7 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S), true);
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
+  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const int K = options.width;
   const int64_t BK = search.rows();
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));

@@ -8,6 +8,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
+#include "attn/ops/gemm.h"
 #include "attn/precision.h"
 #include "kernels/blas.h"
 #include "kernels/gemm_int8.h"
@@ -58,11 +59,38 @@ std::shared_ptr<const kernels::Int8Weight> int8_weight(const char* op, const Ten
   return quantized;
 }
 
+// The fp32 packs of this thread's FrozenWeights scope: a weight is packed on its second use
+// (one decoder step would not repay the copy), and only while `owner` is still its storage.
+struct Packed {
+  std::weak_ptr<Buffer> owner;
+  int uses = 0;
+  std::shared_ptr<const kernels::PackedF32Weight> weight;
+};
+thread_local int t_frozen_depth = 0;
+thread_local std::map<Key, Packed> t_packed;
+
+// The packed copy of op(B) for this call, or null while it is not worth one.
+const kernels::PackedF32Weight* packed_f32(const Tensor& weight, const Key& key) {
+  const std::shared_ptr<Buffer>& owner = weight.impl_ptr()->buffer;
+  Packed& p = t_packed[key];
+  if (p.owner.lock() != owner) p = Packed{owner, 0, nullptr};
+  if (!p.weight && ++p.uses >= 2) p.weight = kernels::pack_f32_weight(key.transpose_b, key.k, key.n, key.b, key.ldb);
+  return p.weight.get();
+}
+
 }  // namespace
 
 void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t m, int64_t n, int64_t k,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (compute_precision() != Precision::int8 || m == 0 || n == 0 || k == 0) {
+  const Precision precision = compute_precision();
+  if (precision == Precision::fp32 && t_frozen_depth > 0 && kernels::use_onednn_f32(false, m, n, k) &&
+      !autodiff::needs_grad(weight)) {
+    if (const kernels::PackedF32Weight* packed = packed_f32(weight, Key{b, transpose_b, k, n, ldb})) {
+      kernels::gemm_f32_packed(m, n, k, a, lda, *packed, transpose_b, b, ldb, beta, c, ldc);
+      return;
+    }
+  }
+  if (precision != Precision::int8 || m == 0 || n == 0 || k == 0) {
     kernels::gemm(false, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -74,3 +102,13 @@ void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t
 }
 
 }  // namespace attn::detail
+
+namespace attn::ops {
+
+FrozenWeights::FrozenWeights() { ++detail::t_frozen_depth; }
+
+FrozenWeights::~FrozenWeights() {
+  if (--detail::t_frozen_depth == 0) detail::t_packed.clear();
+}
+
+}  // namespace attn::ops

@@ -120,6 +120,16 @@ MachineReport machine_report(const MachineReportOptions& options) {
   r.gemm_kernel_best = blas.best;
   r.gemm_kernel_source = kernel_source(blas);
   r.warning = kernel_warning(blas);
+  if (kernels::fp32_gemm_choice() == kernels::Fp32Gemm::openblas)
+    r.fp32_gemm = "OpenBLAS for every product (ATTN_FP32_GEMM=openblas)";
+  else if (kernels::kernel_isa_level() == IsaLevel::baseline)
+    r.fp32_gemm = "OpenBLAS for every product (oneDNN's fp32 path is off at the baseline level)";
+  else
+    r.fp32_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_f32_implementation(false, true, 64, 1024, 256) +
+                  (kernels::fp32_gemm_choice() == kernels::Fp32Gemm::onednn
+                       ? " for every product but dW (ATTN_FP32_GEMM=onednn)"
+                       : kernels::kernel_isa_level() == IsaLevel::avx2 ? " for products of 4-512 rows (OpenBLAS: the rest, dW)"
+                                                                       : " for products of 4+ rows (OpenBLAS: fewer rows, tiny ones, dW)");
   r.bf16_missing = bf16_missing(cpu, kernels::kernel_isa_level());
   if (r.bf16_missing.empty())
     r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
@@ -184,6 +194,7 @@ nlohmann::json MachineReport::to_json() const {
             {"kernel", gemm_kernel},
             {"kernel_best", gemm_kernel_best},
             {"kernel_source", gemm_kernel_source}}},
+          {"fp32_gemm", fp32_gemm},
           {"bf16", {{"runs", bf16_missing.empty()}, {"missing", bf16_missing}, {"gemm", bf16_gemm}}},
           {"int8", {{"runs", int8_missing.empty()}, {"missing", int8_missing}, {"gemm", int8_gemm}}},
           {"sgemm", sg},
@@ -226,6 +237,7 @@ std::string MachineReport::to_text() const {
                    kernel_isa_text(*this));
   t += fmt::format("gemm        {} {}, kernels {}: {}\n", gemm_library, gemm_version, gemm_kernel, gemm_kernel_source);
   t += fmt::format("            {}\n", gemm_config);
+  t += fmt::format("fp32        {}\n", fp32_gemm);
   if (bf16_missing.empty())
     t += fmt::format("bf16        --precision bf16 runs: {} (bf16 GEMMs, fp32 accumulation)\n", bf16_gemm);
   else

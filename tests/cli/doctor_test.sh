@@ -79,6 +79,11 @@ done
 expect 1 "attn: error: ATTN_ISA=avx3 is not a level: expected baseline, avx2 or avx512" -- \
   env ATTN_ISA=avx3 "$attn" doctor --seconds 0
 [[ "$(ATTN_ISA=AVX2 "$attn" doctor --seconds 0 2>&1 | wc -l)" == 1 ]] || fail "ATTN_ISA=AVX2: not one line"
+# ATTN_FP32_GEMM (src/kernels/blas.h): named in `doctor`; a bad value is one line before any work.
+expect 0 "fp32        OpenBLAS for every product (ATTN_FP32_GEMM=openblas)" -- env ATTN_FP32_GEMM=openblas "$attn" doctor --seconds 0
+expect 1 "attn: error: ATTN_FP32_GEMM=fast: unknown (valid: auto, openblas, onednn)" -- \
+  env ATTN_FP32_GEMM=fast "$attn" train --task copy --steps 1 --out "$work/fp32-gemm-refused"
+[[ ! -e "$work/fp32-gemm-refused" ]] || fail "ATTN_FP32_GEMM=fast: the run folder was made"
 
 # Bad options: usage errors.
 expect 2 "--seconds" -- "$attn" doctor --seconds -1

@@ -160,7 +160,7 @@ TEST(Bf16Gemm, EqualsFp32GemmOfRoundedInputs) {
         for (int64_t i = 0; i < M; ++i)  // the columns past N are not touched
           for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(bf16.f32()[i * ldc + j], c0.f32()[i * ldc + j]);
       }
-  EXPECT_GT(kernels::gemm_bf16_cached_primitives(), 0u);
+  EXPECT_GT(kernels::onednn_cached_primitives(), 0u);
 }
 
 // ---- Ops, modules, models: bf16 against fp32 -------------------------------------------------

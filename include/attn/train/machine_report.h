@@ -48,6 +48,9 @@ struct MachineReport {
   // --precision bf16 (attn/precision.h): what it needs that this machine or ATTN_ISA level
   // lacks ("" when it runs), and oneDNN's matmul implementation for it when it runs.
   std::string bf16_missing;
+  // The fp32 products' split (kernels::use_onednn_f32): "oneDNN 2.6.3 brg:avx512_core for
+  // products of 4+ rows (OpenBLAS: fewer rows, tiny ones, dW)" or "OpenBLAS for every product (...)".
+  std::string fp32_gemm;
   std::string bf16_gemm;  // "oneDNN 2.6.3 brg:avx512_core_bf16"
   // The same for --precision int8 (VNNI or AMX-INT8).
   std::string int8_missing;
