@@ -77,7 +77,15 @@ BENCHMARK(BM_CblasSgemm)->Arg(1024)->Arg(2048)->ArgName("n")->Unit(benchmark::kM
 //   2560 x 768 x 64   encoder input projection, hoisted over S·B rows
 //   2560 x 256 x 256  K W_kᵀ once per batch
 //   2624 x 32 x 576   output layer over T·B rows, [s; c; emb]
+// Beam-5 decoding of the Multi30k Transformer (d 256, FFN 1024, 6,000 pieces): 5 rows (one
+// sentence), 320 (64 sentences); 1 row is a greedy step of one sentence (OpenBLAS's gemv).
+// ATTN_FP32_GEMM=openblas|auto compares the two fp32 paths (docs/performance.md).
 BENCHMARK(BM_GemmNT)
+    ->Args({1, 6000, 256})
+    ->Args({5, 256, 256})
+    ->Args({5, 1024, 256})
+    ->Args({5, 6000, 256})
+    ->Args({320, 6000, 256})
     ->Args({64, 768, 256})
     ->Args({64, 768, 320})
     ->Args({64, 256, 256})

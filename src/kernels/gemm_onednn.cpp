@@ -29,23 +29,30 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// lda and ldb are the operands' row strides as oneDNN reads them: the bf16 copies are dense.
+// One primitive per key. lda and ldb are the operands' row strides as oneDNN reads them (the
+// bf16 copies are dense).
 struct Key {
-  int64_t m, n, k, lda, ldb, ldc;
+  dt type;  // of A and B: f32 or bf16
   bool transpose_a, transpose_b;
-  uint32_t alpha_bits, beta_bits;
+  int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  bool packed_b;  // B in the layout oneDNN chooses (pack_f32_weight); ldb and transpose_b unused
   int threads;
-  dt type;                // of A and B: f32 or bf16
-  bool packed_b = false;  // B in the layout oneDNN chooses (pack_f32_weight); ldb, transpose_b unused
   auto tied() const {
-    return std::tie(m, n, k, lda, ldb, ldc, transpose_a, transpose_b, alpha_bits, beta_bits, threads, type, packed_b);
+    return std::make_tuple(type, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, std::bit_cast<uint32_t>(alpha),
+                           std::bit_cast<uint32_t>(beta), packed_b, threads);
   }
   bool operator<(const Key& o) const { return tied() < o.tied(); }
 };
 
+Key key(dt type, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+        int64_t ldc, float alpha, float beta, bool packed_b = false) {
+  return Key{type, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, packed_b, onednn::threads()};
+}
+
 onednn::MatmulCache<Key> g_cache;
 
-std::shared_ptr<const onednn::Matmul> primitive_for(const Key& key, float alpha, float beta) {
+std::shared_ptr<const onednn::Matmul> primitive_for(const Key& key) {
   return g_cache.get(key, [&] {
     using dims = dnnl::memory::dims;
     // op(A) (M, K): A (M, K) at row stride lda, or stored (K, M) when transposed; op(B) (K, N):
@@ -58,10 +65,10 @@ std::shared_ptr<const onednn::Matmul> primitive_for(const Key& key, float alpha,
     const dnnl::memory::desc c_md(dims{key.m, key.n}, dt::f32, dims{key.ldc, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-    if (beta != 0.0f) {
+    if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
+    if (key.beta != 0.0f) {
       dnnl::post_ops post;
-      post.append_sum(beta);  // C = alpha A B + beta C
+      post.append_sum(key.beta);  // C = alpha A B + beta C
       attr.set_post_ops(post);
     }
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, onednn::engine());
@@ -85,20 +92,9 @@ void convert_rows(const float* src, int64_t ld, int64_t rows, int64_t cols, uint
 
 void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const Key key{m,
-                n,
-                k,
-                transpose_a ? m : k,  // the dense copies' row strides
-                transpose_b ? k : n,
-                ldc,
-                transpose_a,
-                transpose_b,
-                std::bit_cast<uint32_t>(alpha),
-                std::bit_cast<uint32_t>(beta),
-                onednn::threads(),
-                dt::bf16,
-                false};
-  const std::shared_ptr<const onednn::Matmul> entry = primitive_for(key, alpha, beta);
+  // The bf16 copies are dense: row strides M or K, K or N.
+  const std::shared_ptr<const onednn::Matmul> entry = primitive_for(
+      key(dt::bf16, transpose_a, transpose_b, m, n, k, transpose_a ? m : k, transpose_b ? k : n, ldc, alpha, beta));
 
   thread_local Buffers buffers;
   uint16_t* a16 = buffers.a.reserve(static_cast<size_t>(m * k));
@@ -110,20 +106,8 @@ void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t
 
 void gemm_f32_onednn(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                      int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const Key key{m,
-                n,
-                k,
-                lda,
-                ldb,
-                ldc,
-                transpose_a,
-                transpose_b,
-                std::bit_cast<uint32_t>(alpha),
-                std::bit_cast<uint32_t>(beta),
-                onednn::threads(),
-                dt::f32,
-                false};
-  const std::shared_ptr<const onednn::Matmul> entry = primitive_for(key, alpha, beta);
+  const std::shared_ptr<const onednn::Matmul> entry =
+      primitive_for(key(dt::f32, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta));
   thread_local onednn::GrowBuffer<unsigned char> scratch;
   onednn::execute(*entry, const_cast<float*>(a), const_cast<float*>(b), c, scratch);  // oneDNN only reads A, B
 }
@@ -137,21 +121,8 @@ std::shared_ptr<const PackedF32Weight> pack_f32_weight(bool transpose_b, int64_t
                                                        int64_t ldb) {
   // The layout for a 64-row product: for the decoders' shapes oneDNN 2.6 chose the same one
   // for every M from 4 to 700 (gemm_f32_packed checks, and reads B as stored if not).
-  const Key key{64,
-                n,
-                k,
-                k,
-                0,
-                n,
-                false,
-                false,
-                std::bit_cast<uint32_t>(1.0f),
-                std::bit_cast<uint32_t>(0.0f),
-                onednn::threads(),
-                dt::f32,
-                true};
   auto packed = std::make_shared<PackedF32Weight>();
-  packed->desc = primitive_for(key, 1.0f, 0.0f)->pd.weights_desc();
+  packed->desc = primitive_for(key(dt::f32, false, false, 64, n, k, k, 0, n, 1.0f, 0.0f, true))->pd.weights_desc();
   packed->data = std::make_unique_for_overwrite<unsigned char[]>(packed->desc.get_size());
   using dims = dnnl::memory::dims;
   const dnnl::memory::desc stored(dims{k, n}, dt::f32, transpose_b ? dims{1, ldb} : dims{ldb, 1});
@@ -165,20 +136,8 @@ std::shared_ptr<const PackedF32Weight> pack_f32_weight(bool transpose_b, int64_t
 
 void gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const PackedF32Weight& packed,
                      bool transpose_b, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  const Key key{m,
-                n,
-                k,
-                lda,
-                0,
-                ldc,
-                false,
-                false,
-                std::bit_cast<uint32_t>(1.0f),
-                std::bit_cast<uint32_t>(beta),
-                onednn::threads(),
-                dt::f32,
-                true};
-  const std::shared_ptr<const onednn::Matmul> entry = primitive_for(key, 1.0f, beta);
+  const std::shared_ptr<const onednn::Matmul> entry =
+      primitive_for(key(dt::f32, false, false, m, n, k, lda, 0, ldc, 1.0f, beta, true));
   if (entry->pd.weights_desc() != packed.desc) {
     gemm_f32_onednn(false, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     return;
@@ -190,11 +149,9 @@ void gemm_f32_packed(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld
 namespace {
 // The implementation oneDNN picks for dense operands, C = op(A) op(B).
 std::string implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, dt type) {
-  const uint32_t one = std::bit_cast<uint32_t>(1.0f), zero = std::bit_cast<uint32_t>(0.0f);
-  const Key key{
-      m,    n,    k, transpose_a ? m : k, transpose_b ? k : n, n, transpose_a, transpose_b, one, zero, num_threads(),
-      type, false};
-  return primitive_for(key, 1.0f, 0.0f)->pd.impl_info_str();
+  return primitive_for(
+             key(type, transpose_a, transpose_b, m, n, k, transpose_a ? m : k, transpose_b ? k : n, n, 1.0f, 0.0f))
+      ->pd.impl_info_str();
 }
 }  // namespace
 
