@@ -149,7 +149,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
   detail::decode_sorted(
       *model.model, model.info.kind, limit, real_sources, options.batch,
       {.beam = options.beam, .max_len = options.max_len, .length_penalty = options.length_penalty,
-        .coverage_penalty = options.coverage_penalty, .select = options.select},
+        .coverage_penalty = options.coverage_penalty, .stop = options.stop, .select = options.select},
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {
           Translation& t = out[real[batch_indices[k]]];

@@ -29,6 +29,7 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
       max_len_(options.max_len),
       W_(weights_per_row),
       beta_(options.coverage_penalty),
+      stop_(options.stop),
       source_(std::move(source)),
       live_only_(live_only) {
   if (options.width < 1) throw ValueError(op + ": width must be >= 1, got " + std::to_string(options.width));
@@ -155,14 +156,16 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
         ++alive;
       }
     }
-    // Stop the row when no alive hypothesis can beat its best finished one.
+    // Stop the row when no alive hypothesis can beat its best finished one (bound), or when
+    // this step's best candidate ended it (top).
+    const bool top_finished = stop_ == BeamStop::top && top > 0 && cands[0].token == kEos && cands[0].score != kNegInf;
     float best_alive = kNegInf;
     for (int k = 0; k < alive; ++k) best_alive = std::max(best_alive, new_score[static_cast<size_t>(b * K + k)]);
     float best_finished = kNegInf;
     for (const Finished& f : finished) best_finished = std::max(best_finished, f.normalized);
     const float bound = best_alive / lp(max_len_);
     const float reachable = alpha_ == 0.0f ? best_alive : std::max(bound, best_alive / lp(t + 2));
-    if (alive == 0 || (!finished.empty() && best_finished >= reachable)) {
+    if (alive == 0 || top_finished || (!finished.empty() && best_finished >= reachable)) {
       done_[static_cast<size_t>(b)] = 1;
       for (int k = 0; k < K; ++k) new_score[static_cast<size_t>(b * K + k)] = kNegInf;
     } else {

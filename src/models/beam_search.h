@@ -7,9 +7,10 @@
 // raw_k + log p(v); the best 2K candidates are visited in order (score desc, then hypothesis
 // and token index asc): a candidate ending in EOS becomes a finished hypothesis, scored
 // raw / lp(len) with GNMT's lp(len) = ((5 + len) / 6)^α; the others fill the K new alive
-// hypotheses. A row stops when its best finished score cannot be beaten by any alive
-// hypothesis: raw scores only decrease, so an alive one can at best reach
-// raw / lp(max_len) (α > 0) or raw (α = 0). Finished rows keep stepping with the batch but
+// hypotheses. A row stops (BeamStop::bound) when its best finished score cannot be beaten by
+// any alive hypothesis: raw scores only decrease, so an alive one can at best reach
+// raw / lp(max_len) (α > 0) or raw (α = 0); with BeamStop::top, at the step whose best
+// candidate is EOS (CTranslate2's rule). Finished rows keep stepping with the batch but
 // are ignored. Backpointers per step rebuild the tokens and attention of the winner.
 //
 // The model's loop:
@@ -86,6 +87,7 @@ class BeamSearch {
   int max_len_;
   int64_t W_;
   float beta_;
+  BeamStop stop_;
   BeamSource source_;
   std::vector<float> coverage_;                  // Σ_t a_t of alive hypotheses (B·K, S); β > 0 only
   std::vector<float> score_;                     // raw log-prob of alive hypotheses (B·K)

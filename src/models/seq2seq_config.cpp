@@ -30,6 +30,7 @@ size_t parse_name(const char* what, const std::string& value, const std::vector<
 const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kCoverages = {"none", "see", "tu"};
+const std::vector<std::string> kBeamStops = {"bound", "top"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized", "location_aware", "monotonic",
                                                   "mocha"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
@@ -58,6 +59,11 @@ nn::StepCoverage step_coverage(CoverageKind kind) {
 
 CoverageKind parse_coverage_kind(const std::string& name) {
   return static_cast<CoverageKind>(parse_name("coverage", name, kCoverages));
+}
+
+const char* to_string(BeamStop stop) { return kBeamStops.at(static_cast<size_t>(stop)).c_str(); }
+BeamStop parse_beam_stop(const std::string& name) {
+  return static_cast<BeamStop>(parse_name("beam stop", name, kBeamStops));
 }
 
 std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::string& name) {

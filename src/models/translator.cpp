@@ -17,7 +17,7 @@ class ModelTranslator : public Translator {
   Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
   DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& o) override {
     const BeamOptions beam{
-        .width = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len, .coverage_penalty = o.coverage_penalty};
+        .width = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len, .coverage_penalty = o.coverage_penalty, .stop = o.stop};
     if constexpr (std::is_same_v<Model, Seq2Seq>) {  // one attention: nothing to select
       return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.src_ext, o.extended_vocab)
                          : model_.beam(src, src_lengths, beam, o.src_ext, o.extended_vocab);

@@ -28,6 +28,7 @@ struct EvalArgs {
   int batch = 256;
   std::string hypotheses;
   int64_t limit = 0;
+  models::BeamStop beam_stop = models::BeamStop::bound;  // translation checkpoints
 };
 
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
@@ -43,6 +44,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
   options.length_penalty = a.options.length_penalty;
   options.coverage_penalty = a.options.coverage_penalty;
+  options.stop = a.beam_stop;
   const std::string split = !a.split.empty() ? a.split : summaries ? "test" : "test2016";
   std::string dir = a.data;
   if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
@@ -56,6 +58,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["beam"] = options.beam;
     j["length_penalty"] = options.length_penalty;
     j["coverage_penalty"] = options.coverage_penalty;
+    j["beam_stop"] = models::to_string(options.stop);
     j["seconds"] = e.seconds;
     j["model"] = a.model;
     j["kind"] = model.info.kind;
@@ -178,6 +181,7 @@ void add_eval_command(CLI::App& app) {
                   "Beam search: GNMT length penalty alpha, scores divided by ((5 + length) / 6)^alpha (0: none)")
       ->capture_default_str();
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
+  add_beam_stop_option(cmd, args->beam_stop);
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
   cmd->add_option("--data", args->data,

@@ -77,6 +77,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--beam", args->options.beam, "Beam width (1: greedy)")->capture_default_str();
   cmd->add_option("--length-penalty", args->options.length_penalty, "GNMT length penalty alpha")->capture_default_str();
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
+  add_beam_stop_option(cmd, args->options.stop);
   cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
   cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
       ->capture_default_str();

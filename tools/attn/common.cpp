@@ -171,6 +171,16 @@ void add_coverage_penalty_option(CLI::App* cmd, float& beta) {
       ->capture_default_str();
 }
 
+void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop) {
+  cmd->add_option_function<std::string>(
+         "--beam-stop", [&stop](const std::string& name) { stop = models::parse_beam_stop(name); },
+         "Beam search: when a sentence stops. bound (default): when no alive hypothesis can beat its best finished "
+         "one (GNMT's bound; PyTorch's output); top: at the step whose best candidate ends it, as CTranslate2 does "
+         "(fewer steps, the output may differ)")
+      ->check(CLI::IsMember({"bound", "top"}))
+      ->default_str("bound");
+}
+
 void check_coverage_penalty(float beta, int beam) {
   if (!(beta >= 0.0f) || !std::isfinite(beta))
     throw UsageError("--coverage-penalty must be finite and >= 0, got " + std::to_string(beta));

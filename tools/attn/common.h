@@ -50,6 +50,8 @@ void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlo
 // --coverage-penalty BETA (translate, eval, align), and its check: finite, >= 0, and only with
 // a beam (UsageError otherwise).
 void add_coverage_penalty_option(CLI::App* cmd, float& beta);
+// --beam-stop bound|top (models::BeamStop) into `stop`.
+void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop);
 void check_coverage_penalty(float beta, int beam);
 // After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
 // an I/O error) instead of treating the lines read so far as the whole input.

@@ -53,6 +53,7 @@ struct TranslateOptions {
   int beam = 5;
   float length_penalty = 1.0f;
   float coverage_penalty = 0.0f;  // beam: GNMT's β (models::BeamOptions)
+  models::BeamStop stop = models::BeamStop::bound;  // beam: when a sentence stops
   int batch = 64;          // sentences per decoding batch
   int max_len = 0;         // 0: 2 · source pieces + 10
   models::AttentionSelect select{};

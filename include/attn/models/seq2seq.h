@@ -146,6 +146,15 @@ struct DecodeResult {
   std::vector<std::vector<float>> copy;
 };
 
+// When a source row's beam search stops (BeamSearch, src/models/beam_search.h):
+//   bound  when no alive hypothesis can beat its best finished one any more (GNMT's bound;
+//          the PyTorch peer's rule, so the same output);
+//   top    at the step whose best candidate ends the sentence (EOS), as CTranslate2's beam
+//          search does: fewer steps, an output that may differ.
+enum class BeamStop { bound, top };
+const char* to_string(BeamStop stop);                // "bound" | "top"
+BeamStop parse_beam_stop(const std::string& name);   // "unknown beam stop '...' (valid: bound, top)"
+
 struct BeamOptions {
   int width = 4;
   float length_penalty = 1.0f;  // α of GNMT's lp(len) = ((5 + len) / 6)^α; 0 = raw log-prob
@@ -155,6 +164,7 @@ struct BeamOptions {
   // columns of its attention; padding left out), the attention averaged over heads and
   // floored at the smallest normal float before the log. 0: none. Needs attention weights.
   float coverage_penalty = 0.0f;
+  BeamStop stop = BeamStop::bound;
 };
 
 // A stack of GRU or LSTM layers with PyTorch nn.GRU / nn.LSTM parameter names

@@ -21,6 +21,7 @@ struct TranslatorDecodeOptions {
   int max_len = 100;            // output tokens at most
   float length_penalty = 1.0f;  // beam: GNMT's α
   float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
+  BeamStop stop = BeamStop::bound;  // beam: when a sentence stops (BeamOptions)
   AttentionSelect select{};     // Transformer: which cross-attention the weights report
   // An RNN with the pointer-generator: the source in extended ids (B, S) and Vx
   // (Seq2Seq::greedy); undefined: no OOVs. The Transformer ignores them.
