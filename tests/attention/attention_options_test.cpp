@@ -21,13 +21,9 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
 
 constexpr int64_t B = 3, T = 2, S = 6, D = 4, E = 4, A = 5;
-
 
 Tensor i32(const std::vector<int32_t>& v, const Shape& shape) { return Tensor::from_vector(v, shape); }
 

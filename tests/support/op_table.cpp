@@ -1,0 +1,90 @@
+// The driver of the case tables (op_table.h): one TEST_P per kind of row.
+#include "op_table.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+
+#include "attn/autodiff/tape.h"
+#include "attn/error.h"
+
+namespace attn::testing {
+
+std::string RowName::operator()(const ::testing::TestParamInfo<OpRow>& info) const { return info.param.name; }
+std::string RowName::operator()(const ::testing::TestParamInfo<BadRow>& info) const { return info.param.name; }
+
+std::string row_name_of(const std::string& text) {
+  std::string name;
+  for (char c : text) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      name += c;
+    else if (!name.empty() && name.back() != '_')
+      name += '_';
+  }
+  while (!name.empty() && name.back() == '_') name.pop_back();
+  return name;
+}
+
+void expect_finite_gradients(const Tensor& y, const Tensors& inputs) {
+  backward(y, Tensor::full(y.shape(), 1.0f));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!inputs[k].requires_grad()) continue;
+    ASSERT_TRUE(inputs[k].has_grad()) << "input " << k << " got no gradient";
+    const std::vector<float> g = inputs[k].grad().to_vector();
+    for (size_t i = 0; i < g.size(); ++i) ASSERT_TRUE(std::isfinite(g[i])) << "input " << k << ", flat index " << i;
+  }
+}
+
+void expect_identical_across_threads(const Tensors& inputs, const std::function<Tensors(const Tensors&)>& op,
+                                     uint64_t seed, const std::vector<int>& threads) {
+  auto run = [&] {
+    for (Tensor t : inputs)
+      if (t.requires_grad()) t.drop_grad();
+    const Tensors outputs = op(inputs);
+    backward(outputs[0], random_tensor(outputs[0].shape(), seed));
+    std::vector<std::vector<float>> values;
+    for (const Tensor& y : outputs) values.push_back(y.to_vector());
+    for (const Tensor& x : inputs)
+      if (x.requires_grad()) values.push_back(x.grad().to_vector());
+    return values;
+  };
+  const auto runs = run_at_thread_counts(run, threads);
+  for (size_t k = 1; k < runs.size(); ++k)
+    for (size_t i = 0; i < runs[0].size(); ++i)
+      EXPECT_EQ(runs[0][i], runs[k][i]) << "output or gradient " << i << ": " << threads[0] << " threads against "
+                                        << threads[k];
+}
+
+// A program may use one kind of table and not the other.
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpTable);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BadInput);
+
+TEST_P(OpTable, Row) {
+  const OpRow& row = GetParam();
+  ASSERT_TRUE(row.reference || row.properties || row.gradcheck) << "row " << row.name << " checks nothing";
+  const Tensors inputs = row.inputs();
+  const Tensors outputs = row.op(inputs);
+  ASSERT_EQ(outputs.size(), row.outputs.size()) << "row " << row.name << " names " << row.outputs.size() << " outputs";
+  if (row.reference) {
+    const Tensors expected = row.reference(inputs);
+    ASSERT_EQ(expected.size(), outputs.size()) << "the reference gives " << expected.size() << " outputs";
+    for (size_t i = 0; i < outputs.size(); ++i)
+      EXPECT_TRUE(tensors_close(outputs[i], expected[i], row.tolerance)) << "forward: " << row.outputs[i];
+  }
+  if (row.properties) row.properties(inputs, outputs);
+  if (row.gradcheck) {
+    for (size_t i = 0; i < outputs.size(); ++i)
+      EXPECT_TRUE(gradcheck([&](const Tensors& x) { return row.op(x)[i]; }, inputs, row.gradcheck_options))
+          << "gradient: " << row.outputs[i];
+  }
+}
+
+TEST_P(BadInput, Throws) {
+  const BadRow& row = GetParam();
+  if (row.error == Throws::shape_error)
+    EXPECT_THROW_MSG(row.call(), ShapeError, row.message);
+  else
+    EXPECT_THROW_MSG(row.call(), ValueError, row.message);
+}
+
+}  // namespace attn::testing
