@@ -10,11 +10,7 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::wide_leaf;
-using testing::tensors_close;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // A large tensor of ones: y / scale is then the mask itself.
 constexpr int64_t kLarge = 1 << 18;  // above the kernel grain, so it runs threaded

@@ -8,21 +8,13 @@
 #include "kernels/normalizer.h"
 #include "attn/parallel.h"
 #include "test_support.h"
+#include "tolerances.h"
 // The kernels' one exp is private to src/kernels; its accuracy is tested here directly.
 #include "../../src/kernels/fast_math.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::wide_leaf;
-using testing::ragged_mask;
-using testing::tensors_close;
-
-// Tolerances for float32 softmax against a double reference.
-constexpr float kAtol = 1e-6f;
-constexpr float kRtol = 1e-5f;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // Double-precision references over the last dimension; mask may be undefined.
 Tensor reference(const Tensor& x, const Tensor& mask, bool log) {
@@ -50,8 +42,8 @@ Tensor reference(const Tensor& x, const Tensor& mask, bool log) {
 
 TEST(Softmax, ForwardMatchesDoubleReference) {
   Tensor x = random_tensor({3, 4, 7}, 1, -3.0f, 3.0f);
-  EXPECT_TRUE(tensors_close(softmax(x), reference(x, Tensor(), false), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(log_softmax(x), reference(x, Tensor(), true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(softmax(x), reference(x, Tensor(), false), kRowTol));
+  EXPECT_TRUE(tensors_close(log_softmax(x), reference(x, Tensor(), true), kRowTol));
   // Rows sum to one.
   std::vector<float> y = softmax(x).to_vector();
   for (int r = 0; r < 12; ++r) {
@@ -85,8 +77,8 @@ TEST(Softmax, MaskedMatchesReferenceAndZerosMaskedPositions) {
                                     {4, 6});
   Tensor y = softmax(x, mask);
   Tensor ly = log_softmax(x, mask);
-  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(ly, reference(x, mask, true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kRowTol));
+  EXPECT_TRUE(tensors_close(ly, reference(x, mask, true), kRowTol));
   std::vector<float> yv = y.to_vector();
   std::vector<float> lv = ly.to_vector();
   std::vector<int32_t> mv = mask.to_vector_i32();
@@ -155,9 +147,9 @@ TEST(Softmax, RowKernelsMatchOps) {
   Tensor mask = Tensor::from_vector(std::vector<int32_t>{1, 1, 0, 1, 0}, {5});
   Tensor y = Tensor::empty({5});
   kernels::normalizer_row_forward(kernels::Normalizer{}, x.f32(), mask.i32(), y.f32(), 5);
-  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kRowTol));
   kernels::log_softmax_row_forward(x.f32(), nullptr, y.f32(), 5);
-  EXPECT_TRUE(tensors_close(y, reference(x, Tensor(), true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, Tensor(), true), kRowTol));
   // logsumexp_row
   double s = 0.0;
   std::vector<float> xv = x.to_vector();
@@ -254,7 +246,7 @@ TEST(Softmax, LongRowsAreThreadCountIndependent) {
   set_num_threads(saved);
   EXPECT_EQ(one, three);
   EXPECT_EQ(lone, lthree);
-  EXPECT_TRUE(tensors_close(softmax(x, mask), reference(x, mask, false), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(softmax(x, mask), reference(x, mask, false), kRowTol));
 }
 
 TEST(Softmax, NoGradModeRecordsNothing) {
