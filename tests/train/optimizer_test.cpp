@@ -4,9 +4,11 @@
 
 #include "attn/parallel.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn::train {
 namespace {
+using testing::kRowTol;  // float32 arithmetic against the double reference
 
 // Parameter start values and the gradients of three steps (a zero, a tiny and a large
 // gradient included).
@@ -16,7 +18,6 @@ const std::vector<std::vector<double>> kGrads = {
     {-0.5, 0.25, 0.3, 1e-4, -3.0},
     {0.05, 0.0, -0.7, 2.0, 0.5},
 };
-constexpr float kAtol = 1e-6f, kRtol = 1e-5f;  // float32 arithmetic vs the double reference
 
 Tensor make_param() {
   std::vector<float> v(kStart.begin(), kStart.end());
@@ -92,7 +93,7 @@ TEST(Optimizer, SgdMatchesTorchEquations) {
   for (size_t c = 0; c < cases.size(); ++c) {
     Tensor p = make_param();
     run_steps<SGD>(p, cases[c], 3);
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(sgd_reference(cases[c], 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(sgd_reference(cases[c], 3)), kRowTol)) << "case " << c;
   }
 }
 
@@ -117,7 +118,7 @@ TEST(Optimizer, AdamMatchesTorchEquations) {
   for (size_t c = 0; c < cases.size(); ++c) {
     Tensor p = make_param();
     run_steps<Adam>(p, cases[c], 3);
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(cases[c], false, 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(cases[c], false, 3)), kRowTol)) << "case " << c;
   }
 }
 
@@ -131,7 +132,7 @@ TEST(Optimizer, AdamWMatchesTorchEquations) {
     Tensor p = make_param();
     run_steps<AdamW>(p, cases[c], 3);
     const AdamOptions as_adam{cases[c].lr, cases[c].beta1, cases[c].beta2, cases[c].eps, cases[c].weight_decay};
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(as_adam, true, 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(as_adam, true, 3)), kRowTol)) << "case " << c;
   }
   // AdamW decays a parameter with a zero gradient; Adam without weight decay leaves it.
   Tensor p = make_param();
@@ -166,8 +167,8 @@ TEST(Optimizer, ParametersWithoutGradAreSkipped) {
     opt.step();
     opt.zero_grad();
   }
-  EXPECT_TRUE(testing::tensors_close(a, as_tensor(adam_reference({.lr = 0.01f}, false, 3)), kAtol, kRtol));
-  EXPECT_TRUE(testing::tensors_close(b, as_tensor(adam_reference({.lr = 0.01f}, false, 2)), kAtol, kRtol));
+  EXPECT_TRUE(testing::tensors_close(a, as_tensor(adam_reference({.lr = 0.01f}, false, 3)), kRowTol));
+  EXPECT_TRUE(testing::tensors_close(b, as_tensor(adam_reference({.lr = 0.01f}, false, 2)), kRowTol));
   // zero_grad(false) keeps zeroed buffers: then the parameter IS updated (momentum decays).
   Tensor c = make_param();
   SGD sgd({c}, {.lr = 0.1f, .momentum = 0.5f});
