@@ -218,26 +218,14 @@ TEST(Sdpa, MatchesReferenceMasks) {
     c.options.key_padding_mask = ints(m, {2, 300});
     cases.push_back(c);
   }
-  {
-    Case c{"causal T==S", 2, 2, 70, 70, 8, 8, {}};
+  auto causal = [](Case c) {
     c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T==S multi-tile", 1, 1, 300, 300, 4, 4, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T<S", 2, 1, 40, 300, 8, 8, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T>S (first rows fully masked)", 2, 2, 9, 5, 4, 4, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
+    return c;
+  };
+  cases.push_back(causal({"causal T==S", 2, 2, 70, 70, 8, 8, {}}));
+  cases.push_back(causal({"causal T==S multi-tile", 1, 1, 300, 300, 4, 4, {}}));
+  cases.push_back(causal({"causal T<S", 2, 1, 40, 300, 8, 8, {}}));
+  cases.push_back(causal({"causal T>S (first rows fully masked)", 2, 2, 9, 5, 4, 4, {}}));
   {
     Case c{"bias", 2, 2, 70, 300, 8, 8, {}};
     c.options.bias = random_tensor({70, 300}, 77, -3.0f, 3.0f);

@@ -25,6 +25,26 @@ std::string row_name_of(const std::string& text) {
   return name;
 }
 
+void expect_masked_rows(const Tensor& weights, const std::vector<int32_t>& lengths, bool positive_inside) {
+  const int64_t B = weights.dim(0), T = weights.dim(1), S = weights.dim(2);
+  const std::vector<float> w = weights.to_vector();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) {
+      double sum = 0;
+      for (int64_t s = 0; s < S; ++s) {
+        const float x = w[(b * T + t) * S + s];
+        EXPECT_FALSE(std::isnan(x)) << "b=" << b << " t=" << t << " s=" << s;
+        if (s >= lengths[b]) {
+          EXPECT_EQ(x, 0.0f) << "past the length: b=" << b << " t=" << t << " s=" << s;
+        } else if (positive_inside) {
+          EXPECT_GT(x, 0.0f) << "b=" << b << " t=" << t << " s=" << s;
+        }
+        sum += x;
+      }
+      EXPECT_NEAR(sum, lengths[b] > 0 ? 1.0 : 0.0, 1e-5) << "b=" << b << " t=" << t;
+    }
+}
+
 void expect_finite_gradients(const Tensor& y, const Tensors& inputs) {
   backward(y, Tensor::full(y.shape(), 1.0f));
   for (size_t k = 0; k < inputs.size(); ++k) {

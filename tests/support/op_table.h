@@ -107,6 +107,11 @@ OpRow attention_row(std::string name, std::function<Tensors()> inputs, Op op, Re
   return row;
 }
 
+// Attention weights (B, T, S) over rows with these lengths: no NaN, exactly 0 past each row's
+// length, > 0 inside it when `positive_inside`, and each row summing to 1 (0 for a length-0
+// row) within 1e-5.
+void expect_masked_rows(const Tensor& weights, const std::vector<int32_t>& lengths, bool positive_inside);
+
 // Back-propagates ones from `y` and expects every input that requires grad to get a gradient
 // that is finite everywhere (no overflow in a max-subtracted softmax, no NaN from a saturated tanh).
 void expect_finite_gradients(const Tensor& y, const Tensors& inputs);
