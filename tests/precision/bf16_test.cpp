@@ -85,10 +85,7 @@ TEST(Precision, Bf16MissingNamesWhatIsMissing) {
   const CpuFeatures zen4 = attn::testing::zen4_cpu();
   CpuFeatures no_bf16 = zen4;  // AVX-512 without BF16 (Skylake-SP)
   no_bf16.avx512_bf16 = false;
-  CpuFeatures amx_off = no_bf16;  // AMX listed, tile state not enabled by the OS
-  amx_off.amx_tile = amx_off.amx_bf16 = true;
-  CpuFeatures amx = amx_off;
-  amx.os_amx = true;
+  const CpuFeatures amx_off = attn::testing::with_amx(no_bf16, false), amx = attn::testing::with_amx(no_bf16, true);
   CpuFeatures no_zmm = zen4;
   no_zmm.os_zmm = false;
   attn::testing::expect_missing(

@@ -107,10 +107,7 @@ TEST(Precision, Int8MissingNamesWhatIsMissing) {
   zen5.avx_vnni = true;
   CpuFeatures no_vnni = zen5;  // AVX-512 without VNNI (Skylake-SP)
   no_vnni.avx_vnni = no_vnni.avx512_vnni = false;
-  CpuFeatures amx_off = no_vnni;  // AMX listed, tile state not enabled by the OS
-  amx_off.amx_tile = amx_off.amx_int8 = true;
-  CpuFeatures amx = amx_off;
-  amx.os_amx = true;
+  const CpuFeatures amx_off = attn::testing::with_amx(no_vnni, false), amx = attn::testing::with_amx(no_vnni, true);
   attn::testing::expect_missing(
       int8_missing,
       {{"Zen 4", zen4, IsaLevel::avx512, ""},

@@ -28,6 +28,14 @@ inline CpuFeatures zen4_cpu() {
   return f;
 }
 
+// `f` with AMX listed (tiles, AMX-BF16 and AMX-INT8, as Sapphire Rapids has them), its tile
+// state enabled by the OS or not.
+inline CpuFeatures with_amx(CpuFeatures f, bool os_enables_tiles) {
+  f.amx_tile = f.amx_bf16 = f.amx_int8 = true;
+  f.os_amx = os_enables_tiles;
+  return f;
+}
+
 // One row of a "who may run it" table: a CPU, a kernel level, and what bf16_missing or
 // int8_missing names there ("" where the precision runs).
 struct MissingRow {
