@@ -98,26 +98,20 @@ Reference local_reference(const Tensor& query, const Tensor& keys, const Tensor&
 
 // ---- inputs -------------------------------------------------------------------------------------------
 
-struct Inputs {
-  Tensor query, keys, values, w, w_p, v_p;
-  std::vector<int32_t> lengths;
-  Tensor len;
+struct Inputs : AttentionInputs {
+  using AttentionInputs::AttentionInputs;
+  Tensor w, w_p, v_p;
 };
 
 // T = 0: a one-step query (B, D). dot needs D = E.
 Inputs make_inputs(LocalMode mode, LuongScore score, int64_t B, int64_t T, int64_t S, int64_t D, int64_t E, int64_t A,
                    std::vector<int32_t> lengths, uint64_t seed) {
-  Inputs in;
-  in.query = leaf(T == 0 ? Shape{B, D} : Shape{B, T, D}, seed + 1);
-  in.keys = leaf({B, S, E}, seed + 2);
-  in.values = leaf({B, S, E}, seed + 3);
+  Inputs in(B, T, S, D, E, std::move(lengths), seed);
   if (score == LuongScore::general) in.w = leaf({D, E}, seed + 4);
   if (mode == LocalMode::predictive) {
     in.w_p = leaf({A, D}, seed + 5);
     in.v_p = leaf({A}, seed + 6, -2.0f, 2.0f);
   }
-  in.lengths = std::move(lengths);
-  in.len = lengths_of(in.lengths);
   return in;
 }
 
@@ -530,12 +524,7 @@ TEST(LocalAttention, ZeroLengthRowHasZeroGradient) {
     AttentionResult r =
         local_attention(in.query, in.keys, in.values, in.len, options_for(in, mode, LuongScore::dot, 1));
     backward(add(r.context, r.weights), random_tensor({3, 2, 4}, 701));
-    for (const Tensor* t : {&in.query, &in.keys, &in.values}) {
-      const std::vector<float> g = t->grad().to_vector();
-      const int64_t n = t->numel() / 3;
-      for (int64_t i = n; i < 2 * n; ++i) ASSERT_EQ(g[i], 0.0f) << "flat index " << i;
-      for (float x : g) ASSERT_FALSE(std::isnan(x));
-    }
+    expect_batch_row_gets_no_gradient({in.query, in.keys, in.values}, 1);
     const std::vector<float> c = r.context.to_vector();
     for (int64_t i = 2 * 4; i < 4 * 4; ++i) EXPECT_EQ(c[i], 0.0f);
     // Keys past the length of row 0 get nothing.

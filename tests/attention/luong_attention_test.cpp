@@ -99,26 +99,20 @@ AttentionResult location_reference(const Tensor& query, const Tensor& values, co
 
 // ---- inputs -----------------------------------------------------------------------------------------
 
-struct Inputs {
-  Tensor query, keys, values, w, v;
-  std::vector<int32_t> lengths;
-  Tensor len;
+struct Inputs : AttentionInputs {
+  using AttentionInputs::AttentionInputs;
+  Tensor w, v;
 };
 
 // T = 0: one-step query (B, D). Parameters for the given score (dot needs D = E).
 Inputs make_inputs(LuongScore kind, int64_t B, int64_t T, int64_t S, int64_t D, int64_t E, int64_t A,
                    std::vector<int32_t> lengths, uint64_t seed) {
-  Inputs in;
-  in.query = leaf(T == 0 ? Shape{B, D} : Shape{B, T, D}, seed + 1);
-  in.keys = leaf({B, S, E}, seed + 2);
-  in.values = leaf({B, S, E}, seed + 3);
+  Inputs in(B, T, S, D, E, std::move(lengths), seed);
   if (kind == LuongScore::general) in.w = leaf({D, E}, seed + 4);
   if (kind == LuongScore::concat) {
     in.w = leaf({A, D + E}, seed + 4);
     in.v = leaf({A}, seed + 5, -1.5f, 1.5f);
   }
-  in.lengths = std::move(lengths);
-  in.len = lengths_of(in.lengths);
   return in;
 }
 
@@ -302,12 +296,7 @@ TEST(LuongAttention, ZeroLengthRowHasZeroGradient) {
     Tensor scale = Tensor::scalar(1.1f).set_requires_grad(true);
     AttentionResult r = run(in, kind, scale);
     backward(add(r.context, r.weights), random_tensor({3, 2, 4}, 401));
-    for (const Tensor* t : {&in.query, &in.keys, &in.values}) {
-      const std::vector<float> g = t->grad().to_vector();
-      const int64_t n = t->numel() / 3;
-      for (int64_t i = n; i < 2 * n; ++i) ASSERT_EQ(g[i], 0.0f) << "flat index " << i;
-      for (float x : g) ASSERT_FALSE(std::isnan(x));
-    }
+    expect_batch_row_gets_no_gradient({in.query, in.keys, in.values}, 1);
     // Keys past the length of row 0 get nothing.
     const std::vector<float> dk = in.keys.grad().to_vector();
     for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(dk[(0 * 4 + 3) * 4 + j], 0.0f);

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstddef>
+#include <utility>
 
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
@@ -25,6 +26,14 @@ std::string row_name_of(const std::string& text) {
   return name;
 }
 
+AttentionInputs::AttentionInputs(int64_t B, int64_t T, int64_t S, int64_t D, int64_t E, std::vector<int32_t> lengths_,
+                                 uint64_t seed)
+    : query(leaf(T == 0 ? Shape{B, D} : Shape{B, T, D}, seed + 1)),
+      keys(leaf({B, S, E}, seed + 2)),
+      values(leaf({B, S, E}, seed + 3)),
+      lengths(std::move(lengths_)),
+      len(lengths_of(lengths)) {}
+
 void expect_masked_rows(const Tensor& weights, const std::vector<int32_t>& lengths, bool positive_inside) {
   const int64_t B = weights.dim(0), T = weights.dim(1), S = weights.dim(2);
   const std::vector<float> w = weights.to_vector();
@@ -43,6 +52,15 @@ void expect_masked_rows(const Tensor& weights, const std::vector<int32_t>& lengt
       }
       EXPECT_NEAR(sum, lengths[b] > 0 ? 1.0 : 0.0, 1e-5) << "b=" << b << " t=" << t;
     }
+}
+
+void expect_batch_row_gets_no_gradient(const Tensors& inputs, int64_t b) {
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const std::vector<float> g = inputs[k].grad().to_vector();
+    const int64_t n = inputs[k].numel() / inputs[k].dim(0);
+    for (int64_t i = b * n; i < (b + 1) * n; ++i) ASSERT_EQ(g[i], 0.0f) << "input " << k << ", flat index " << i;
+    for (float x : g) ASSERT_FALSE(std::isnan(x)) << "input " << k;
+  }
 }
 
 void expect_finite_gradients(const Tensor& y, const Tensors& inputs) {

@@ -82,6 +82,17 @@ struct AttentionCase {
   float temperature;
 };
 
+// What the inputs of every attention op hold: the query ((B, D) when T = 0, else (B, T, D)),
+// keys and values (B, S, E) as leaves from seed + 1, + 2 and + 3, and the lengths, also as an
+// int32 tensor. A family's inputs derive from it and add their parameters.
+struct AttentionInputs {
+  AttentionInputs() = default;
+  AttentionInputs(int64_t B, int64_t T, int64_t S, int64_t D, int64_t E, std::vector<int32_t> lengths, uint64_t seed);
+  Tensor query, keys, values;
+  std::vector<int32_t> lengths;
+  Tensor len;
+};
+
 // A row of an attention op: its outputs are an AttentionResult's context and weights, and the
 // reference, when `with_reference`, gives a pair of the same names (kFusedTol: the attention
 // kernels sum over S and E in their own order).
@@ -111,6 +122,10 @@ OpRow attention_row(std::string name, std::function<Tensors()> inputs, Op op, Re
 // length, > 0 inside it when `positive_inside`, and each row summing to 1 (0 for a length-0
 // row) within 1e-5.
 void expect_masked_rows(const Tensor& weights, const std::vector<int32_t>& lengths, bool positive_inside);
+
+// Row `b` of the batch (the first dimension) of each input's gradient is exactly zero, and no
+// gradient holds NaN (a length-0 row gives zero gradient, never NaN).
+void expect_batch_row_gets_no_gradient(const Tensors& inputs, int64_t b);
 
 // Back-propagates ones from `y` and expects every input that requires grad to get a gradient
 // that is finite everywhere (no overflow in a max-subtracted softmax, no NaN from a saturated tanh).
