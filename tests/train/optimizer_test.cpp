@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
 #include "tolerances.h"
 
@@ -343,22 +344,19 @@ TEST(ClipGradNorm, NonFiniteNormThrowsAndLeavesGradients) {
 TEST(ClipGradNorm, IndependentOfThreadCount) {
   Tensor a = Tensor::zeros({100003}).set_requires_grad(true);
   const Tensor g = testing::random_tensor({100003}, 3);
-  const int saved = num_threads();
-  std::vector<float> results;
-  std::vector<std::vector<float>> grads;
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    a.grad_accumulator().copy_from(g);
-    results.push_back(clip_grad_norm({a}, 1.0f));
-    grads.push_back(a.grad().to_vector());
+  const auto runs = testing::run_at_thread_counts(
+      [&] {
+        a.grad_accumulator().copy_from(g);
+        const float norm = clip_grad_norm({a}, 1.0f);
+        return std::pair{norm, a.grad().to_vector()};
+      },
+      {1, 2, 3});
+  for (size_t k = 1; k < runs.size(); ++k) {
+    EXPECT_EQ(runs[0].first, runs[k].first) << "1 against " << k + 1 << " threads";
+    EXPECT_EQ(runs[0].second, runs[k].second) << "1 against " << k + 1 << " threads";
   }
-  set_num_threads(saved);
-  EXPECT_EQ(results[0], results[1]);
-  EXPECT_EQ(results[0], results[2]);
-  EXPECT_EQ(grads[0], grads[1]);
-  EXPECT_EQ(grads[0], grads[2]);
   // ~ U(-1, 1): norm ≈ √(n/3)
-  EXPECT_NEAR(results[0], std::sqrt(100003.0 / 3.0), 3.0);
+  EXPECT_NEAR(runs[0].first, std::sqrt(100003.0 / 3.0), 3.0);
 }
 
 }  // namespace
