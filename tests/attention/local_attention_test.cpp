@@ -129,6 +129,11 @@ LocalOptions options_for(const Inputs& in, LocalMode mode, LuongScore score, int
   return o;
 }
 
+// local_attention on the inputs' query, keys, values and lengths.
+AttentionResult run(const Inputs& in, const LocalOptions& o) {
+  return local_attention(in.query, in.keys, in.values, in.len, o);
+}
+
 const char* mode_name(LocalMode m) { return m == LocalMode::monotonic ? "local-m" : "local-p"; }
 const char* score_name(LuongScore s) { return s == LuongScore::dot ? "dot" : "general"; }
 
@@ -183,7 +188,7 @@ TEST(LocalAttention, GivenPositionsSharedAndPerRow) {
                                   Tensor::from_vector(std::vector<int32_t>{5, 0, 3, 1, 5, 2}, {2, 3})}) {
     SCOPED_TRACE("positions " + positions.shape().str());
     LocalOptions o = options_for(in, LocalMode::monotonic, LuongScore::general, 1, 1.0f, positions);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
     EXPECT_TRUE(tensors_close(r.weights, ref.weights, kFusedTol));
     EXPECT_TRUE(tensors_close(r.context, ref.context, kFusedTol));
@@ -192,15 +197,14 @@ TEST(LocalAttention, GivenPositionsSharedAndPerRow) {
   Inputs one = make_inputs(LocalMode::monotonic, LuongScore::dot, 2, 0, 6, 3, 3, 0, {6, 4}, 60);
   LocalOptions per_row = options_for(one, LocalMode::monotonic, LuongScore::dot, 1, 1.0f,
                                      Tensor::from_vector(std::vector<int32_t>{4, 1}, {2}));
-  AttentionResult a = local_attention(one.query, one.keys, one.values, one.len, per_row);
+  AttentionResult a = run(one, per_row);
   Reference ref = local_reference(one.query, one.keys, one.values, one.lengths, per_row);
   EXPECT_TRUE(tensors_close(a.weights, ref.weights, kFusedTol));
   per_row.positions = Tensor::from_vector(std::vector<int32_t>{4, 1}, {2, 1});
-  EXPECT_EQ(local_attention(one.query, one.keys, one.values, one.len, per_row).weights.to_vector(),
-            a.weights.to_vector());
+  EXPECT_EQ(run(one, per_row).weights.to_vector(), a.weights.to_vector());
   LocalOptions shared = options_for(one, LocalMode::monotonic, LuongScore::dot, 1, 1.0f,
                                     Tensor::from_vector(std::vector<int32_t>{3}, {1}));
-  AttentionResult s = local_attention(one.query, one.keys, one.values, one.len, shared);
+  AttentionResult s = run(one, shared);
   EXPECT_TRUE(tensors_close(s.weights, local_reference(one.query, one.keys, one.values, one.lengths, shared).weights,
                             kFusedTol));
   const std::vector<float> sw = s.weights.to_vector();
@@ -212,8 +216,7 @@ TEST(LocalAttention, MonotonicWeightsSumToOneAndVanishOutsideTheWindow) {
   // Default p_t = t, D_w = 1: windows clip at the start (t = 0), at each row's end, and are
   // empty once t − D_w passes the last real position (row 2: L = 2, t = 3 -> window [2, 4] ∩ [0, 1]).
   Inputs in = make_inputs(LocalMode::monotonic, LuongScore::general, 4, 5, 6, 3, 3, 0, {6, 4, 2, 0}, 70);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len,
-                                      options_for(in, LocalMode::monotonic, LuongScore::general, 1));
+  AttentionResult r = run(in, options_for(in, LocalMode::monotonic, LuongScore::general, 1));
   const std::vector<float> w = r.weights.to_vector(), c = r.context.to_vector();
   for (int64_t b = 0; b < 4; ++b)
     for (int64_t t = 0; t < 5; ++t) {
@@ -243,7 +246,7 @@ TEST(LocalAttention, MonotonicWeightsSumToOneAndVanishOutsideTheWindow) {
 TEST(LocalAttention, PredictiveWeightsStayInsideTheWindowAndBelowTheSoftmax) {
   Inputs in = make_inputs(LocalMode::predictive, LuongScore::general, 3, 4, 9, 3, 3, 4, {9, 5, 1}, 80);
   LocalOptions o = options_for(in, LocalMode::predictive, LuongScore::general, 1);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+  AttentionResult r = run(in, o);
   Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
   const std::vector<float> w = r.weights.to_vector();
   for (int64_t row = 0; row < 12; ++row) {
@@ -272,8 +275,7 @@ TEST(LocalAttention, WindowCoveringTheSourceEqualsGlobalLuong) {
       SCOPED_TRACE(std::string(score_name(score)) + " D_w=" + std::to_string(window));
       const int64_t D = score == LuongScore::dot ? 3 : 2;
       Inputs in = make_inputs(LocalMode::monotonic, score, 3, 4, 6, D, 3, 0, {6, 2, 0}, 90);
-      AttentionResult local = local_attention(in.query, in.keys, in.values, in.len,
-                                              options_for(in, LocalMode::monotonic, score, window, 0.7f));
+      AttentionResult local = run(in, options_for(in, LocalMode::monotonic, score, window, 0.7f));
       LuongOptions g;
       g.score = score;
       g.w = in.w;
@@ -289,7 +291,7 @@ TEST(LocalAttention, PaddingDoesNotChangeTheResult) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::general, 2, 3, 5, 3, 2, 4, {5, 3}, 100);
     LocalOptions o = options_for(in, mode, LuongScore::general, 1);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     // Pad S from 5 to 8 with garbage.
     Tensor keys8 = random_tensor({2, 8, 2}, 101, -50.0f, 50.0f), values8 = random_tensor({2, 8, 2}, 102, -50.0f, 50.0f);
     for (int64_t b = 0; b < 2; ++b)
@@ -312,7 +314,7 @@ TEST(LocalAttention, LargeScoresStayFinite) {
     in.query = random_tensor({2, 3, 4}, 111, -30.0f, 30.0f).set_requires_grad(true);
     in.keys = random_tensor({2, 6, 4}, 112, -30.0f, 30.0f).set_requires_grad(true);
     LocalOptions o = options_for(in, mode, LuongScore::dot, 2);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
     EXPECT_TRUE(tensors_close(r.weights, ref.weights, kLargeScoreTol));
     EXPECT_TRUE(tensors_close(r.context, ref.context, kLargeScoreTol));
@@ -325,15 +327,15 @@ TEST(LocalAttention, NeedWeightsFalseOneNodeAndNoGrad) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::general, 2, 3, 5, 3, 3, 2, {5, 2}, 120);
     LocalOptions o = options_for(in, mode, LuongScore::general, 1);
-    AttentionResult full = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult full = run(in, o);
     o.need_weights = false;
     autodiff::tape().clear();
     {
       autodiff::NoGradGuard guard;
-      local_attention(in.query, in.keys, in.values, in.len, o);
+      run(in, o);
     }
     EXPECT_EQ(autodiff::tape().size(), 0u);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     EXPECT_FALSE(r.weights.defined());
     EXPECT_EQ(r.context.to_vector(), full.context.to_vector());
     EXPECT_EQ(autodiff::tape().size(), 1u);  // one fused node
@@ -342,7 +344,7 @@ TEST(LocalAttention, NeedWeightsFalseOneNodeAndNoGrad) {
     const std::vector<float> dq = in.query.grad().to_vector();
     in.query.drop_grad();
     o.need_weights = true;
-    backward(local_attention(in.query, in.keys, in.values, in.len, o).context, random_tensor(r.context.shape(), 121));
+    backward(run(in, o).context, random_tensor(r.context.shape(), 121));
     EXPECT_EQ(in.query.grad().to_vector(), dq);
   }
 }
@@ -506,8 +508,7 @@ INSTANTIATE_TEST_SUITE_P(LocalAttention, OpTable, ::testing::ValuesIn(local_rows
 
 TEST(LocalAttention, PredictiveGradientReachesWpAndVp) {
   Inputs in = make_inputs(LocalMode::predictive, LuongScore::general, 2, 3, 8, 3, 3, 4, {8, 5}, 500);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len,
-                                      options_for(in, LocalMode::predictive, LuongScore::general, 2));
+  AttentionResult r = run(in, options_for(in, LocalMode::predictive, LuongScore::general, 2));
   backward(r.context, random_tensor(r.context.shape(), 501));
   for (const Tensor* t : {&in.w_p, &in.v_p}) {
     ASSERT_TRUE(t->has_grad());
@@ -521,8 +522,7 @@ TEST(LocalAttention, ZeroLengthRowHasZeroGradient) {
   for (LocalMode mode : kModes) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::dot, 3, 2, 4, 4, 4, 3, {3, 0, 4}, 700);
-    AttentionResult r =
-        local_attention(in.query, in.keys, in.values, in.len, options_for(in, mode, LuongScore::dot, 1));
+    AttentionResult r = run(in, options_for(in, mode, LuongScore::dot, 1));
     backward(add(r.context, r.weights), random_tensor({3, 2, 4}, 701));
     expect_batch_row_gets_no_gradient({in.query, in.keys, in.values}, 1);
     const std::vector<float> c = r.context.to_vector();
