@@ -13,6 +13,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/softmax.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
 #include "tolerances.h"
 
@@ -272,24 +273,45 @@ TEST(Normalizer, ScaledKernelRowsWithExtents) {
   }
 }
 
-TEST(Normalizer, Errors) {
+std::vector<BadRow> normalizer_bad_inputs() {
   const Tensor x = Tensor::zeros({2, 3});
-  EXPECT_THROW_MSG(entmax_bisect(x, 1.0f), ValueError, "entmax_bisect: entmax's alpha must be finite and > 1, got 1");
-  EXPECT_THROW_MSG(entmax_bisect(x, 0.5f), ValueError, "got 0.5");
-  EXPECT_THROW_MSG(entmax_bisect(x, kNaN), ValueError, "got nan");
-  EXPECT_THROW_MSG(entmax_bisect(x, kInf), ValueError, "got inf");
-  EXPECT_THROW_MSG(normalize(x, {NormalizerKind::softmax, 0.9f}), ValueError, "alpha must be finite and > 1");
-  EXPECT_THROW_MSG(sparsemax(x, Tensor::zeros({2, 1}, DType::i32)), ShapeError,
-                   "sparsemax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)");
-  EXPECT_THROW_MSG(entmax15(x, Tensor::zeros({2, 3})), ShapeError,
-                   "entmax15: 'mask' expected dtype int32, got float32");
-  EXPECT_THROW_MSG(entmax15(Tensor::zeros({2, 3}, DType::i32)), ShapeError,
-                   "entmax15: 'x' expected dtype float32, got int32");
-  EXPECT_THROW_MSG(sparsemax(Tensor::scalar(1.0f)), ShapeError, "sparsemax: 'x' expected (..., N) with rank >= 1");
-  EXPECT_THROW_MSG(parse_normalizer("sparsemx"), ValueError,
-                   "unknown normaliser 'sparsemx': expected softmax, sparsemax, entmax15 or entmax");
-  EXPECT_EQ(parse_normalizer("entmax15"), NormalizerKind::entmax15);
+  const Throws shape = Throws::shape_error, value = Throws::value_error;
+  return {
+      {"entmax_alpha_1", [=] { entmax_bisect(x, 1.0f); }, value,
+       "entmax_bisect: entmax's alpha must be finite and > 1, got 1"},
+      {"entmax_alpha_0_5", [=] { entmax_bisect(x, 0.5f); }, value, "got 0.5"},
+      {"entmax_alpha_nan", [=] { entmax_bisect(x, kNaN); }, value, "got nan"},
+      {"entmax_alpha_inf", [=] { entmax_bisect(x, kInf); }, value, "got inf"},
+      {"normalize_alpha_0_9",
+       [=] {
+         normalize(x, {NormalizerKind::softmax, 0.9f});
+       },
+       value, "alpha must be finite and > 1"},
+      {"sparsemax_mask_rows",
+       [=] {
+         sparsemax(x, Tensor::zeros({2, 1}, DType::i32));
+       },
+       shape, "sparsemax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)"},
+      {"entmax15_mask_float",
+       [=] {
+         entmax15(x, Tensor::zeros({2, 3}));
+       },
+       shape, "entmax15: 'mask' expected dtype int32, got float32"},
+      {"entmax15_x_int",
+       [] {
+         entmax15(Tensor::zeros({2, 3}, DType::i32));
+       },
+       shape, "entmax15: 'x' expected dtype float32, got int32"},
+      {"sparsemax_x_scalar", [] { sparsemax(Tensor::scalar(1.0f)); }, shape,
+       "sparsemax: 'x' expected (..., N) with rank >= 1"},
+      {"unknown_name", [] { parse_normalizer("sparsemx"); }, value,
+       "unknown normaliser 'sparsemx': expected softmax, sparsemax, entmax15 or entmax"},
+  };
 }
+
+INSTANTIATE_TEST_SUITE_P(Normalizer, BadInput, ::testing::ValuesIn(normalizer_bad_inputs()), row_name);
+
+TEST(Normalizer, ParsesItsNames) { EXPECT_EQ(parse_normalizer("entmax15"), NormalizerKind::entmax15); }
 
 }  // namespace
 }  // namespace attn
