@@ -2,47 +2,37 @@
 // gradient checks for every input (one step and block queries, ragged / zero / unit lengths,
 // S = 1, B = 1, temperature, normalized), reuse of the keys projection, determinism across
 // thread counts, and the error messages.
+// The forward and gradient cases and the bad inputs are rows of case tables (support/op_table.h).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "attn/autodiff/tape.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::lengths_of;
-using testing::leaf;
-using testing::tensors_close;
-
-// Forward tolerance: float32 kernels (vectorised tanh ≈ 4e-7) against a double reference.
-constexpr float kAtol = 2e-5f;
-constexpr float kRtol = 1e-4f;
-
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // ---- independent double-precision reference -------------------------------------------------
 
-struct Reference {
-  Tensor context;
-  Tensor weights;
-};
-
 // Straight from the definition: e_{t,s} = v_effᵀ tanh(W_q q_t + b + k̃_s), a = masked softmax(e / τ),
 // c = Σ a values. `T` = 0 means a one-step query (B, D).
-Reference additive_reference(const Tensor& query, const Tensor& keys_proj, const Tensor& values, const Tensor& w_q,
-                             const Tensor& bias, const Tensor& v, const std::vector<int32_t>& lengths,
-                             double temperature = 1.0, bool normalize = false, double g = 1.0) {
+AttentionResult additive_reference(const Tensor& query, const Tensor& keys_proj, const Tensor& values,
+                                   const Tensor& w_q, const Tensor& bias, const Tensor& v,
+                                   const std::vector<int32_t>& lengths, double temperature = 1.0,
+                                   bool normalize = false, double g = 1.0) {
   const bool block = query.rank() == 3;
   const int64_t B = query.dim(0), T = block ? query.dim(1) : 1, D = query.dim(-1);
   const int64_t S = keys_proj.dim(1), A = keys_proj.dim(2), E = values.dim(2);
-  std::vector<float> q = query.to_vector(), k = keys_proj.to_vector(), val = values.to_vector(),
-                     wq = w_q.to_vector(), bs = bias.to_vector(), vv = v.to_vector();
+  std::vector<float> q = query.to_vector(), k = keys_proj.to_vector(), val = values.to_vector(), wq = w_q.to_vector(),
+                     bs = bias.to_vector(), vv = v.to_vector();
   std::vector<double> veff(vv.begin(), vv.end());
   if (normalize) {
     double n = 0;
@@ -115,27 +105,17 @@ AttentionResult run(const Inputs& in, AdditiveOptions options = {}) {
 
 // ---- forward ---------------------------------------------------------------------------------
 
-TEST(AdditiveAttention, BlockQueryMatchesReference) {
-  Inputs in = make_inputs(3, 4, 6, 5, 7, 3, {6, 3, 1}, 10);
-  AttentionResult r = run(in);
-  Reference ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths);
-  EXPECT_EQ(r.context.shape(), (Shape{3, 4, 3}));
-  EXPECT_EQ(r.weights.shape(), (Shape{3, 4, 6}));
-  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol));
-}
-
 TEST(AdditiveAttention, OneStepQueryMatchesReferenceAndBlockOfOne) {
   Inputs in = make_inputs(4, 0, 5, 3, 6, 4, {5, 2, 0, 1}, 20);
   AttentionResult r = run(in);
-  Reference ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths);
+  AttentionResult ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths);
   EXPECT_EQ(r.context.shape(), (Shape{4, 4}));
   EXPECT_EQ(r.weights.shape(), (Shape{4, 5}));
-  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kFusedTol));
+  EXPECT_TRUE(tensors_close(r.context, ref.context, kFusedTol));
   // The same query as a block of one step gives the same numbers.
-  AttentionResult blk = additive_attention(in.query.detach().reshape({4, 1, 3}), in.keys_proj, in.values, in.w_q,
-                                           in.bias, in.v, in.len);
+  AttentionResult blk =
+      additive_attention(in.query.detach().reshape({4, 1, 3}), in.keys_proj, in.values, in.w_q, in.bias, in.v, in.len);
   EXPECT_EQ(blk.context.to_vector(), r.context.to_vector());
   EXPECT_EQ(blk.weights.to_vector(), r.weights.to_vector());
 }
@@ -143,23 +123,9 @@ TEST(AdditiveAttention, OneStepQueryMatchesReferenceAndBlockOfOne) {
 TEST(AdditiveAttention, WeightsSumToOneAndVanishPastLength) {
   Inputs in = make_inputs(4, 3, 7, 4, 5, 2, {7, 4, 1, 0}, 30);
   AttentionResult r = run(in);
+  expect_masked_rows(r.weights, in.lengths, true);
   const std::vector<float> w = r.weights.to_vector();
   const std::vector<float> c = r.context.to_vector();
-  for (int64_t b = 0; b < 4; ++b)
-    for (int64_t t = 0; t < 3; ++t) {
-      double sum = 0;
-      for (int64_t s = 0; s < 7; ++s) {
-        const float x = w[(b * 3 + t) * 7 + s];
-        EXPECT_FALSE(std::isnan(x));
-        if (s >= in.lengths[b]) {
-          EXPECT_EQ(x, 0.0f) << "b=" << b << " t=" << t << " s=" << s;
-        } else {
-          EXPECT_GT(x, 0.0f);
-        }
-        sum += x;
-      }
-      EXPECT_NEAR(sum, in.lengths[b] > 0 ? 1.0 : 0.0, 1e-5) << "b=" << b << " t=" << t;
-    }
   // Length 1: all weight on position 0, the context is values[b, 0].
   EXPECT_EQ(w[(2 * 3 + 1) * 7 + 0], 1.0f);
   const std::vector<float> val = in.values.to_vector();
@@ -168,17 +134,9 @@ TEST(AdditiveAttention, WeightsSumToOneAndVanishPastLength) {
   for (int64_t i = 3 * 3 * 2; i < 4 * 3 * 2; ++i) EXPECT_EQ(c[i], 0.0f);
 }
 
-TEST(AdditiveAttention, TemperatureDividesScores) {
+TEST(AdditiveAttention, LowerTemperatureSharpens) {
+  // (The temperature rows of the case table check it against the reference.)
   Inputs in = make_inputs(2, 3, 5, 3, 4, 3, {5, 3}, 40);
-  for (double tau : {0.25, 3.0}) {
-    AdditiveOptions o;
-    o.temperature = static_cast<float>(tau);
-    AttentionResult r = run(in, o);
-    Reference ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths, tau);
-    EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol)) << "tau " << tau;
-    EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol)) << "tau " << tau;
-  }
-  // A lower temperature sharpens: the largest weight grows.
   AdditiveOptions sharp;
   sharp.temperature = 0.1f;
   const std::vector<float> w1 = run(in).weights.to_vector(), w2 = run(in, sharp).weights.to_vector();
@@ -191,10 +149,10 @@ TEST(AdditiveAttention, NormalizedMatchesReference) {
   o.normalize = true;
   o.g = Tensor::scalar(1.7f);
   AttentionResult r = run(in, o);
-  Reference ref =
+  AttentionResult ref =
       additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths, 1.0, true, 1.7);
-  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kFusedTol));
+  EXPECT_TRUE(tensors_close(r.context, ref.context, kFusedTol));
   // Only the direction of v matters when normalized.
   Inputs scaled = in;
   std::vector<float> vv = in.v.to_vector();
@@ -209,12 +167,10 @@ TEST(AdditiveAttention, LargeMagnitudesStayFinite) {
   in.query = random_tensor({2, 3, 4}, 61, -50.0f, 50.0f).set_requires_grad(true);
   in.v = random_tensor({5}, 62, -100.0f, 100.0f).set_requires_grad(true);
   AttentionResult r = run(in);
-  Reference ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths);
-  EXPECT_TRUE(tensors_close(r.weights, ref.weights, 1e-4f, 1e-3f));
-  EXPECT_TRUE(tensors_close(r.context, ref.context, 1e-4f, 1e-3f));
-  backward(r.context, Tensor::full(r.context.shape(), 1.0f));
-  for (const Tensor* t : {&in.query, &in.keys_proj, &in.values, &in.w_q, &in.bias, &in.v})
-    for (float x : t->grad().to_vector()) ASSERT_TRUE(std::isfinite(x));
+  AttentionResult ref = additive_reference(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.lengths);
+  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kLargeScoreTol));
+  EXPECT_TRUE(tensors_close(r.context, ref.context, kLargeScoreTol));
+  expect_finite_gradients(r.context, {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v});
 }
 
 TEST(AdditiveAttention, NeedWeightsFalseGivesSameContext) {
@@ -245,17 +201,47 @@ TEST(AdditiveAttention, NoGradRecordsNothing) {
   autodiff::tape().clear();
 }
 
-// ---- gradients ---------------------------------------------------------------------------------
+// ---- the case table: forward against the reference, gradient checks ---------------------------------
 
-struct Case {
-  const char* name;
-  int64_t B, T, S;  // T = 0: one-step query
+// One row's setup. Its inputs: query, keys_proj, values, w_q, bias, v, then g when normalized.
+struct AdditiveCase {
+  int64_t B, T, S, D, A, E;  // T = 0: one-step query
   std::vector<int32_t> lengths;
-  float temperature;
+  uint64_t seed;
+  float temperature = 1.0f;
+  bool normalize = false;
+  float g = 1.0f;  // with normalize: the learned scale, an input
 };
 
-TEST(AdditiveAttention, GradcheckEveryInput) {
-  const std::vector<Case> cases = {
+Tensors additive_inputs(const AdditiveCase& c) {
+  Inputs in = make_inputs(c.B, c.T, c.S, c.D, c.A, c.E, c.lengths, c.seed);
+  Tensors x = {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v};
+  if (c.normalize) x.push_back(Tensor::scalar(c.g).set_requires_grad(true));
+  return x;
+}
+
+OpRow additive_row(const std::string& name, const AdditiveCase& c, bool reference, bool gradcheck) {
+  auto op = [c](const Tensors& x) {
+    AdditiveOptions o;
+    o.temperature = c.temperature;
+    o.normalize = c.normalize;
+    if (c.normalize) o.g = x[6];
+    return additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], lengths_of(c.lengths), o);
+  };
+  auto ref = [c](const Tensors& x) {
+    return additive_reference(x[0], x[1], x[2], x[3], x[4], x[5], c.lengths, c.temperature, c.normalize, c.g);
+  };
+  return attention_row(
+      row_name_of(name), [c] { return additive_inputs(c); }, op, ref, reference, gradcheck);
+}
+
+std::vector<OpRow> additive_rows() {
+  std::vector<OpRow> rows;
+  rows.push_back(additive_row("block", {3, 4, 6, 5, 7, 3, {6, 3, 1}, 10}, true, false));
+  for (const auto& [tau, name] : {std::pair{0.25f, "temperature 0.25"}, {3.0f, "temperature 3"}})
+    rows.push_back(additive_row(name, {2, 3, 5, 3, 4, 3, {5, 3}, 40, tau}, true, false));
+  // Every input's gradient, both outputs.
+  const AttentionCase cases[] = {
       {"block ragged with a zero row", 3, 2, 4, {4, 2, 0}, 1.0f},
       {"one step ragged", 3, 0, 4, {1, 4, 3}, 1.0f},
       {"length 1 everywhere", 2, 2, 3, {1, 1}, 1.0f},
@@ -266,66 +252,42 @@ TEST(AdditiveAttention, GradcheckEveryInput) {
       {"temperature 0.5", 2, 2, 4, {4, 3}, 0.5f},
       {"temperature 2.5 one step", 2, 0, 4, {2, 4}, 2.5f},
   };
-  const int64_t D = 3, A = 4, E = 2;
   uint64_t seed = 100;
-  for (const Case& cs : cases) {
-    SCOPED_TRACE(cs.name);
-    Inputs in = make_inputs(cs.B, cs.T, cs.S, D, A, E, cs.lengths, seed += 10);
-    AdditiveOptions o;
-    o.temperature = cs.temperature;
-    std::vector<Tensor> inputs = {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v};
-    auto fn = [&](bool weights) {
-      return [&, weights](const std::vector<Tensor>& x) {
-        AttentionResult r = additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], in.len, o);
-        return weights ? r.weights : r.context;
-      };
+  for (const AttentionCase& g : cases)
+    rows.push_back(additive_row("gradcheck " + std::string(g.name),
+                                {g.B, g.T, g.S, 3, 4, 2, g.lengths, seed += 10, g.temperature}, true, true));
+  {
+    // E = S so context and weights can be added: gradients from both outputs meet in one node.
+    OpRow row = additive_row("gradcheck both outputs together", {2, 3, 4, 3, 5, 4, {4, 2}, 200}, false, true);
+    row.op = [op = row.op](const Tensors& x) {
+      const Tensors r = op(x);
+      return Tensors{add(r[0], r[1])};
     };
-    EXPECT_TRUE(gradcheck(fn(false), inputs)) << "context";
-    EXPECT_TRUE(gradcheck(fn(true), inputs)) << "weights";
+    row.outputs = {"context + weights"};
+    rows.push_back(row);
   }
-}
-
-TEST(AdditiveAttention, GradcheckBothOutputsTogether) {
-  // E = S so context and weights can be added: gradients from both outputs meet in one node.
-  Inputs in = make_inputs(2, 3, 4, 3, 5, 4, {4, 2}, 200);
-  EXPECT_TRUE(gradcheck(
-      [&](const std::vector<Tensor>& x) {
-        AttentionResult r = additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], in.len);
-        return add(r.context, r.weights);
-      },
-      {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v}));
-}
-
-TEST(AdditiveAttention, GradcheckNormalized) {
   for (int64_t T : {0, 3}) {
-    SCOPED_TRACE(T == 0 ? "one step" : "block");
-    Inputs in = make_inputs(3, T, 4, 3, 4, 2, {4, 1, 0}, 300 + T);
-    Tensor g = Tensor::scalar(1.3f).set_requires_grad(true);
-    auto fn = [&](bool weights) {
-      return [&, weights](const std::vector<Tensor>& x) {
-        AdditiveOptions o;
-        o.normalize = true;
-        o.g = x[6];
-        o.temperature = 0.8f;
-        AttentionResult r = additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], in.len, o);
-        return weights ? r.weights : r.context;
-      };
-    };
-    std::vector<Tensor> inputs = {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, g};
-    EXPECT_TRUE(gradcheck(fn(false), inputs)) << "context";
-    EXPECT_TRUE(gradcheck(fn(true), inputs)) << "weights";
+    const AdditiveCase c{3, T, 4, 3, 4, 2, {4, 1, 0}, static_cast<uint64_t>(300 + T), 0.8f, true, 1.3f};
+    rows.push_back(
+        additive_row(T == 0 ? "gradcheck normalized one step" : "gradcheck normalized block", c, true, true));
   }
+  {
+    // Moderately large scores (v in [-4, 4)): a looser finite-difference check.
+    OpRow row = additive_row("gradcheck moderately large scores", {2, 2, 4, 3, 4, 2, {4, 3}, 400}, false, true);
+    row.inputs = [inputs = row.inputs] {
+      Tensors x = inputs();
+      x[5] = random_tensor({4}, 401, -4.0f, 4.0f).set_requires_grad(true);
+      return x;
+    };
+    row.op = [op = row.op](const Tensors& x) { return Tensors{op(x)[0]}; };
+    row.outputs = {"context"};
+    row.gradcheck_options = {1e-2, 5e-3, 3e-2};
+    rows.push_back(row);
+  }
+  return rows;
 }
 
-TEST(AdditiveAttention, GradcheckModeratelyLargeScores) {
-  Inputs in = make_inputs(2, 2, 4, 3, 4, 2, {4, 3}, 400);
-  in.v = random_tensor({4}, 401, -4.0f, 4.0f).set_requires_grad(true);
-  EXPECT_TRUE(gradcheck(
-      [&](const std::vector<Tensor>& x) {
-        return additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], in.len).context;
-      },
-      {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v}, {1e-2, 5e-3, 3e-2}));
-}
+INSTANTIATE_TEST_SUITE_P(AdditiveAttention, OpTable, ::testing::ValuesIn(additive_rows()), row_name);
 
 TEST(AdditiveAttention, ZeroLengthRowHasZeroGradient) {
   Inputs in = make_inputs(3, 2, 4, 3, 5, 4, {3, 0, 4}, 500);
@@ -440,91 +402,104 @@ TEST(AdditiveAttention, GradcheckKeysProjectionSharedByDecoderSteps) {
 
 TEST(AdditiveAttention, IdenticalResultsForAnyThreadCount) {
   // Large enough that the kernels really split across threads.
-  Inputs in = make_inputs(8, 4, 16, 8, 32, 8, {16, 9, 1, 0, 16, 12, 5, 16}, 900);
-  auto run_all = [&](int threads) {
-    set_num_threads(threads);
-    for (Tensor* t : {&in.query, &in.keys_proj, &in.values, &in.w_q, &in.bias, &in.v}) t->drop_grad();
-    AttentionResult r = run(in);
-    backward(r.context, random_tensor(r.context.shape(), 901));
-    std::vector<std::vector<float>> out = {r.context.to_vector(), r.weights.to_vector()};
-    for (Tensor* t : {&in.query, &in.keys_proj, &in.values, &in.w_q, &in.bias, &in.v})
-      out.push_back(t->grad().to_vector());
-    return out;
-  };
-  const auto one = run_all(1);
-  const auto two = run_all(2);
-  const auto four = run_all(4);
-  set_num_threads(0);
-  for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_EQ(one[i], two[i]) << "output " << i;
-    EXPECT_EQ(one[i], four[i]) << "output " << i;
-  }
+  const Inputs in = make_inputs(8, 4, 16, 8, 32, 8, {16, 9, 1, 0, 16, 12, 5, 16}, 900);
+  expect_identical_across_threads(
+      {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v},
+      [&](const Tensors& x) {
+        const AttentionResult r = additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], in.len);
+        return Tensors{r.context, r.weights};
+      },
+      901);
 }
 
 // ---- errors ------------------------------------------------------------------------------------------
 
-TEST(AdditiveAttention, ShapeErrorsNameArgumentAndShapes) {
-  Inputs in = make_inputs(2, 0, 4, 3, 5, 6, {4, 2}, 1000);
-  auto call = [&](const Tensor& q, const Tensor& k, const Tensor& val, const Tensor& wq, const Tensor& b,
-                  const Tensor& v, const Tensor& len) { return additive_attention(q, k, val, wq, b, v, len); };
-  EXPECT_THROW_MSG(call(Tensor::zeros({6}), in.keys_proj, in.values, in.w_q, in.bias, in.v, in.len), ShapeError,
-                   "additive_attention: 'query' expected (B, D) or (B, T, D), got (6)");
-  EXPECT_THROW_MSG(call(Tensor(), in.keys_proj, in.values, in.w_q, in.bias, in.v, in.len), ShapeError,
-                   "additive_attention: 'query' expected (B, D) or (B, T, D), got an undefined tensor");
-  EXPECT_THROW_MSG(call(in.query, Tensor::zeros({3, 4, 5}), in.values, in.w_q, in.bias, in.v, in.len), ShapeError,
-                   "additive_attention: 'projected_keys' expected (B=2, S, A), got (3, 4, 5)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, Tensor::zeros({2, 5, 6}), in.w_q, in.bias, in.v, in.len), ShapeError,
-                   "additive_attention: 'values' expected (B=2, S=4, E), got (2, 5, 6)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, Tensor::zeros({5, 4}), in.bias, in.v, in.len), ShapeError,
-                   "additive_attention: 'w_q' expected (A=5, D=3), got (5, 4)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, in.w_q, Tensor::zeros({4}), in.v, in.len), ShapeError,
-                   "additive_attention: 'bias' expected (A=5), got (4)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, in.w_q, in.bias, Tensor::zeros({5, 1}), in.len),
-                   ShapeError, "additive_attention: 'v' expected (A=5), got (5, 1)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, Tensor::zeros({2})), ShapeError,
-                   "additive_attention: 'lengths' expected dtype int32, got float32");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, lengths_of({4, 2, 1})),
-                   ShapeError, "additive_attention: 'lengths' expected (B=2), got (3)");
-  EXPECT_THROW_MSG(call(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, Tensor::zeros({2}, DType::i32).reshape({1, 2})),
-                   ShapeError, "additive_attention: 'lengths' expected (B=2), got (1, 2)");
-}
-
-TEST(AdditiveAttention, ValueErrorsNameTheValue) {
-  Inputs in = make_inputs(2, 3, 4, 3, 5, 6, {4, 2}, 1100);
-  auto with_lengths = [&](std::vector<int32_t> l) {
-    return additive_attention(in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, lengths_of(l));
+std::vector<BadRow> additive_bad_inputs() {
+  // A one-step call with one argument replaced by a bad one.
+  const Inputs in = make_inputs(2, 0, 4, 3, 5, 6, {4, 2}, 1000);
+  enum Argument { query, keys_proj, values, w_q, bias, v, lengths };
+  auto call = [in](Argument argument, const Tensor& bad) {
+    return [in, argument, bad] {
+      std::vector<Tensor> x = {in.query, in.keys_proj, in.values, in.w_q, in.bias, in.v, in.len};
+      x[argument] = bad;
+      additive_attention(x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+    };
   };
-  EXPECT_THROW_MSG(with_lengths({4, 5}), ValueError,
-                   "additive_attention: 'lengths' value 5 at batch index 1 is out of range [0, S=4]");
-  EXPECT_THROW_MSG(with_lengths({-1, 2}), ValueError,
-                   "additive_attention: 'lengths' value -1 at batch index 0 is out of range [0, S=4]");
-  AdditiveOptions o;
-  o.temperature = 0.0f;
-  EXPECT_THROW_MSG(run(in, o), ValueError, "additive_attention: temperature must be finite and > 0, got 0");
-  o.temperature = -2.0f;
-  EXPECT_THROW_MSG(run(in, o), ValueError, "additive_attention: temperature must be finite and > 0, got -2");
-  o.temperature = std::nanf("");
-  EXPECT_THROW_MSG(run(in, o), ValueError, "additive_attention: temperature must be finite and > 0, got nan");
-  AdditiveOptions n;
-  n.normalize = true;
-  EXPECT_THROW_MSG(run(in, n), ValueError, "additive_attention: normalize = true needs the learned scalar 'g'");
-  n.g = Tensor::zeros({1});
-  EXPECT_THROW_MSG(run(in, n), ShapeError, "additive_attention: 'g' expected (), got (1)");
-  n.g = Tensor::scalar(1.0f);
-  Inputs zero_v = in;
-  zero_v.v = Tensor::zeros({5});
-  EXPECT_THROW_MSG(run(zero_v, n), ValueError, "additive_attention: normalize = true needs a nonzero 'v' (its norm is 0)");
-  AdditiveOptions stray;
-  stray.g = Tensor::scalar(1.0f);
-  EXPECT_THROW_MSG(run(in, stray), ValueError, "additive_attention: 'g' is only used when normalize = true");
+  // A block call with these lengths, options and v.
+  const Inputs blk = make_inputs(2, 3, 4, 3, 5, 6, {4, 2}, 1100);
+  auto with = [blk](std::vector<int32_t> lengths, const std::function<void(AdditiveOptions&)>& edit = nullptr,
+                    const Tensor& other_v = Tensor()) {
+    AdditiveOptions o;
+    if (edit) edit(o);
+    return [=] {
+      additive_attention(blk.query, blk.keys_proj, blk.values, blk.w_q, blk.bias, other_v.defined() ? other_v : blk.v,
+                         lengths_of(lengths), o);
+    };
+  };
+  const Throws shape = Throws::shape_error, value = Throws::value_error;
+  return {
+      {"query_rank_1", call(query, Tensor::zeros({6})), shape,
+       "additive_attention: 'query' expected (B, D) or (B, T, D), got (6)"},
+      {"query_undefined", call(query, Tensor()), shape,
+       "additive_attention: 'query' expected (B, D) or (B, T, D), got an undefined tensor"},
+      {"keys_proj_batch", call(keys_proj, Tensor::zeros({3, 4, 5})), shape,
+       "additive_attention: 'projected_keys' expected (B=2, S, A), got (3, 4, 5)"},
+      {"values_length", call(values, Tensor::zeros({2, 5, 6})), shape,
+       "additive_attention: 'values' expected (B=2, S=4, E), got (2, 5, 6)"},
+      {"w_q_width", call(w_q, Tensor::zeros({5, 4})), shape,
+       "additive_attention: 'w_q' expected (A=5, D=3), got (5, 4)"},
+      {"bias_size", call(bias, Tensor::zeros({4})), shape, "additive_attention: 'bias' expected (A=5), got (4)"},
+      {"v_rank_2", call(v, Tensor::zeros({5, 1})), shape, "additive_attention: 'v' expected (A=5), got (5, 1)"},
+      {"lengths_float", call(lengths, Tensor::zeros({2})), shape,
+       "additive_attention: 'lengths' expected dtype int32, got float32"},
+      {"lengths_size", call(lengths, lengths_of({4, 2, 1})), shape,
+       "additive_attention: 'lengths' expected (B=2), got (3)"},
+      {"lengths_2d", call(lengths, Tensor::zeros({2}, DType::i32).reshape({1, 2})), shape,
+       "additive_attention: 'lengths' expected (B=2), got (1, 2)"},
+      {"length_past_S", with({4, 5}), value,
+       "additive_attention: 'lengths' value 5 at batch index 1 is out of range [0, S=4]"},
+      {"negative_length", with({-1, 2}), value,
+       "additive_attention: 'lengths' value -1 at batch index 0 is out of range [0, S=4]"},
+      {"temperature_0", with({4, 2}, [](AdditiveOptions& o) { o.temperature = 0.0f; }), value,
+       "additive_attention: temperature must be finite and > 0, got 0"},
+      {"temperature_negative", with({4, 2}, [](AdditiveOptions& o) { o.temperature = -2.0f; }), value,
+       "additive_attention: temperature must be finite and > 0, got -2"},
+      {"temperature_nan", with({4, 2}, [](AdditiveOptions& o) { o.temperature = std::nanf(""); }), value,
+       "additive_attention: temperature must be finite and > 0, got nan"},
+      {"normalize_without_g", with({4, 2}, [](AdditiveOptions& o) { o.normalize = true; }), value,
+       "additive_attention: normalize = true needs the learned scalar 'g'"},
+      {"g_not_a_scalar",
+       with({4, 2},
+            [](AdditiveOptions& o) {
+              o.normalize = true;
+              o.g = Tensor::zeros({1});
+            }),
+       shape, "additive_attention: 'g' expected (), got (1)"},
+      {"normalize_zero_v",
+       with(
+           {4, 2},
+           [](AdditiveOptions& o) {
+             o.normalize = true;
+             o.g = Tensor::scalar(1.0f);
+           },
+           Tensor::zeros({5})),
+       value, "additive_attention: normalize = true needs a nonzero 'v' (its norm is 0)"},
+      {"g_without_normalize", with({4, 2}, [](AdditiveOptions& o) { o.g = Tensor::scalar(1.0f); }), value,
+       "additive_attention: 'g' is only used when normalize = true"},
+      {"project_keys_w_k_width",
+       [] {
+         additive_project_keys(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 5}));
+       },
+       shape, "additive_project_keys: 'w_k' expected (A, E=4), got (3, 5)"},
+      {"project_keys_rank_2",
+       [] {
+         additive_project_keys(Tensor::zeros({2, 4}), Tensor::zeros({3, 4}));
+       },
+       shape, "additive_project_keys: 'keys' expected (B, S, E), got (2, 4)"},
+  };
 }
 
-TEST(AdditiveAttention, ProjectKeysErrors) {
-  EXPECT_THROW_MSG(additive_project_keys(Tensor::zeros({2, 3, 4}), Tensor::zeros({3, 5})), ShapeError,
-                   "additive_project_keys: 'w_k' expected (A, E=4), got (3, 5)");
-  EXPECT_THROW_MSG(additive_project_keys(Tensor::zeros({2, 4}), Tensor::zeros({3, 4})), ShapeError,
-                   "additive_project_keys: 'keys' expected (B, S, E), got (2, 4)");
-}
+INSTANTIATE_TEST_SUITE_P(AdditiveAttention, BadInput, ::testing::ValuesIn(additive_bad_inputs()), row_name);
 
 }  // namespace
 }  // namespace attn

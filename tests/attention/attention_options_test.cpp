@@ -21,13 +21,9 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
 
 constexpr int64_t B = 3, T = 2, S = 6, D = 4, E = 4, A = 5;
-
 
 Tensor i32(const std::vector<int32_t>& v, const Shape& shape) { return Tensor::from_vector(v, shape); }
 
@@ -75,6 +71,13 @@ struct Common {
   uint64_t seed = 0;  // a fresh Rng(seed) per call, so repeated calls draw the same mask
   Normalizer normalizer;
 };
+
+// Common options with only a key padding mask.
+Common masked(const Tensor& mask) {
+  Common cm;
+  cm.mask = mask;
+  return cm;
+}
 
 template <class O>
 void apply(O& o, const Common& cm, Rng* rng) {
@@ -205,8 +208,7 @@ const Normalizer kSparseNormalizers[] = {
     {NormalizerKind::sparsemax}, {NormalizerKind::entmax15}, {NormalizerKind::entmax, 1.3f}};
 
 Common with_normalizer(const Tensor& mask, const Normalizer& normalizer) {
-  Common cm;
-  cm.mask = mask;
+  Common cm = masked(mask);
   cm.normalizer = normalizer;
   return cm;
 }
@@ -282,8 +284,7 @@ TEST(AttentionMask, MaskEqualToLengthsGivesBitIdenticalResultsAndGradients) {
   for (Kind k : kAllKinds) {
     SCOPED_TRACE(kind_name(k));
     const std::vector<Tensor> x = make_inputs(k);
-    Common by_mask;
-    by_mask.mask = suffix_mask();
+    Common by_mask = masked(suffix_mask());
     const AttentionResult a = call(k, x, suffix_lengths(), Common{});
     const AttentionResult m = call(k, x, Tensor(), by_mask);
     EXPECT_TRUE(bit_equal(m.context, a.context));
@@ -317,8 +318,7 @@ TEST(AttentionMask, ArbitraryMaskGivesRenormalisedWeightsAndExactZeros) {
       SCOPED_TRACE(std::string(kind_name(k)) + (block ? " block" : " step"));
       const std::vector<Tensor> x = make_inputs(k, block);
       const int64_t Tq = block ? T : 1;
-      Common cm;
-      cm.mask = holey_mask();
+      Common cm = masked(holey_mask());
       const AttentionResult full = call(k, x, Tensor(), Common{}, 0.7f);
       const AttentionResult m = call(k, x, Tensor(), cm, 0.7f);
       const auto wf = full.weights.to_vector(), wm = m.weights.to_vector(), val = x[2].to_vector();
@@ -355,8 +355,7 @@ TEST(AttentionMask, LocalAttentionMasksInsideTheWindow) {
   for (Kind k : {Kind::local_m, Kind::local_p}) {
     SCOPED_TRACE(kind_name(k));
     const std::vector<Tensor> x = make_inputs(k);
-    Common cm;
-    cm.mask = holey_mask();
+    Common cm = masked(holey_mask());
     const AttentionResult full = call(k, x, Tensor(), Common{});
     const AttentionResult m = call(k, x, Tensor(), cm);
     const auto wf = full.weights.to_vector(), wm = m.weights.to_vector();
@@ -397,8 +396,7 @@ TEST(AttentionMask, FullyMaskedRowsGiveZerosAndZeroGradientsNeverNaN) {
   for (Kind k : kAllKinds) {
     SCOPED_TRACE(kind_name(k));
     std::vector<Tensor> x = make_inputs(k);
-    Common cm;
-    cm.mask = Tensor::zeros({B, S}, DType::i32);
+    Common cm = masked(Tensor::zeros({B, S}, DType::i32));
     const AttentionResult r = call(k, x, Tensor(), cm);
     for (float v : r.weights.to_vector()) EXPECT_EQ(v, 0.0f);
     for (float v : r.context.to_vector()) EXPECT_EQ(v, 0.0f);
@@ -418,8 +416,7 @@ TEST(AttentionMask, GradcheckWithAnArbitraryMask) {
   for (Kind k : kAllKinds) {
     for (bool block : {false, true}) {
       SCOPED_TRACE(std::string(kind_name(k)) + (block ? " block" : " step"));
-      Common cm;
-      cm.mask = holey_mask();
+      Common cm = masked(holey_mask());
       const Tensor weights_seed = random_tensor(block ? Shape{B, T, S} : Shape{B, S}, 93);
       EXPECT_TRUE(gradcheck(
           [&](const std::vector<Tensor>& x) {
@@ -436,8 +433,7 @@ TEST(AttentionMask, ErrorPaths) {
   for (Kind k : kAllKinds) {
     SCOPED_TRACE(kind_name(k));
     const std::vector<Tensor> x = make_inputs(k);
-    Common cm;
-    cm.mask = suffix_mask();
+    Common cm = masked(suffix_mask());
     EXPECT_THROW_MSG(call(k, x, suffix_lengths(), cm), ValueError,
                      "'lengths' and 'key_padding_mask' are exclusive; give one of them (or neither), not both");
     cm.mask = Tensor::zeros({B, S});
@@ -452,8 +448,7 @@ TEST(AttentionMask, ErrorPaths) {
     EXPECT_THROW_MSG(call(k, x, Tensor(), cm), ShapeError, "'key_padding_mask' expected (B=3, S=6), got (1, 6)");
   }
   const std::vector<Tensor> x = make_inputs(Kind::additive);
-  Common cm;
-  cm.mask = suffix_mask();
+  Common cm = masked(suffix_mask());
   EXPECT_THROW_MSG(call(Kind::additive, x, suffix_lengths(), cm), ValueError, "additive_attention: 'lengths' and");
 }
 

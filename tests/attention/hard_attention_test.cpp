@@ -19,11 +19,7 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // N rows of the same distribution (S).
 Tensor repeat_rows(const std::vector<float>& row, int64_t n) {

@@ -3,30 +3,25 @@
 // luong_attention), window clipping at both ends, weights exactly 0 outside the window,
 // padding invariance, gradient checks for every differentiable input (including W_p and v_p
 // of local-p), length-0 / length-1 / ragged rows, thread-count determinism and the errors.
+// The forward and gradient cases and the bad inputs are rows of case tables (support/op_table.h).
+#include "attn/ops/local_attention.h"
+
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 #include "attn/autodiff/tape.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
-#include "attn/ops/local_attention.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::lengths_of;
-using testing::leaf;
-using testing::tensors_close;
-
-// Forward tolerance: float32 kernels against a double reference.
-constexpr float kAtol = 2e-5f;
-constexpr float kRtol = 1e-4f;
-
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // ---- independent double-precision reference ----------------------------------------------------
 
@@ -66,9 +61,10 @@ Reference local_reference(const Tensor& query, const Tensor& keys, const Tensor&
         p = L / (1.0 + std::exp(-u));
         centre = std::min<int64_t>(static_cast<int64_t>(std::floor(p)), L - 1);
       } else {
-        p = pos.empty() ? t : (static_cast<int64_t>(pos.size()) == T && block ? pos[t]
-                                : static_cast<int64_t>(pos.size()) == 1 ? pos[0]
-                                                                        : pos[r]);
+        p = pos.empty() ? t
+                        : (static_cast<int64_t>(pos.size()) == T && block ? pos[t]
+                           : static_cast<int64_t>(pos.size()) == 1        ? pos[0]
+                                                                          : pos[r]);
         centre = static_cast<int64_t>(p);
       }
       ps[r] = p;
@@ -102,26 +98,20 @@ Reference local_reference(const Tensor& query, const Tensor& keys, const Tensor&
 
 // ---- inputs -------------------------------------------------------------------------------------------
 
-struct Inputs {
-  Tensor query, keys, values, w, w_p, v_p;
-  std::vector<int32_t> lengths;
-  Tensor len;
+struct Inputs : AttentionInputs {
+  using AttentionInputs::AttentionInputs;
+  Tensor w, w_p, v_p;
 };
 
 // T = 0: a one-step query (B, D). dot needs D = E.
 Inputs make_inputs(LocalMode mode, LuongScore score, int64_t B, int64_t T, int64_t S, int64_t D, int64_t E, int64_t A,
                    std::vector<int32_t> lengths, uint64_t seed) {
-  Inputs in;
-  in.query = leaf(T == 0 ? Shape{B, D} : Shape{B, T, D}, seed + 1);
-  in.keys = leaf({B, S, E}, seed + 2);
-  in.values = leaf({B, S, E}, seed + 3);
+  Inputs in(B, T, S, D, E, std::move(lengths), seed);
   if (score == LuongScore::general) in.w = leaf({D, E}, seed + 4);
   if (mode == LocalMode::predictive) {
     in.w_p = leaf({A, D}, seed + 5);
     in.v_p = leaf({A}, seed + 6, -2.0f, 2.0f);
   }
-  in.lengths = std::move(lengths);
-  in.len = lengths_of(in.lengths);
   return in;
 }
 
@@ -139,22 +129,16 @@ LocalOptions options_for(const Inputs& in, LocalMode mode, LuongScore score, int
   return o;
 }
 
+// local_attention on the inputs' query, keys, values and lengths.
+AttentionResult run(const Inputs& in, const LocalOptions& o) {
+  return local_attention(in.query, in.keys, in.values, in.len, o);
+}
+
 const char* mode_name(LocalMode m) { return m == LocalMode::monotonic ? "local-m" : "local-p"; }
 const char* score_name(LuongScore s) { return s == LuongScore::dot ? "dot" : "general"; }
 
 const LocalMode kModes[] = {LocalMode::monotonic, LocalMode::predictive};
 const LuongScore kScores[] = {LuongScore::dot, LuongScore::general};
-
-// The distance of each row's predicted p_t from the nearest integer: the window moves when
-// floor(p_t) does, so finite differences must stay clear of those jumps.
-double min_distance_to_integer(const Reference& ref, const std::vector<int32_t>& lengths, int64_t T) {
-  double best = 1.0;
-  for (size_t r = 0; r < ref.p.size(); ++r) {
-    if (lengths[r / T] == 0) continue;
-    best = std::min(best, std::fabs(ref.p[r] - std::round(ref.p[r])));
-  }
-  return best;
-}
 
 // ---- forward ----------------------------------------------------------------------------------------
 
@@ -168,9 +152,9 @@ TEST(LocalAttention, HandComputedMonotonicWindow) {
   o.positions = Tensor::from_vector(std::vector<int32_t>{2}, {1});
   AttentionResult r = local_attention(query, keys, keys, lengths_of({5}), o);
   // softmax([1, 2, 3]) = [0.0900306, 0.2447285, 0.6652410]; context = 1·a1 + 2·a2 + 3·a3
-  EXPECT_TRUE(tensors_close(r.weights, Tensor::from_vector(std::vector<float>{0, 0.0900306f, 0.2447285f, 0.6652410f, 0},
-                                                           {1, 1, 5}),
-                            1e-6f, 1e-5f));
+  EXPECT_TRUE(tensors_close(
+      r.weights, Tensor::from_vector(std::vector<float>{0, 0.0900306f, 0.2447285f, 0.6652410f, 0}, {1, 1, 5}), 1e-6f,
+      1e-5f));
   EXPECT_NEAR(r.context.item(), 2.5752104, 1e-5);
   EXPECT_EQ(r.weights.to_vector()[0], 0.0f);
   EXPECT_EQ(r.weights.to_vector()[4], 0.0f);
@@ -198,53 +182,31 @@ TEST(LocalAttention, HandComputedPredictiveGaussian) {
   EXPECT_LT(sum, 0.5);  // not renormalised
 }
 
-TEST(LocalAttention, MatchesReference) {
-  uint64_t seed = 10;
-  for (LocalMode mode : kModes)
-    for (LuongScore score : kScores)
-      for (int64_t T : {0, 4})
-        for (int window : {0, 1, 2}) {
-          if (mode == LocalMode::predictive && window == 0) continue;
-          SCOPED_TRACE(std::string(mode_name(mode)) + " " + score_name(score) + (T == 0 ? " one step" : " block") +
-                       " D_w=" + std::to_string(window));
-          const int64_t D = score == LuongScore::dot ? 4 : 3;
-          Inputs in = make_inputs(mode, score, 3, T, 7, D, 4, 5, {7, 3, 0}, seed += 10);
-          LocalOptions o = options_for(in, mode, score, window, 0.8f);
-          AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
-          Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
-          EXPECT_EQ(r.context.shape(), T == 0 ? (Shape{3, 4}) : (Shape{3, 4, 4}));
-          EXPECT_EQ(r.weights.shape(), T == 0 ? (Shape{3, 7}) : (Shape{3, 4, 7}));
-          EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
-          EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol));
-        }
-}
-
 TEST(LocalAttention, GivenPositionsSharedAndPerRow) {
   Inputs in = make_inputs(LocalMode::monotonic, LuongScore::general, 2, 3, 6, 3, 4, 0, {6, 4}, 50);
   for (const Tensor& positions : {Tensor::from_vector(std::vector<int32_t>{5, 0, 3}, {3}),
                                   Tensor::from_vector(std::vector<int32_t>{5, 0, 3, 1, 5, 2}, {2, 3})}) {
     SCOPED_TRACE("positions " + positions.shape().str());
     LocalOptions o = options_for(in, LocalMode::monotonic, LuongScore::general, 1, 1.0f, positions);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
-    EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
-    EXPECT_TRUE(tensors_close(r.context, ref.context, kAtol, kRtol));
+    EXPECT_TRUE(tensors_close(r.weights, ref.weights, kFusedTol));
+    EXPECT_TRUE(tensors_close(r.context, ref.context, kFusedTol));
   }
   // One-step query: (1) shared, (B) and (B, 1) per row.
   Inputs one = make_inputs(LocalMode::monotonic, LuongScore::dot, 2, 0, 6, 3, 3, 0, {6, 4}, 60);
   LocalOptions per_row = options_for(one, LocalMode::monotonic, LuongScore::dot, 1, 1.0f,
                                      Tensor::from_vector(std::vector<int32_t>{4, 1}, {2}));
-  AttentionResult a = local_attention(one.query, one.keys, one.values, one.len, per_row);
+  AttentionResult a = run(one, per_row);
   Reference ref = local_reference(one.query, one.keys, one.values, one.lengths, per_row);
-  EXPECT_TRUE(tensors_close(a.weights, ref.weights, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(a.weights, ref.weights, kFusedTol));
   per_row.positions = Tensor::from_vector(std::vector<int32_t>{4, 1}, {2, 1});
-  EXPECT_EQ(local_attention(one.query, one.keys, one.values, one.len, per_row).weights.to_vector(),
-            a.weights.to_vector());
+  EXPECT_EQ(run(one, per_row).weights.to_vector(), a.weights.to_vector());
   LocalOptions shared = options_for(one, LocalMode::monotonic, LuongScore::dot, 1, 1.0f,
                                     Tensor::from_vector(std::vector<int32_t>{3}, {1}));
-  AttentionResult s = local_attention(one.query, one.keys, one.values, one.len, shared);
+  AttentionResult s = run(one, shared);
   EXPECT_TRUE(tensors_close(s.weights, local_reference(one.query, one.keys, one.values, one.lengths, shared).weights,
-                            kAtol, kRtol));
+                            kFusedTol));
   const std::vector<float> sw = s.weights.to_vector();
   for (int64_t p : {2, 3}) EXPECT_GT(sw[6 + p], 0.0f);  // row 1 (L = 4): window [2, 4] clipped to [2, 3]
   EXPECT_EQ(sw[6 + 4], 0.0f);
@@ -254,8 +216,7 @@ TEST(LocalAttention, MonotonicWeightsSumToOneAndVanishOutsideTheWindow) {
   // Default p_t = t, D_w = 1: windows clip at the start (t = 0), at each row's end, and are
   // empty once t − D_w passes the last real position (row 2: L = 2, t = 3 -> window [2, 4] ∩ [0, 1]).
   Inputs in = make_inputs(LocalMode::monotonic, LuongScore::general, 4, 5, 6, 3, 3, 0, {6, 4, 2, 0}, 70);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len,
-                                      options_for(in, LocalMode::monotonic, LuongScore::general, 1));
+  AttentionResult r = run(in, options_for(in, LocalMode::monotonic, LuongScore::general, 1));
   const std::vector<float> w = r.weights.to_vector(), c = r.context.to_vector();
   for (int64_t b = 0; b < 4; ++b)
     for (int64_t t = 0; t < 5; ++t) {
@@ -285,7 +246,7 @@ TEST(LocalAttention, MonotonicWeightsSumToOneAndVanishOutsideTheWindow) {
 TEST(LocalAttention, PredictiveWeightsStayInsideTheWindowAndBelowTheSoftmax) {
   Inputs in = make_inputs(LocalMode::predictive, LuongScore::general, 3, 4, 9, 3, 3, 4, {9, 5, 1}, 80);
   LocalOptions o = options_for(in, LocalMode::predictive, LuongScore::general, 1);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+  AttentionResult r = run(in, o);
   Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
   const std::vector<float> w = r.weights.to_vector();
   for (int64_t row = 0; row < 12; ++row) {
@@ -314,8 +275,7 @@ TEST(LocalAttention, WindowCoveringTheSourceEqualsGlobalLuong) {
       SCOPED_TRACE(std::string(score_name(score)) + " D_w=" + std::to_string(window));
       const int64_t D = score == LuongScore::dot ? 3 : 2;
       Inputs in = make_inputs(LocalMode::monotonic, score, 3, 4, 6, D, 3, 0, {6, 2, 0}, 90);
-      AttentionResult local = local_attention(in.query, in.keys, in.values, in.len,
-                                              options_for(in, LocalMode::monotonic, score, window, 0.7f));
+      AttentionResult local = run(in, options_for(in, LocalMode::monotonic, score, window, 0.7f));
       LuongOptions g;
       g.score = score;
       g.w = in.w;
@@ -331,7 +291,7 @@ TEST(LocalAttention, PaddingDoesNotChangeTheResult) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::general, 2, 3, 5, 3, 2, 4, {5, 3}, 100);
     LocalOptions o = options_for(in, mode, LuongScore::general, 1);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     // Pad S from 5 to 8 with garbage.
     Tensor keys8 = random_tensor({2, 8, 2}, 101, -50.0f, 50.0f), values8 = random_tensor({2, 8, 2}, 102, -50.0f, 50.0f);
     for (int64_t b = 0; b < 2; ++b)
@@ -354,13 +314,11 @@ TEST(LocalAttention, LargeScoresStayFinite) {
     in.query = random_tensor({2, 3, 4}, 111, -30.0f, 30.0f).set_requires_grad(true);
     in.keys = random_tensor({2, 6, 4}, 112, -30.0f, 30.0f).set_requires_grad(true);
     LocalOptions o = options_for(in, mode, LuongScore::dot, 2);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, o);
-    EXPECT_TRUE(tensors_close(r.weights, ref.weights, 1e-4f, 1e-3f));
-    EXPECT_TRUE(tensors_close(r.context, ref.context, 1e-4f, 1e-3f));
-    backward(r.context, Tensor::full(r.context.shape(), 1.0f));
-    for (const Tensor* t : {&in.query, &in.keys, &in.values})
-      for (float x : t->grad().to_vector()) ASSERT_TRUE(std::isfinite(x));
+    EXPECT_TRUE(tensors_close(r.weights, ref.weights, kLargeScoreTol));
+    EXPECT_TRUE(tensors_close(r.context, ref.context, kLargeScoreTol));
+    expect_finite_gradients(r.context, {in.query, in.keys, in.values});
   }
 }
 
@@ -369,15 +327,15 @@ TEST(LocalAttention, NeedWeightsFalseOneNodeAndNoGrad) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::general, 2, 3, 5, 3, 3, 2, {5, 2}, 120);
     LocalOptions o = options_for(in, mode, LuongScore::general, 1);
-    AttentionResult full = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult full = run(in, o);
     o.need_weights = false;
     autodiff::tape().clear();
     {
       autodiff::NoGradGuard guard;
-      local_attention(in.query, in.keys, in.values, in.len, o);
+      run(in, o);
     }
     EXPECT_EQ(autodiff::tape().size(), 0u);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
+    AttentionResult r = run(in, o);
     EXPECT_FALSE(r.weights.defined());
     EXPECT_EQ(r.context.to_vector(), full.context.to_vector());
     EXPECT_EQ(autodiff::tape().size(), 1u);  // one fused node
@@ -386,125 +344,171 @@ TEST(LocalAttention, NeedWeightsFalseOneNodeAndNoGrad) {
     const std::vector<float> dq = in.query.grad().to_vector();
     in.query.drop_grad();
     o.need_weights = true;
-    backward(local_attention(in.query, in.keys, in.values, in.len, o).context, random_tensor(r.context.shape(), 121));
+    backward(run(in, o).context, random_tensor(r.context.shape(), 121));
     EXPECT_EQ(in.query.grad().to_vector(), dq);
   }
 }
 
-// ---- gradients -------------------------------------------------------------------------------------
+// ---- the case table: forward against the reference, gradient checks ---------------------------------
 
-struct Case {
-  const char* name;
-  int64_t B, T, S;  // T = 0: one-step query
+// One row's setup. Its inputs: query, keys, values, then w, w_p and v_p where they exist.
+struct LocalCase {
+  LocalMode mode;
+  LuongScore score;
+  int64_t B, T, S, D, E, A;  // T = 0: one-step query
   std::vector<int32_t> lengths;
+  uint64_t seed;
   int window;
-  float temperature;
+  float temperature = 1.0f;
+  Tensor positions = Tensor();
 };
 
-void gradcheck_case(LocalMode mode, LuongScore score, const Case& cs, uint64_t seed, const Tensor& positions) {
-  const int64_t D = score == LuongScore::dot ? 3 : 2, E = 3, A = 3;
-  Inputs in = make_inputs(mode, score, cs.B, cs.T, cs.S, D, E, A, cs.lengths, seed);
-  LocalOptions base = options_for(in, mode, score, cs.window, cs.temperature, positions);
-  if (mode == LocalMode::predictive) {
-    Reference ref = local_reference(in.query, in.keys, in.values, in.lengths, base);
-    ASSERT_GT(min_distance_to_integer(ref, in.lengths, std::max<int64_t>(cs.T, 1)), 0.05)
-        << "a predicted p_t sits next to a window jump: pick another seed";
-  }
-  // Inputs: query, keys, values, then w, w_p, v_p where they exist.
-  std::vector<Tensor> inputs = {in.query, in.keys, in.values};
+Tensors local_inputs(const LocalCase& c) {
+  Inputs in = make_inputs(c.mode, c.score, c.B, c.T, c.S, c.D, c.E, c.A, c.lengths, c.seed);
+  Tensors x = {in.query, in.keys, in.values};
   for (const Tensor& t : {in.w, in.w_p, in.v_p})
-    if (t.defined()) inputs.push_back(t);
-  auto fn = [&](bool weights) {
-    return [&, weights](const std::vector<Tensor>& x) {
-      LocalOptions o = base;
-      size_t i = 3;
-      if (in.w.defined()) o.w = x[i++];
-      if (in.w_p.defined()) o.w_p = x[i++];
-      if (in.v_p.defined()) o.v_p = x[i++];
-      AttentionResult r = local_attention(x[0], x[1], x[2], in.len, o);
-      return weights ? r.weights : r.context;
+    if (t.defined()) x.push_back(t);
+  return x;
+}
+
+LocalOptions local_options(const LocalCase& c, const Tensors& x) {
+  LocalOptions o;
+  o.mode = c.mode;
+  o.score = c.score;
+  o.window = c.window;
+  o.temperature = c.temperature;
+  o.positions = c.positions;
+  size_t i = 3;
+  if (c.score == LuongScore::general) o.w = x[i++];
+  if (c.mode == LocalMode::predictive) {
+    o.w_p = x[i++];
+    o.v_p = x[i++];
+  }
+  return o;
+}
+
+Reference local_reference_on(const LocalCase& c, const Tensors& x) {
+  return local_reference(x[0], x[1], x[2], c.lengths, local_options(c, x));
+}
+
+// The distance of each row's predicted p_t from the nearest integer: the window moves when
+// floor(p_t) does, so finite differences must stay clear of those jumps.
+double min_distance_to_integer(const LocalCase& c) {
+  const Reference ref = local_reference_on(c, local_inputs(c));
+  const int64_t T = std::max<int64_t>(c.T, 1);
+  double best = 1.0;
+  for (size_t r = 0; r < ref.p.size(); ++r) {
+    if (c.lengths[r / T] == 0) continue;
+    best = std::min(best, std::fabs(ref.p[r] - std::round(ref.p[r])));
+  }
+  return best;
+}
+
+// Context and weights; a gradient row of a block query with S = E checks context + weights too
+// (their gradients meet in one node).
+OpRow local_row(const std::string& name, const LocalCase& c, bool reference, bool gradcheck) {
+  OpRow row = attention_row(
+      row_name_of(std::string(mode_name(c.mode)) + " " + score_name(c.score) + " " + name),
+      [c] { return local_inputs(c); },
+      [c](const Tensors& x) { return local_attention(x[0], x[1], x[2], lengths_of(c.lengths), local_options(c, x)); },
+      [c](const Tensors& x) { return local_reference_on(c, x); }, reference, gradcheck);
+  if (gradcheck && c.T > 0 && c.S == c.E) {
+    row.op = [op = row.op](const Tensors& x) {
+      Tensors r = op(x);
+      r.push_back(add(r[0], r[1]));
+      return r;
     };
-  };
-  EXPECT_TRUE(gradcheck(fn(false), inputs)) << "context";
-  EXPECT_TRUE(gradcheck(fn(true), inputs)) << "weights";
-  // Both outputs at once (their gradients meet in one node).
-  if (cs.T > 0 && cs.S == E) {
-    EXPECT_TRUE(gradcheck(
-        [&](const std::vector<Tensor>& x) {
-          LocalOptions o = base;
-          size_t i = 3;
-          if (in.w.defined()) o.w = x[i++];
-          if (in.w_p.defined()) o.w_p = x[i++];
-          if (in.v_p.defined()) o.v_p = x[i++];
-          AttentionResult r = local_attention(x[0], x[1], x[2], in.len, o);
-          return add(r.context, r.weights);
-        },
-        inputs))
-        << "context + weights";
+    row.outputs.push_back("context + weights");
   }
+  if (gradcheck && c.mode == LocalMode::predictive) {
+    row.properties = [c](const Tensors&, const Tensors&) {
+      EXPECT_GT(min_distance_to_integer(c), 0.05) << "a predicted p_t sits next to a window jump: pick another seed";
+    };
+  }
+  return row;
 }
 
-const std::vector<Case>& gradcheck_cases() {
-  static const std::vector<Case> cases = {
-      {"block ragged with a zero row", 3, 4, 6, {6, 3, 0}, 1, 1.0f},
-      {"block clipping at both ends", 2, 5, 5, {5, 4}, 2, 1.0f},
-      {"one step ragged", 3, 0, 5, {5, 2, 1}, 1, 1.0f},
-      {"D_w >= S", 2, 3, 3, {3, 2}, 4, 1.0f},
-      {"length 1 everywhere", 2, 3, 3, {1, 1}, 1, 1.0f},
-      {"S = 1", 2, 2, 1, {1, 0}, 1, 1.0f},
-      {"B = 1 temperature 0.5", 1, 3, 4, {4}, 1, 0.5f},
-  };
-  return cases;
+// The gradient cases: the batch, and the window D_w.
+const std::pair<AttentionCase, int> kGradCases[] = {
+    {{"block ragged with a zero row", 3, 4, 6, {6, 3, 0}, 1.0f}, 1},
+    {{"block clipping at both ends", 2, 5, 5, {5, 4}, 1.0f}, 2},
+    {{"one step ragged", 3, 0, 5, {5, 2, 1}, 1.0f}, 1},
+    {{"D_w at least S", 2, 3, 3, {3, 2}, 1.0f}, 4},
+    {{"length 1 everywhere", 2, 3, 3, {1, 1}, 1.0f}, 1},
+    {{"S = 1", 2, 2, 1, {1, 0}, 1.0f}, 1},
+    {{"B = 1 temperature 0.5", 1, 3, 4, {4}, 0.5f}, 1},
+};
+
+LocalCase grad_case(LocalMode mode, LuongScore score, const AttentionCase& g, int window, uint64_t seed) {
+  const int64_t D = score == LuongScore::dot ? 3 : 2;
+  return {mode, score, g.B, g.T, g.S, D, 3, 3, g.lengths, seed, window, g.temperature};
 }
 
-TEST(LocalAttention, GradcheckMonotonicEveryInput) {
-  uint64_t seed = 200;
+std::vector<OpRow> local_rows() {
+  std::vector<OpRow> rows;
+  uint64_t seed = 10;
+  for (LocalMode mode : kModes)
+    for (LuongScore score : kScores)
+      for (int64_t T : {0, 4})
+        for (int window : {0, 1, 2}) {
+          if (mode == LocalMode::predictive && window == 0) continue;
+          const int64_t D = score == LuongScore::dot ? 4 : 3;
+          const LocalCase c{mode, score, 3, T, 7, D, 4, 5, {7, 3, 0}, seed += 10, window, 0.8f};
+          rows.push_back(local_row((T == 0 ? "one step D_w " : "block D_w ") + std::to_string(window), c, true, false));
+        }
+  // local-m: every input's gradient, at D_w = 0 and at the case's window.
+  seed = 200;
   for (LuongScore score : kScores)
-    for (const Case& cs : gradcheck_cases())
-      for (int window : {0, cs.window}) {
-        SCOPED_TRACE(std::string(score_name(score)) + ": " + cs.name + " D_w=" + std::to_string(window));
-        Case c = cs;
-        c.window = window;
-        gradcheck_case(LocalMode::monotonic, score, c, seed += 10, Tensor());
+    for (const auto& [g, case_window] : kGradCases)
+      for (int window : {0, case_window}) {
+        const LocalCase c = grad_case(LocalMode::monotonic, score, g, window, seed += 10);
+        rows.push_back(
+            local_row("gradcheck " + std::string(g.name) + " D_w " + std::to_string(window), c, false, true));
       }
-}
-
-TEST(LocalAttention, GradcheckMonotonicGivenPositions) {
-  // Per-row positions at the first and last real position (window clipped on each side).
-  const Case cs{"positions", 2, 3, 5, {5, 3}, 1, 1.0f};
+  // local-m with given per-row positions at the first and last real position (the window
+  // clipped on each side).
   for (LuongScore score : kScores) {
-    SCOPED_TRACE(score_name(score));
-    gradcheck_case(LocalMode::monotonic, score, cs, 300,
-                   Tensor::from_vector(std::vector<int32_t>{0, 4, 2, 2, 0, 4}, {2, 3}));
+    LocalCase c = grad_case(LocalMode::monotonic, score, {"positions", 2, 3, 5, {5, 3}, 1.0f}, 1, 300);
+    c.positions = Tensor::from_vector(std::vector<int32_t>{0, 4, 2, 2, 0, 4}, {2, 3});
+    rows.push_back(local_row("gradcheck given positions", c, false, true));
   }
+  // local-p: every input's gradient, W_p and v_p included. A seed whose predicted positions sit
+  // next to a window jump is passed over (the row asserts the chosen one is clear, so a change
+  // in the op that moves p_t is noticed).
+  seed = 400;
+  for (LuongScore score : kScores)
+    for (const auto& [g, window] : kGradCases) {
+      LocalCase c = grad_case(LocalMode::predictive, score, g, std::max(window, 1), seed += 10);
+      for (int attempt = 0; attempt < 20 && min_distance_to_integer(c) <= 0.05; ++attempt) c.seed += 1000;
+      rows.push_back(local_row("gradcheck " + std::string(g.name), c, false, true));
+    }
+  // Keys equal values: the inputs without values; w, w_p and v_p fixed.
+  for (LocalMode mode : kModes) {
+    const LocalCase c{mode, LuongScore::general, 2, 3, 5, 3, 3, 3, {5, 3}, 600, 1};
+    OpRow row = local_row("gradcheck keys equal values", c, false, true);
+    row.inputs = [c] {
+      Tensors x = local_inputs(c);
+      x.erase(x.begin() + 2);
+      for (size_t i = 2; i < x.size(); ++i) x[i].set_requires_grad(false);
+      return x;
+    };
+    row.op = [c](const Tensors& x) {
+      Tensors with_values = x;
+      with_values.insert(with_values.begin() + 2, x[1]);
+      return Tensors{local_attention(x[0], x[1], x[1], lengths_of(c.lengths), local_options(c, with_values)).context};
+    };
+    row.outputs = {"context"};
+    row.properties = nullptr;
+    rows.push_back(row);
+  }
+  return rows;
 }
 
-TEST(LocalAttention, GradcheckPredictiveEveryInputIncludingWpVp) {
-  uint64_t seed = 400;
-  for (LuongScore score : kScores)
-    for (const Case& cs : gradcheck_cases()) {
-      SCOPED_TRACE(std::string(score_name(score)) + ": " + cs.name);
-      const int window = std::max(cs.window, 1);
-      Case c = cs;
-      c.window = window;
-      // Seeds whose predicted positions sit next to a window jump are skipped (the test
-      // asserts the chosen one is safe, so a change in the op that moves p_t is noticed).
-      uint64_t s = seed += 10;
-      for (int attempt = 0; attempt < 20; ++attempt, s += 1000) {
-        const int64_t D = score == LuongScore::dot ? 3 : 2;
-        Inputs probe = make_inputs(LocalMode::predictive, score, c.B, c.T, c.S, D, 3, 3, c.lengths, s);
-        Reference ref = local_reference(probe.query, probe.keys, probe.values, probe.lengths,
-                                        options_for(probe, LocalMode::predictive, score, window));
-        if (min_distance_to_integer(ref, c.lengths, std::max<int64_t>(c.T, 1)) > 0.05) break;
-      }
-      gradcheck_case(LocalMode::predictive, score, c, s, Tensor());
-    }
-}
+INSTANTIATE_TEST_SUITE_P(LocalAttention, OpTable, ::testing::ValuesIn(local_rows()), row_name);
 
 TEST(LocalAttention, PredictiveGradientReachesWpAndVp) {
   Inputs in = make_inputs(LocalMode::predictive, LuongScore::general, 2, 3, 8, 3, 3, 4, {8, 5}, 500);
-  AttentionResult r = local_attention(in.query, in.keys, in.values, in.len,
-                                      options_for(in, LocalMode::predictive, LuongScore::general, 2));
+  AttentionResult r = run(in, options_for(in, LocalMode::predictive, LuongScore::general, 2));
   backward(r.context, random_tensor(r.context.shape(), 501));
   for (const Tensor* t : {&in.w_p, &in.v_p}) {
     ASSERT_TRUE(t->has_grad());
@@ -514,29 +518,13 @@ TEST(LocalAttention, PredictiveGradientReachesWpAndVp) {
   }
 }
 
-TEST(LocalAttention, GradcheckKeysEqualValues) {
-  for (LocalMode mode : kModes) {
-    SCOPED_TRACE(mode_name(mode));
-    Inputs in = make_inputs(mode, LuongScore::general, 2, 3, 5, 3, 3, 3, {5, 3}, 600);
-    LocalOptions o = options_for(in, mode, LuongScore::general, 1);
-    EXPECT_TRUE(gradcheck(
-        [&](const std::vector<Tensor>& x) { return local_attention(x[0], x[1], x[1], in.len, o).context; },
-        {in.query, in.keys}));
-  }
-}
-
 TEST(LocalAttention, ZeroLengthRowHasZeroGradient) {
   for (LocalMode mode : kModes) {
     SCOPED_TRACE(mode_name(mode));
     Inputs in = make_inputs(mode, LuongScore::dot, 3, 2, 4, 4, 4, 3, {3, 0, 4}, 700);
-    AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, options_for(in, mode, LuongScore::dot, 1));
+    AttentionResult r = run(in, options_for(in, mode, LuongScore::dot, 1));
     backward(add(r.context, r.weights), random_tensor({3, 2, 4}, 701));
-    for (const Tensor* t : {&in.query, &in.keys, &in.values}) {
-      const std::vector<float> g = t->grad().to_vector();
-      const int64_t n = t->numel() / 3;
-      for (int64_t i = n; i < 2 * n; ++i) ASSERT_EQ(g[i], 0.0f) << "flat index " << i;
-      for (float x : g) ASSERT_FALSE(std::isnan(x));
-    }
+    expect_batch_row_gets_no_gradient({in.query, in.keys, in.values}, 1);
     const std::vector<float> c = r.context.to_vector();
     for (int64_t i = 2 * 4; i < 4 * 4; ++i) EXPECT_EQ(c[i], 0.0f);
     // Keys past the length of row 0 get nothing.
@@ -552,135 +540,145 @@ TEST(LocalAttention, ZeroLengthRowHasZeroGradient) {
 TEST(LocalAttention, IdenticalResultsForAnyThreadCount) {
   for (LocalMode mode : kModes) {
     SCOPED_TRACE(mode_name(mode));
-    Inputs in = make_inputs(mode, LuongScore::general, 8, 6, 24, 16, 16, 12, {24, 9, 1, 0, 24, 12, 5, 24}, 800);
-    std::vector<Tensor*> params = {&in.query, &in.keys, &in.values, &in.w};
-    if (mode == LocalMode::predictive) {
-      params.push_back(&in.w_p);
-      params.push_back(&in.v_p);
-    }
-    LocalOptions o = options_for(in, mode, LuongScore::general, 3);
-    auto run_all = [&](int threads) {
-      set_num_threads(threads);
-      for (Tensor* t : params) t->drop_grad();
-      AttentionResult r = local_attention(in.query, in.keys, in.values, in.len, o);
-      backward(r.context, random_tensor(r.context.shape(), 801));
-      std::vector<std::vector<float>> out = {r.context.to_vector(), r.weights.to_vector()};
-      for (Tensor* t : params) out.push_back(t->grad().to_vector());
-      return out;
-    };
-    const auto one = run_all(1), two = run_all(2), four = run_all(4);
-    set_num_threads(0);
-    for (size_t i = 0; i < one.size(); ++i) {
-      EXPECT_EQ(one[i], two[i]) << "output " << i;
-      EXPECT_EQ(one[i], four[i]) << "output " << i;
-    }
+    const LocalCase c{mode, LuongScore::general, 8, 6, 24, 16, 16, 12, {24, 9, 1, 0, 24, 12, 5, 24}, 800, 3};
+    expect_identical_across_threads(
+        local_inputs(c),
+        [&](const Tensors& x) {
+          const AttentionResult r = local_attention(x[0], x[1], x[2], lengths_of(c.lengths), local_options(c, x));
+          return Tensors{r.context, r.weights};
+        },
+        801);
   }
 }
 
 // ---- errors ----------------------------------------------------------------------------------------
 
-TEST(LocalAttention, ValueErrors) {
-  Tensor q = Tensor::zeros({2, 3, 4}), k = Tensor::zeros({2, 5, 4}), len = lengths_of({5, 2});
-  LocalOptions o;
-  o.score = LuongScore::dot;
-  o.window = -1;
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError, "local_attention(local-m): window must be >= 0, got -1");
-  o.window = 2;
-  o.positions = Tensor::from_vector(std::vector<int32_t>{0, 5, 1}, {3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): 'positions' value 5 at flat index 1 is out of range [0, S=5)");
-  o.positions = Tensor::from_vector(std::vector<int32_t>{0, 1, 2, 3, -1, 0}, {2, 3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): 'positions' value -1 at flat index 4 is out of range [0, S=5)");
-  o.positions = Tensor();
-  o.w_p = Tensor::zeros({3, 4});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): 'w_p' is only used by local-p; leave it undefined");
-  o.w_p = Tensor();
-  o.w = Tensor::zeros({4, 4});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): 'w' is not used by the dot score; leave it undefined");
-  o.w = Tensor();
-  o.temperature = 0.0f;
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): temperature must be finite and > 0, got 0");
-  o.temperature = 1.0f;
-  o.score = LuongScore::concat;
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, o), ValueError,
-                   "local_attention(local-m): the concat score is not supported by local attention; use dot or general");
-  o.score = LuongScore::dot;
-  EXPECT_THROW_MSG(local_attention(q, k, k, lengths_of({6, 2}), o), ValueError,
-                   "local_attention(local-m): 'lengths' value 6 at batch index 0 is out of range [0, S=5]");
-  LocalOptions bad;
-  bad.mode = static_cast<LocalMode>(9);
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, bad), ValueError, "local_attention: unknown mode 9");
-
-  // local-p
-  LocalOptions p;
+std::vector<BadRow> local_bad_inputs() {
+  const Tensor q = Tensor::zeros({2, 3, 4}), k = Tensor::zeros({2, 5, 4}), len = lengths_of({5, 2});
+  auto ints = [](std::vector<int32_t> values, const Shape& shape) { return Tensor::from_vector(values, shape); };
+  using Edit = std::function<void(LocalOptions&)>;
+  // The call with options from `base` through `edit`, and the given tensors (undefined: q, k, k, len).
+  auto call_from = [=](const LocalOptions& base, const Edit& edit, const Tensor& query = Tensor(),
+                       const Tensor& keys = Tensor(), const Tensor& values = Tensor(),
+                       const Tensor& lengths = Tensor()) {
+    LocalOptions o = base;
+    edit(o);
+    return [=] {
+      local_attention(query.defined() ? query : q, keys.defined() ? keys : k, values.defined() ? values : k,
+                      lengths.defined() ? lengths : len, o);
+    };
+  };
+  LocalOptions m;  // local-m, dot, the default window
+  m.score = LuongScore::dot;
+  LocalOptions p = m;  // local-p, dot, valid W_p and v_p
   p.mode = LocalMode::predictive;
-  p.score = LuongScore::dot;
-  p.window = 0;
   p.w_p = Tensor::zeros({3, 4});
   p.v_p = Tensor::zeros({3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ValueError,
-                   "local_attention(local-p): window must be >= 1 for local-p (sigma = window / 2), got 0");
-  p.window = 2;
-  p.positions = Tensor::from_vector(std::vector<int32_t>{0, 1, 2}, {3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ValueError,
-                   "local_attention(local-p): 'positions' is only used by local-m (the position is predicted); leave "
-                   "it undefined");
+  auto local_m = [=](const Edit& edit, const Tensor& query = Tensor(), const Tensor& keys = Tensor(),
+                     const Tensor& values = Tensor(),
+                     const Tensor& lengths = Tensor()) { return call_from(m, edit, query, keys, values, lengths); };
+  auto local_p = [=](const Edit& edit) { return call_from(p, edit); };
+  const Throws shape = Throws::shape_error, value = Throws::value_error;
+  return {
+      {"window_negative", local_m([](LocalOptions& o) { o.window = -1; }), value,
+       "local_attention(local-m): window must be >= 0, got -1"},
+      {"position_past_S", local_m([=](LocalOptions& o) {
+         o.window = 2;
+         o.positions = ints({0, 5, 1}, {3});
+       }),
+       value, "local_attention(local-m): 'positions' value 5 at flat index 1 is out of range [0, S=5)"},
+      {"negative_position", local_m([=](LocalOptions& o) {
+         o.window = 2;
+         o.positions = ints({0, 1, 2, 3, -1, 0}, {2, 3});
+       }),
+       value, "local_attention(local-m): 'positions' value -1 at flat index 4 is out of range [0, S=5)"},
+      {"local_m_given_w_p", local_m([](LocalOptions& o) {
+         o.window = 2;
+         o.w_p = Tensor::zeros({3, 4});
+       }),
+       value, "local_attention(local-m): 'w_p' is only used by local-p; leave it undefined"},
+      {"dot_given_w", local_m([](LocalOptions& o) {
+         o.window = 2;
+         o.w = Tensor::zeros({4, 4});
+       }),
+       value, "local_attention(local-m): 'w' is not used by the dot score; leave it undefined"},
+      {"temperature_0", local_m([](LocalOptions& o) {
+         o.window = 2;
+         o.temperature = 0.0f;
+       }),
+       value, "local_attention(local-m): temperature must be finite and > 0, got 0"},
+      {"concat_score", local_m([](LocalOptions& o) {
+         o.window = 2;
+         o.score = LuongScore::concat;
+       }),
+       value, "local_attention(local-m): the concat score is not supported by local attention; use dot or general"},
+      {"length_past_S", local_m([](LocalOptions& o) { o.window = 2; }, q, k, k, lengths_of({6, 2})), value,
+       "local_attention(local-m): 'lengths' value 6 at batch index 0 is out of range [0, S=5]"},
+      {"unknown_mode", call_from(LocalOptions{}, [](LocalOptions& o) { o.mode = static_cast<LocalMode>(9); }), value,
+       "local_attention: unknown mode 9"},
+      {"dot_query_size_differs_from_key_size", local_m([](LocalOptions&) {}, Tensor::zeros({2, 3, 8})), shape,
+       "local_attention(local-m): query size D=8 must equal key size E=4 for the dot score (a "
+       "bidirectional encoder doubles E?): use score 'general' to learn a projection W (D, E), or "
+       "project the state"},
+      {"general_w_transposed",
+       local_m(
+           [](LocalOptions& o) {
+             o.score = LuongScore::general;
+             o.w = Tensor::zeros({4, 3});
+           },
+           Tensor::zeros({2, 3, 3})),
+       shape, "local_attention(local-m): 'w' expected (D=3, E=4), got (4, 3)"},
+      {"general_w_undefined", local_m([](LocalOptions& o) { o.score = LuongScore::general; }), shape,
+       "local_attention(local-m): 'w' expected (D=4, E=4), got an undefined tensor"},
+      {"keys_batch", local_m([](LocalOptions&) {}, q, Tensor::zeros({3, 5, 4})), shape,
+       "local_attention(local-m): 'keys' expected (B=2, S, E), got (3, 5, 4)"},
+      {"values_size", local_m([](LocalOptions&) {}, q, k, Tensor::zeros({2, 5, 3})), shape,
+       "local_attention(local-m): 'values' expected (B=2, S=5, E=4), got (2, 5, 3)"},
+      {"positions_size", local_m([=](LocalOptions& o) {
+         o.positions = ints({0, 1}, {2});
+       }),
+       shape, "local_attention(local-m): 'positions' expected int32 (T=3) or (B=2, T=3), got (2) int32"},
+      {"positions_float", local_m([](LocalOptions& o) { o.positions = Tensor::zeros({3}); }), shape,
+       "local_attention(local-m): 'positions' expected int32 (T=3) or (B=2, T=3), got (3) float32"},
+      {"one_step_positions_size",
+       local_m(
+           [=](LocalOptions& o) {
+             o.positions = ints({0, 1, 2}, {3});
+           },
+           Tensor::zeros({2, 4})),
+       shape,
+       "local_attention(local-m): 'positions' expected int32 (1), (B=2) or (B=2, 1) for a one-step query, got (3) "
+       "int32"},
+      {"query_rank_4",
+       local_m(
+           [=](LocalOptions& o) {
+             o.positions = ints({0, 1, 2}, {3});
+           },
+           Tensor::zeros({2, 3, 4, 1})),
+       shape, "local_attention(local-m): 'query' expected (B, D) or (B, T, D), got (2, 3, 4, 1)"},
+      {"local_p_window_0", local_p([](LocalOptions& o) { o.window = 0; }), value,
+       "local_attention(local-p): window must be >= 1 for local-p (sigma = window / 2), got 0"},
+      {"local_p_given_positions", local_p([=](LocalOptions& o) {
+         o.window = 2;
+         o.positions = ints({0, 1, 2}, {3});
+       }),
+       value,
+       "local_attention(local-p): 'positions' is only used by local-m (the position is predicted); leave it "
+       "undefined"},
+      {"local_p_w_p_undefined", local_p([](LocalOptions& o) { o.w_p = Tensor(); }), shape,
+       "local_attention(local-p): 'w_p' expected (A, D=4), got an undefined tensor: local-p predicts"},
+      {"local_p_v_p_undefined", local_p([](LocalOptions& o) { o.v_p = Tensor(); }), shape,
+       "local_attention(local-p): 'v_p' expected (A=3), got an undefined tensor"},
+      {"local_p_v_p_size", local_p([](LocalOptions& o) { o.v_p = Tensor::zeros({2}); }), shape,
+       "local_attention(local-p): 'v_p' expected (A=3), got (2)"},
+      {"local_p_w_p_width", local_p([](LocalOptions& o) {
+         o.w_p = Tensor::zeros({3, 5});
+       }),
+       shape, "local_attention(local-p): 'w_p' expected (A, D=4), got (3, 5)"},
+  };
 }
 
-TEST(LocalAttention, ShapeErrors) {
-  Tensor q = Tensor::zeros({2, 3, 4}), k = Tensor::zeros({2, 5, 4}), len = lengths_of({5, 2});
-  LocalOptions p;
-  p.mode = LocalMode::predictive;
-  p.score = LuongScore::dot;
-  p.v_p = Tensor::zeros({3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ShapeError,
-                   "local_attention(local-p): 'w_p' expected (A, D=4), got an undefined tensor: local-p predicts");
-  p.w_p = Tensor::zeros({3, 4});
-  p.v_p = Tensor();
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ShapeError,
-                   "local_attention(local-p): 'v_p' expected (A=3), got an undefined tensor");
-  p.v_p = Tensor::zeros({2});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ShapeError, "local_attention(local-p): 'v_p' expected (A=3), got (2)");
-  p.w_p = Tensor::zeros({3, 5});
-  p.v_p = Tensor::zeros({3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, p), ShapeError,
-                   "local_attention(local-p): 'w_p' expected (A, D=4), got (3, 5)");
-
-  LocalOptions m;
-  m.score = LuongScore::dot;
-  EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 3, 8}), k, k, len, m), ShapeError,
-                   "local_attention(local-m): query size D=8 must equal key size E=4 for the dot score (a "
-                   "bidirectional encoder doubles E?): use score 'general' to learn a projection W (D, E), or "
-                   "project the state");
-  m.score = LuongScore::general;
-  m.w = Tensor::zeros({4, 3});
-  EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 3, 3}), k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'w' expected (D=3, E=4), got (4, 3)");
-  m.w = Tensor();
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'w' expected (D=4, E=4), got an undefined tensor");
-  m.score = LuongScore::dot;
-  EXPECT_THROW_MSG(local_attention(q, Tensor::zeros({3, 5, 4}), k, len, m), ShapeError,
-                   "local_attention(local-m): 'keys' expected (B=2, S, E), got (3, 5, 4)");
-  EXPECT_THROW_MSG(local_attention(q, k, Tensor::zeros({2, 5, 3}), len, m), ShapeError,
-                   "local_attention(local-m): 'values' expected (B=2, S=5, E=4), got (2, 5, 3)");
-  m.positions = Tensor::from_vector(std::vector<int32_t>{0, 1}, {2});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'positions' expected int32 (T=3) or (B=2, T=3), got (2) int32");
-  m.positions = Tensor::zeros({3});
-  EXPECT_THROW_MSG(local_attention(q, k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'positions' expected int32 (T=3) or (B=2, T=3), got (3) float32");
-  m.positions = Tensor::from_vector(std::vector<int32_t>{0, 1, 2}, {3});
-  EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 4}), k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'positions' expected int32 (1), (B=2) or (B=2, 1) for a one-step query, "
-                   "got (3) int32");
-  EXPECT_THROW_MSG(local_attention(Tensor::zeros({2, 3, 4, 1}), k, k, len, m), ShapeError,
-                   "local_attention(local-m): 'query' expected (B, D) or (B, T, D), got (2, 3, 4, 1)");
-}
+INSTANTIATE_TEST_SUITE_P(LocalAttention, BadInput, ::testing::ValuesIn(local_bad_inputs()), row_name);
 
 }  // namespace
 }  // namespace attn

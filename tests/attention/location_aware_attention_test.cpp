@@ -14,14 +14,9 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::lengths_of;
-using testing::leaf;
-using testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
 
 constexpr int64_t B = 3, S = 6, D = 4, E = 5, A = 3, K = 2;
-
 
 
 // f[b, s, k] = Σ_j F[k, j] prev[b, s + j − r/2], straight from the definition.

@@ -14,16 +14,9 @@
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
 
 constexpr int64_t B = 3, S = 7, D = 4, A = 3;
-
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
-Tensor lengths_of(const std::vector<int32_t>& l) { return Tensor::from_vector(l, {static_cast<int64_t>(l.size())}); }
 
 // A previous alignment: positive, each row summing to at most 1 over its real positions.
 Tensor previous(const Tensor& lengths, uint64_t seed) {

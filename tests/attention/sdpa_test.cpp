@@ -13,20 +13,14 @@
 #include "attn/parallel.h"
 #include "attn/random.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
+// Forward values: kTiledTol (float32 against a double reference); gradients: kGradTol (they
+// sum O(S) or O(T) float terms).
 
-// Tolerances, in one place. Forward values are float32 against a double reference.
-// Gradients sum O(S) or O(T) float terms, hence looser.
-constexpr float kAtol = 2e-5f;
-constexpr float kRtol = 2e-4f;
-constexpr float kGradAtol = 1e-4f;
-constexpr float kGradRtol = 1e-3f;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 Tensor ints(const std::vector<int32_t>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
@@ -141,8 +135,8 @@ void check_case(const Case& c, uint64_t seed) {
     autodiff::NoGradGuard no_grad;
     rw = sdpa(q, k, v, with_weights);
   }
-  EXPECT_TRUE(tensors_close(rw.out, ref.out, kAtol * a, kRtol));
-  EXPECT_TRUE(tensors_close(rw.weights, ref.weights, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(rw.out, ref.out, kTiledTol.atol * a, kTiledTol.rtol));
+  EXPECT_TRUE(tensors_close(rw.weights, ref.weights, kTiledTol));
 
   SdpaResult r = sdpa(q, k, v, c.options);
   EXPECT_FALSE(r.weights.defined());
@@ -151,9 +145,9 @@ void check_case(const Case& c, uint64_t seed) {
   backward(r.out, dout);
   ASSERT_TRUE(q.has_grad() && k.has_grad() && v.has_grad());
   EXPECT_TRUE(all_finite(q.grad()) && all_finite(k.grad()) && all_finite(v.grad()));
-  EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradAtol * a, kGradRtol)) << "dq";
-  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradAtol * a, kGradRtol)) << "dk";
-  EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradAtol, kGradRtol)) << "dv";
+  EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradTol.atol * a, kGradTol.rtol)) << "dq";
+  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradTol.atol * a, kGradTol.rtol)) << "dk";
+  EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradTol)) << "dv";
 }
 
 Tensor padding_mask(int64_t B, int64_t S, uint64_t seed) {
@@ -224,26 +218,14 @@ TEST(Sdpa, MatchesReferenceMasks) {
     c.options.key_padding_mask = ints(m, {2, 300});
     cases.push_back(c);
   }
-  {
-    Case c{"causal T==S", 2, 2, 70, 70, 8, 8, {}};
+  auto causal = [](Case c) {
     c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T==S multi-tile", 1, 1, 300, 300, 4, 4, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T<S", 2, 1, 40, 300, 8, 8, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
-  {
-    Case c{"causal T>S (first rows fully masked)", 2, 2, 9, 5, 4, 4, {}};
-    c.options.causal = true;
-    cases.push_back(c);
-  }
+    return c;
+  };
+  cases.push_back(causal({"causal T==S", 2, 2, 70, 70, 8, 8, {}}));
+  cases.push_back(causal({"causal T==S multi-tile", 1, 1, 300, 300, 4, 4, {}}));
+  cases.push_back(causal({"causal T<S", 2, 1, 40, 300, 8, 8, {}}));
+  cases.push_back(causal({"causal T>S (first rows fully masked)", 2, 2, 9, 5, 4, 4, {}}));
   {
     Case c{"bias", 2, 2, 70, 300, 8, 8, {}};
     c.options.bias = random_tensor({70, 300}, 77, -3.0f, 3.0f);
@@ -291,9 +273,9 @@ TEST(Sdpa, GradientThroughWeights) {
     SdpaResult r = sdpa(q, k, v, o);
     r.weights.grad_accumulator().copy_from(dw);
     backward(r.out, dout);
-    EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradAtol, kGradRtol)) << "dq";
-    EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradAtol, kGradRtol)) << "dk";
-    EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradAtol, kGradRtol)) << "dv";
+    EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradTol)) << "dq";
+    EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradTol)) << "dk";
+    EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradTol)) << "dv";
   }
 }
 
@@ -396,12 +378,12 @@ TEST(Sdpa, OnlySomeInputsRequireGrad) {
   backward(sdpa(q, k, v).out, dout);
   EXPECT_FALSE(q.has_grad());
   EXPECT_FALSE(v.has_grad());
-  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradAtol, kGradRtol));
+  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradTol));
   // Gradients accumulate (+=) across backward calls.
   backward(sdpa(q, k, v).out, dout);
   Tensor twice = Tensor::from_vector(ref.dk.to_vector(), ref.dk.shape());
   for (int64_t i = 0; i < twice.numel(); ++i) twice.f32()[i] *= 2.0f;
-  EXPECT_TRUE(tensors_close(k.grad(), twice, 2 * kGradAtol, kGradRtol));
+  EXPECT_TRUE(tensors_close(k.grad(), twice, 2 * kGradTol.atol, kGradTol.rtol));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -454,12 +436,12 @@ TEST(Sdpa, MinusInfinityBiasMasksWithoutNaN) {
   Tensor dout = random_tensor({1, 2, T, 4}, 4);
   const Reference ref = reference(q, k, v, o, dout);
   SdpaResult r = sdpa(q, k, v, o);
-  EXPECT_TRUE(tensors_close(r.out, ref.out, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(r.out, ref.out, kTiledTol));
+  EXPECT_TRUE(tensors_close(r.weights, ref.weights, kTiledTol));
   backward(r.out, dout);
-  EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradAtol, kGradRtol));
-  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradAtol, kGradRtol));
-  EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradAtol, kGradRtol));
+  EXPECT_TRUE(tensors_close(q.grad(), ref.dq, kGradTol));
+  EXPECT_TRUE(tensors_close(k.grad(), ref.dk, kGradTol));
+  EXPECT_TRUE(tensors_close(v.grad(), ref.dv, kGradTol));
 }
 
 TEST(Sdpa, StableAtMagnitude1e3) {
@@ -599,7 +581,7 @@ TEST(Sdpa, OneQueryPathIsBitIdenticalToTiledPath) {
     EXPECT_TRUE(bit_identical(r1.weights, first_rows(r2.weights, S))) << "weights";
     // The double reference here knows a (T, S) bias and no causal mask.
     if (!c.per_head_bias && !c.causal_upper_left)
-      EXPECT_TRUE(tensors_close(r1.out, reference(q1, k, v, o1).out, kAtol, kRtol));
+      EXPECT_TRUE(tensors_close(r1.out, reference(q1, k, v, o1).out, kTiledTol));
   }
 }
 
@@ -743,7 +725,7 @@ TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
                                         Tensor::from_vector(kept, {B, H, T, S}));
       o.normalizer = n;
       const SdpaResult r = sdpa(q, k, v, o);
-      EXPECT_TRUE(tensors_close(r.weights, expected, kAtol, kRtol)) << normalizer_name(n.kind) << " causal " << causal;
+      EXPECT_TRUE(tensors_close(r.weights, expected, kTiledTol)) << normalizer_name(n.kind) << " causal " << causal;
       // out = weights · v, row by row
       const std::vector<float> ew = expected.to_vector(), vv = v.to_vector(), out = r.out.to_vector();
       std::vector<float> eo(out.size(), 0.0f);
@@ -752,7 +734,7 @@ TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
           for (int64_t s = 0; s < S; ++s)
             for (int64_t d = 0; d < Dh; ++d)
               eo[(bh * T + t) * Dh + d] += ew[(bh * T + t) * S + s] * vv[(bh * S + s) * Dh + d];
-      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kAtol, kRtol))
+      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kTiledTol))
           << normalizer_name(n.kind);
     }
 }

@@ -16,6 +16,7 @@
 #include "attn/train/optimizer.h"
 #include "beam_support.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn::models {
 namespace {
@@ -23,10 +24,7 @@ namespace {
 using attn::testing::gradcheck;
 using attn::testing::random_ids;
 using attn::testing::tensors_close;
-
-// One place for the tolerances of this suite.
-constexpr float kAtol = 1e-5f;  // the same computation on two paths (padding, cache vs full)
-constexpr float kRtol = 1e-4f;
+using attn::testing::kOpTol;  // the same computation on two paths (padding, cache vs full)
 
 TransformerConfig tiny_config() {
   TransformerConfig c;
@@ -287,7 +285,7 @@ TEST(TransformerSeq2Seq, PaddingDoesNotChangeARow) {
   const Tensor one = model.logits(alone);   // (1, 3, V)
   const int64_t V = 32;
   std::vector<float> row(full.f32() + (1 * 6) * V, full.f32() + (1 * 6 + 3) * V);
-  EXPECT_TRUE(tensors_close(Tensor::from_vector(row, {1, 3, V}), one, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(Tensor::from_vector(row, {1, 3, V}), one, kOpTol));
 }
 
 TEST(TransformerSeq2Seq, DropoutOnlyInTrainingMode) {
@@ -471,25 +469,18 @@ TEST(TransformerSeq2Seq, CoveragePenaltyOnCrossAttention) {
   const BeamOptions plain{.width = 3, .length_penalty = 0.0f, .max_len = 6};
   BeamOptions covered = plain;
   covered.coverage_penalty = beta;
-  const DecodeResult without = model.beam(batch.src, batch.src_lengths, plain);
-  const DecodeResult with = model.beam(batch.src, batch.src_lengths, covered);
-  int compared = 0;
+  const testing::CoveragePenaltyRun run =
+      testing::expect_scores_move_by_coverage_penalty(model, batch.src, batch.src_lengths, plain, beta);
   for (size_t r = 0; r < 3; ++r) {
     const int32_t length = batch.src_lengths.i32()[r];
-    for (const auto& h : with.hypotheses[r])
-      for (const auto& g : without.hypotheses[r]) {
-        if (g.tokens != h.tokens) continue;
-        EXPECT_NEAR(h.score - g.score, testing::coverage_penalty_of(h, length, beta), 1e-4) << "row " << r;
-        ++compared;
-      }
     const data::Batch alone = data::make_batch(
         data::TaskKind::copy, {std::vector<int32_t>(batch.src.i32() + r * batch.src.dim(1),
                                                     batch.src.i32() + r * batch.src.dim(1) + length)});
     const DecodeResult one = model.beam(alone.src, alone.src_lengths, covered);
-    EXPECT_EQ(one.tokens[0], with.tokens[r]) << "row " << r;
-    EXPECT_NEAR(one.hypotheses[0][0].score, with.hypotheses[r][0].score, 1e-4) << "row " << r;
+    EXPECT_EQ(one.tokens[0], run.with.tokens[r]) << "row " << r;
+    EXPECT_NEAR(one.hypotheses[0][0].score, run.with.hypotheses[r][0].score, 1e-4) << "row " << r;
   }
-  EXPECT_GE(compared, 2);
+  EXPECT_GE(run.penalties.size(), 2u);
 }
 
 TEST(TransformerSeq2Seq, ErrorsNameTheArgument) {
@@ -592,7 +583,7 @@ TEST(TransformerLM, CausalLaterTokensDoNotChangeEarlierLogits) {
   const Tensor la = model.logits(a), lb = model.logits(b);
   const int64_t V = 20;
   std::vector<float> pa(la.f32(), la.f32() + 3 * V), pb(lb.f32(), lb.f32() + 3 * V);
-  EXPECT_TRUE(tensors_close(Tensor::from_vector(pb, {3, V}), Tensor::from_vector(pa, {3, V}), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(Tensor::from_vector(pb, {3, V}), Tensor::from_vector(pa, {3, V}), kOpTol));
   // ... and position 3 does change (the check can fail).
   float diff = 0.0f;
   for (int64_t v = 0; v < V; ++v) diff = std::max(diff, std::fabs(la.f32()[3 * V + v] - lb.f32()[3 * V + v]));
@@ -721,7 +712,7 @@ TEST(TransformerClassifier, ShapesPaddingInvarianceAndClsAttention) {
     const Tensor l0 = model.logits(Tensor::from_vector(std::vector<int32_t>{4, 7}, {1, 2}),
                                    Tensor::from_vector(std::vector<int32_t>{2}, {1}));
     std::vector<float> row0(l.f32(), l.f32() + 3);
-    EXPECT_TRUE(tensors_close(Tensor::from_vector(row0, {1, 3}), l0, kAtol, kRtol)) << "norm_first " << norm_first;
+    EXPECT_TRUE(tensors_close(Tensor::from_vector(row0, {1, 3}), l0, kOpTol)) << "norm_first " << norm_first;
     // [CLS] attention: rows sum to 1 over [CLS] + real tokens, zero at padding.
     for (int64_t b = 0; b < 2; ++b) {
       const int real = lengths.i32()[b] + 1;

@@ -23,9 +23,7 @@
 namespace attn::nn {
 namespace {
 
-using attn::testing::gradcheck;
-using attn::testing::random_tensor;
-using attn::testing::tensors_close;
+using namespace attn::testing;  // the helpers of tests/support
 
 // Tolerances of this suite (fused online softmax vs a materialised one, float32).
 constexpr float kOutAtol = 2e-5f, kOutRtol = 2e-4f;

@@ -15,18 +15,14 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/reduce.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn::nn {
 namespace {
 
-using attn::testing::gradcheck;
-using attn::testing::random_tensor;
-using attn::testing::tensors_close;
-
-// Tolerances of this suite: float32 GEMM/online softmax against a double reference, and
-// the step path against the full pass (different GEMM shapes, same math).
-constexpr float kAtol = 1e-5f, kRtol = 1e-4f;
-constexpr float kCacheAtol = 1e-5f, kCacheRtol = 1e-4f;
+using namespace attn::testing;  // the helpers of tests/support
+// kOpTol: float32 GEMM / online softmax against a double reference, and the step path against
+// the full pass (different GEMM shapes, same math).
 
 Tensor i32(const std::vector<int32_t>& v) { return Tensor::from_vector(v, {static_cast<int64_t>(v.size())}); }
 
@@ -217,7 +213,7 @@ TEST_P(LayerVariants, EncoderLayerMatchesNaiveReference) {
   for (bool causal : {false, true}) {
     Tensor y = causal ? layer.forward_causal(x, lengths) : layer.forward(x, lengths);
     EXPECT_EQ(y.shape(), Shape({3, 5, 8}));
-    EXPECT_TRUE(tensors_close(y, tensor_of(ref_encoder_layer(seq_of(x), layer, lengths, causal)), kAtol, kRtol))
+    EXPECT_TRUE(tensors_close(y, tensor_of(ref_encoder_layer(seq_of(x), layer, lengths, causal)), kOpTol))
         << "causal " << causal;
   }
 }
@@ -230,7 +226,7 @@ TEST_P(LayerVariants, DecoderLayerMatchesNaiveReference) {
   Tensor mem_lengths = i32({6, 2});
   LayerAttention w;
   Tensor y = layer.forward(x, mem, mem_lengths, &w);
-  EXPECT_TRUE(tensors_close(y, tensor_of(ref_decoder_layer(seq_of(x), seq_of(mem), layer, mem_lengths)), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, tensor_of(ref_decoder_layer(seq_of(x), seq_of(mem), layer, mem_lengths)), kOpTol));
   ASSERT_EQ(w.self_weights.shape(), Shape({2, 2, 4, 4}));
   ASSERT_EQ(w.cross_weights.shape(), Shape({2, 2, 4, 6}));
   // Causal: zero above the diagonal; cross: zero past each memory length; rows sum to 1.
@@ -258,7 +254,11 @@ TEST_P(LayerVariants, DecoderLayerMatchesNaiveReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transformer, LayerVariants,
-                         ::testing::Combine(::testing::Bool(), ::testing::Values("relu", "gelu")));
+                         ::testing::Combine(::testing::Bool(), ::testing::Values("relu", "gelu")),
+                         [](const ::testing::TestParamInfo<LayerVariants::ParamType>& info) {
+                           return std::string(std::get<0>(info.param) ? "norm_first_" : "norm_after_") +
+                                  std::get<1>(info.param);
+                         });
 
 // ---- shapes, stacks, padding ------------------------------------------------------------------------
 
@@ -303,7 +303,7 @@ TEST(TransformerStacks, EncoderStackIsItsLayersThenNorm) {
   randomize(enc, 3);
   Tensor x = random_tensor({2, 4, 8}, 6), len = i32({4, 3});
   Seq r = ref_encoder_layer(ref_encoder_layer(seq_of(x), *enc.layers[0], len, false), *enc.layers[1], len, false);
-  EXPECT_TRUE(tensors_close(enc.forward(x, len), tensor_of(ref_norm(r, *enc.norm)), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(enc.forward(x, len), tensor_of(ref_norm(r, *enc.norm)), kOpTol));
 }
 
 TEST(TransformerStacks, PaddingDoesNotChangeRealPositions) {
@@ -321,10 +321,10 @@ TEST(TransformerStacks, PaddingDoesNotChangeRealPositions) {
     for (int64_t b = 0; b < 3; ++b) {
       const int64_t n = len[b];
       Tensor mem_b = enc.forward(part(x, b, 0, n), Tensor());
-      EXPECT_TRUE(tensors_close(part(mem, b, 0, n), mem_b, kAtol, kRtol)) << "encoder row " << b;
-      EXPECT_TRUE(tensors_close(part(dec_out, b, 0, 4), dec.forward(part(tgt, b, 0, 4), mem_b, Tensor()), kAtol, kRtol))
+      EXPECT_TRUE(tensors_close(part(mem, b, 0, n), mem_b, kOpTol)) << "encoder row " << b;
+      EXPECT_TRUE(tensors_close(part(dec_out, b, 0, 4), dec.forward(part(tgt, b, 0, 4), mem_b, Tensor()), kOpTol))
           << "decoder row " << b;
-      EXPECT_TRUE(tensors_close(part(lm_out, b, 0, n), lm.forward(part(x, b, 0, n), Tensor()), kAtol, kRtol))
+      EXPECT_TRUE(tensors_close(part(lm_out, b, 0, n), lm.forward(part(x, b, 0, n), Tensor()), kOpTol))
           << "causal row " << b;
     }
   }
@@ -412,7 +412,7 @@ TEST(TransformerCache, DecoderStepEqualsFullPass) {
       EXPECT_EQ(cache.layers[1].self_v.shape(), Shape({B, 2, t, 4}));
       EXPECT_EQ(cache.layers[1].cross_k.shape(), Shape({B, 2, 6, 4}));
       Tensor full = dec.forward(positions(tgt, 0, t), mem, mem_len);
-      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kCacheAtol, kCacheRtol))
+      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol))
           << "norm_first " << norm_first << " step " << t;
     }
   }
@@ -438,7 +438,7 @@ TEST(TransformerCache, DecoderAfterSelectRows) {
   for (int64_t t = 3; t <= 5; ++t) {
     Tensor y = dec.step(positions(tgt3, t - 1, t), mem3, cache);
     Tensor full = dec.forward(positions(tgt3, 0, t), mem3, pick(mem_len, rows));
-    EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kCacheAtol, kCacheRtol)) << "step " << t;
+    EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol)) << "step " << t;
   }
 }
 
@@ -496,7 +496,7 @@ TEST(TransformerCache, CausalStepEqualsFullPass) {
       EXPECT_EQ(cache.layers[1].self_k.shape()[2], t);
       EXPECT_FALSE(cache.layers[0].cross_k.defined());
       Tensor full = lm.forward(positions(x, 0, t), Tensor());
-      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kCacheAtol, kCacheRtol))
+      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol))
           << "norm_first " << norm_first << " step " << t;
       if (t == 3) {
         cache.select_rows(i32({1}));

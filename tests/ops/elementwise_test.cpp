@@ -1,16 +1,17 @@
 #include "attn/ops/elementwise.h"
 
 #include <cmath>
+#include <functional>
+#include <string>
 #include <limits>
 
 #include "attn/autodiff/tape.h"
+#include "op_table.h"
 #include "test_support.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::wide_leaf;
+using namespace attn::testing;  // the helpers of tests/support
 
 
 TEST(Elementwise, ForwardValues) {
@@ -36,27 +37,46 @@ TEST(Elementwise, SigmoidIsStableForLargeInputs) {
   EXPECT_EQ(sigmoid(x).to_vector(), (std::vector<float>{0.0f, 1.0f}));
 }
 
-TEST(Elementwise, Gradcheck) {
-  auto unary = [](Tensor (*op)(const Tensor&)) {
-    return [op](const std::vector<Tensor>& in) { return op(in[0]); };
-  };
-  EXPECT_TRUE(gradcheck(unary(tanh), {wide_leaf({3, 4}, 1)}));
-  EXPECT_TRUE(gradcheck(unary(sigmoid), {wide_leaf({3, 4}, 2)}));
-  EXPECT_TRUE(gradcheck(unary(gelu), {wide_leaf({3, 4}, 3)}));
-  EXPECT_TRUE(gradcheck(unary(exp), {wide_leaf({3, 4}, 12)}));
-  EXPECT_TRUE(gradcheck(unary(log), {wide_leaf({3, 4}, 13, 0.2f, 3.0f)}));  // away from the pole at 0
-  // relu away from the kink at 0
-  EXPECT_TRUE(gradcheck(unary(relu), {wide_leaf({3, 4}, 4, 0.1f, 2.0f)}));
-  EXPECT_TRUE(gradcheck(unary(relu), {wide_leaf({3, 4}, 5, -2.0f, -0.1f)}));
-  auto binary = [](Tensor (*op)(const Tensor&, const Tensor&)) {
-    return [op](const std::vector<Tensor>& in) { return op(in[0], in[1]); };
-  };
-  EXPECT_TRUE(gradcheck(binary(add), {wide_leaf({2, 3}, 6), wide_leaf({2, 3}, 7)}));
-  EXPECT_TRUE(gradcheck(binary(mul), {wide_leaf({2, 3}, 8), wide_leaf({2, 3}, 9)}));
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return scale(in[0], -1.5f); }, {wide_leaf({5}, 10)}));
-  // The same tensor used twice: gradients add up (d(x*x)/dx = 2x).
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return mul(in[0], in[0]); }, {wide_leaf({4}, 11)}));
+// Gradient rows: an op on fresh inputs (wide leaves, seeded as named).
+OpRow gradient_row(const std::string& name, std::function<Tensor(const Tensors&)> op, std::function<Tensors()> inputs) {
+  OpRow row;
+  row.name = name;
+  row.inputs = std::move(inputs);
+  row.op = [op = std::move(op)](const Tensors& x) { return Tensors{op(x)}; };
+  row.outputs = {name};
+  row.gradcheck = true;
+  return row;
 }
+
+std::vector<OpRow> elementwise_rows() {
+  auto unary = [](Tensor (*op)(const Tensor&)) { return [op](const Tensors& in) { return op(in[0]); }; };
+  auto binary = [](Tensor (*op)(const Tensor&, const Tensor&)) {
+    return [op](const Tensors& in) { return op(in[0], in[1]); };
+  };
+  auto one = [](Shape shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
+    return [=] { return Tensors{wide_leaf(shape, seed, lo, hi)}; };
+  };
+  auto two = [](uint64_t seed) {
+    return [=] { return Tensors{wide_leaf({2, 3}, seed), wide_leaf({2, 3}, seed + 1)}; };
+  };
+  return {
+      gradient_row("tanh", unary(tanh), one({3, 4}, 1)),
+      gradient_row("sigmoid", unary(sigmoid), one({3, 4}, 2)),
+      gradient_row("gelu", unary(gelu), one({3, 4}, 3)),
+      gradient_row("exp", unary(exp), one({3, 4}, 12)),
+      gradient_row("log", unary(log), one({3, 4}, 13, 0.2f, 3.0f)),  // away from the pole at 0
+      // relu away from the kink at 0
+      gradient_row("relu_positive", unary(relu), one({3, 4}, 4, 0.1f, 2.0f)),
+      gradient_row("relu_negative", unary(relu), one({3, 4}, 5, -2.0f, -0.1f)),
+      gradient_row("add", binary(add), two(6)),
+      gradient_row("mul", binary(mul), two(8)),
+      gradient_row("scale", [](const Tensors& in) { return scale(in[0], -1.5f); }, one({5}, 10)),
+      // The same tensor used twice: gradients add up (d(x*x)/dx = 2x).
+      gradient_row("mul_by_itself", [](const Tensors& in) { return mul(in[0], in[0]); }, one({4}, 11)),
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Elementwise, OpTable, ::testing::ValuesIn(elementwise_rows()), row_name);
 
 TEST(Elementwise, ErrorsNameOpAndShapes) {
   Tensor a = Tensor::zeros({2, 3});

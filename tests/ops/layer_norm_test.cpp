@@ -6,18 +6,11 @@
 #include "attn/autodiff/tape.h"
 #include "attn/parallel.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::wide_leaf;
-using testing::tensors_close;
-
-// float32 two-pass statistics against a double reference.
-constexpr float kAtol = 2e-5f;
-constexpr float kRtol = 1e-4f;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 struct Reference {
   Tensor y, dx, dgamma, dbeta;
@@ -65,12 +58,12 @@ TEST(LayerNorm, ForwardMatchesDoubleReference) {
   Tensor x = random_tensor({2, 3, 8}, 1, -3.0f, 3.0f);
   Tensor gamma = random_tensor({8}, 2, 0.5f, 1.5f);
   Tensor beta = random_tensor({8}, 3);
-  EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta), reference(x, gamma, beta, Tensor(), 1e-5).y, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(layer_norm(x), reference(x, Tensor(), Tensor(), Tensor(), 1e-5).y, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(layer_norm(x, gamma), reference(x, gamma, Tensor(), Tensor(), 1e-5).y, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(layer_norm(x, Tensor(), beta), reference(x, Tensor(), beta, Tensor(), 1e-5).y, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta), reference(x, gamma, beta, Tensor(), 1e-5).y, kFusedTol));
+  EXPECT_TRUE(tensors_close(layer_norm(x), reference(x, Tensor(), Tensor(), Tensor(), 1e-5).y, kFusedTol));
+  EXPECT_TRUE(tensors_close(layer_norm(x, gamma), reference(x, gamma, Tensor(), Tensor(), 1e-5).y, kFusedTol));
+  EXPECT_TRUE(tensors_close(layer_norm(x, Tensor(), beta), reference(x, Tensor(), beta, Tensor(), 1e-5).y, kFusedTol));
   EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta, {.eps = 0.5f}), reference(x, gamma, beta, Tensor(), 0.5).y,
-                            kAtol, kRtol));
+                            kFusedTol));
 }
 
 TEST(LayerNorm, HandComputedValues) {
@@ -98,9 +91,9 @@ TEST(LayerNorm, StableForLargeMagnitudes) {
   Tensor x = random_tensor({3, 16}, 5, 999.0f, 1001.0f);
   Tensor gamma = random_tensor({16}, 6, 0.5f, 1.5f);
   Tensor beta = random_tensor({16}, 7);
-  EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta), reference(x, gamma, beta, Tensor(), 1e-5).y, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta), reference(x, gamma, beta, Tensor(), 1e-5).y, kFusedTol));
   Tensor big = random_tensor({2, 8}, 8, -1e3f, 1e3f);
-  EXPECT_TRUE(tensors_close(layer_norm(big), reference(big, Tensor(), Tensor(), Tensor(), 1e-5).y, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(layer_norm(big), reference(big, Tensor(), Tensor(), Tensor(), 1e-5).y, kFusedTol));
 }
 
 TEST(LayerNorm, BackwardMatchesDoubleReference) {
@@ -110,9 +103,9 @@ TEST(LayerNorm, BackwardMatchesDoubleReference) {
   Tensor dy = random_tensor({3, 4, 10}, 12);
   backward(layer_norm(x, gamma, beta), dy);
   Reference ref = reference(x, gamma, beta, dy, 1e-5);
-  EXPECT_TRUE(tensors_close(x.grad(), ref.dx, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(gamma.grad(), ref.dgamma, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(beta.grad(), ref.dbeta, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(x.grad(), ref.dx, kFusedTol));
+  EXPECT_TRUE(tensors_close(gamma.grad(), ref.dgamma, kFusedTol));
+  EXPECT_TRUE(tensors_close(beta.grad(), ref.dbeta, kFusedTol));
 }
 
 TEST(LayerNorm, ParamGradientsOverManyRowBlocksAreDeterministic) {
@@ -142,7 +135,7 @@ TEST(LayerNorm, ParamGradientsOverManyRowBlocksAreDeterministic) {
   Reference ref = reference(x, gamma, beta, dy, 1e-5);
   EXPECT_TRUE(tensors_close(gamma.grad(), ref.dgamma, 1e-4f, 1e-4f));
   EXPECT_TRUE(tensors_close(beta.grad(), ref.dbeta, 1e-4f, 1e-4f));
-  EXPECT_TRUE(tensors_close(x.grad(), ref.dx, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(x.grad(), ref.dx, kFusedTol));
 }
 
 TEST(LayerNorm, GradientsAccumulate) {

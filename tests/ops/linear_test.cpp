@@ -2,16 +2,12 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::GradcheckOptions;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // y[r, o] = Σ_i x[r, i] W[o, i] + b[o], in double.
 Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -249,9 +245,8 @@ TEST(Matmul, ErrorsNameOpArgumentAndShapes) {
                    "bmm: 'a' expected dtype float32, got int32");
 }
 
-// Runs linear forward + backward with `threads` threads; returns y, dx, dW, db.
-std::vector<std::vector<float>> linear_run(int threads) {
-  set_num_threads(threads);
+// Runs linear forward + backward; returns y, dx, dW, db.
+std::vector<std::vector<float>> linear_run() {
   Tensor x = leaf({2, 150, 96}, 1), w = leaf({80, 96}, 2), b = leaf({80}, 3);
   Tensor y = linear(x, w, b);
   backward(y, random_tensor(y.shape(), 4));
@@ -263,11 +258,8 @@ std::vector<std::vector<float>> linear_run(int threads) {
 // thread and two threads agree only to float rounding (measured: up to ~2e-5 absolute on
 // values of ~10); the same thread count is bit-identical run to run.
 TEST(Linear, BitIdenticalRunToRunAndCloseAcrossThreadCounts) {
-  const int before = num_threads();
-  const auto one = linear_run(1);
-  const auto two = linear_run(2);
-  const auto two_again = linear_run(2);
-  set_num_threads(before);
+  const auto runs = run_at_thread_counts(linear_run, {1, 2, 2});
+  const auto &one = runs[0], &two = runs[1], &two_again = runs[2];
   const char* names[] = {"y", "dx", "dW", "db"};
   for (size_t i = 0; i < one.size(); ++i) {
     EXPECT_EQ(two[i], two_again[i]) << names[i];

@@ -13,25 +13,17 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/softmax.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::ragged_mask;
-using testing::random_tensor;
-using testing::tensors_close;
-
+using namespace attn::testing;  // the helpers of tests/support
+// kRowTol: the sort-based kinds compute τ in double, the bisection stops at 2^-50 of its
+// bracket: both are a few float ulps from the exact row.
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-// float32 forward against a double reference: the sort-based kinds compute τ in double, the
-// bisection stops at 2^-50 of its bracket, so both are a few float ulps from the exact row.
-constexpr float kAtol = 1e-6f;
-constexpr float kRtol = 1e-5f;
-
-Tensor leaf(const Shape& shape, uint64_t seed, float lo = -2.0f, float hi = 2.0f) {
-  return random_tensor(shape, seed, lo, hi).set_requires_grad(true);
-}
 
 // α of each normaliser: 2 sparsemax, 1.5 entmax15, the given α for entmax.
 double alpha_of(const Normalizer& n) {
@@ -94,8 +86,8 @@ TEST(Normalizer, ForwardMatchesBisectionReference) {
   const Tensor x = random_tensor({6, 9}, 1, -3.0f, 3.0f);
   const Tensor mask = ragged_mask({6, 9}, {9, 5, 1, 0, 2, 7});
   for (const Normalizer& n : kSparse) {
-    EXPECT_TRUE(tensors_close(normalize(x, n), reference(x, Tensor(), alpha_of(n)), kAtol, kRtol)) << name_of(n);
-    EXPECT_TRUE(tensors_close(normalize(x, n, mask), reference(x, mask, alpha_of(n)), kAtol, kRtol)) << name_of(n);
+    EXPECT_TRUE(tensors_close(normalize(x, n), reference(x, Tensor(), alpha_of(n)), kRowTol)) << name_of(n);
+    EXPECT_TRUE(tensors_close(normalize(x, n, mask), reference(x, mask, alpha_of(n)), kRowTol)) << name_of(n);
   }
 }
 
@@ -144,7 +136,7 @@ TEST(Normalizer, MinusInfinityAndFullyMaskedRows) {
     for (int i : {0, 3, 4, 5, 6, 7, 8}) EXPECT_EQ(g[i], 0.0f) << name_of(n) << " position " << i;
   }
   // Fully masked by the mask: zeros and zero gradient.
-  Tensor z = leaf({2, 4}, 3);
+  Tensor z = wide_leaf({2, 4}, 3);
   for (const Normalizer& n : kSparse) {
     z.drop_grad();
     const Tensor y = normalize(z, n, ragged_mask({2, 4}, {0, 0}));
@@ -162,7 +154,7 @@ TEST(Normalizer, KeptNaNOrInfinityGivesNaN) {
 
 TEST(Normalizer, BackwardMatchesClosedForm) {
   // dx = g ⊙ (dy − Σ g dy / Σ g), g = y^{2−α} on the support.
-  Tensor x = leaf({4, 7}, 5, -2.0f, 2.0f);
+  Tensor x = wide_leaf({4, 7}, 5, -2.0f, 2.0f);
   const Tensor mask = ragged_mask({4, 7}, {7, 3, 0, 1});
   const Tensor dy = random_tensor({4, 7}, 6);
   for (const Normalizer& n : kSparse) {
@@ -227,7 +219,7 @@ TEST(Normalizer, Gradcheck) {
       const auto fn = [n, m](const std::vector<Tensor>& in) { return normalize(in[0], n, m); };
       EXPECT_TRUE(gradcheck(fn, {x.clone().set_requires_grad(true)})) << name_of(n);
     }
-    EXPECT_TRUE(gradcheck([n](const std::vector<Tensor>& in) { return normalize(in[0], n); }, {leaf({1, 1}, 8)}))
+    EXPECT_TRUE(gradcheck([n](const std::vector<Tensor>& in) { return normalize(in[0], n); }, {wide_leaf({1, 1}, 8)}))
         << name_of(n) << " length 1";
   }
 }
@@ -281,24 +273,45 @@ TEST(Normalizer, ScaledKernelRowsWithExtents) {
   }
 }
 
-TEST(Normalizer, Errors) {
+std::vector<BadRow> normalizer_bad_inputs() {
   const Tensor x = Tensor::zeros({2, 3});
-  EXPECT_THROW_MSG(entmax_bisect(x, 1.0f), ValueError, "entmax_bisect: entmax's alpha must be finite and > 1, got 1");
-  EXPECT_THROW_MSG(entmax_bisect(x, 0.5f), ValueError, "got 0.5");
-  EXPECT_THROW_MSG(entmax_bisect(x, kNaN), ValueError, "got nan");
-  EXPECT_THROW_MSG(entmax_bisect(x, kInf), ValueError, "got inf");
-  EXPECT_THROW_MSG(normalize(x, {NormalizerKind::softmax, 0.9f}), ValueError, "alpha must be finite and > 1");
-  EXPECT_THROW_MSG(sparsemax(x, Tensor::zeros({2, 1}, DType::i32)), ShapeError,
-                   "sparsemax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)");
-  EXPECT_THROW_MSG(entmax15(x, Tensor::zeros({2, 3})), ShapeError,
-                   "entmax15: 'mask' expected dtype int32, got float32");
-  EXPECT_THROW_MSG(entmax15(Tensor::zeros({2, 3}, DType::i32)), ShapeError,
-                   "entmax15: 'x' expected dtype float32, got int32");
-  EXPECT_THROW_MSG(sparsemax(Tensor::scalar(1.0f)), ShapeError, "sparsemax: 'x' expected (..., N) with rank >= 1");
-  EXPECT_THROW_MSG(parse_normalizer("sparsemx"), ValueError,
-                   "unknown normaliser 'sparsemx': expected softmax, sparsemax, entmax15 or entmax");
-  EXPECT_EQ(parse_normalizer("entmax15"), NormalizerKind::entmax15);
+  const Throws shape = Throws::shape_error, value = Throws::value_error;
+  return {
+      {"entmax_alpha_1", [=] { entmax_bisect(x, 1.0f); }, value,
+       "entmax_bisect: entmax's alpha must be finite and > 1, got 1"},
+      {"entmax_alpha_0_5", [=] { entmax_bisect(x, 0.5f); }, value, "got 0.5"},
+      {"entmax_alpha_nan", [=] { entmax_bisect(x, kNaN); }, value, "got nan"},
+      {"entmax_alpha_inf", [=] { entmax_bisect(x, kInf); }, value, "got inf"},
+      {"normalize_alpha_0_9",
+       [=] {
+         normalize(x, {NormalizerKind::softmax, 0.9f});
+       },
+       value, "alpha must be finite and > 1"},
+      {"sparsemax_mask_rows",
+       [=] {
+         sparsemax(x, Tensor::zeros({2, 1}, DType::i32));
+       },
+       shape, "sparsemax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)"},
+      {"entmax15_mask_float",
+       [=] {
+         entmax15(x, Tensor::zeros({2, 3}));
+       },
+       shape, "entmax15: 'mask' expected dtype int32, got float32"},
+      {"entmax15_x_int",
+       [] {
+         entmax15(Tensor::zeros({2, 3}, DType::i32));
+       },
+       shape, "entmax15: 'x' expected dtype float32, got int32"},
+      {"sparsemax_x_scalar", [] { sparsemax(Tensor::scalar(1.0f)); }, shape,
+       "sparsemax: 'x' expected (..., N) with rank >= 1"},
+      {"unknown_name", [] { parse_normalizer("sparsemx"); }, value,
+       "unknown normaliser 'sparsemx': expected softmax, sparsemax, entmax15 or entmax"},
+  };
 }
+
+INSTANTIATE_TEST_SUITE_P(Normalizer, BadInput, ::testing::ValuesIn(normalizer_bad_inputs()), row_name);
+
+TEST(Normalizer, ParsesItsNames) { EXPECT_EQ(parse_normalizer("entmax15"), NormalizerKind::entmax15); }
 
 }  // namespace
 }  // namespace attn

@@ -5,15 +5,12 @@
 #include "attn/autodiff/tape.h"
 #include "kernels/reduce.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 double reference_sum(const Tensor& x) {
   double s = 0.0;
@@ -97,9 +94,8 @@ TEST(Reduce, Errors) {
   EXPECT_THROW_MSG(mean_last(Tensor()), ShapeError, "mean_last: 'x' expected (..., N), got an undefined tensor");
 }
 
-// sum, mean, sum_last and their gradients with `threads` threads.
-std::vector<std::vector<float>> reduce_run(int threads) {
-  set_num_threads(threads);
+// sum, mean, sum_last and their gradients.
+std::vector<std::vector<float>> reduce_run() {
   Tensor x = leaf({5, 40009}, 1, -3.0f, 3.0f);
   Tensor s = sum(x), m = mean(x), r = sum_last(x), ml = mean_last(x);
   backward(r, random_tensor({5}, 2));
@@ -108,15 +104,11 @@ std::vector<std::vector<float>> reduce_run(int threads) {
 }
 
 TEST(Reduce, BitIdenticalAcrossThreadCounts) {
-  const int before = num_threads();
-  const auto one = reduce_run(1);
-  const auto two = reduce_run(2);
-  const auto three = reduce_run(3);
-  set_num_threads(before);
+  const auto runs = run_at_thread_counts(reduce_run, {1, 2, 3});
   const char* names[] = {"sum", "mean", "sum_last", "mean_last", "grad"};
-  for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_EQ(one[i], two[i]) << names[i];
-    EXPECT_EQ(one[i], three[i]) << names[i];
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    EXPECT_EQ(runs[0][i], runs[1][i]) << names[i] << ": 1 against 2 threads";
+    EXPECT_EQ(runs[0][i], runs[2][i]) << names[i] << ": 1 against 3 threads";
   }
 }
 

@@ -8,19 +8,13 @@
 #include "kernels/rnn_cell.h"
 #include "attn/ops/elementwise.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::leaf;
-using testing::tensors_close;
-
-// Tolerances of this suite: float32 kernels against a double-precision reference.
-constexpr float kAtol = 1e-5f;
-constexpr float kRtol = 1e-4f;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // ---------------------------------------------------------------------------------------
 // Independent double-precision reference, written from the PyTorch documentation of
@@ -98,26 +92,26 @@ Cell make_cell(int64_t B, int64_t I, int64_t H, int gates, uint64_t seed, float 
 TEST(RnnCell, GruForwardMatchesReference) {
   Cell p = make_cell(2, 3, 4, 3, 10, 1.5f);
   EXPECT_TRUE(tensors_close(gru_cell(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, p.b_hh),
-                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, p.b_hh), kAtol, kRtol));
+                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, p.b_hh), kOpTol));
   // Missing biases, one or both.
   EXPECT_TRUE(tensors_close(gru_cell(p.x, p.h, p.w_ih, p.w_hh),
-                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, Tensor(), Tensor()), kAtol, kRtol));
+                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, Tensor(), Tensor()), kOpTol));
   EXPECT_TRUE(tensors_close(gru_cell(p.x, p.h, p.w_ih, p.w_hh, Tensor(), p.b_hh),
-                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, Tensor(), p.b_hh), kAtol, kRtol));
+                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, Tensor(), p.b_hh), kOpTol));
   EXPECT_TRUE(tensors_close(gru_cell(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, Tensor()),
-                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, Tensor()), kAtol, kRtol));
+                            reference_gru(p.x, p.h, p.w_ih, p.w_hh, p.b_ih, Tensor()), kOpTol));
 }
 
 TEST(RnnCell, LstmForwardMatchesReference) {
   Cell p = make_cell(2, 3, 4, 4, 20, 1.5f);
   auto [h1, c1] = lstm_cell(p.x, p.h, p.c, p.w_ih, p.w_hh, p.b_ih, p.b_hh);
   auto [rh, rc] = reference_lstm(p.x, p.h, p.c, p.w_ih, p.w_hh, p.b_ih, p.b_hh);
-  EXPECT_TRUE(tensors_close(h1, rh, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(c1, rc, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(h1, rh, kOpTol));
+  EXPECT_TRUE(tensors_close(c1, rc, kOpTol));
   auto [h2, c2] = lstm_cell(p.x, p.h, p.c, p.w_ih, p.w_hh);
   auto [rh2, rc2] = reference_lstm(p.x, p.h, p.c, p.w_ih, p.w_hh, Tensor(), Tensor());
-  EXPECT_TRUE(tensors_close(h2, rh2, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(c2, rc2, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(h2, rh2, kOpTol));
+  EXPECT_TRUE(tensors_close(c2, rc2, kOpTol));
 }
 
 // Zero weights give hand-computable values: every sigmoid gate is 1/2, every tanh gate 0.
@@ -362,9 +356,9 @@ void expect_chain_rule(const Tensor& dgates, const Cell& p) {
       dw[static_cast<size_t>(k * I + i)] = static_cast<float>(s);
     }
   }
-  EXPECT_TRUE(tensors_close(p.x.grad(), Tensor::from_vector(dx, p.x.shape()), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.w_ih.grad(), Tensor::from_vector(dw, p.w_ih.shape()), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.b_ih.grad(), Tensor::from_vector(db, p.b_ih.shape()), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(p.x.grad(), Tensor::from_vector(dx, p.x.shape()), kOpTol));
+  EXPECT_TRUE(tensors_close(p.w_ih.grad(), Tensor::from_vector(dw, p.w_ih.shape()), kOpTol));
+  EXPECT_TRUE(tensors_close(p.b_ih.grad(), Tensor::from_vector(db, p.b_ih.shape()), kOpTol));
 }
 
 TEST(RnnCell, GruProjectedMatchesUnprojected) {
@@ -377,11 +371,11 @@ TEST(RnnCell, GruProjectedMatchesUnprojected) {
 
   Tensor gx = reference_projection(p.x, p.w_ih, p.b_ih).set_requires_grad(true);
   Tensor yp = gru_cell_projected(gx, p.h, p.w_hh, p.b_hh);
-  EXPECT_TRUE(tensors_close(yp, y, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(yp, y, kOpTol));
   backward(yp, seed);
-  EXPECT_TRUE(tensors_close(p.h.grad(), dh, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.w_hh.grad(), dw_hh, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.b_hh.grad(), db_hh, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(p.h.grad(), dh, kOpTol));
+  EXPECT_TRUE(tensors_close(p.w_hh.grad(), dw_hh, kOpTol));
+  EXPECT_TRUE(tensors_close(p.b_hh.grad(), db_hh, kOpTol));
   expect_chain_rule(gx.grad(), p);
 }
 
@@ -401,13 +395,13 @@ TEST(RnnCell, LstmProjectedMatchesUnprojected) {
 
   Tensor gx = reference_projection(p.x, p.w_ih, p.b_ih).set_requires_grad(true);
   auto hcp = lstm_cell_projected(gx, p.h, p.c, p.w_hh, p.b_hh);
-  EXPECT_TRUE(tensors_close(hcp.first, h1, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(hcp.second, c1, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(hcp.first, h1, kOpTol));
+  EXPECT_TRUE(tensors_close(hcp.second, c1, kOpTol));
   backward(loss(hcp), ones);
-  EXPECT_TRUE(tensors_close(p.h.grad(), dh, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.c.grad(), dc, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.w_hh.grad(), dw_hh, kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(p.b_hh.grad(), db_hh, kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(p.h.grad(), dh, kOpTol));
+  EXPECT_TRUE(tensors_close(p.c.grad(), dc, kOpTol));
+  EXPECT_TRUE(tensors_close(p.w_hh.grad(), dw_hh, kOpTol));
+  EXPECT_TRUE(tensors_close(p.b_hh.grad(), db_hh, kOpTol));
   expect_chain_rule(gx.grad(), p);
 }
 
@@ -417,8 +411,7 @@ TEST(RnnCell, LstmProjectedMatchesUnprojected) {
 // 0.3.21 partitions differently), so the op-level guarantee is the design's: a fixed
 // thread count gives identical runs; across thread counts results agree to rounding.
 
-std::vector<std::vector<float>> run_cells(int threads) {
-  set_num_threads(threads);
+std::vector<std::vector<float>> run_cells() {
   std::vector<std::vector<float>> results;
   const int64_t B = 48, I = 40, H = 64;
   Cell g = make_cell(B, I, H, 3, 500);
@@ -438,11 +431,8 @@ std::vector<std::vector<float>> run_cells(int threads) {
 }
 
 TEST(RnnCell, OpsDeterministicForAFixedThreadCount) {
-  const int previous = num_threads();
-  const auto first = run_cells(2);
-  const auto second = run_cells(2);
-  const auto single = run_cells(1);
-  set_num_threads(previous);
+  const auto runs = run_at_thread_counts(run_cells, {2, 2, 1});
+  const auto &first = runs[0], &second = runs[1], &single = runs[2];
   ASSERT_EQ(first.size(), second.size());
   ASSERT_EQ(first.size(), single.size());
   for (size_t k = 0; k < first.size(); ++k) {

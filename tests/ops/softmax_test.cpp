@@ -7,22 +7,15 @@
 #include "kernels/softmax.h"
 #include "kernels/normalizer.h"
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 // The kernels' one exp is private to src/kernels; its accuracy is tested here directly.
 #include "../../src/kernels/fast_math.h"
 
 namespace attn {
 namespace {
-using testing::gradcheck;
-using testing::random_tensor;
-using testing::wide_leaf;
-using testing::ragged_mask;
-using testing::tensors_close;
-
-// Tolerances for float32 softmax against a double reference.
-constexpr float kAtol = 1e-6f;
-constexpr float kRtol = 1e-5f;
-
+using namespace attn::testing;  // the helpers of tests/support
 
 // Double-precision references over the last dimension; mask may be undefined.
 Tensor reference(const Tensor& x, const Tensor& mask, bool log) {
@@ -50,8 +43,8 @@ Tensor reference(const Tensor& x, const Tensor& mask, bool log) {
 
 TEST(Softmax, ForwardMatchesDoubleReference) {
   Tensor x = random_tensor({3, 4, 7}, 1, -3.0f, 3.0f);
-  EXPECT_TRUE(tensors_close(softmax(x), reference(x, Tensor(), false), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(log_softmax(x), reference(x, Tensor(), true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(softmax(x), reference(x, Tensor(), false), kRowTol));
+  EXPECT_TRUE(tensors_close(log_softmax(x), reference(x, Tensor(), true), kRowTol));
   // Rows sum to one.
   std::vector<float> y = softmax(x).to_vector();
   for (int r = 0; r < 12; ++r) {
@@ -85,8 +78,8 @@ TEST(Softmax, MaskedMatchesReferenceAndZerosMaskedPositions) {
                                     {4, 6});
   Tensor y = softmax(x, mask);
   Tensor ly = log_softmax(x, mask);
-  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kAtol, kRtol));
-  EXPECT_TRUE(tensors_close(ly, reference(x, mask, true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kRowTol));
+  EXPECT_TRUE(tensors_close(ly, reference(x, mask, true), kRowTol));
   std::vector<float> yv = y.to_vector();
   std::vector<float> lv = ly.to_vector();
   std::vector<int32_t> mv = mask.to_vector_i32();
@@ -155,9 +148,9 @@ TEST(Softmax, RowKernelsMatchOps) {
   Tensor mask = Tensor::from_vector(std::vector<int32_t>{1, 1, 0, 1, 0}, {5});
   Tensor y = Tensor::empty({5});
   kernels::normalizer_row_forward(kernels::Normalizer{}, x.f32(), mask.i32(), y.f32(), 5);
-  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, mask, false), kRowTol));
   kernels::log_softmax_row_forward(x.f32(), nullptr, y.f32(), 5);
-  EXPECT_TRUE(tensors_close(y, reference(x, Tensor(), true), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(y, reference(x, Tensor(), true), kRowTol));
   // logsumexp_row
   double s = 0.0;
   std::vector<float> xv = x.to_vector();
@@ -254,7 +247,7 @@ TEST(Softmax, LongRowsAreThreadCountIndependent) {
   set_num_threads(saved);
   EXPECT_EQ(one, three);
   EXPECT_EQ(lone, lthree);
-  EXPECT_TRUE(tensors_close(softmax(x, mask), reference(x, mask, false), kAtol, kRtol));
+  EXPECT_TRUE(tensors_close(softmax(x, mask), reference(x, mask, false), kRowTol));
 }
 
 TEST(Softmax, NoGradModeRecordsNothing) {
@@ -264,19 +257,27 @@ TEST(Softmax, NoGradModeRecordsNothing) {
   EXPECT_FALSE(log_softmax(x).requires_grad());
 }
 
-TEST(Softmax, Errors) {
-  Tensor x = Tensor::zeros({2, 3});
-  EXPECT_THROW_MSG(softmax(x, Tensor::zeros({2, 1}, DType::i32)), ShapeError,
-                   "softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)");
-  EXPECT_THROW_MSG(log_softmax(x, Tensor::zeros({3}, DType::i32)), ShapeError,
-                   "log_softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (3)");
-  EXPECT_THROW_MSG(softmax(x, Tensor::zeros({1, 2, 3}, DType::i32)), ShapeError, "got (1, 2, 3)");
-  EXPECT_THROW_MSG(softmax(x, Tensor::zeros({2, 3})), ShapeError, "softmax: 'mask' expected dtype int32, got float32");
-  EXPECT_THROW_MSG(softmax(Tensor::zeros({2, 3}, DType::i32)), ShapeError,
-                   "softmax: 'x' expected dtype float32, got int32");
-  EXPECT_THROW_MSG(log_softmax(Tensor()), ShapeError, "log_softmax: 'x' expected (..., N), got an undefined tensor");
-  EXPECT_THROW_MSG(softmax(Tensor::scalar(1.0f)), ShapeError, "softmax: 'x' expected (..., N) with rank >= 1, got a scalar");
+std::vector<BadRow> softmax_bad_inputs() {
+  const Tensor x = Tensor::zeros({2, 3});
+  const Throws shape = Throws::shape_error;
+  return {
+      {"mask_rows", [=] { softmax(x, Tensor::zeros({2, 1}, DType::i32)); }, shape,
+       "softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)"},
+      {"log_softmax_mask_rank_1", [=] { log_softmax(x, Tensor::zeros({3}, DType::i32)); }, shape,
+       "log_softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (3)"},
+      {"mask_rank_3", [=] { softmax(x, Tensor::zeros({1, 2, 3}, DType::i32)); }, shape, "got (1, 2, 3)"},
+      {"mask_float", [=] { softmax(x, Tensor::zeros({2, 3})); }, shape,
+       "softmax: 'mask' expected dtype int32, got float32"},
+      {"x_int", [] { softmax(Tensor::zeros({2, 3}, DType::i32)); }, shape,
+       "softmax: 'x' expected dtype float32, got int32"},
+      {"log_softmax_x_undefined", [] { log_softmax(Tensor()); }, shape,
+       "log_softmax: 'x' expected (..., N), got an undefined tensor"},
+      {"x_scalar", [] { softmax(Tensor::scalar(1.0f)); }, shape,
+       "softmax: 'x' expected (..., N) with rank >= 1, got a scalar"},
+  };
 }
+
+INSTANTIATE_TEST_SUITE_P(Softmax, BadInput, ::testing::ValuesIn(softmax_bad_inputs()), row_name);
 
 }  // namespace
 }  // namespace attn

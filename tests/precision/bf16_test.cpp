@@ -33,8 +33,10 @@
 namespace attn {
 namespace {
 
+using attn::testing::copy_batch;
+using attn::testing::leaf;
 using attn::testing::random_tensor;
-using attn::testing::relative_error;
+using attn::testing::small_transformer;
 using attn::testing::tensors_close;
 
 // ---- Tolerances (docs/precision.md) -----------------------------------------------------------
@@ -62,17 +64,8 @@ std::string bf16_unavailable() { return bf16_missing(read_cpu_features(), kernel
 // (`from_gemm`), not equal (bf16 ran).
 ::testing::AssertionResult bf16_close(const std::string& what, const Tensor& actual, const Tensor& expected, double tol,
                                       bool from_gemm = true) {
-  if (actual.shape() != expected.shape())
-    return ::testing::AssertionFailure() << what << ": shape " << actual.shape().str() << " against "
-                                         << expected.shape().str();
-  const double err = relative_error(actual, expected);
-  if (err > tol)
-    return ::testing::AssertionFailure() << what << ": relative error " << err << " above the bf16 tolerance " << tol
-                                         << " " << expected.shape().str();
-  if (from_gemm && err < kRoundedAtLeast)
-    return ::testing::AssertionFailure() << what << ": relative error " << err
-                                         << ": equal to fp32, so bf16 did not run";
-  return ::testing::AssertionSuccess();
+  return attn::testing::precision_close(Precision::bf16, what, actual, expected, tol,
+                                        from_gemm ? kRoundedAtLeast : 0.0);
 }
 
 // fp32 values rounded to bf16 (to nearest even) and back.
@@ -88,28 +81,24 @@ Tensor rounded_to_bf16(const Tensor& x) {
 
 // ---- Who runs bf16 ---------------------------------------------------------------------------
 
-CpuFeatures zen4_like() {
-  CpuFeatures f = attn::testing::avx512_cpu();
-  f.avx512_bf16 = true;
-  return f;
-}
-
 TEST(Precision, Bf16MissingNamesWhatIsMissing) {
-  CpuFeatures f = zen4_like();
-  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "");
-  EXPECT_EQ(bf16_missing(f, IsaLevel::avx2), "the avx512 kernel level (ATTN_ISA=avx2 limits this process to AVX2)");
-  f.avx512_bf16 = false;  // Skylake-SP: AVX-512 without BF16
-  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "AVX512_BF16 or AMX-BF16 (this CPU has neither)");
-  f.amx_tile = f.amx_bf16 = true;  // AMX listed, tile state not enabled by the OS
-  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512),
-            "AVX512_BF16 or AMX-BF16 (the operating system does not enable AMX tiles)");
-  f.os_amx = true;
-  EXPECT_EQ(bf16_missing(f, IsaLevel::avx512), "");
-  CpuFeatures no_zmm = zen4_like();
+  const CpuFeatures zen4 = attn::testing::zen4_cpu();
+  CpuFeatures no_bf16 = zen4;  // AVX-512 without BF16 (Skylake-SP)
+  no_bf16.avx512_bf16 = false;
+  const CpuFeatures amx_off = attn::testing::with_amx(no_bf16, false), amx = attn::testing::with_amx(no_bf16, true);
+  CpuFeatures no_zmm = zen4;
   no_zmm.os_zmm = false;
-  EXPECT_EQ(bf16_missing(no_zmm, IsaLevel::avx512),
-            "AVX512_BF16 or AMX-BF16 (the operating system does not enable AVX-512)");
-  EXPECT_EQ(bf16_missing(CpuFeatures{}, IsaLevel::baseline), "AVX512_BF16 or AMX-BF16 (an x86-64 CPU)");
+  attn::testing::expect_missing(
+      bf16_missing,
+      {{"Zen 4", zen4, IsaLevel::avx512, ""},
+       {"Zen 4", zen4, IsaLevel::avx2, "the avx512 kernel level (ATTN_ISA=avx2 limits this process to AVX2)"},
+       {"no BF16", no_bf16, IsaLevel::avx512, "AVX512_BF16 or AMX-BF16 (this CPU has neither)"},
+       {"AMX off", amx_off, IsaLevel::avx512,
+        "AVX512_BF16 or AMX-BF16 (the operating system does not enable AMX tiles)"},
+       {"AMX", amx, IsaLevel::avx512, ""},
+       {"Zen 4 without ZMM state", no_zmm, IsaLevel::avx512,
+        "AVX512_BF16 or AMX-BF16 (the operating system does not enable AVX-512)"},
+       {"no features", CpuFeatures{}, IsaLevel::baseline, "AVX512_BF16 or AMX-BF16 (an x86-64 CPU)"}});
 }
 
 // ATTN_ISA=baseline forces the feature off on any machine: set_compute_precision refuses
@@ -186,12 +175,6 @@ void expect_bf16_close(const std::string& what, const std::function<Tensor(const
   EXPECT_TRUE(bf16_close(what + " output", bf16, fp32, tol));
   for (size_t i = 0; i < inputs.size(); ++i)
     EXPECT_TRUE(bf16_close(what + " gradient " + std::to_string(i), bf16_grads[i], fp32_grads[i], tol, false));
-}
-
-Tensor leaf(const Shape& shape, uint64_t seed) {
-  Tensor x = random_tensor(shape, seed);
-  x.set_requires_grad(true);
-  return x;
 }
 
 TEST(Bf16Ops, Linear) {
@@ -271,22 +254,9 @@ void expect_model_close(const std::string& what, nn::Module& model, const std::f
   EXPECT_GT(checked, 10) << what;
 }
 
-data::Batch copy_batch(uint64_t seed) {
-  data::TaskGenerator tasks(data::TaskKind::copy, 12, 12, seed);
-  return tasks.fixed_length(8, 12);
-}
-
 TEST(Bf16Models, TransformerForwardBackward) {
   SKIP_WITHOUT_BF16();
-  models::TransformerConfig c;
-  c.src_vocab = c.tgt_vocab = data::kVocabSize;
-  c.d_model = 64;
-  c.heads = 4;
-  c.ffn = 128;
-  c.encoder_layers = c.decoder_layers = 2;
-  c.dropout = 0.0f;
-  c.seed = 5;
-  models::TransformerSeq2Seq model(c);
+  models::TransformerSeq2Seq model(small_transformer());
   const data::Batch batch = copy_batch(1);
   expect_model_close("transformer", model, [&] { return model.loss(batch, 0.1f); });
 }

@@ -30,8 +30,9 @@
 namespace attn {
 namespace {
 
+using attn::testing::copy_batch;
 using attn::testing::random_tensor;
-using attn::testing::relative_error;
+using attn::testing::small_transformer;
 
 // ---- Tolerances (docs/precision.md) -----------------------------------------------------------
 // Against the reference on the dequantized operands: the same integer sums, so only the fp32
@@ -56,17 +57,7 @@ std::string int8_unavailable() { return int8_missing(read_cpu_features(), kernel
 
 ::testing::AssertionResult int8_close(const std::string& what, const Tensor& actual, const Tensor& expected,
                                       double tol) {
-  if (actual.shape() != expected.shape())
-    return ::testing::AssertionFailure() << what << ": shape " << actual.shape().str() << " against "
-                                         << expected.shape().str();
-  const double err = relative_error(actual, expected);
-  if (!(err <= tol))
-    return ::testing::AssertionFailure() << what << ": relative error " << err << " above the int8 tolerance " << tol
-                                         << " " << expected.shape().str();
-  if (err < kQuantizedAtLeast)
-    return ::testing::AssertionFailure() << what << ": relative error " << err
-                                         << ": equal to fp32, so int8 did not run";
-  return ::testing::AssertionSuccess();
+  return attn::testing::precision_close(Precision::int8, what, actual, expected, tol, kQuantizedAtLeast);
 }
 
 // ---- The documented scheme, written out (docs/precision.md) -----------------------------------
@@ -110,30 +101,25 @@ double max_abs_difference(const Tensor& a, const Tensor& b, double* scale) {
 
 // ---- Who runs int8 ---------------------------------------------------------------------------
 
-CpuFeatures zen4_like() {
-  CpuFeatures f = attn::testing::avx512_cpu();
-  f.avx512_vnni = true;
-  return f;
-}
-
 TEST(Precision, Int8MissingNamesWhatIsMissing) {
-  CpuFeatures f = zen4_like();
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx512), "");
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx2), "the avx512 kernel level (ATTN_ISA=avx2 limits this process to AVX2)");
-  EXPECT_EQ(int8_missing(f, IsaLevel::baseline),
-            "the avx512 kernel level (ATTN_ISA=baseline limits this process to SSE4.2)");
-  f.avx_vnni = true;  // Alder Lake, Zen 5: AVX-VNNI runs at the avx2 level
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx2), "");
-  EXPECT_EQ(int8_missing(f, IsaLevel::baseline),
-            "the avx2 kernel level (ATTN_ISA=baseline limits this process to SSE4.2)");
-  f.avx_vnni = f.avx512_vnni = false;  // Skylake-SP: AVX-512 without VNNI
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx512), "AVX512_VNNI, AVX-VNNI or AMX-INT8 (this CPU has none)");
-  f.amx_tile = f.amx_int8 = true;  // AMX listed, tile state not enabled by the OS
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx512),
-            "AVX512_VNNI, AVX-VNNI or AMX-INT8 (the operating system does not enable AMX tiles)");
-  f.os_amx = true;
-  EXPECT_EQ(int8_missing(f, IsaLevel::avx512), "");
-  EXPECT_EQ(int8_missing(CpuFeatures{}, IsaLevel::baseline), "AVX512_VNNI, AVX-VNNI or AMX-INT8 (an x86-64 CPU)");
+  const CpuFeatures zen4 = attn::testing::zen4_cpu();
+  CpuFeatures zen5 = zen4;  // Alder Lake, Zen 5: AVX-VNNI runs at the avx2 level
+  zen5.avx_vnni = true;
+  CpuFeatures no_vnni = zen5;  // AVX-512 without VNNI (Skylake-SP)
+  no_vnni.avx_vnni = no_vnni.avx512_vnni = false;
+  const CpuFeatures amx_off = attn::testing::with_amx(no_vnni, false), amx = attn::testing::with_amx(no_vnni, true);
+  attn::testing::expect_missing(
+      int8_missing,
+      {{"Zen 4", zen4, IsaLevel::avx512, ""},
+       {"Zen 4", zen4, IsaLevel::avx2, "the avx512 kernel level (ATTN_ISA=avx2 limits this process to AVX2)"},
+       {"Zen 4", zen4, IsaLevel::baseline, "the avx512 kernel level (ATTN_ISA=baseline limits this process to SSE4.2)"},
+       {"Zen 5", zen5, IsaLevel::avx2, ""},
+       {"Zen 5", zen5, IsaLevel::baseline, "the avx2 kernel level (ATTN_ISA=baseline limits this process to SSE4.2)"},
+       {"no VNNI", no_vnni, IsaLevel::avx512, "AVX512_VNNI, AVX-VNNI or AMX-INT8 (this CPU has none)"},
+       {"AMX off", amx_off, IsaLevel::avx512,
+        "AVX512_VNNI, AVX-VNNI or AMX-INT8 (the operating system does not enable AMX tiles)"},
+       {"AMX", amx, IsaLevel::avx512, ""},
+       {"no features", CpuFeatures{}, IsaLevel::baseline, "AVX512_VNNI, AVX-VNNI or AMX-INT8 (an x86-64 CPU)"}});
 }
 
 TEST(Precision, Int8RefusedAtTheBaselineLevel) { attn::testing::expect_refused_at_baseline(Precision::int8); }
@@ -258,11 +244,6 @@ TEST(Int8Ops, WeightsQuantizedAgainAfterASwitch) {
 
 // ---- Models: int8 logits against fp32 --------------------------------------------------------
 
-data::Batch copy_batch(uint64_t seed) {
-  data::TaskGenerator tasks(data::TaskKind::copy, 12, 12, seed);
-  return tasks.fixed_length(8, 12);
-}
-
 template <class Logits>
 void expect_logits_close(const std::string& what, Logits logits) {
   autodiff::NoGradGuard no_grad;
@@ -273,18 +254,6 @@ void expect_logits_close(const std::string& what, Logits logits) {
     int8 = logits();
   }
   EXPECT_TRUE(int8_close(what + " logits", int8, fp32, kModelTol));
-}
-
-models::TransformerConfig small_transformer() {
-  models::TransformerConfig c;
-  c.src_vocab = c.tgt_vocab = data::kVocabSize;
-  c.d_model = 64;
-  c.heads = 4;
-  c.ffn = 128;
-  c.encoder_layers = c.decoder_layers = 2;
-  c.dropout = 0.0f;
-  c.seed = 5;
-  return c;
 }
 
 TEST(Int8Models, Transformer) {

@@ -3,10 +3,13 @@
 #include <cmath>
 
 #include "attn/parallel.h"
+#include "op_table.h"
 #include "test_support.h"
+#include "tolerances.h"
 
 namespace attn::train {
 namespace {
+using testing::kRowTol;  // float32 arithmetic against the double reference
 
 // Parameter start values and the gradients of three steps (a zero, a tiny and a large
 // gradient included).
@@ -16,7 +19,6 @@ const std::vector<std::vector<double>> kGrads = {
     {-0.5, 0.25, 0.3, 1e-4, -3.0},
     {0.05, 0.0, -0.7, 2.0, 0.5},
 };
-constexpr float kAtol = 1e-6f, kRtol = 1e-5f;  // float32 arithmetic vs the double reference
 
 Tensor make_param() {
   std::vector<float> v(kStart.begin(), kStart.end());
@@ -92,7 +94,7 @@ TEST(Optimizer, SgdMatchesTorchEquations) {
   for (size_t c = 0; c < cases.size(); ++c) {
     Tensor p = make_param();
     run_steps<SGD>(p, cases[c], 3);
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(sgd_reference(cases[c], 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(sgd_reference(cases[c], 3)), kRowTol)) << "case " << c;
   }
 }
 
@@ -117,7 +119,7 @@ TEST(Optimizer, AdamMatchesTorchEquations) {
   for (size_t c = 0; c < cases.size(); ++c) {
     Tensor p = make_param();
     run_steps<Adam>(p, cases[c], 3);
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(cases[c], false, 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(cases[c], false, 3)), kRowTol)) << "case " << c;
   }
 }
 
@@ -131,7 +133,7 @@ TEST(Optimizer, AdamWMatchesTorchEquations) {
     Tensor p = make_param();
     run_steps<AdamW>(p, cases[c], 3);
     const AdamOptions as_adam{cases[c].lr, cases[c].beta1, cases[c].beta2, cases[c].eps, cases[c].weight_decay};
-    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(as_adam, true, 3)), kAtol, kRtol)) << "case " << c;
+    EXPECT_TRUE(testing::tensors_close(p, as_tensor(adam_reference(as_adam, true, 3)), kRowTol)) << "case " << c;
   }
   // AdamW decays a parameter with a zero gradient; Adam without weight decay leaves it.
   Tensor p = make_param();
@@ -166,8 +168,8 @@ TEST(Optimizer, ParametersWithoutGradAreSkipped) {
     opt.step();
     opt.zero_grad();
   }
-  EXPECT_TRUE(testing::tensors_close(a, as_tensor(adam_reference({.lr = 0.01f}, false, 3)), kAtol, kRtol));
-  EXPECT_TRUE(testing::tensors_close(b, as_tensor(adam_reference({.lr = 0.01f}, false, 2)), kAtol, kRtol));
+  EXPECT_TRUE(testing::tensors_close(a, as_tensor(adam_reference({.lr = 0.01f}, false, 3)), kRowTol));
+  EXPECT_TRUE(testing::tensors_close(b, as_tensor(adam_reference({.lr = 0.01f}, false, 2)), kRowTol));
   // zero_grad(false) keeps zeroed buffers: then the parameter IS updated (momentum decays).
   Tensor c = make_param();
   SGD sgd({c}, {.lr = 0.1f, .momentum = 0.5f});
@@ -342,22 +344,19 @@ TEST(ClipGradNorm, NonFiniteNormThrowsAndLeavesGradients) {
 TEST(ClipGradNorm, IndependentOfThreadCount) {
   Tensor a = Tensor::zeros({100003}).set_requires_grad(true);
   const Tensor g = testing::random_tensor({100003}, 3);
-  const int saved = num_threads();
-  std::vector<float> results;
-  std::vector<std::vector<float>> grads;
-  for (int threads : {1, 2, 3}) {
-    set_num_threads(threads);
-    a.grad_accumulator().copy_from(g);
-    results.push_back(clip_grad_norm({a}, 1.0f));
-    grads.push_back(a.grad().to_vector());
+  const auto runs = testing::run_at_thread_counts(
+      [&] {
+        a.grad_accumulator().copy_from(g);
+        const float norm = clip_grad_norm({a}, 1.0f);
+        return std::pair{norm, a.grad().to_vector()};
+      },
+      {1, 2, 3});
+  for (size_t k = 1; k < runs.size(); ++k) {
+    EXPECT_EQ(runs[0].first, runs[k].first) << "1 against " << k + 1 << " threads";
+    EXPECT_EQ(runs[0].second, runs[k].second) << "1 against " << k + 1 << " threads";
   }
-  set_num_threads(saved);
-  EXPECT_EQ(results[0], results[1]);
-  EXPECT_EQ(results[0], results[2]);
-  EXPECT_EQ(grads[0], grads[1]);
-  EXPECT_EQ(grads[0], grads[2]);
   // ~ U(-1, 1): norm ≈ √(n/3)
-  EXPECT_NEAR(results[0], std::sqrt(100003.0 / 3.0), 3.0);
+  EXPECT_NEAR(runs[0].first, std::sqrt(100003.0 / 3.0), 3.0);
 }
 
 }  // namespace
