@@ -43,7 +43,7 @@ namespace {
 // G2P for run(): token-budget batches walked epoch by epoch, dev PER (greedy) as the score.
 class G2pTask final : public Task {
  public:
-  G2pTask(const std::string& kind, json config, const G2pOptions& o) : o_(o) {
+  G2pTask(models::TranslatorKind kind, json config, const G2pOptions& o) : o_(o) {
     const std::vector<data::CmudictEntry> all = data::read_cmudict(cmudict_path(o.data_dir));
     int64_t words = 0;
     for (const data::CmudictEntry& e : all) {
@@ -61,23 +61,18 @@ class G2pTask final : public Task {
       throw ValueError(o.data_dir + ": CMUdict gives no " + (pairs_.empty() ? "training" : "dev") +
                        " words (the split is by a hash of the word: docs/data.md)");
     const int64_t V = static_cast<int64_t>(data::g2p_symbols().size());
-    if (kind == "rnn") {
-      config["vocab"] = V;
-    } else {
-      config["src_vocab"] = V;
-      config["tgt_vocab"] = V;
-    }
+    models::set_translator_vocab(kind, config, V);
     loaded_.info = {kind, config, 0, 0.0, 0.0};
     loaded_.model = models::make_translator(kind, config);
     if (std::FILE* say = o.progress)
       std::fprintf(say, "CMUdict: %zu training pairs (%lld words), %zu dev words; %s model: %lld parameters\n",
-                   pairs_.size(), static_cast<long long>(words), dev_.size(), kind.c_str(),
+                   pairs_.size(), static_cast<long long>(words), dev_.size(), models::to_string(kind),
                    static_cast<long long>(loaded_.model->module().num_parameters()));
     batches_ = data::token_batches(pairs_, o.max_tokens, o.max_sentences, o.seed, 0);
   }
 
   nn::Module& module() override { return loaded_.model->module(); }
-  std::string label() const override { return "train g2p " + loaded_.info.kind; }
+  std::string label() const override { return std::string("train g2p ") + models::to_string(loaded_.info.kind); }
   int64_t train_pairs() const { return static_cast<int64_t>(pairs_.size()); }
   int64_t dev_words() const { return static_cast<int64_t>(dev_.size()); }
   double best_wer() const { return best_wer_; }
@@ -162,7 +157,7 @@ class G2pTask final : public Task {
 
 }  // namespace
 
-G2pResult train_g2p(const std::string& kind, json config, const G2pOptions& o) {
+G2pResult train_g2p(models::TranslatorKind kind, json config, const G2pOptions& o) {
   o.validate();
   G2pTask task(kind, std::move(config), o);
   G2pResult result(run(task, o));

@@ -51,7 +51,7 @@ namespace {
 // validation BLEU (greedy) as the score.
 class TranslationTask final : public Task {
  public:
-  TranslationTask(const std::string& kind, json config, const TranslationOptions& o) : o_(o) {
+  TranslationTask(models::TranslatorKind kind, json config, const TranslationOptions& o) : o_(o) {
     const fs::path dir(o.out_dir);
     const std::string spm_prefix = (dir / "spm").string();
     const std::string spm_path = spm_prefix + ".model";
@@ -88,15 +88,10 @@ class TranslationTask final : public Task {
     if (o.communicator) o.communicator->barrier();  // rank 0's tokenizer is written
     run_.tokenizer = data::SubwordModel::load(writes_folder || o.tokenizer.empty() ? spm_path : o.tokenizer);
     const int64_t V = run_.tokenizer->vocab_size();
-    if (kind == "rnn") {
-      config["vocab"] = V;
-    } else {
-      config["src_vocab"] = V;
-      config["tgt_vocab"] = V;
-    }
+    models::set_translator_vocab(kind, config, V);
     // The pointer-generator trains on the extended ids of each pair (models/pointer.h).
     train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len,
-                                        kind == "rnn" && config.value("pointer", false));
+                                        kind == models::TranslatorKind::rnn && config.value("pointer", false));
     if (say)
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
@@ -104,13 +99,13 @@ class TranslationTask final : public Task {
     run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0, o.summarization};
     run_.model = models::make_translator(kind, config);
     if (say && !o.resume)
-      std::fprintf(say, "%s model: %lld parameters\n", kind.c_str(),
+      std::fprintf(say, "%s model: %lld parameters\n", models::to_string(kind),
                    static_cast<long long>(run_.model->module().num_parameters()));
     epoch_batches_ = batches_of_epoch(0);
   }
 
   nn::Module& module() override { return run_.model->module(); }
-  std::string label() const override { return "train " + run_.info.kind; }
+  std::string label() const override { return std::string("train ") + models::to_string(run_.info.kind); }
 
   StepLoss forward(int64_t step) override {
     seek(step);
@@ -202,7 +197,7 @@ class TranslationTask final : public Task {
 
 }  // namespace
 
-TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
+TranslationResult train_translation(models::TranslatorKind kind, json config, const TranslationOptions& o) {
   o.validate();
   TranslationTask task(kind, std::move(config), o);
   TranslationResult result(run(task, o));

@@ -322,10 +322,10 @@ View view_translation(const ViewArgs& a, const std::string& text) {
   std::vector<int32_t> ids = spm.encode(text);
   if (ids.empty()) throw UsageError("--text is empty after tokenisation");
   // The pointer-generator copies unknown pieces: a text of nothing else still translates.
-  const bool pointer = loaded.info.kind == "rnn" && loaded.info.config.value("pointer", false);
+  const bool pointer = loaded.info.kind == models::TranslatorKind::rnn && loaded.info.config.value("pointer", false);
   if (!pointer && std::count(ids.begin(), ids.end(), kSubwordUnk) == static_cast<std::ptrdiff_t>(ids.size()))
     throw UsageError("the model's vocabulary cannot encode --text (every piece is unknown)");
-  const bool transformer = loaded.info.kind == "transformer";
+  const bool transformer = loaded.info.kind == models::TranslatorKind::transformer;
   const bool coverage =
       !transformer && models::Seq2SeqConfig::from_json(loaded.info.config).coverage != models::CoverageKind::none;
   const size_t limit = transformer ? static_cast<size_t>(loaded.info.config.value("max_len", 256)) - 1

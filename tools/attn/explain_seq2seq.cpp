@@ -61,7 +61,7 @@ Loaded load(const Seq2SeqExplainArgs& a) {
     return l;
   }
   l.translator = decode::load_translator(a.model);
-  l.kind = "translation " + l.translator->info.kind;
+  l.kind = std::string("translation ") + models::to_string(l.translator->info.kind);
   l.config = l.translator->info.config;
   nn::Module& module = l.translator->model->module();
   if (auto* rnn = dynamic_cast<models::Seq2Seq*>(&module)) {
@@ -72,7 +72,7 @@ Loaded load(const Seq2SeqExplainArgs& a) {
     l.max_source = static_cast<size_t>(transformer->config().max_len);
     l.max_output = static_cast<int>(transformer->config().max_len) - 1;
   } else {
-    throw ValueError(a.model + ": a translation model of kind '" + l.translator->info.kind +
+    throw ValueError(a.model + ": a translation model of kind '" + models::to_string(l.translator->info.kind) +
                      "'; attn explain supports the rnn and transformer translators");
   }
   return l;

@@ -17,8 +17,9 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  const std::string kind = given("--model") ? s.model : "rnn";
-  const bool transformer = kind == "transformer";
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
+  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  const bool transformer = kind == models::TranslatorKind::transformer;
   // Letters in, phonemes out: no source token is a target token to copy.
   if (c.pointer) throw UsageError("--pointer does not apply to --task g2p (letters and phonemes are different vocabularies)");
   train::G2pOptions o;
@@ -55,8 +56,7 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   as_usage([&] {
     o.validate();
     nlohmann::json probe = config;
-    probe[transformer ? "src_vocab" : "vocab"] = 16;
-    if (transformer) probe["tgt_vocab"] = 16;
+    models::set_translator_vocab(kind, probe, 16);
     models::make_translator(kind, probe);
   });
   o.stop = &install_interrupt_flag();

@@ -143,7 +143,6 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  const char* task = summarize ? "summarize" : "translate";
   if (summarize && s.data.empty())
     throw UsageError("--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
                      "val.summary, plain or .gz)");
@@ -151,10 +150,9 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
       summarize ? s.data
                 : data_or_default(s.data, "multi30k",
                                   "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
-  const std::string kind = given("--model") ? s.model : "rnn";
-  if (kind != "rnn" && kind != "transformer")
-    throw UsageError(std::string("--task ") + task + ": --model must be rnn or transformer, got '" + kind + "'");
-  const bool transformer = kind == "transformer";
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
+  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  const bool transformer = kind == models::TranslatorKind::transformer;
   train::TranslationOptions o;
   o.summarization = summarize;
   o.data_dir = summarize ? data_dir : task_data_dir(data_dir, "multi30k", "raw");
@@ -197,12 +195,7 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   as_usage([&] {
     o.validate();
     nlohmann::json probe = config;
-    if (transformer) {
-      probe["src_vocab"] = 16;
-      probe["tgt_vocab"] = 16;
-    } else {
-      probe["vocab"] = 16;
-    }
+    models::set_translator_vocab(kind, probe, 16);
     models::make_translator(kind, probe);
   });
   o.stop = &install_interrupt_flag();
