@@ -27,6 +27,12 @@ inline std::unique_ptr<models::Translator> checkpoint_translator(const std::stri
   }
 }
 
+// ValueError for beam or batch < 1 (the options of translate and pronounce).
+inline void check_decode_options(int beam, int batch) {
+  if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
+  if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
+}
+
 // The longest source `model` (of configuration `config`) takes (Transformer: its positions;
 // RNN: max_src_len).
 inline size_t source_limit(const models::Translator& model, const nlohmann::json& config) {

@@ -48,8 +48,7 @@ LoadedG2p load_g2p(const std::string& path) { return load_g2p(io::load_safetenso
 
 std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::string>& words,
                                      const PronounceOptions& options) {
-  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
-  if (options.batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(options.batch));
+  detail::check_decode_options(options.beam, options.batch);
   const size_t limit = detail::source_limit(*model.model, model.info.config);
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(words.size());

@@ -127,8 +127,7 @@ LoadedTranslator load_translator(const std::string& path) { return load_from(io:
 
 std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,
                                    const TranslateOptions& options) {
-  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
-  if (options.batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(options.batch));
+  detail::check_decode_options(options.beam, options.batch);
   model.model->module().eval();
   const size_t limit = source_limit(model);
   std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);

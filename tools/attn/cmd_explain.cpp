@@ -124,18 +124,9 @@ void run_split(const decode::LoadedClassifier& loaded, const explain::Explainabl
                                   {"seconds", seconds}};
   const explain::ExplainReport report = explain::summarise(std::move(explained.sentences), explained.skipped_empty);
   const nlohmann::json j = explain::report_json(report, context);
-  std::filesystem::create_directories(a.out);
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), json_text(j, 1) + "\n");
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(),
-                            explain::report_markdown(report, context));
-  explain::write_report_pictures(report, a.out);
-  if (a.json) {
-    nlohmann::json summary = j;
-    summary.erase("sentences");
-    std::printf("%s\n", json_text(summary).c_str());
-  } else {
-    std::printf("%s", explain::report_markdown(report, context).c_str());
-  }
+  write_report(
+      a.out, j, explain::report_markdown(report, context),
+      [&](const std::string& dir) { explain::write_report_pictures(report, dir); }, "sentences", a.json);
   std::fprintf(stderr, "explained %zu sentences in %.0f s: %s/report.json, %s/report.md\n", report.sentences.size(),
                seconds, a.out.c_str(), a.out.c_str());
 }

@@ -105,23 +105,30 @@ void run_report(const ExplainableSeq2Seq& l, const Seq2SeqExplainArgs& a) {
   const explain::Seq2SeqReport report = explain::summarise_seq2seq(std::move(explained.pairs), explained.skipped_empty);
   const nlohmann::json j = explain::seq2seq_report_json(report, context);
   const std::string md = explain::seq2seq_report_markdown(report, context);
-  std::filesystem::create_directories(a.out);
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.json").string(), json_text(j, 1) + "\n");
-  io::write_file_atomically((std::filesystem::path(a.out) / "report.md").string(), md);
-  explain::write_seq2seq_report_pictures(report, a.out);
-  if (a.json) {
-    nlohmann::json summary = j;
-    summary.erase("pairs");
-    std::printf("%s\n", json_text(summary).c_str());
-  } else {
-    std::printf("%s", md.c_str());
-  }
+  write_report(
+      a.out, j, md, [&](const std::string& dir) { explain::write_seq2seq_report_pictures(report, dir); }, "pairs",
+      a.json);
   std::fprintf(stderr, "explained %zu sources (%lld target tokens) in %.0f s: %s/report.json, %s/report.md\n",
                report.pairs.size(), static_cast<long long>(report.target_tokens), seconds, a.out.c_str(),
                a.out.c_str());
 }
 
 }  // namespace
+
+void write_report(const std::string& out, const nlohmann::json& j, const std::string& md,
+                  const std::function<void(const std::string&)>& write_pictures, const char* items, bool json) {
+  std::filesystem::create_directories(out);
+  io::write_file_atomically((std::filesystem::path(out) / "report.json").string(), json_text(j, 1) + "\n");
+  io::write_file_atomically((std::filesystem::path(out) / "report.md").string(), md);
+  write_pictures(out);
+  if (json) {
+    nlohmann::json summary = j;
+    summary.erase(items);
+    std::printf("%s\n", json_text(summary).c_str());
+  } else {
+    std::printf("%s", md.c_str());
+  }
+}
 
 void explain_seq2seq(const Seq2SeqExplainArgs& a) {
   const bool translation = a.kind == decode::CheckpointKind::translation;

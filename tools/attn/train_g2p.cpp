@@ -45,20 +45,10 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
     if (!given("--ffn")) config["ffn"] = 1024;
     config["max_len"] = 64;  // positions: the longest CMUdict word and pronunciation have 28 symbols
   } else {
-    models::Seq2SeqConfig r = c;
-    if (!given("--emb")) r.emb = 128;
-    if (!given("--hidden")) r.hidden = 256;
-    if (!given("--dropout")) r.dropout = 0.0f;
-    r.max_src_len = 64;
-    r.seed = t.seed;
-    config = r.to_json();
+    config = rnn_translator_config(cmd, c, 128, 64, t.seed);
   }
-  as_usage([&] {
-    o.validate();
-    nlohmann::json probe = config;
-    models::set_translator_vocab(kind, probe, 16);
-    models::make_translator(kind, probe);
-  });
+  as_usage([&] { o.validate(); });
+  check_translator_config(kind, config);
   o.stop = &install_interrupt_flag();
   const train::G2pResult r = train::train_g2p(kind, config, o);
   report_interrupt(r.interrupted, r.steps_done, o.out_dir);

@@ -114,6 +114,25 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
              {&g.transformer});
 }
 
+nlohmann::json rnn_translator_config(CLI::App* cmd, models::Seq2SeqConfig c, int64_t emb, int max_src_len,
+                                     uint64_t seed) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  if (!given("--emb")) c.emb = emb;
+  if (!given("--hidden")) c.hidden = 256;
+  if (!given("--dropout")) c.dropout = 0.0f;
+  c.max_src_len = max_src_len;
+  c.seed = seed;
+  return c.to_json();
+}
+
+void check_translator_config(models::TranslatorKind kind, const nlohmann::json& config) {
+  as_usage([&] {
+    nlohmann::json probe = config;
+    models::set_translator_vocab(kind, probe, 16);
+    models::make_translator(kind, probe);
+  });
+}
+
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
@@ -184,20 +203,10 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
     config = transformer_config(cmd, c, t, s, a);
     config["share_embeddings"] = a.tokenizer.empty();  // one learned model serves both languages
   } else {
-    models::Seq2SeqConfig r = c;
-    if (!given("--emb")) r.emb = 256;
-    if (!given("--hidden")) r.hidden = 256;
-    if (!given("--dropout")) r.dropout = 0.0f;
-    r.max_src_len = o.max_len;
-    r.seed = t.seed;
-    config = r.to_json();
+    config = rnn_translator_config(cmd, c, 256, o.max_len, t.seed);
   }
-  as_usage([&] {
-    o.validate();
-    nlohmann::json probe = config;
-    models::set_translator_vocab(kind, probe, 16);
-    models::make_translator(kind, probe);
-  });
+  as_usage([&] { o.validate(); });
+  check_translator_config(kind, config);
   o.stop = &install_interrupt_flag();
   const train::TranslationResult r = train::train_translation(kind, config, o);
   report_interrupt(r.interrupted, r.steps_done, o.out_dir);
