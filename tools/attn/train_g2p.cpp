@@ -49,13 +49,12 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   }
   as_usage([&] { o.validate(); });
   check_translator_config(kind, config);
-  o.stop = &install_interrupt_flag();
-  const train::G2pResult r = train::train_g2p(kind, config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld words)\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
-              100 * r.best_val_wer, static_cast<long long>(r.dev_words));
-  std::printf("model: %s\n", r.model_path.c_str());
+  train_and_report(o, [&] { return train::train_g2p(kind, config, o); }, [](const train::G2pResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld "
+                "words)\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
+                100 * r.best_val_wer, static_cast<long long>(r.dev_words));
+  });
 }
 
 }  // namespace

@@ -207,12 +207,13 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   }
   as_usage([&] { o.validate(); });
   check_translator_config(kind, config);
-  o.stop = &install_interrupt_flag();
-  const train::TranslationResult r = train::train_translation(kind, config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target tokens/s\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu, r.tokens_per_second);
-  std::printf("model: %s\n", r.model_path.c_str());
+  const auto run = [&] { return train::train_translation(kind, config, o); };
+  train_and_report(o, run, [](const train::TranslationResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target "
+                "tokens/s\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu,
+                r.tokens_per_second);
+  });
 }
 
 void run_translation(CLI::App* cmd, TrainArgs& args) { run_text_pairs(cmd, args, false); }
@@ -254,13 +255,11 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
     models::check_parameter_memory(config, "the character LM");  // an impossible size: exit 2
     models::check_training_memory(config, o.batch, 0, static_cast<int64_t>(o.max_chars) + 1);
   });
-  o.stop = &install_interrupt_flag();
-  const train::LmResult r = train::train_char_lm(config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
-              r.best_val_bits_per_char);
-  std::printf("model: %s\n", r.model_path.c_str());
+  train_and_report(o, [&] { return train::train_char_lm(config, o); }, [](const train::LmResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
+                r.best_val_bits_per_char);
+  });
 }
 
 }  // namespace
