@@ -10,6 +10,7 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/models/memory_estimate.h"
+#include "translator_step.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -81,12 +82,9 @@ class G2pTask final : public Task {
     seek(step);
     const data::Batch batch =
         data::make_pair_batch(pairs_, distributed::shard_of(batches_[static_cast<size_t>(in_epoch_)], shard()));
-    const Tensor loss = loaded_.model->loss(batch, o_.label_smoothing);
-    int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens_ += tokens;
-    last_loss_ = loss.item();
-    return {loss, last_loss_, static_cast<double>(tokens)};
+    const StepLoss out = detail::translator_step(*loaded_.model, batch, o_.label_smoothing, &window_tokens_);
+    last_loss_ = out.reported;
+    return out;
   }
   std::vector<LogField> log_fields(double seconds) override {
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;

@@ -17,6 +17,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/train/checkpoint.h"
+#include "translator_step.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -113,12 +114,9 @@ class TranslationTask final : public Task {
         data::make_pair_batch(train_data_.pairs,
                               distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
                               run_.model->vocab());
-    const Tensor loss = run_.model->loss(batch, o_.label_smoothing);
-    int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens_ += tokens;
-    last_loss_ = loss.item();
-    return {loss, last_loss_, static_cast<double>(tokens)};
+    const StepLoss out = detail::translator_step(*run_.model, batch, o_.label_smoothing, &window_tokens_);
+    last_loss_ = out.reported;
+    return out;
   }
   std::vector<LogField> log_fields(double seconds) override {
     // The epoch the next step is in, as the log has always said.
