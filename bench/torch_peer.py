@@ -54,7 +54,7 @@ def median(values):
 
 
 def forward_flops(attention, B, S, dec_steps, M, H, V):
-    """Same count as seq2seq_forward_flops in tools/attn/cmd_bench.cpp."""
+    """Same count as seq2seq_forward_flops in bench/support/flops.cpp."""
     E = A = H
     G = 3 * H
     encoder = 2 * S * B * M * G + 2 * S * B * H * G
@@ -487,7 +487,7 @@ def splitmix64(x):
 
 
 def multi30k_like_pairs(n, vocab, seed):
-    """The same pairs as multi30k_like_pairs in tools/attn/cmd_bench.cpp: draw i is
+    """The same pairs as multi30k_like_pairs in bench/support/synthetic_pairs.cpp: draw i is
     splitmix64(seed ^ splitmix64(i)); source length 5 + four draws in [0, 5], target length
     source + a draw in [-3, 2], tokens uniform over the ids after EOS."""
     index = 0
@@ -509,7 +509,7 @@ def multi30k_like_pairs(n, vocab, seed):
 
 
 def budget_batches(pairs, max_tokens):
-    """budget_batches of cmd_bench.cpp: sorted by (source, target length), cut so that
+    """budget_batches of bench/support/synthetic_pairs.cpp: sorted by (source, target length), cut so that
     rows * (longest source + longest target + 1) <= max_tokens."""
     order = sorted(range(len(pairs)), key=lambda i: (len(pairs[i][0]), len(pairs[i][1])))
     batches, s, t = [[]], 0, 0
@@ -543,7 +543,7 @@ def pair_batch(pairs, indices):
 
 
 def transformer_forward_flops(B, S, T, D, F_, V, L):
-    """Same count as transformer_forward_flops in tools/attn/cmd_bench.cpp."""
+    """Same count as transformer_forward_flops in bench/support/flops.cpp."""
     def self_block(n):
         return 2 * B * n * D * 3 * D + 4 * B * n * n * D + 2 * B * n * D * D
 

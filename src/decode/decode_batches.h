@@ -16,19 +16,27 @@
 
 namespace attn::decode::detail {
 
-// The translator of a checkpoint's "kind" and "config"; IoError naming `path` for a bad configuration.
+// The translator of a checkpoint's "kind" and "config"; IoError naming `path` for an unknown
+// kind or a bad configuration.
 inline std::unique_ptr<models::Translator> checkpoint_translator(const std::string& kind, const nlohmann::json& config,
                                                                  const std::string& path) {
   try {
-    return models::make_translator(kind, config);
+    return models::make_translator(models::parse_translator_kind(kind), config);
   } catch (const ValueError& e) {
     throw IoError(path + ": bad model configuration: " + e.what());
   }
 }
 
-// The longest source a model of `kind` takes (Transformer: its positions; RNN: max_src_len).
-inline size_t source_limit(const std::string& kind, const nlohmann::json& config) {
-  if (kind == "transformer") return static_cast<size_t>(config.value("max_len", 256));
+// ValueError for beam or batch < 1 (the options of translate and pronounce).
+inline void check_decode_options(int beam, int batch) {
+  if (beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(beam));
+  if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
+}
+
+// The longest source `model` (of configuration `config`) takes (Transformer: its positions;
+// RNN: max_src_len).
+inline size_t source_limit(const models::Translator& model, const nlohmann::json& config) {
+  if (model.kind() == models::TranslatorKind::transformer) return static_cast<size_t>(config.value("max_len", 256));
   return static_cast<size_t>(config.value("max_src_len", 128));
 }
 
@@ -38,7 +46,7 @@ inline size_t source_limit(const std::string& kind, const nlohmann::json& config
 // Transformer's is capped at its positions (limit − 1). sources_ext: the pointer-generator's
 // extended ids of each source (models/pointer.h), for a vocabulary of `vocab`.
 template <class Fn>
-void decode_sorted(models::Translator& model, const std::string& kind, size_t limit,
+void decode_sorted(models::Translator& model, size_t limit,
                    const std::vector<std::vector<int32_t>>& sources, int batch, models::TranslatorDecodeOptions options,
                    Fn&& each, const std::vector<std::vector<int32_t>>* sources_ext = nullptr, int64_t vocab = 0) {
   const int given_max_len = options.max_len;
@@ -61,7 +69,8 @@ void decode_sorted(models::Translator& model, const std::string& kind, size_t li
       options.src_ext = models::pad_rows(ext_rows);  // (B, S)
       options.extended_vocab = extended;
     }
-    if (kind == "transformer") options.max_len = std::min<int>(options.max_len, static_cast<int>(limit) - 1);
+    if (model.kind() == models::TranslatorKind::transformer)
+      options.max_len = std::min<int>(options.max_len, static_cast<int>(limit) - 1);
     each(indices, model.decode(src, src_lengths, options), src.dim(1));
   }
 }

@@ -15,7 +15,7 @@ namespace attn::decode {
 using nlohmann::json;
 
 json g2p_metadata(const G2pInfo& info) {
-  return {{"format", kG2pFormat},       {"version", io::kCheckpointVersion}, {"kind", info.kind},
+  return {{"format", kG2pFormat},       {"version", io::kCheckpointVersion}, {"kind", models::to_string(info.kind)},
           {"config", info.config},      {"symbols", data::g2p_symbols()},    {"step", info.step},
           {"best_val_per", info.best_val_per}, {"best_val_wer", info.best_val_wer}};
 }
@@ -23,8 +23,9 @@ json g2p_metadata(const G2pInfo& info) {
 LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kG2pFormat, "a G2P checkpoint");
   LoadedG2p loaded;
+  std::string kind;
   try {
-    loaded.info.kind = j.at("kind").get<std::string>();
+    kind = j.at("kind").get<std::string>();
     loaded.info.config = j.at("config");
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_per = j.at("best_val_per").get<double>();
@@ -34,7 +35,8 @@ LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
-  loaded.model = detail::checkpoint_translator(loaded.info.kind, loaded.info.config, path);
+  loaded.model = detail::checkpoint_translator(kind, loaded.info.config, path);
+  loaded.info.kind = loaded.model->kind();
   if (loaded.model->vocab() != static_cast<int64_t>(data::g2p_symbols().size()))
     throw IoError(path + ": the model has " + std::to_string(loaded.model->vocab()) + " symbols, G2P " +
                   std::to_string(data::g2p_symbols().size()));
@@ -46,9 +48,8 @@ LoadedG2p load_g2p(const std::string& path) { return load_g2p(io::load_safetenso
 
 std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::string>& words,
                                      const PronounceOptions& options) {
-  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
-  if (options.batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(options.batch));
-  const size_t limit = detail::source_limit(model.info.kind, model.info.config);
+  detail::check_decode_options(options.beam, options.batch);
+  const size_t limit = detail::source_limit(*model.model, model.info.config);
   std::vector<std::vector<int32_t>> sources;
   sources.reserve(words.size());
   for (const std::string& word : words) {
@@ -60,7 +61,7 @@ std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::st
   model.model->module().eval();
   std::vector<Pronunciation> out(words.size());
   detail::decode_sorted(
-      *model.model, model.info.kind, limit, sources, options.batch,
+      *model.model, limit, sources, options.batch,
       {.beam = options.beam, .max_len = 0, .length_penalty = options.length_penalty},  // 2·letters + 10: CMUdict has <= 1.3 phonemes a letter
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {

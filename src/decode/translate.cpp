@@ -20,7 +20,7 @@ using nlohmann::json;
 json translation_metadata(const TranslationInfo& info, int64_t vocab) {
   json j = {{"format", kTranslationFormat},
           {"version", io::kCheckpointVersion},
-          {"kind", info.kind},
+          {"kind", models::to_string(info.kind)},
           {"config", info.config},
           {"src_lang", info.src_lang},
           {"tgt_lang", info.tgt_lang},
@@ -38,8 +38,9 @@ namespace {
 LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kTranslationFormat, "a translation checkpoint");
   LoadedTranslator loaded;
+  std::string kind;
   try {
-    loaded.info.kind = j.at("kind").get<std::string>();
+    kind = j.at("kind").get<std::string>();
     loaded.info.config = j.at("config");
     loaded.info.src_lang = j.at("src_lang").get<std::string>();
     loaded.info.tgt_lang = j.at("tgt_lang").get<std::string>();
@@ -53,7 +54,8 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   } catch (const json::exception& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
-  loaded.model = detail::checkpoint_translator(loaded.info.kind, loaded.info.config, path);
+  loaded.model = detail::checkpoint_translator(kind, loaded.info.config, path);
+  loaded.info.kind = loaded.model->kind();
   if (!data::file_exists(loaded.info.tokenizer))
     throw IoError(path + ": its tokenizer " + loaded.info.tokenizer + " is missing (keep it next to the checkpoint)");
   // A swapped spm.model (another language's, say) would load and translate garbage.
@@ -82,7 +84,7 @@ std::vector<std::vector<int32_t>> encode_sources(const data::SubwordModel& token
 }
 
 // The longest source a model can take (Transformer: its positions).
-size_t source_limit(const LoadedTranslator& model) { return detail::source_limit(model.info.kind, model.info.config); }
+size_t source_limit(const LoadedTranslator& model) { return detail::source_limit(*model.model, model.info.config); }
 
 }  // namespace
 
@@ -125,13 +127,12 @@ LoadedTranslator load_translator(const std::string& path) { return load_from(io:
 
 std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,
                                    const TranslateOptions& options) {
-  if (options.beam < 1) throw ValueError("--beam must be >= 1, got " + std::to_string(options.beam));
-  if (options.batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(options.batch));
+  detail::check_decode_options(options.beam, options.batch);
   model.model->module().eval();
   const size_t limit = source_limit(model);
   std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);
   std::vector<Translation> out(lines.size());
-  const bool pointer = model.info.kind == "rnn" && model.info.config.value("pointer", false);
+  const bool pointer = model.info.kind == models::TranslatorKind::rnn && model.info.config.value("pointer", false);
   const int64_t V = model.model->vocab();
   // Only non-empty sources are decoded; an empty line translates to an empty line.
   std::vector<size_t> real;
@@ -147,7 +148,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
       real_oovs.push_back(std::move(e.oovs));
     }
   detail::decode_sorted(
-      *model.model, model.info.kind, limit, real_sources, options.batch,
+      *model.model, limit, real_sources, options.batch,
       {.beam = options.beam, .max_len = options.max_len, .length_penalty = options.length_penalty,
         .coverage_penalty = options.coverage_penalty, .stop = options.stop, .select = options.select},
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {

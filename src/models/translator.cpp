@@ -34,7 +34,8 @@ class ModelTranslator : public Translator {
 class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
  public:
   using ModelTranslator::ModelTranslator;
-  std::string kind() const override { return "rnn"; }
+  TranslatorKind kind() const override { return TranslatorKind::rnn; }
+  Seq2Seq* rnn() override { return &model_; }
   int64_t vocab() const override { return model_.config().vocab; }
   int attention_layers() const override { return model_.decoder.attention ? 1 : 0; }
   int attention_heads() const override {
@@ -46,7 +47,8 @@ class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
 class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, TransformerConfig> {
  public:
   using ModelTranslator::ModelTranslator;
-  std::string kind() const override { return "transformer"; }
+  TranslatorKind kind() const override { return TranslatorKind::transformer; }
+  TransformerSeq2Seq* transformer() override { return &model_; }
   int64_t vocab() const override { return model_.config().tgt_vocab; }
   int attention_layers() const override { return model_.config().decoder_layers; }
   int attention_heads() const override { return static_cast<int>(model_.config().heads); }
@@ -57,10 +59,26 @@ class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, Transfo
 
 }  // namespace
 
-std::unique_ptr<Translator> make_translator(const std::string& kind, const nlohmann::json& config) {
-  if (kind == "rnn") return std::make_unique<RnnTranslator>(Seq2SeqConfig::from_json(config));
-  if (kind == "transformer") return std::make_unique<TransformerTranslator>(TransformerConfig::from_json(config));
-  throw ValueError("unknown translation model '" + kind + "' (valid: rnn, transformer)");
+const char* to_string(TranslatorKind kind) { return kind == TranslatorKind::rnn ? "rnn" : "transformer"; }
+
+TranslatorKind parse_translator_kind(const std::string& name) {
+  for (TranslatorKind kind : {TranslatorKind::rnn, TranslatorKind::transformer})
+    if (name == to_string(kind)) return kind;
+  throw ValueError("unknown translation model '" + name + "' (valid: rnn, transformer)");
+}
+
+void set_translator_vocab(TranslatorKind kind, nlohmann::json& config, int64_t vocab) {
+  if (kind == TranslatorKind::rnn) {
+    config["vocab"] = vocab;
+  } else {
+    config["src_vocab"] = vocab;
+    config["tgt_vocab"] = vocab;
+  }
+}
+
+std::unique_ptr<Translator> make_translator(TranslatorKind kind, const nlohmann::json& config) {
+  if (kind == TranslatorKind::rnn) return std::make_unique<RnnTranslator>(Seq2SeqConfig::from_json(config));
+  return std::make_unique<TransformerTranslator>(TransformerConfig::from_json(config));
 }
 
 }  // namespace attn::models

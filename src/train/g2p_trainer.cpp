@@ -10,6 +10,7 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/models/memory_estimate.h"
+#include "translator_step.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -43,7 +44,7 @@ namespace {
 // G2P for run(): token-budget batches walked epoch by epoch, dev PER (greedy) as the score.
 class G2pTask final : public Task {
  public:
-  G2pTask(const std::string& kind, json config, const G2pOptions& o) : o_(o) {
+  G2pTask(models::TranslatorKind kind, json config, const G2pOptions& o) : o_(o) {
     const std::vector<data::CmudictEntry> all = data::read_cmudict(cmudict_path(o.data_dir));
     int64_t words = 0;
     for (const data::CmudictEntry& e : all) {
@@ -61,23 +62,18 @@ class G2pTask final : public Task {
       throw ValueError(o.data_dir + ": CMUdict gives no " + (pairs_.empty() ? "training" : "dev") +
                        " words (the split is by a hash of the word: docs/data.md)");
     const int64_t V = static_cast<int64_t>(data::g2p_symbols().size());
-    if (kind == "rnn") {
-      config["vocab"] = V;
-    } else {
-      config["src_vocab"] = V;
-      config["tgt_vocab"] = V;
-    }
+    models::set_translator_vocab(kind, config, V);
     loaded_.info = {kind, config, 0, 0.0, 0.0};
     loaded_.model = models::make_translator(kind, config);
     if (std::FILE* say = o.progress)
       std::fprintf(say, "CMUdict: %zu training pairs (%lld words), %zu dev words; %s model: %lld parameters\n",
-                   pairs_.size(), static_cast<long long>(words), dev_.size(), kind.c_str(),
+                   pairs_.size(), static_cast<long long>(words), dev_.size(), models::to_string(kind),
                    static_cast<long long>(loaded_.model->module().num_parameters()));
     batches_ = data::token_batches(pairs_, o.max_tokens, o.max_sentences, o.seed, 0);
   }
 
   nn::Module& module() override { return loaded_.model->module(); }
-  std::string label() const override { return "train g2p " + loaded_.info.kind; }
+  std::string label() const override { return std::string("train g2p ") + models::to_string(loaded_.info.kind); }
   int64_t train_pairs() const { return static_cast<int64_t>(pairs_.size()); }
   int64_t dev_words() const { return static_cast<int64_t>(dev_.size()); }
   double best_wer() const { return best_wer_; }
@@ -86,12 +82,9 @@ class G2pTask final : public Task {
     seek(step);
     const data::Batch batch =
         data::make_pair_batch(pairs_, distributed::shard_of(batches_[static_cast<size_t>(in_epoch_)], shard()));
-    const Tensor loss = loaded_.model->loss(batch, o_.label_smoothing);
-    int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens_ += tokens;
-    last_loss_ = loss.item();
-    return {loss, last_loss_, static_cast<double>(tokens)};
+    const StepLoss out = detail::translator_step(*loaded_.model, batch, o_.label_smoothing, &window_tokens_);
+    last_loss_ = out.reported;
+    return out;
   }
   std::vector<LogField> log_fields(double seconds) override {
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
@@ -162,7 +155,7 @@ class G2pTask final : public Task {
 
 }  // namespace
 
-G2pResult train_g2p(const std::string& kind, json config, const G2pOptions& o) {
+G2pResult train_g2p(models::TranslatorKind kind, json config, const G2pOptions& o) {
   o.validate();
   G2pTask task(kind, std::move(config), o);
   G2pResult result(run(task, o));

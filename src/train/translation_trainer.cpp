@@ -17,6 +17,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/train/checkpoint.h"
+#include "translator_step.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -51,7 +52,7 @@ namespace {
 // validation BLEU (greedy) as the score.
 class TranslationTask final : public Task {
  public:
-  TranslationTask(const std::string& kind, json config, const TranslationOptions& o) : o_(o) {
+  TranslationTask(models::TranslatorKind kind, json config, const TranslationOptions& o) : o_(o) {
     const fs::path dir(o.out_dir);
     const std::string spm_prefix = (dir / "spm").string();
     const std::string spm_path = spm_prefix + ".model";
@@ -88,15 +89,10 @@ class TranslationTask final : public Task {
     if (o.communicator) o.communicator->barrier();  // rank 0's tokenizer is written
     run_.tokenizer = data::SubwordModel::load(writes_folder || o.tokenizer.empty() ? spm_path : o.tokenizer);
     const int64_t V = run_.tokenizer->vocab_size();
-    if (kind == "rnn") {
-      config["vocab"] = V;
-    } else {
-      config["src_vocab"] = V;
-      config["tgt_vocab"] = V;
-    }
+    models::set_translator_vocab(kind, config, V);
     // The pointer-generator trains on the extended ids of each pair (models/pointer.h).
     train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len,
-                                        kind == "rnn" && config.value("pointer", false));
+                                        kind == models::TranslatorKind::rnn && config.value("pointer", false));
     if (say)
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
@@ -104,13 +100,13 @@ class TranslationTask final : public Task {
     run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0, o.summarization};
     run_.model = models::make_translator(kind, config);
     if (say && !o.resume)
-      std::fprintf(say, "%s model: %lld parameters\n", kind.c_str(),
+      std::fprintf(say, "%s model: %lld parameters\n", models::to_string(kind),
                    static_cast<long long>(run_.model->module().num_parameters()));
     epoch_batches_ = batches_of_epoch(0);
   }
 
   nn::Module& module() override { return run_.model->module(); }
-  std::string label() const override { return "train " + run_.info.kind; }
+  std::string label() const override { return std::string("train ") + models::to_string(run_.info.kind); }
 
   StepLoss forward(int64_t step) override {
     seek(step);
@@ -118,12 +114,9 @@ class TranslationTask final : public Task {
         data::make_pair_batch(train_data_.pairs,
                               distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
                               run_.model->vocab());
-    const Tensor loss = run_.model->loss(batch, o_.label_smoothing);
-    int64_t tokens = 0;  // non-PAD targets: what the loss is the mean over
-    for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
-    window_tokens_ += tokens;
-    last_loss_ = loss.item();
-    return {loss, last_loss_, static_cast<double>(tokens)};
+    const StepLoss out = detail::translator_step(*run_.model, batch, o_.label_smoothing, &window_tokens_);
+    last_loss_ = out.reported;
+    return out;
   }
   std::vector<LogField> log_fields(double seconds) override {
     // The epoch the next step is in, as the log has always said.
@@ -202,7 +195,7 @@ class TranslationTask final : public Task {
 
 }  // namespace
 
-TranslationResult train_translation(const std::string& kind, json config, const TranslationOptions& o) {
+TranslationResult train_translation(models::TranslatorKind kind, json config, const TranslationOptions& o) {
   o.validate();
   TranslationTask task(kind, std::move(config), o);
   TranslationResult result(run(task, o));

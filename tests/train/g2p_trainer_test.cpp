@@ -16,6 +16,7 @@
 
 namespace attn::train {
 namespace {
+using models::TranslatorKind;
 
 class G2pTrainer : public testing::TempDirTest {
  protected:
@@ -51,13 +52,13 @@ const nlohmann::json kConfig = {{"emb", 16}, {"hidden", 32}, {"attention", "bahd
                                 {"location_filters", 3}, {"location_width", 5}};
 
 TEST_F(G2pTrainer, LearnsAndItsCheckpointPronounces) {
-  const G2pResult r = train_g2p("rnn", kConfig, options(150));
+  const G2pResult r = train_g2p(TranslatorKind::rnn, kConfig, options(150));
   EXPECT_EQ(r.steps_done, 150);
   EXPECT_GT(r.train_pairs, 0);
   EXPECT_GT(r.dev_words, 0);
   EXPECT_LT(r.best_val_per, 0.2) << "dev PER after 150 steps";  // an untrained model: above 0.8
   decode::LoadedG2p m = decode::load_g2p(r.model_path);
-  EXPECT_EQ(m.info.kind, "rnn");
+  EXPECT_EQ(m.info.kind, TranslatorKind::rnn);
   EXPECT_EQ(m.info.config.at("score"), "location_aware");
   EXPECT_DOUBLE_EQ(m.info.best_val_per, r.best_val_per);
   // The dev words it validated on, scored again through the loaded checkpoint.
@@ -76,13 +77,13 @@ TEST_F(G2pTrainer, LearnsAndItsCheckpointPronounces) {
 TEST_F(G2pTrainer, ResumeGivesTheUninterruptedRun) {
   G2pOptions full = options(12);
   full.out_dir = path("full");
-  train_g2p("rnn", kConfig, full);
+  train_g2p(TranslatorKind::rnn, kConfig, full);
   G2pOptions half = options(6);
   half.eval_every = 6;
-  train_g2p("rnn", kConfig, half);
+  train_g2p(TranslatorKind::rnn, kConfig, half);
   G2pOptions rest = options(12);
   rest.resume = true;
-  EXPECT_EQ(train_g2p("rnn", kConfig, rest).steps_done, 12);
+  EXPECT_EQ(train_g2p(TranslatorKind::rnn, kConfig, rest).steps_done, 12);
   const io::SafetensorsFile a = io::load_safetensors(path("full/last.safetensors"));
   const io::SafetensorsFile b = io::load_safetensors(path("run/last.safetensors"));
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
@@ -93,20 +94,20 @@ TEST_F(G2pTrainer, ResumeGivesTheUninterruptedRun) {
   // A different model cannot resume this run.
   nlohmann::json other = kConfig;
   other["hidden"] = 16;
-  EXPECT_THROW_MSG(train_g2p("rnn", other, rest), ValueError, "different model");
+  EXPECT_THROW_MSG(train_g2p(TranslatorKind::rnn, other, rest), ValueError, "different model");
 }
 
 TEST_F(G2pTrainer, Errors) {
   G2pOptions o = options(2);
   o.data_dir = path("nowhere");
-  EXPECT_THROW_MSG(train_g2p("rnn", kConfig, o), IoError, "no CMUdict under");
+  EXPECT_THROW_MSG(train_g2p(TranslatorKind::rnn, kConfig, o), IoError, "no CMUdict under");
   std::filesystem::create_directories(path("bad"));
   put(path("bad/cmudict.dict"), "ba  B AA1\nko  K OW9\n");
   o.data_dir = path("bad");
-  EXPECT_THROW_MSG(train_g2p("rnn", kConfig, o), ValueError, "cmudict.dict:2: unknown phoneme 'OW9'");
+  EXPECT_THROW_MSG(train_g2p(TranslatorKind::rnn, kConfig, o), ValueError, "cmudict.dict:2: unknown phoneme 'OW9'");
   o = options(2);
   o.label_smoothing = 1.0f;
-  EXPECT_THROW_MSG(train_g2p("rnn", kConfig, o), ValueError, "--label-smoothing must be in [0, 1)");
+  EXPECT_THROW_MSG(train_g2p(TranslatorKind::rnn, kConfig, o), ValueError, "--label-smoothing must be in [0, 1)");
 }
 
 }  // namespace

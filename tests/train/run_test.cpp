@@ -27,6 +27,7 @@
 
 namespace attn::train {
 namespace {
+using models::TranslatorKind;
 namespace fs = std::filesystem;
 
 std::string fresh_dir(const std::string& name) {
@@ -190,8 +191,9 @@ TEST(RunResume, TranslationTransformerWithDropoutIsBitIdentical) {
   const nlohmann::json config = {{"d_model", 16}, {"heads", 2}, {"ffn", 32}, {"encoder_layers", 1},
                                  {"decoder_layers", 1}, {"dropout", 0.3}, {"share_embeddings", true}};
   const TranslationOptions o = tiny_translation_options();
-  expect_resume_is_bit_identical(o, "translation", 5,
-                                 [&](const TranslationOptions& x) { return train_translation("transformer", config, x); });
+  expect_resume_is_bit_identical(o, "translation", 5, [&](const TranslationOptions& x) {
+    return train_translation(TranslatorKind::transformer, config, x);
+  });
 }
 
 TEST(RunResume, TranslationRnnWithDropoutIsBitIdentical) {
@@ -199,8 +201,9 @@ TEST(RunResume, TranslationRnnWithDropoutIsBitIdentical) {
   // Two layers, so that the dropout between them draws from its stream; Luong with input feeding.
   const nlohmann::json config = {{"emb", 8}, {"hidden", 8}, {"layers", 2}, {"dropout", 0.3}, {"attention", "luong"}};
   const TranslationOptions o = tiny_translation_options();
-  expect_resume_is_bit_identical(o, "translation_rnn", 5,
-                                 [&](const TranslationOptions& x) { return train_translation("rnn", config, x); });
+  expect_resume_is_bit_identical(o, "translation_rnn", 5, [&](const TranslationOptions& x) {
+    return train_translation(TranslatorKind::rnn, config, x);
+  });
 }
 
 // The run loop's own rules, on a task small enough to reason about.

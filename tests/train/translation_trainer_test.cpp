@@ -16,6 +16,7 @@
 
 namespace attn::train {
 namespace {
+using models::TranslatorKind;
 using namespace attn::decode;  // load_translator, translate, evaluate_translation
 namespace fs = std::filesystem;
 
@@ -54,9 +55,9 @@ TranslationOptions tiny_options(const std::string& out, int64_t pairs, int64_t s
 
 // The loss falls, and the model memorises its few training sentences: translating them
 // back scores far above the untrained model (BLEU near 0).
-void expect_learns(const std::string& kind, const nlohmann::json& config, int64_t steps) {
+void expect_learns(models::TranslatorKind kind, const nlohmann::json& config, int64_t steps) {
   ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
-  const std::string out = temp_dir(kind);
+  const std::string out = temp_dir(models::to_string(kind));
   const TranslationResult r = train_translation(kind, config, tiny_options(out, 24, steps));
   EXPECT_EQ(r.steps_done, steps);
   EXPECT_TRUE(fs::exists(out + "/model.safetensors"));
@@ -108,11 +109,11 @@ void expect_learns(const std::string& kind, const nlohmann::json& config, int64_
 }
 
 TEST(TranslationTrainer, RnnBahdanauLearns) {
-  expect_learns("rnn", {{"encoder", "gru"}, {"emb", 32}, {"hidden", 64}, {"attention", "bahdanau"}}, 150);
+  expect_learns(TranslatorKind::rnn, {{"encoder", "gru"}, {"emb", 32}, {"hidden", 64}, {"attention", "bahdanau"}}, 150);
 }
 
 TEST(TranslationTrainer, TransformerLearns) {
-  expect_learns("transformer",
+  expect_learns(TranslatorKind::transformer,
                 {{"d_model", 32}, {"heads", 2}, {"ffn", 64}, {"encoder_layers", 1}, {"decoder_layers", 1},
                  {"dropout", 0.0}, {"share_embeddings", true}},
                 150);
@@ -122,14 +123,15 @@ TEST(TranslationTrainer, ResumeContinuesToTheRequestedSteps) {
   ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
   const std::string out = temp_dir("resume");
   const nlohmann::json config = {{"emb", 16}, {"hidden", 16}};
-  train_translation("rnn", config, tiny_options(out, 16, 4));
+  train_translation(TranslatorKind::rnn, config, tiny_options(out, 16, 4));
   TranslationOptions o = tiny_options(out, 16, 8);
   o.resume = true;
-  const TranslationResult r = train_translation("rnn", config, o);
+  const TranslationResult r = train_translation(TranslatorKind::rnn, config, o);
   EXPECT_EQ(r.steps_done, 8);
   EXPECT_EQ(load_translator(out + "/last.safetensors").info.step, 8);
   // A different model cannot resume this run.
-  EXPECT_THROW_MSG(train_translation("rnn", {{"emb", 16}, {"hidden", 32}}, o), ValueError, "different model");
+  EXPECT_THROW_MSG(train_translation(TranslatorKind::rnn, {{"emb", 16}, {"hidden", 32}}, o), ValueError,
+                   "different model");
 }
 
 TEST(TranslationTrainer, OptionErrors) {
@@ -149,7 +151,7 @@ TEST(TranslationTrainer, OptionErrors) {
   o = tiny_options("/tmp/unused", 8, 4);
   o.lr_schedule = "sometimes";
   EXPECT_THROW(o.validate(), ValueError);
-  EXPECT_THROW_MSG(models::make_translator("lstm-ish", nlohmann::json::object()), ValueError,
+  EXPECT_THROW_MSG(models::parse_translator_kind("lstm-ish"), ValueError,
                    "unknown translation model 'lstm-ish' (valid: rnn, transformer)");
 }
 
@@ -158,7 +160,7 @@ TEST(TranslationTrainer, LoadErrors) {
   ATTN_SKIP_WITHOUT_DATA(kMulti30kTrain);
   // A checkpoint whose tokenizer went missing names the missing file.
   const std::string out = temp_dir("missing_tokenizer");
-  train_translation("rnn", {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));
+  train_translation(TranslatorKind::rnn, {{"emb", 16}, {"hidden", 16}}, tiny_options(out, 8, 2));
   EXPECT_EQ(checkpoint_format(out + "/model.safetensors"), "attn-translation");
   // Issue 18 item 9: a swapped or changed tokenizer loaded and translated garbage.
   { std::ofstream(out + "/spm.model", std::ios::binary | std::ios::app) << 'x'; }

@@ -77,7 +77,7 @@ void align_translation(const AlignArgs& a) {
     throw UsageError("--head must be in [0, " + std::to_string(heads) + "), -1 (average) or -2 (every head), got " +
                      std::to_string(a.head));
   viz::Heatmap map;
-  const bool transformer = model.info.kind == "transformer";
+  const bool transformer = model.info.kind == models::TranslatorKind::transformer;
   const int layer = a.layer < 0 ? layers - 1 : a.layer;
   std::vector<int> panel_heads;
   if (transformer && a.head == -2) {
@@ -126,9 +126,10 @@ void align_g2p(const AlignArgs& a) {
   std::vector<float> panel;
   for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), said[0].weights[r].begin(), said[0].weights[r].end());
   map.panels.push_back(std::move(panel));
-  map.title = "G2P attention: " + (model.info.kind == "transformer" ? std::string("cross-attention, last layer, head average")
-                                                                    : model.info.config.value("attention", std::string()) +
-                                                                          " " + model.info.config.value("score", std::string()));
+  map.title = "G2P attention: " + (model.info.kind == models::TranslatorKind::transformer
+                                       ? std::string("cross-attention, last layer, head average")
+                                       : model.info.config.value("attention", std::string()) + " " +
+                                             model.info.config.value("score", std::string()));
   std::string output;
   for (const std::string& p : said[0].phonemes) output += (output.empty() ? "" : " ") + p;
   viz::write_heatmap(map, a.out);

@@ -12,14 +12,12 @@
 //   attn bench gemm --precision fp32|bf16 --json
 //     GFLOP/s of kernels::gemm at the GEMM shapes of the two benchmarks above, and 2048³ (the peak).
 //
-// The FLOP counts behind gflops_per_s are written out in docs/performance.md; the function
-// seq2seq_forward_flops and transformer_forward_flops below are the places that compute them.
+// The FLOP counts behind gflops_per_s are written out in docs/performance.md; bench/support/flops.h
+// computes them. The /proc readers and the peer's synthetic pairs are bench/support's too.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
@@ -45,51 +43,19 @@
 #include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/run.h"
+#include "support/flops.h"
+#include "support/measure.h"
+#include "support/synthetic_pairs.h"
 #include "commands.h"
 #include "common.h"
 
 namespace attn::cli {
 namespace {
 using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A field of /proc/self/status in MiB ("VmRSS", "VmHWM"); -1 when unreadable.
-// CPU seconds of the whole process (every thread): on a loaded machine steadier than wall
-// time, which also counts the time this process waited for a core.
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double proc_status_mb(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;  // kB
-  }
-  return -1.0;
-}
-
-// Resets the kernel's peak-RSS mark (VmHWM) to the current RSS, so the peak reported later
-// covers only what follows. Linux >= 4.0; false when not permitted.
-bool reset_peak_rss() {
-  std::ofstream out("/proc/self/clear_refs");
-  if (!out) return false;
-  out << "5";
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using bench::Clock;
+using bench::median;
+using bench::process_cpu_seconds;
+using bench::seconds_since;
 
 void print_json_or_text(bool as_json, const json& j) {
   if (as_json) {
@@ -115,43 +81,6 @@ struct Seq2SeqBenchArgs {
   uint64_t seed = 1;
   bool as_json = false;
 };
-
-// Multiply-add FLOPs (2 per multiply-add) of the matrix products in one forward pass over
-// a batch of B sources of length S with `dec_steps` decoder steps, unidirectional 1-layer
-// GRU, E = D = A = H. Elementwise work (gates, tanh, softmax, loss) is not counted.
-// Training counts 3x this (backward = 2 products per forward product: dX and dW).
-struct FlopCount {
-  double encoder = 0, keys = 0, decoder_steps = 0, output = 0;
-  double total() const { return encoder + keys + decoder_steps + output; }
-};
-
-FlopCount seq2seq_forward_flops(const std::string& attention, double B, double S, double dec_steps, double M,
-                                double H, double V) {
-  const double E = H, A = H, G = 3 * H;
-  FlopCount f;
-  f.encoder = 2 * S * B * M * G + 2 * S * B * H * G;  // hoisted input projection + recurrence
-  double per_step = 2 * B * H * G;                     // decoder recurrence
-  double out_features = H;
-  if (attention == "bahdanau") {
-    f.keys = 2 * B * S * E * A;  // K W_kᵀ once per batch
-    per_step += 2 * B * H * A      // W_q s_{t-1}
-                + 2 * B * S * A    // vᵀ tanh(...) over S
-                + 2 * B * S * E    // context Σ a_s h_s
-                + 2 * B * (M + E) * G;  // GRU input [emb; c]
-    out_features = H + E + M;      // [s_t; c_t; emb(y_{t-1})]
-  } else if (attention == "luong") {  // general score, input feeding
-    per_step += 2 * B * (M + H) * G  // GRU input [emb; h̃_{t-1}]
-                + 2 * B * H * E      // q W
-                + 2 * B * S * E      // scores
-                + 2 * B * S * E      // context
-                + 2 * B * (E + H) * H;  // W_c [c; s]
-  } else {
-    per_step += 2 * B * M * G;  // input projection (hoisted into one GEMM in attn)
-  }
-  f.decoder_steps = dec_steps * per_step;
-  f.output = 2 * dec_steps * B * out_features * V;
-  return f;
-}
 
 const char* kOutputNote =
     "bahdanau output layer is W_o [s_t; c_t; emb(y_{t-1})] + b (attn's models::Seq2Seq), not the issue's "
@@ -230,13 +159,13 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   }
 
   const double B = a.batch, S = a.len, T = a.len + 1;
-  const FlopCount f = seq2seq_forward_flops(a.attention, B, S, T, a.emb, a.hidden, a.vocab);
+  const bench::FlopCount f = bench::seq2seq_forward_flops(config.attention, B, S, T, a.emb, a.hidden, a.vocab);
   const double train_flops_per_step = 3 * f.total();
   const double steps = a.steps;
   const double greedy_runs = a.greedy_reps == 0 ? 1 : a.greedy_reps;
   const double mean_greedy_steps = static_cast<double>(greedy_steps) / greedy_runs;
   const double greedy_flops =
-      seq2seq_forward_flops(a.attention, B, S, mean_greedy_steps, a.emb, a.hidden, a.vocab).total() * greedy_runs;
+      bench::seq2seq_forward_flops(config.attention, B, S, mean_greedy_steps, a.emb, a.hidden, a.vocab).total() * greedy_runs;
 
   json j;
   j["impl"] = "attn";
@@ -269,7 +198,7 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   j["config"] = {{"batch", a.batch}, {"emb", a.emb},          {"hidden", a.hidden},
                  {"vocab", a.vocab}, {"len", a.len},          {"target_len", a.len + 1},
                  {"encoder", "gru"}, {"score", config.effective_score()}, {"seed", a.seed}};
-  if (a.attention == "bahdanau") j["note"] = kOutputNote;
+  if (config.attention == models::AttentionKind::bahdanau) j["note"] = kOutputNote;
   j["machine"] = train::machine_report().to_json();  // measured after the benchmark, as attn doctor
   print_json_or_text(a.as_json, j);
 }
@@ -360,8 +289,8 @@ void run_attention_bench(const AttentionBenchArgs& a) {
     flops_forward = 2.0 * B * T * D * D * 2 + 2.0 * B * T * T * D + 2.0 * B * T * T * D;
   }
 
-  const double baseline_rss = proc_status_mb("VmRSS");
-  const bool peak_reset = reset_peak_rss();
+  const double baseline_rss = bench::proc_status_mb("VmRSS");
+  const bool peak_reset = bench::reset_peak_rss();
 
   auto run_forward = [&] {
     autodiff::NoGradGuard no_grad;
@@ -384,7 +313,7 @@ void run_attention_bench(const AttentionBenchArgs& a) {
     run_forward_backward();
     if (r >= a.warmup) fb_ms.push_back(1e3 * seconds_since(t0));
   }
-  const double peak_rss = proc_status_mb("VmHWM");
+  const double peak_rss = bench::proc_status_mb("VmHWM");
 
   json j;
   j["impl"] = "attn";
@@ -434,68 +363,6 @@ struct TransformerBenchArgs {
   bool as_json = false;
 };
 
-// Synthetic Multi30k-like pairs, drawn the same way by bench/torch_peer.py
-// (multi30k_like_pairs): draw i is splitmix64(seed ^ splitmix64(i)), i = 0, 1, 2, ... in order.
-// Source length 5 + four draws in [0, 5] (mean 15, sd 3.4, 5..25 pieces), target length
-// source + a draw in [-3, 2] (mean 14.5); tokens uniform over the ids after EOS. Multi30k's
-// training text has 11.1 (German) and 11.9 (English) words per sentence (sd 3.8) before the
-// recipe's 6,000-piece subword model splits them.
-class CounterDraws {
- public:
-  explicit CounterDraws(uint64_t seed) : seed_(seed) {}
-  int64_t below(int64_t n) { return static_cast<int64_t>(splitmix64(seed_ ^ splitmix64(index_++)) % uint64_t(n)); }
-
- private:
-  uint64_t seed_, index_ = 0;
-};
-
-std::vector<data::EncodedPair> multi30k_like_pairs(int64_t n, int64_t vocab, uint64_t seed) {
-  CounterDraws draw(seed);
-  std::vector<data::EncodedPair> pairs(static_cast<size_t>(n));
-  for (data::EncodedPair& p : pairs) {
-    const int64_t src_len = 5 + draw.below(6) + draw.below(6) + draw.below(6) + draw.below(6);
-    const int64_t tgt_len = src_len - 3 + draw.below(6);
-    for (int64_t i = 0; i < src_len; ++i) p.src.push_back(static_cast<int32_t>(data::kEos + 1 + draw.below(vocab - 3)));
-    for (int64_t i = 0; i < tgt_len; ++i) p.tgt.push_back(static_cast<int32_t>(data::kEos + 1 + draw.below(vocab - 3)));
-  }
-  return pairs;
-}
-
-// Token-budget batches as the recipe's (data::token_batches, without its seeded shuffles, so
-// the PyTorch peer can cut the same ones): pairs sorted by (source, target length, index),
-// cut so that rows · (longest source + longest target + 1) <= max_tokens.
-std::vector<std::vector<size_t>> budget_batches(const std::vector<data::EncodedPair>& pairs, int64_t max_tokens) {
-  std::vector<size_t> order(pairs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (pairs[a].src.size() != pairs[b].src.size()) return pairs[a].src.size() < pairs[b].src.size();
-    return pairs[a].tgt.size() < pairs[b].tgt.size();
-  });
-  std::vector<std::vector<size_t>> batches(1);
-  size_t longest_src = 0, longest_tgt = 0;
-  for (size_t i : order) {
-    const size_t s = std::max(longest_src, pairs[i].src.size()), t = std::max(longest_tgt, pairs[i].tgt.size());
-    if (!batches.back().empty() && static_cast<int64_t>((batches.back().size() + 1) * (s + t + 1)) > max_tokens) {
-      batches.emplace_back();
-      longest_src = longest_tgt = 0;
-    }
-    batches.back().push_back(i);
-    longest_src = std::max(longest_src, pairs[i].src.size());
-    longest_tgt = std::max(longest_tgt, pairs[i].tgt.size());
-  }
-  return batches;
-}
-
-// Matrix-product FLOPs (2 per multiply-add) of one teacher-forced forward pass over B rows,
-// source length S, target length T (padded: what is computed), D model, F FFN, V vocabulary,
-// L layers each side. Training counts 3x (dX and dW for every product).
-double transformer_forward_flops(double B, double S, double T, double D, double F, double V, double L) {
-  auto self_block = [&](double n) { return 2 * B * n * D * 3 * D + 4 * B * n * n * D + 2 * B * n * D * D; };
-  auto ffn_block = [&](double n) { return 4 * B * n * D * F; };
-  const double cross = 2 * B * T * D * D + 2 * B * S * D * 2 * D + 4 * B * T * S * D + 2 * B * T * D * D;
-  return L * (self_block(S) + ffn_block(S)) + L * (self_block(T) + cross + ffn_block(T)) + 2 * B * T * D * V;
-}
-
 void run_transformer_bench(const TransformerBenchArgs& a) {
   models::TransformerConfig config;
   config.src_vocab = config.tgt_vocab = a.vocab;
@@ -526,8 +393,8 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   // A pool of pairs cut into budget batches; the timed steps take batches spread evenly over
   // the length-sorted list, so short and long batches both appear. Made before timing starts.
   const int n_batches = a.warmup + a.steps;
-  const std::vector<data::EncodedPair> pairs = multi30k_like_pairs(4000, a.vocab, a.seed);
-  const std::vector<std::vector<size_t>> all = budget_batches(pairs, a.max_tokens);
+  const std::vector<data::EncodedPair> pairs = bench::multi30k_like_pairs(4000, a.vocab, a.seed);
+  const std::vector<std::vector<size_t>> all = bench::budget_batches(pairs, a.max_tokens);
   std::vector<data::Batch> batches;
   for (int i = 0; i < n_batches; ++i)
     batches.push_back(data::make_pair_batch(pairs, all[static_cast<size_t>(i) * all.size() / n_batches]));
@@ -574,7 +441,7 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     train_seconds += seconds_since(t0);
     train_cpu += process_cpu_seconds() - cpu0;
     const double B = batch.src.dim(0), S = batch.src.dim(1), T = batch.tgt_in.dim(1);
-    train_flops += 3 * transformer_forward_flops(B, S, T, a.d_model, a.ffn, a.vocab, a.layers);
+    train_flops += 3 * bench::transformer_forward_flops(B, S, T, a.d_model, a.ffn, a.vocab, a.layers);
     for (int64_t b = 0; b < batch.tgt_lengths.numel(); ++b) target_tokens += batch.tgt_lengths.i32()[b];
     padded_tokens += B * (S + T);
     sentences += B;

@@ -61,7 +61,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["beam_stop"] = models::to_string(options.stop);
     j["seconds"] = e.seconds;
     j["model"] = a.model;
-    j["kind"] = model.info.kind;
+    j["kind"] = models::to_string(model.info.kind);
     j["score"] = e.bleu;
     j["metric"] = "bleu";
     if (e.rouge) {  // summarization: ROUGE-1/2/L (0-100), the score ROUGE-L F1
@@ -73,7 +73,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     const std::string scores = e.rouge ? e.rouge->to_string() + "; " + e.bleu_line : e.bleu_line;
-    std::printf("%s %s (%lld sentences, beam %d): %s\n", model.info.kind.c_str(), split.c_str(),
+    std::printf("%s %s (%lld sentences, beam %d): %s\n", models::to_string(model.info.kind), split.c_str(),
                 static_cast<long long>(e.sentences), options.beam, scores.c_str());
   }
 }
@@ -118,7 +118,7 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   options.length_penalty = a.options.length_penalty;
   const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
   if (a.json) {
-    nlohmann::json j = {{"model", a.model},      {"kind", model.info.kind},   {"split", a.split},
+    nlohmann::json j = {{"model", a.model},      {"kind", models::to_string(model.info.kind)},   {"split", a.split},
                         {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
                         {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
                         {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
@@ -131,8 +131,8 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
     }
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
-    std::printf("%s %s (%lld words, beam %d): PER %.2f %%, WER %.2f %%\n", model.info.kind.c_str(), a.split.c_str(),
-                static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(), 100 * e.score.wer());
+    std::printf("%s %s (%lld words, beam %d): PER %.2f %%, WER %.2f %%\n", models::to_string(model.info.kind),
+                a.split.c_str(), static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(), 100 * e.score.wer());
     if (e.steps > 0)
       std::printf("attention read %.2f of %.2f letters per output step\n",
                   static_cast<double>(e.frames_read) / static_cast<double>(e.steps),

@@ -117,13 +117,13 @@ Exported load_exportable(const std::string& path) {
   }
   if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
-    const std::string model_kind = loaded.model->kind();
-    if (model_kind == "rnn")
-      return {model_kind, rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
+    const models::TranslatorKind model_kind = loaded.model->kind();
+    if (model_kind == models::TranslatorKind::rnn)
+      return {models::to_string(model_kind), rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
               rnn_parameters(loaded.model->module().named_parameters())};
     const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
     require_softmax("torch", config.normalizer);
-    return {model_kind, config.to_json(), loaded.model->module().named_parameters()};
+    return {models::to_string(model_kind), config.to_json(), loaded.model->module().named_parameters()};
   }
   throw ValueError("export --to torch: " + path + " is " + checkpoint_phrase(kind) +
                    "; it exports attn-seq2seq and attn-translation (RNN and Transformer encoder-decoders)");
@@ -249,7 +249,7 @@ decode::LoadedTranslator load_transformer_translator(const std::string& path) {
   if (kind == CheckpointKind::seq2seq) what = "an RNN encoder-decoder (attn-seq2seq)";
   if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
-    if (loaded.model->kind() == "transformer") {
+    if (loaded.model->kind() == models::TranslatorKind::transformer) {
       require_softmax("ctranslate2", models::TransformerConfig::from_json(loaded.info.config).normalizer);
       return loaded;
     }
@@ -263,7 +263,7 @@ decode::LoadedTranslator load_transformer_translator(const std::string& path) {
 // What the Python side reads: the parameters under attn's names plus the positions table
 // (PE or the learned one, (max_len, D)), and the configuration with the vocabulary.
 void write_ctranslate2_inputs(const decode::LoadedTranslator& loaded, const fs::path& work) {
-  auto& model = dynamic_cast<models::TransformerSeq2Seq&>(loaded.model->module());
+  models::TransformerSeq2Seq& model = *loaded.model->transformer();  // load_transformer_translator checked the kind
   train::NamedTensors tensors = model.named_parameters();
   tensors.emplace_back("positions.table", model.positions.weight);  // (max_len, D)
   io::save_safetensors((work / "weights.safetensors").string(), tensors);

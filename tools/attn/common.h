@@ -1,7 +1,9 @@
 #pragma once
 // Options and helpers shared by the seq2seq subcommands.
 #include <atomic>
+#include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 
 #include "attn/models/seq2seq.h"
 #include "attn/decode/seq2seq.h"
+#include "attn/train/progress.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "commands.h"
 #include "option_parsing.h"  // parse_lengths
@@ -109,6 +112,22 @@ void check_eval_memory(const models::Seq2SeqConfig& config, const decode::EvalOp
 // Returns the decoded output as text.
 std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam, float length_penalty,
                             const std::string& path);
+
+// Returns fn(progress) with a train::Progress named `label` drawn from the library's
+// progress(done, total) calls (made at the first, done 0, and finished after).
+template <class Fn>
+auto with_progress(const char* label, Fn&& fn) {
+  std::optional<train::Progress> bar;
+  auto result = fn([&](int64_t done, int64_t total) {
+    if (!bar) {
+      bar.emplace(label, total);
+    } else {
+      bar->update(done, {});
+    }
+  });
+  if (bar) bar->finish();
+  return result;
+}
 
 }  // namespace attn::cli
 

@@ -4,6 +4,8 @@
 // translation checkpoints (RNN or Transformer; --text, or --data D --split dev|test).
 // cmd_explain.cpp hands a seq2seq or translation checkpoint here.
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "attn/decode/checkpoint_kind.h"
@@ -19,6 +21,12 @@ struct Seq2SeqExplainArgs {
   bool split_given = false, limit_given = false, text_given = false, input_given = false;
   uint64_t seed = 1;  // the synthetic sources' generator
 };
+
+// A report into `out` (created): report.json (j), report.md (md) and write_pictures(out); on
+// stdout the Markdown, or with `json` the JSON without its per-item list `items` ("sentences",
+// "pairs").
+void write_report(const std::string& out, const nlohmann::json& j, const std::string& md,
+                  const std::function<void(const std::string&)>& write_pictures, const char* items, bool json);
 
 // UsageError (exit 2) for a bad combination of options.
 void explain_seq2seq(const Seq2SeqExplainArgs& args);

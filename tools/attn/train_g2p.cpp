@@ -17,8 +17,9 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  const std::string kind = given("--model") ? s.model : "rnn";
-  const bool transformer = kind == "transformer";
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
+  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  const bool transformer = kind == models::TranslatorKind::transformer;
   // Letters in, phonemes out: no source token is a target token to copy.
   if (c.pointer) throw UsageError("--pointer does not apply to --task g2p (letters and phonemes are different vocabularies)");
   train::G2pOptions o;
@@ -44,28 +45,16 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
     if (!given("--ffn")) config["ffn"] = 1024;
     config["max_len"] = 64;  // positions: the longest CMUdict word and pronunciation have 28 symbols
   } else {
-    models::Seq2SeqConfig r = c;
-    if (!given("--emb")) r.emb = 128;
-    if (!given("--hidden")) r.hidden = 256;
-    if (!given("--dropout")) r.dropout = 0.0f;
-    r.max_src_len = 64;
-    r.seed = t.seed;
-    config = r.to_json();
+    config = rnn_translator_config(cmd, c, 128, 64, t.seed);
   }
-  as_usage([&] {
-    o.validate();
-    nlohmann::json probe = config;
-    probe[transformer ? "src_vocab" : "vocab"] = 16;
-    if (transformer) probe["tgt_vocab"] = 16;
-    models::make_translator(kind, probe);
+  as_usage([&] { o.validate(); });
+  check_translator_config(kind, config);
+  train_and_report(o, [&] { return train::train_g2p(kind, config, o); }, [](const train::G2pResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld "
+                "words)\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
+                100 * r.best_val_wer, static_cast<long long>(r.dev_words));
   });
-  o.stop = &install_interrupt_flag();
-  const train::G2pResult r = train::train_g2p(kind, config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld words)\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
-              100 * r.best_val_wer, static_cast<long long>(r.dev_words));
-  std::printf("model: %s\n", r.model_path.c_str());
 }
 
 }  // namespace

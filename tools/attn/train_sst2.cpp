@@ -104,14 +104,12 @@ void run_classifier(CLI::App* cmd, TrainArgs& args) {
     models::make_classifier(o.model, models::classifier_config_with_vocab(o.model, o.model_config, 3, 2));
     if (!o.attention_from.empty()) train::attention_source(o);  // M exists, is bilstm-attn, has our vocabulary
   });
-  o.stop = &install_interrupt_flag();
-  train::ClassifierTrainResult r = train::train_classifier(o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev accuracy %.2f %% (step %lld), %.0f examples/s, "
-              "vocabulary %lld\n",
-              static_cast<long long>(r.steps_done), r.seconds, r.final_loss, 100 * r.best_dev_accuracy,
-              static_cast<long long>(r.best_step), r.examples_per_second, static_cast<long long>(r.vocab_size));
-  std::printf("model: %s\n", r.model_path.c_str());
+  train_and_report(o, [&] { return train::train_classifier(o); }, [](const train::ClassifierTrainResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev accuracy %.2f %% (step %lld), %.0f "
+                "examples/s, vocabulary %lld\n",
+                static_cast<long long>(r.steps_done), r.seconds, r.final_loss, 100 * r.best_dev_accuracy,
+                static_cast<long long>(r.best_step), r.examples_per_second, static_cast<long long>(r.vocab_size));
+  });
 }
 
 }  // namespace

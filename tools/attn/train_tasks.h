@@ -20,6 +20,7 @@
 
 #include "attn/decode/checkpoint_kind.h"
 #include "attn/models/seq2seq.h"
+#include "attn/models/translator.h"
 #include "attn/train/run.h"
 #include "common.h"
 #include "train_option_groups.h"
@@ -62,6 +63,12 @@ struct TrainArgs {
 // The Transformer encoder-decoder configuration of the text tasks' options (--d-model --heads
 // --ffn --enc-layers --dec-layers --dropout (default 0.1) --norm --positions --activation --seed;
 // train_text_tasks.cpp).
+// The RNN translator configuration of the text tasks (translate, summarize, g2p): the seq2seq
+// options with --emb `emb`, --hidden 256 and --dropout 0 unless given, max_src_len and --seed.
+nlohmann::json rnn_translator_config(CLI::App* cmd, models::Seq2SeqConfig c, int64_t emb, int max_src_len,
+                                     uint64_t seed);
+// A usage error now, before any data is read, when `config` makes no translator of `kind`.
+void check_translator_config(models::TranslatorKind kind, const nlohmann::json& config);
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a);
 

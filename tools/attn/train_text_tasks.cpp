@@ -114,6 +114,25 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
              {&g.transformer});
 }
 
+nlohmann::json rnn_translator_config(CLI::App* cmd, models::Seq2SeqConfig c, int64_t emb, int max_src_len,
+                                     uint64_t seed) {
+  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
+  if (!given("--emb")) c.emb = emb;
+  if (!given("--hidden")) c.hidden = 256;
+  if (!given("--dropout")) c.dropout = 0.0f;
+  c.max_src_len = max_src_len;
+  c.seed = seed;
+  return c.to_json();
+}
+
+void check_translator_config(models::TranslatorKind kind, const nlohmann::json& config) {
+  as_usage([&] {
+    nlohmann::json probe = config;
+    models::set_translator_vocab(kind, probe, 16);
+    models::make_translator(kind, probe);
+  });
+}
+
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a) {
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
@@ -143,7 +162,6 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  const char* task = summarize ? "summarize" : "translate";
   if (summarize && s.data.empty())
     throw UsageError("--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
                      "val.summary, plain or .gz)");
@@ -151,10 +169,9 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
       summarize ? s.data
                 : data_or_default(s.data, "multi30k",
                                   "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
-  const std::string kind = given("--model") ? s.model : "rnn";
-  if (kind != "rnn" && kind != "transformer")
-    throw UsageError(std::string("--task ") + task + ": --model must be rnn or transformer, got '" + kind + "'");
-  const bool transformer = kind == "transformer";
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
+  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  const bool transformer = kind == models::TranslatorKind::transformer;
   train::TranslationOptions o;
   o.summarization = summarize;
   o.data_dir = summarize ? data_dir : task_data_dir(data_dir, "multi30k", "raw");
@@ -186,31 +203,17 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
     config = transformer_config(cmd, c, t, s, a);
     config["share_embeddings"] = a.tokenizer.empty();  // one learned model serves both languages
   } else {
-    models::Seq2SeqConfig r = c;
-    if (!given("--emb")) r.emb = 256;
-    if (!given("--hidden")) r.hidden = 256;
-    if (!given("--dropout")) r.dropout = 0.0f;
-    r.max_src_len = o.max_len;
-    r.seed = t.seed;
-    config = r.to_json();
+    config = rnn_translator_config(cmd, c, 256, o.max_len, t.seed);
   }
-  as_usage([&] {
-    o.validate();
-    nlohmann::json probe = config;
-    if (transformer) {
-      probe["src_vocab"] = 16;
-      probe["tgt_vocab"] = 16;
-    } else {
-      probe["vocab"] = 16;
-    }
-    models::make_translator(kind, probe);
+  as_usage([&] { o.validate(); });
+  check_translator_config(kind, config);
+  const auto run = [&] { return train::train_translation(kind, config, o); };
+  train_and_report(o, run, [](const train::TranslationResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target "
+                "tokens/s\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu,
+                r.tokens_per_second);
   });
-  o.stop = &install_interrupt_flag();
-  const train::TranslationResult r = train::train_translation(kind, config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target tokens/s\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu, r.tokens_per_second);
-  std::printf("model: %s\n", r.model_path.c_str());
 }
 
 void run_translation(CLI::App* cmd, TrainArgs& args) { run_text_pairs(cmd, args, false); }
@@ -252,13 +255,11 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
     models::check_parameter_memory(config, "the character LM");  // an impossible size: exit 2
     models::check_training_memory(config, o.batch, 0, static_cast<int64_t>(o.max_chars) + 1);
   });
-  o.stop = &install_interrupt_flag();
-  const train::LmResult r = train::train_char_lm(config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
-              static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
-              r.best_val_bits_per_char);
-  std::printf("model: %s\n", r.model_path.c_str());
+  train_and_report(o, [&] { return train::train_char_lm(config, o); }, [](const train::LmResult& r) {
+    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
+                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
+                r.best_val_bits_per_char);
+  });
 }
 
 }  // namespace

@@ -5,12 +5,14 @@
 // --lr-schedule --warmup --clip --seed --log-every --eval-every --emb --hidden --layers
 // --dropout --heads --attention --score --encoder --bidirectional --batch --max-len) keep
 // task-specific defaults unless given on the command line.
+#include <cstdio>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "attn/models/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"
+#include "common.h"
 #include "train_option_groups.h"
 
 namespace attn::cli {
@@ -41,6 +43,16 @@ void copy_run_controls(const train::RunOptions& from, train::RunOptions& to);
 // After a run: when it was interrupted, says so (naming the signal) and throws Interrupted
 // with exit code 128 + the signal.
 void report_interrupt(bool interrupted, int64_t steps, const std::string& out);
+// A task's run: train() with o.stop on the interrupt flag, then report_interrupt, summary(result)
+// (its one line) and the model's path.
+template <class Options, class Train, class Summary>
+void train_and_report(Options& o, Train&& train, Summary&& summary) {
+  o.stop = &install_interrupt_flag();
+  const auto r = train();
+  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
+  summary(r);
+  std::printf("model: %s\n", r.model_path.c_str());
+}
 // This process's command line, arguments joined by spaces (for the run's provenance).
 std::string command_line();
 

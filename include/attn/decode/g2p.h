@@ -25,7 +25,7 @@ namespace attn::decode {
 inline constexpr const char* kG2pFormat = "attn-g2p";
 
 struct G2pInfo {
-  std::string kind;  // rnn | transformer
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
   nlohmann::json config;
   int64_t step = 0;
   double best_val_per = 0.0, best_val_wer = 0.0;

@@ -26,7 +26,7 @@ namespace attn::decode {
 inline constexpr const char* kTranslationFormat = "attn-translation";
 
 struct TranslationInfo {
-  std::string kind;
+  models::TranslatorKind kind = models::TranslatorKind::rnn;
   nlohmann::json config;
   std::string src_lang, tgt_lang;
   std::string tokenizer;  // absolute path of the SentencePiece model

@@ -16,6 +16,16 @@
 
 namespace attn::models {
 
+// The two families, by the name checkpoints ("kind") and `--model` store. parse_translator_kind
+// throws ValueError: unknown translation model 'x' (valid: rnn, transformer).
+enum class TranslatorKind { rnn, transformer };
+const char* to_string(TranslatorKind kind);  // "rnn" | "transformer"
+TranslatorKind parse_translator_kind(const std::string& name);
+
+// Sets the vocabulary size V of a `kind` configuration: an RNN's "vocab", a Transformer's
+// "src_vocab" and "tgt_vocab" (one shared vocabulary).
+void set_translator_vocab(TranslatorKind kind, nlohmann::json& config, int64_t vocab);
+
 struct TranslatorDecodeOptions {
   int beam = 1;                 // 1: greedy; > 1: beam width
   int max_len = 100;            // output tokens at most
@@ -33,7 +43,10 @@ class Translator {
  public:
   virtual ~Translator() = default;
   virtual nn::Module& module() = 0;
-  virtual std::string kind() const = 0;
+  virtual TranslatorKind kind() const = 0;
+  // The model behind the interface: the one of the family kind() names, null for the other.
+  virtual Seq2Seq* rnn() { return nullptr; }
+  virtual TransformerSeq2Seq* transformer() { return nullptr; }
   virtual nlohmann::json config_json() const = 0;
   virtual int64_t vocab() const = 0;
   // Mean cross-entropy over non-PAD targets with label smoothing ε (plus hard attention's
@@ -53,8 +66,8 @@ class Translator {
   virtual TransformerSeq2Seq::AttentionMaps attention_maps(const Batch& /*batch*/) { return {}; }
 };
 
-// kind "rnn" (config: Seq2SeqConfig JSON) or "transformer" (TransformerConfig JSON; its
-// src_vocab / tgt_vocab must equal `vocab`). ValueError for an unknown kind or a bad config.
-std::unique_ptr<Translator> make_translator(const std::string& kind, const nlohmann::json& config);
+// kind rnn (config: Seq2SeqConfig JSON) or transformer (TransformerConfig JSON; its
+// src_vocab / tgt_vocab must equal `vocab`). ValueError for a bad config.
+std::unique_ptr<Translator> make_translator(TranslatorKind kind, const nlohmann::json& config);
 
 }  // namespace attn::models

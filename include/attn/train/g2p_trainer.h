@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/models/translator.h"
 #include "attn/train/run.h"
 #include "attn/train/task_result.h"
 
@@ -47,8 +48,8 @@ struct G2pResult : TaskResult {
 // data_dir, then in data_dir/cmudict; IoError naming the paths looked at when none exists.
 std::string cmudict_path(const std::string& data_dir);
 
-// kind "rnn" (config: a Seq2SeqConfig JSON) or "transformer" (a TransformerConfig JSON); the
+// kind rnn (config: a Seq2SeqConfig JSON) or transformer (a TransformerConfig JSON); the
 // vocabulary fields are set to data::g2p_symbols()'s size.
-G2pResult train_g2p(const std::string& kind, nlohmann::json config, const G2pOptions& options);
+G2pResult train_g2p(models::TranslatorKind kind, nlohmann::json config, const G2pOptions& options);
 
 }  // namespace attn::train

@@ -60,9 +60,10 @@ struct TranslationResult : TaskResult {
   double tokens_per_second = 0.0;  // target tokens
 };
 
-// kind "rnn" with `config` a Seq2SeqConfig JSON, or "transformer" with a TransformerConfig
+// kind rnn with `config` a Seq2SeqConfig JSON, or transformer with a TransformerConfig
 // JSON; the vocabulary fields are set from the tokenizer.
-TranslationResult train_translation(const std::string& kind, nlohmann::json config, const TranslationOptions& options);
+TranslationResult train_translation(models::TranslatorKind kind, nlohmann::json config,
+                                    const TranslationOptions& options);
 
 // Loading, translating and BLEU are attn/decode/translate.h (namespace attn::decode).
 

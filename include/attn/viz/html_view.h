@@ -3,7 +3,7 @@
 // (viewer/ in the repository, compiled into the library by CMake) with the view's data
 // inlined as JSON. The page makes no network request and opens from file://.
 //
-// The data document (tools/attn/cmd_view.cpp builds it; viewer/viewer.js reads it):
+// The data document (explain/attention_view.h builds it; viewer/viewer.js reads it):
 //   {"kind": "seq2seq" | "transformer" | "classifier" | "run", "title": "...", ...}
 // docs/viewer.md describes each kind's fields.
 #include <string>

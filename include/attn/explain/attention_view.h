@@ -1,0 +1,68 @@
+#pragma once
+// The data of `attn view`'s page for one input to a trained checkpoint (viz/html_view.h
+// renders it; docs/viewer.md describes its fields): every attention the model computes on the
+// input, per output hypothesis, layer and head. One builder per checkpoint kind behind one
+// entry point, attention_view(), dispatched on decode::CheckpointKind:
+//   seq2seq      the RNN's cross-attention of greedy and each beam hypothesis (a head per
+//                multihead head; a coverage model also its running coverage)
+//   translation  RNN: as seq2seq (the pointer-generator's copy probability on each row);
+//                Transformer: encoder self (and its rollout), decoder self and cross, every
+//                layer and head
+//   lm           the character LM's causal self-attention (and its rollout)
+//   classifier   the attention beside explain's importance measures, and transformer-cls'
+//                self-attention (and its rollout)
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "attn/decode/checkpoint_kind.h"
+
+namespace attn::explain {
+
+// One kind of attention (encoder self, cross, ...) of one input: per layer and head, a
+// rows × cols matrix (rows: the queries, cols: the keys).
+struct AttentionMap {
+  std::string name;
+  std::vector<std::string> rows, cols;
+  int64_t layers = 0, heads = 0;
+  std::vector<float> weights;  // (layers, heads, rows, cols)
+};
+
+struct ViewHypothesis {
+  std::string name, text;
+  nlohmann::json score;  // null for greedy
+  std::vector<AttentionMap> maps;
+  std::vector<float> copy = {};      // the pointer-generator: 1 − p_gen of each output token; else empty
+  std::vector<float> coverage = {};  // a coverage model: Σ_t a_{t,i} of each source token; else empty
+};
+
+struct AttentionView {
+  std::string model_kind, title, input;
+  std::vector<ViewHypothesis> hypotheses;
+  nlohmann::json classifier;  // the token shading (classifiers only)
+  std::vector<std::string> notes;
+};
+
+// What the page shows the model: a synthetic task's source symbols ("5 9 3") or the text of
+// the other kinds, and the beam width (1: greedy only).
+struct ViewInput {
+  std::string symbols, text;
+  int beam = 4;
+};
+
+// The view of the checkpoint at `path`, of `kind`. ValueError for an input the model cannot
+// read, a model without attention, or a kind view does not show (g2p); IoError for a file that
+// does not load.
+AttentionView attention_view(const std::string& path, decode::CheckpointKind kind, const ViewInput& input);
+
+// The greedy alignment of `symbols` by each RNN seq2seq checkpoint of `models` (a sweep's), one
+// hypothesis named after each model's folder; a model without attention gets a note instead,
+// and a file of another kind is left out.
+AttentionView sweep_alignments(const std::vector<std::string>& models, const std::vector<int32_t>& symbols);
+
+// The page's form (packed weights, viz::pack_weights) or the raw export's (every weight as a
+// number).
+nlohmann::json view_json(const AttentionView& view, bool packed);
+
+}  // namespace attn::explain
