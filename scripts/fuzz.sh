@@ -18,7 +18,7 @@ shift || true
 targets=("$@")
 ((${#targets[@]})) || targets=(safetensors_fuzz config_fuzz subword_fuzz text_readers_fuzz parallel_fuzz option_parsing_fuzz
   embeddings_fuzz run_folder_fuzz lm_metadata_fuzz train_config_fuzz
-  cmudict_fuzz)
+  cmudict_fuzz speech_set_fuzz)
 
 cxx="${ATTN_FUZZ_CXX:-$(command -v clang++-15 || command -v clang++ || true)}"
 [[ -n "$cxx" ]] || { echo "fuzz.sh: clang++-15 not found: run scripts/install-deps.sh" >&2; exit 1; }

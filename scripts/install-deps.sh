@@ -18,6 +18,7 @@ packages=(
   libarchive-dev               # attn data get: unpacking Tatoeba's zip and CMUdict's npm .tgz
   libsentencepiece-dev         # subword tokenisation (attn tokenize, translation)
   libicu-dev                   # Unicode lowercasing (attn bleu --lowercase, as sacreBLEU)
+  espeak-ng libfftw3-dev libsndfile1-dev   # attn data speech: spoken sentences (espeak-ng), log-mel (FFTW, libsndfile)
   libopenmpi-dev openmpi-bin   # data-parallel training: mpirun -np N attn train (docs/distributed.md)
   python3-dev pybind11-dev python3-numpy python3-pytest python3-torch
   # `pip install .` / `python3 -m build --wheel` of the Python package (setup.py, pyproject.toml)

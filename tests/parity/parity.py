@@ -34,6 +34,9 @@ TOLERANCES = {
     # Parameters after Adam steps: the first update is ~lr·sign(g), so an entry whose
     # gradient is round-off sized could differ by 2·lr; none does at these sizes.
     "seq2seq_adam": (1e-5, 1e-4),
+    # Log-mel energies (test_log_mel.py): a float32 FFTW spectrum against a float64 torch.stft,
+    # compared after the log, where an energy's relative rounding error is the absolute error.
+    "log_mel": (1e-5, 1e-4),
 }
 
 

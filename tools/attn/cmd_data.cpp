@@ -1,6 +1,7 @@
 // attn data: the data sets attn's commands read, fetched with checksums (docs/data.md).
 //   attn data get sst2 [multi30k ...] [--to DIR] [--mirror DIR|URL]
 //   attn data list [--to DIR]
+//   attn data speech --data DIR --out DIR [--sentences N] [--snr DB] [--seed S]
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "attn/data/catalog.h"
+#include "attn/data/speech_build.h"
 #include "attn/error.h"
 #include "attn/train/progress.h"
 #include "commands.h"
@@ -73,6 +75,8 @@ std::map<std::string, std::string> test_archive_pins() {
   return pins;
 }
 
+void add_speech_command(CLI::App& data);
+
 void add_data_command(CLI::App& app) {
   struct Args {
     std::vector<std::string> names;
@@ -123,6 +127,7 @@ void add_data_command(CLI::App& app) {
       std::printf("%s: installed in %s (every file's sha256 checked)\n", name.c_str(), where.c_str());
     }
   });
+  add_speech_command(*data);
   CLI::App* list = data->add_subcommand("list", "The known data sets, which are installed where, and whether they verify");
   list->add_option("--to", args->to, to_help);
   list->callback([args] {
@@ -133,6 +138,60 @@ void add_data_command(CLI::App& app) {
       std::printf("\n../shared/data (used when the data folder lacks a set):\n");
       print_list("../shared/data");
     }
+  });
+}
+
+// attn data speech: the library builds the set (data/speech_build.h); this parses and prints.
+void add_speech_command(CLI::App& data) {
+  struct Args {
+    std::string data = "../shared/data", out;
+    int64_t sentences = 3000;
+    double snr = 0.0;
+    uint64_t seed = 1;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* speech = data.add_subcommand(
+      "speech", "Speak Tatoeba's English sentences with espeak-ng in 12 voices and cache their 80-bin log-mel "
+                "features: OUT/{train,dev,test}.speech and OUT/manifest.json (docs/data.md, \"Spoken sentences\")");
+  speech->add_option("--data", args->data, "The tatoeba-fra-eng folder (holding fra.txt.gz), or the folder holding it")
+      ->capture_default_str();
+  speech->add_option("--out", args->out, "The folder to make (it must not exist, or be empty)")->required();
+  speech->add_option("--sentences", args->sentences, "How many sentences, the shortest first")->capture_default_str();
+  CLI::Option* snr =
+      speech->add_option("--snr", args->snr, "Add white noise at this signal-to-noise ratio in dB (default: none)");
+  speech->add_option("--seed", args->seed, "Seeds the split, voice, rate, pitch and noise draws")->capture_default_str();
+  speech->callback([args, snr] {
+    if (args->sentences < 1) throw UsageError("--sentences must be >= 1, got " + std::to_string(args->sentences));
+    data::SpeechBuildOptions o;
+    o.data_dir = fs::exists(fs::path(args->data) / "tatoeba-fra-eng" / "fra.txt.gz")
+                     ? (fs::path(args->data) / "tatoeba-fra-eng").string()
+                     : args->data;
+    o.out_dir = args->out;
+    o.sentences = args->sentences;
+    if (snr->count() > 0) o.snr_db = args->snr;
+    o.seed = args->seed;
+    std::unique_ptr<train::Progress> bar;
+    o.progress = [&bar](int64_t done, int64_t total) {
+      if (!bar) bar = std::make_unique<train::Progress>("speaking", total);
+      if (done == total || done % std::max<int64_t>(1, total / 50) == 0) bar->update(done, {});  // 50 lines at most
+    };
+    data::SpeechBuildReport r;
+    try {
+      r = data::build_speech_set(o);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("attn data speech: ") + e.what());
+    } catch (const IoError& e) {
+      throw IoError(std::string("attn data speech: ") + e.what());
+    }
+    if (bar) bar->finish();
+    std::printf("%s: %s, %lld sentences in %.1f s\n", args->out.c_str(), r.espeak_version.c_str(),
+                static_cast<long long>(args->sentences), r.seconds);
+    for (const data::SpeechSplitReport& s : r.splits)
+      std::printf("  %-5s %6lld utterances %9lld frames %12lld bytes\n", s.name.c_str(),
+                  static_cast<long long>(s.utterances), static_cast<long long>(s.frames), static_cast<long long>(s.bytes));
+    std::printf("  dropped: %lld with digits, %lld with other characters, %lld repeats (of %lld read)\n",
+                static_cast<long long>(r.dropped_digits), static_cast<long long>(r.dropped_other),
+                static_cast<long long>(r.dropped_repeats), static_cast<long long>(r.sentences_read));
   });
 }
 
