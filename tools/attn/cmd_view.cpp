@@ -573,6 +573,9 @@ void run_view(ViewArgs& a) {
       case CheckpointKind::g2p:
         throw UsageError(a.model + " is a G2P checkpoint: attn view does not show those yet (attn translate "
                          "pronounces words, attn eval scores PER and WER)");
+      case CheckpointKind::asr:
+        throw UsageError(a.model + " is an ASR checkpoint: attn view does not show those yet (attn eval scores CER "
+                         "and WER)");
     }
     page = view_json(v, true);
     if (!a.json_out.empty()) raw = view_json(v, false);

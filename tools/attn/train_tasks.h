@@ -46,6 +46,15 @@ struct ClassifierArgs {
   std::string attention_from;        // bilstm-attn --encoder average: pool with this model's attention
 };
 
+// The options of --task asr alone (train_asr.cpp).
+struct AsrArgs {
+  int reduction = 4;
+  int projection = 256;
+  int listener_hidden = 256;
+};
+// Adds --reduction --projection --listener-hidden in the ASR group.
+void add_asr_options(CLI::App* cmd, AsrArgs& args, const TrainGroups& g, OptionGroups& groups);
+
 // Everything `attn train` parsed; a task's run reads the parts it needs.
 struct TrainArgs {
   models::Seq2SeqConfig config;
@@ -53,6 +62,7 @@ struct TrainArgs {
   train::TrainOptions options;
   ClassifierArgs classifier;
   TextTaskArgs text;
+  AsrArgs asr;
   std::string config_file;
   bool print_config = false;
   TrainGroups groups;
