@@ -67,7 +67,7 @@ expect 0 "join 4 (6 utterances, beam 3)" -- "$attn" eval --model "$work/location
 expect 2 "--task asr needs --data DIR" -- "$attn" train --task asr --steps 2 --out "$work/bad1"
 expect 2 "--bidirectional does not apply to --task asr" -- "$attn" train --task asr --bidirectional "${tiny[@]}" \
   --out "$work/bad2"
-expect 2 "--reduction" -- "$attn" train --task asr --reduction 3 "${tiny[@]}" --out "$work/bad3"
+expect 2 "reduction must be 2, 4 or 8, got 3" -- "$attn" train --task asr --reduction 3 "${tiny[@]}" --out "$work/bad3"
 expect 2 "pointer must be off" -- "$attn" train --task asr --pointer "${tiny[@]}" --out "$work/bad4"
 [[ ! -e "$work/bad4" ]] || fail "a refused train wrote its folder"
 expect 1 "has 1 frames, fewer than the listener's reduction 4" -- "$attn" train --task asr --data "$work/short" \

@@ -12,10 +12,10 @@
 namespace attn::cli {
 
 void add_asr_options(CLI::App* cmd, AsrArgs& a, const TrainGroups& g, OptionGroups& groups) {
-  groups.add(cmd->add_option("--reduction", a.reduction, "The listener's time reduction: 4 | 8 (2 | 4 | 8 pyramid)")
-                 ->capture_default_str()
-                 ->check(CLI::IsMember({2, 4, 8})),
-             {&g.asr});
+  groups.add(
+      cmd->add_option("--reduction", a.reduction, "The listener's time reduction: 4 | 8 (2 also: one pyramid layer)")
+          ->capture_default_str(),
+      {&g.asr});
   groups.add(cmd->add_option("--projection", a.projection, "The listener's input projection of each frame")
                  ->capture_default_str()
                  ->check(integer_at_least(1)),

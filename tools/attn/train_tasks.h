@@ -96,7 +96,7 @@ struct RegisterTask {
 // Every registered task, in --help's order.
 const std::vector<TrainTask>& train_tasks();
 // The task named `name`; UsageError naming the registered tasks otherwise:
-//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, charlm)"
+//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, asr, charlm)"
 const TrainTask& find_train_task(const std::string& name);
 // "copy, reverse, sort, sst2, translate, charlm".
 std::string train_task_names();
