@@ -63,6 +63,23 @@ done
 expect 0 "join 4 (6 utterances, beam 3)" -- "$attn" eval --model "$work/location_aware/model.safetensors" --data "$work" \
   --join 4 --beam 3
 
+# The alignment of one test utterance: characters down, listener frames across; soft attention
+# reads every frame before each output row.
+expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --speech "$work/test.speech" \
+  --utterance u3 --beam 2 --out "$work/a.png" --json "$work/a.json"
+[[ -s "$work/a.png" ]] || fail "align did not write the picture"
+/usr/bin/python3 - "$work/a.json" <<'PY' || fail "align --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows, cols = d["panels"][0]["weights"], len(d["cols"])
+assert len(rows) == len(d["rows"]) == len(d["frames_read"]) and d["rows"][-1] == "</s>", d
+assert all(abs(sum(r) - 1) < 1e-4 and len(r) == cols for r in rows) and set(d["frames_read"]) == {cols}, d
+PY
+expect 2 "an ASR model needs --speech FILE --utterance ID" -- "$attn" align --model "$work/additive/model.safetensors" \
+  --text x
+expect 2 "no utterance 'nope' in" -- "$attn" align --model "$work/additive/model.safetensors" --speech "$work/test.speech" \
+  --utterance nope
+
 # Bad input.
 expect 2 "--task asr needs --data DIR" -- "$attn" train --task asr --steps 2 --out "$work/bad1"
 expect 2 "--bidirectional does not apply to --task asr" -- "$attn" train --task asr --bidirectional "${tiny[@]}" \
