@@ -97,6 +97,8 @@ std::unique_ptr<LoadedCheckpoint> load_checkpoint_any(const std::string& path) {
     case decode::CheckpointKind::g2p:
       c->g2p = std::make_unique<decode::LoadedG2p>(decode::load_g2p(path));
       break;
+    case decode::CheckpointKind::asr:
+      throw ValueError(path + " is an ASR checkpoint: the Python module does not load those yet (attn eval scores them)");
   }
   io::SafetensorsFile file = io::load_safetensors(path);
   c->metadata = io::attn_metadata(file, path);

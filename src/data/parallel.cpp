@@ -177,6 +177,18 @@ Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<s
 
 std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,
                                                int max_sentences, uint64_t seed, int64_t epoch) {
+  return token_batches(pair_lengths(pairs), max_tokens, max_sentences, seed, epoch);
+}
+
+std::vector<RowLengths> pair_lengths(const std::vector<EncodedPair>& pairs) {
+  std::vector<RowLengths> lengths;
+  lengths.reserve(pairs.size());
+  for (const auto& p : pairs) lengths.push_back({p.src.size(), p.tgt.size()});
+  return lengths;
+}
+
+std::vector<std::vector<size_t>> token_batches(const std::vector<RowLengths>& pairs, int64_t max_tokens,
+                                               int max_sentences, uint64_t seed, int64_t epoch) {
   if (max_tokens < 1) throw ValueError(fmt::format("token_batches: max_tokens must be >= 1, got {}", max_tokens));
   if (max_sentences < 1) {
     throw ValueError(fmt::format("token_batches: max_sentences must be >= 1, got {}", max_sentences));
@@ -193,7 +205,7 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& p
   // Chunks of about 100 batches: long enough that sorting makes batches of similar lengths
   // (little padding), short enough that batches still differ from epoch to epoch.
   double mean_cost = 0.0;  // padded tokens of one row on its own: |src| + |tgt| + 1
-  for (const auto& p : pairs) mean_cost += static_cast<double>(p.src.size() + p.tgt.size() + 1);
+  for (const auto& p : pairs) mean_cost += static_cast<double>(p.src + p.tgt + 1);
   mean_cost /= static_cast<double>(n);
   const double rows = std::clamp(static_cast<double>(max_tokens) / mean_cost, 1.0, static_cast<double>(max_sentences));
   const size_t chunk = std::max<size_t>(1, static_cast<size_t>(100.0 * rows));
@@ -202,8 +214,8 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& p
     const size_t end = std::min(n, begin + chunk);
     std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin),
                      order.begin() + static_cast<std::ptrdiff_t>(end), [&](size_t a, size_t b) {
-                       const auto la = std::make_pair(pairs[a].src.size(), pairs[a].tgt.size());
-                       const auto lb = std::make_pair(pairs[b].src.size(), pairs[b].tgt.size());
+                       const auto la = std::make_pair(pairs[a].src, pairs[a].tgt);
+                       const auto lb = std::make_pair(pairs[b].src, pairs[b].tgt);
                        return la < lb;
                      });
     std::vector<size_t> current;
@@ -211,14 +223,14 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& p
     size_t max_tgt = 0;
     for (size_t k = begin; k < end; ++k) {
       const size_t i = order[k];
-      const size_t s = std::max(max_src, pairs[i].src.size());
-      const size_t t = std::max(max_tgt, pairs[i].tgt.size());
+      const size_t s = std::max(max_src, pairs[i].src);
+      const size_t t = std::max(max_tgt, pairs[i].tgt);
       const int64_t cost = static_cast<int64_t>((current.size() + 1) * (s + t + 1));
       if (!current.empty() && (cost > max_tokens || static_cast<int64_t>(current.size()) >= max_sentences)) {
         batches.push_back(std::move(current));
         current.clear();
-        max_src = pairs[i].src.size();
-        max_tgt = pairs[i].tgt.size();
+        max_src = pairs[i].src;
+        max_tgt = pairs[i].tgt;
       } else {
         max_src = s;
         max_tgt = t;

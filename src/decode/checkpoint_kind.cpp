@@ -1,6 +1,7 @@
 // The checkpoint kinds and their metadata formats (see decode/checkpoint_kind.h).
 #include "attn/decode/checkpoint_kind.h"
 
+#include "attn/decode/asr.h"
 #include "attn/decode/classify.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/sample.h"
@@ -26,6 +27,7 @@ const KindInfo kKinds[] = {
     {CheckpointKind::classifier, kClassifierFormat, "classifier"},
     {CheckpointKind::lm, kLmFormat, "language-model"},
     {CheckpointKind::g2p, kG2pFormat, "G2P"},
+    {CheckpointKind::asr, kAsrFormat, "ASR"},
 };
 
 const KindInfo& info(CheckpointKind kind) {

@@ -439,11 +439,15 @@ AttentionView attention_view(const std::string& path, decode::CheckpointKind kin
       need_text(data::whitespace_tokens(input.text).empty());
       return view_classifier(path, input.text);
     case CheckpointKind::g2p:
+      throw ValueError(path +
+                       " is a G2P checkpoint: attn view does not show those yet (attn translate "
+                       "pronounces words, attn eval scores PER and WER)");
+    case CheckpointKind::asr:
       break;
   }
   throw ValueError(path +
-                   " is a G2P checkpoint: attn view does not show those yet (attn translate "
-                   "pronounces words, attn eval scores PER and WER)");
+                   " is an ASR checkpoint: attn view does not show those yet (attn align shows one utterance's "
+                   "alignment, attn eval scores CER and WER)");
 }
 
 AttentionView sweep_alignments(const std::vector<std::string>& models, const std::vector<int32_t>& symbols) {

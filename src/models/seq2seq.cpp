@@ -9,6 +9,7 @@
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
 #include "attn/ops/gemm.h"
+#include "rnn_decoding.h"
 
 #include <algorithm>
 
@@ -106,9 +107,17 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
   check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
-  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const EncoderOutput enc = encoder.forward(src, src_lengths);
-  const int64_t B = src.dim(0), S = src.dim(1);
+  return detail::greedy_decode(decoder, config_, enc, src_lengths, max_len, config_.pointer ? source_ext(src, src_ext) : Tensor(),
+                               extended_vocab);
+}
+
+namespace detail {
+
+DecodeResult greedy_decode(Decoder& decoder, const Seq2SeqConfig& config, const EncoderOutput& enc,
+                           const Tensor& src_lengths, int max_len, const Tensor& src_ext, int64_t extended_vocab) {
+  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
+  const int64_t B = enc.outputs.dim(0), S = enc.outputs.dim(1);
   const int64_t W = decoder.attention ? decoder.attention->weight_heads() * S : 0;  // weights per row and step
   const nn::StepMemory memory = decoder.prepare(enc, src_lengths);
   DecoderState state = decoder.initial_state(enc, memory, B);
@@ -119,15 +128,14 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   std::vector<char> finished(static_cast<size_t>(B), 0);
   Tensor prev = Tensor::empty({B}, DType::i32);  // y_{t-1}
   for (int64_t b = 0; b < B; ++b) prev.i32()[b] = kBos;
-  const bool pointer = config_.pointer;
-  const Tensor ext = source_ext(src, src_ext);
-  const int64_t V = pointer ? vocab_ext(config_.vocab, extended_vocab) : config_.vocab;  // Vx with the pointer
+  const bool pointer = config.pointer;
+  const int64_t V = pointer ? vocab_ext(config.vocab, extended_vocab) : config.vocab;  // Vx with the pointer
   if (pointer) result.copy.resize(static_cast<size_t>(B));
   int64_t remaining = B;
   for (int step = 0; step < max_len && remaining > 0; ++step) {
-    const Tensor emb = decoder.embedding.forward(in_vocabulary(prev, config_.vocab));  // (B, emb)
+    const Tensor emb = decoder.embedding.forward(in_vocabulary(prev, config.vocab));  // (B, emb)
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
-    const Tensor logits = pointer ? decoder.step_pointer_log_probs(s, emb, ext, V) : decoder.step_logits(s, emb);  // (B, V)
+    const Tensor logits = pointer ? decoder.step_pointer_log_probs(s, emb, src_ext, V) : decoder.step_logits(s, emb);  // (B, V)
     const float* l = logits.f32();
     for (int64_t b = 0; b < B; ++b) {
       const int32_t best = argmax(l + b * V, V);
@@ -147,5 +155,7 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   }
   return result;
 }
+
+}  // namespace detail
 
 }  // namespace attn::models

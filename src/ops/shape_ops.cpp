@@ -181,4 +181,24 @@ Tensor transpose_last2(const Tensor& x) {
   return y;
 }
 
+Tensor pair_frames(const Tensor& x) {
+  check_float("pair_frames", "'x'", x, "(S, B, E)");
+  if (x.rank() != 3) throw ShapeError("pair_frames: 'x' expected (S, B, E), got " + x.shape().str());
+  const int64_t S = x.dim(0), B = x.dim(1), E = x.dim(2), half = (S + 1) / 2;
+  Tensor y = Tensor::zeros({half, B, 2 * E});  // (⌈S/2⌉, B, 2E); an odd S leaves the last pair's second half 0
+  // Time step t (B, E) goes to the band t % 2 of pair t / 2.
+  for (int64_t t = 0; t < S; ++t)
+    kernels::copy_2d(x.f32() + t * B * E, E, y.f32() + (t / 2) * B * 2 * E + (t % 2) * E, 2 * E, B, E);
+  if (autodiff::needs_grad(x)) {
+    autodiff::record("pair_frames", {y}, [x, y, S, B, E]() mutable {
+      // dx[t] += dy[t / 2][:, band t % 2]
+      const float* dy = y.grad().f32();
+      float* dx = x.grad_accumulator().f32();
+      for (int64_t t = 0; t < S; ++t)
+        kernels::add_2d(dy + (t / 2) * B * 2 * E + (t % 2) * E, 2 * E, dx + t * B * E, E, B, E);
+    });
+  }
+  return y;
+}
+
 }  // namespace attn

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "attn/data/cmudict.h"
 #include "attn/data/parallel.h"
@@ -10,6 +11,7 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/models/memory_estimate.h"
+#include "epoch_batches.h"
 #include "translator_step.h"
 
 namespace attn::train {
@@ -20,11 +22,7 @@ void G2pOptions::validate() const {
   if (data_dir.empty()) throw ValueError("a data directory (--data) is required for --task g2p");
   if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
   if (eval_words < 0) throw ValueError("--eval-sentences must be >= 0");
-  if (max_tokens < 1) throw ValueError("--max-tokens must be >= 1, got " + std::to_string(max_tokens));
-  if (max_sentences < 1) throw ValueError("--max-sentences must be >= 1");
-  if (!(label_smoothing >= 0.0f && label_smoothing < 1.0f))
-    throw ValueError("--label-smoothing must be in [0, 1), got " + std::to_string(label_smoothing));
-  if (eval_every < 1) throw ValueError("--eval-every must be >= 1, got " + std::to_string(eval_every));
+  detail::check_batch_options(max_tokens, max_sentences, label_smoothing, eval_every);
   RunOptions::validate();
 }
 
@@ -69,7 +67,7 @@ class G2pTask final : public Task {
       std::fprintf(say, "CMUdict: %zu training pairs (%lld words), %zu dev words; %s model: %lld parameters\n",
                    pairs_.size(), static_cast<long long>(words), dev_.size(), models::to_string(kind),
                    static_cast<long long>(loaded_.model->module().num_parameters()));
-    batches_ = data::token_batches(pairs_, o.max_tokens, o.max_sentences, o.seed, 0);
+    batches_.emplace(data::pair_lengths(pairs_), o.max_tokens, o.max_sentences, o.seed);
   }
 
   nn::Module& module() override { return loaded_.model->module(); }
@@ -79,9 +77,8 @@ class G2pTask final : public Task {
   double best_wer() const { return best_wer_; }
 
   StepLoss forward(int64_t step) override {
-    seek(step);
     const data::Batch batch =
-        data::make_pair_batch(pairs_, distributed::shard_of(batches_[static_cast<size_t>(in_epoch_)], shard()));
+        data::make_pair_batch(pairs_, distributed::shard_of(batches_->at(step), shard()));
     const StepLoss out = detail::translator_step(*loaded_.model, batch, o_.label_smoothing, &window_tokens_);
     last_loss_ = out.reported;
     return out;
@@ -89,7 +86,7 @@ class G2pTask final : public Task {
   std::vector<LogField> log_fields(double seconds) override {
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
     window_tokens_ = 0;
-    return {{"epoch", static_cast<double>(epoch_), "epoch"}, {"loss", last_loss_, "loss"},
+    return {{"epoch", static_cast<double>(batches_->epoch()), "epoch"}, {"loss", last_loss_, "loss"},
             {"tokens_per_s", tokens_per_s, "tok/s"}};
   }
   Validation validate(int64_t step) override {
@@ -125,28 +122,19 @@ class G2pTask final : public Task {
     return {.step = info.step, .has_best = true, .best_score = info.best_val_per, .best_step = info.step};
   }
   json resume_checked_options() const override {
-    return {{"--max-tokens", o_.max_tokens}, {"--max-sentences", o_.max_sentences},
-            {"--label-smoothing", o_.label_smoothing}, {"--train-limit", o_.train_limit},
-            {"--eval-sentences", o_.eval_words}};
+    json j = detail::batch_options_json(o_.max_tokens, o_.max_sentences, o_.label_smoothing);
+    j["--train-limit"] = o_.train_limit;
+    j["--eval-sentences"] = o_.eval_words;
+    return j;
   }
+
 
  private:
-  // Epoch e's batches are token_batches(seed, e), walked in order: a resumed run continues
-  // with the very batches it would have seen.
-  void seek(int64_t step) {
-    for (; cursor_ < step; ++cursor_)
-      if (++in_epoch_ == static_cast<int64_t>(batches_.size())) {
-        batches_ = data::token_batches(pairs_, o_.max_tokens, o_.max_sentences, o_.seed, ++epoch_);
-        in_epoch_ = 0;
-      }
-  }
-
   const G2pOptions& o_;
   decode::LoadedG2p loaded_;
   std::vector<data::EncodedPair> pairs_;
   std::vector<data::CmudictEntry> dev_;
-  std::vector<std::vector<size_t>> batches_;
-  int64_t epoch_ = 0, in_epoch_ = 0, cursor_ = 0;
+  std::optional<detail::EpochBatches> batches_;  // once pairs_ is read
   double last_loss_ = 0.0;
   int64_t window_tokens_ = 0;
   bool has_best_ = false;

@@ -21,6 +21,7 @@ target_of() {
     "Character LM"* | "Transformer ("*) echo "--task charlm" ;;
     "Transformer encoder-decoder"*) echo "--task translate --model transformer" ;;
     "Transformer classifier"*) echo "--task sst2 --model transformer-cls" ;;
+    "ASR"*) echo "--task asr" ;;
     *) echo "" ;;
   esac
 }

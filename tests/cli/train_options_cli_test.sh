@@ -41,7 +41,7 @@ refused "--src does not apply to --task charlm" --task charlm --src fr
 refused "(it is an option of Synthetic seq2seq (--task copy | reverse | sort); Classifier (--task sst2))" \
   --task translate --bucket 4
 refused "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)" --task sst2 --model cnn
-refused "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, charlm)" --task nope
+refused "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, asr, charlm)" --task nope
 refused "--task charlm: unknown --model 'rnn' (valid: transformer)" --task charlm --model rnn
 # issue 18: an impossible model is a usage error (2), not a runtime one.
 refused "needs about" --task copy --hidden 60000 --layers 200

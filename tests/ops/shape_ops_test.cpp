@@ -142,6 +142,33 @@ TEST(TransposeLast2, Gradcheck) {
   EXPECT_EQ(x.grad().to_vector(), transpose_last2(dy).to_vector());
 }
 
+TEST(PairFrames, ForwardEvenAndOddLengths) {
+  // S = 3, B = 2, E = 1: pairs (t0, t1) and (t2, 0).
+  Tensor y = pair_frames(vec({1, 2, 3, 4, 5, 6}, {3, 2, 1}));
+  EXPECT_EQ(y.shape(), Shape({2, 2, 2}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{1, 3, 2, 4, 5, 0, 6, 0}));
+  // S = 4, B = 1, E = 2.
+  Tensor z = pair_frames(vec({1, 2, 3, 4, 5, 6, 7, 8}, {4, 1, 2}));
+  EXPECT_EQ(z.shape(), Shape({2, 1, 4}));
+  EXPECT_EQ(z.to_vector(), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(pair_frames(vec({7}, {1, 1, 1})).to_vector(), (std::vector<float>{7, 0}));
+}
+
+TEST(PairFrames, Gradcheck) {
+  auto fn = [](const std::vector<Tensor>& in) { return pair_frames(in[0]); };
+  EXPECT_TRUE(gradcheck(fn, {leaf({4, 2, 3}, 1)}));
+  EXPECT_TRUE(gradcheck(fn, {leaf({5, 3, 2}, 2)}));  // odd S: the pad half takes no gradient
+  EXPECT_TRUE(gradcheck(fn, {leaf({1, 1, 4}, 3)}));
+  // The backward is the forward's inverse on the real bands: dx = dy rearranged exactly.
+  Tensor x = leaf({5, 2, 3}, 4);
+  Tensor dy = random_tensor({3, 2, 6}, 5);
+  backward(pair_frames(x), dy);
+  for (int64_t t = 0; t < 5; ++t)
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t e = 0; e < 3; ++e)
+        ASSERT_EQ(x.grad().f32()[(t * 2 + b) * 3 + e], dy.f32()[((t / 2) * 2 + b) * 6 + (t % 2) * 3 + e]);
+}
+
 TEST(ShapeOps, Errors) {
   EXPECT_THROW_MSG(concat({}), ValueError, "concat: expected at least one part, got none");
   EXPECT_THROW_MSG(concat({Tensor::zeros({2, 3, 4}), Tensor::zeros({2, 4, 5})}), ShapeError,
@@ -164,6 +191,9 @@ TEST(ShapeOps, Errors) {
                    "transpose_last2: 'x' expected (..., M, N), got (5)");
   EXPECT_THROW_MSG(transpose_last2(Tensor::zeros({2, 2}, DType::i32)), ShapeError,
                    "transpose_last2: 'x' expected dtype float32, got int32");
+  EXPECT_THROW_MSG(pair_frames(Tensor::zeros({4, 3})), ShapeError, "pair_frames: 'x' expected (S, B, E), got (4, 3)");
+  EXPECT_THROW_MSG(pair_frames(Tensor::zeros({2, 2, 2}, DType::i32)), ShapeError,
+                   "pair_frames: 'x' expected dtype float32, got int32");
 }
 
 }  // namespace

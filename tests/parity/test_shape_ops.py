@@ -129,3 +129,20 @@ def test_reshape(shapes):
     assert_grads("shape_ops", f"{before}->{after}", [("x", xa, xt)])
     with pytest.raises(attn.ShapeError, match=r"reshape: 'shape' \(7\) holds 7 elements"):
         attn.reshape(xa, [7])
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (4, 2, 3), (5, 3, 2), (7, 1, 4)])
+def test_pair_frames(shape):
+    """The pyramidal listener's time reduction against torch's pad + reshape (ESPnet's pBLSTM
+    joins frame pairs the same way, there dropping an odd last frame instead of padding it)."""
+    x = randn(70, *shape)
+    xa, xt = to_attn(x, True), to_torch(x, True)
+    S, B, E = shape
+    ya = attn.pair_frames(xa)
+    padded = torch.nn.functional.pad(xt, (0, 0, 0, 0, 0, S % 2))  # (S', B, E), S' even
+    yt = padded.transpose(0, 1).reshape(B, -1, 2 * E).transpose(0, 1)  # (S'/2, B, 2E)
+    dy = randn(71, *yt.shape)
+    attn.backward(ya, dy)
+    yt.backward(torch.tensor(dy))
+    assert_close("shape_ops", f"shape={shape}", "pair_frames output", ya, yt)
+    assert_grads("shape_ops", f"shape={shape}", [("x (pair_frames)", xa, xt)])

@@ -152,13 +152,13 @@ TEST(Checkpoint, Errors) {
 // file's kind is read from its metadata; a format attn does not know names the known ones.
 TEST(CheckpointKind, FormatsNameTheirKinds) {
   using decode::CheckpointKind;
-  ASSERT_EQ(decode::checkpoint_kinds().size(), 5u);
+  ASSERT_EQ(decode::checkpoint_kinds().size(), 6u);
   for (CheckpointKind kind : decode::checkpoint_kinds())
     EXPECT_EQ(decode::kind_of_format(decode::format_name(kind)), kind) << decode::format_name(kind);
   EXPECT_STREQ(decode::format_name(CheckpointKind::translation), "attn-translation");
   EXPECT_THROW_MSG(decode::kind_of_format("attn-test"), ValueError,
                    "unknown checkpoint format 'attn-test' (this attn reads attn-seq2seq, attn-translation, "
-                   "attn-classifier, attn-lm, attn-g2p)");
+                   "attn-classifier, attn-lm, attn-g2p, attn-asr)");
 }
 
 TEST(CheckpointKind, ReadFromTheFileAndRequired) {

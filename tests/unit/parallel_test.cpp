@@ -217,7 +217,7 @@ TEST(Parallel, TokenBatchesDeterministicPerSeedAndEpoch) {
 }
 
 TEST(Parallel, TokenBatchesEdgeCases) {
-  EXPECT_TRUE(token_batches({}, 100, 8, 1, 0).empty());
+  EXPECT_TRUE(token_batches(std::vector<EncodedPair>{}, 100, 8, 1, 0).empty());
   // One pair longer than the budget forms a batch of one; the rest still fit.
   std::vector<EncodedPair> pairs = random_pairs(50, 5);
   pairs[17].src.assign(200, 7);

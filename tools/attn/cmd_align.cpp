@@ -3,6 +3,8 @@
 // pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
 // also writes the drawn weights as numbers (what the browser tests of attn view compare with);
 // for a G2P model also "frames_read", the letters read before each output row (decode/g2p.h).
+// An ASR model aligns one utterance of a .speech file (--speech FILE --utterance ID): its
+// characters down, the listener frames across ("frames_read" likewise).
 #include <cmath>
 #include <cstdio>
 
@@ -10,7 +12,10 @@
 
 #include "attn/explain/zero_share.h"
 #include "attn/json.h"
+#include "attn/printable.h"
 #include "attn/data/tasks.h"
+#include "attn/data/text.h"
+#include "attn/decode/asr.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/io/atomic_file.h"
@@ -30,6 +35,7 @@ struct AlignArgs {
   float coverage_penalty = 0.0f;  // beam: GNMT's β
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
+  std::string speech, utterance;  // ASR: the .speech file and the utterance's id
 };
 
 // The heatmap's weights as JSON: {input, output, title, rows (output tokens), cols (source
@@ -139,6 +145,35 @@ void align_g2p(const AlignArgs& a) {
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
+// An ASR model's alignment of one utterance: the listener frames across (labelled every 10th),
+// the characters (and EOS) down.
+void align_asr(const AlignArgs& a) {
+  decode::LoadedAsr model = decode::load_asr(a.model);
+  refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
+  const data::SpeechSet set = data::read_speech_set(a.speech);
+  const data::SpeechUtterance* utterance = nullptr;
+  for (const data::SpeechUtterance& u : set.utterances)
+    if (u.id == a.utterance) utterance = &u;
+  if (!utterance) throw UsageError("no utterance '" + printable(a.utterance) + "' in " + a.speech);
+  std::vector<decode::Transcript> said;
+  as_usage([&] { said = decode::transcribe(model, {*utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
+  const decode::Transcript& t = said[0];
+  viz::Heatmap map;
+  for (int64_t f = 0; f < t.frames; ++f) map.col_labels.push_back(f % 10 == 0 ? std::to_string(f) : "");
+  map.row_labels = data::utf8_characters(t.text);
+  for (std::string& c : map.row_labels)
+    if (c == " ") c = "_";  // a space, visible
+  if (t.weights.size() > map.row_labels.size()) map.row_labels.push_back("</s>");  // the step that chose EOS
+  std::vector<float> panel;
+  for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), t.weights[r].begin(), t.weights[r].end());
+  map.panels.push_back(std::move(panel));
+  map.title = "ASR attention (" + model.info.config.speller.effective_score() + ") over listener frames: " + utterance->id;
+  viz::write_heatmap(map, a.out);
+  if (!a.json_out.empty()) write_alignment_json(map, utterance->text, t.text, a.json_out, {}, {{"frames_read", t.frames_read}});
+  std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance->id.c_str(), utterance->text.c_str(), t.text.c_str(),
+              a.out.c_str());
+}
+
 }  // namespace
 
 void add_align_command(CLI::App& app) {
@@ -159,6 +194,8 @@ void add_align_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Output picture (.png or .svg)")->capture_default_str();
   cmd->add_option("--json", args->json_out, "Also write the drawn weights (every panel, rows x columns) to this JSON file");
+  cmd->add_option("--speech", args->speech, "ASR model: the .speech file holding the utterance");
+  cmd->add_option("--utterance", args->utterance, "ASR model: the utterance's id in --speech");
   add_threads_option(cmd);
   cmd->callback([args] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
@@ -169,8 +206,15 @@ void add_align_command(CLI::App& app) {
     // classifier used to be told it "needs --input").
     using decode::CheckpointKind;
     const CheckpointKind kind =
-        require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p},
+        require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p,
+                                         CheckpointKind::asr},
                            ": align draws encoder-decoder attention; for a classifier use attn classify");
+    if (kind == CheckpointKind::asr) {
+      if (args->speech.empty() || args->utterance.empty())
+        throw UsageError("an ASR model needs --speech FILE --utterance ID");
+      align_asr(*args);
+      return;
+    }
     if (kind == CheckpointKind::g2p) {
       if (args->text.empty()) throw UsageError("a G2P model needs --text WORD");
       align_g2p(*args);

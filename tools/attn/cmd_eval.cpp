@@ -8,9 +8,11 @@
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
+#include "attn/decode/asr.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
 #include "attn/train/checkpoint.h"
+#include "attn/train/asr_trainer.h"
 #include "attn/train/g2p_trainer.h"
 #include "commands.h"
 #include "common.h"
@@ -29,6 +31,7 @@ struct EvalArgs {
   std::string hypotheses;
   int64_t limit = 0;
   models::BeamStop beam_stop = models::BeamStop::bound;  // translation checkpoints
+  int join = 1;
 };
 
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
@@ -140,6 +143,44 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   }
 }
 
+// CER and WER on a split of a speech folder, its utterances joined `--join` at a time.
+void eval_asr(EvalArgs& a, const CLI::App* cmd) {
+  if (a.split.empty()) a.split = "test";
+  if (a.data.empty()) throw UsageError("an ASR checkpoint needs --data DIR (the folder with test.speech)");
+  if (a.limit < 0) throw UsageError("--limit must be >= 0");
+  if (a.join < 1) throw UsageError("--join must be >= 1, got " + std::to_string(a.join));
+  decode::LoadedAsr model = decode::load_asr(a.model);
+  data::SpeechSet set = data::read_speech_set(train::speech_split_path(a.data, a.split));
+  if (a.limit > 0 && static_cast<int64_t>(set.utterances.size()) > a.limit) set.utterances.resize(static_cast<size_t>(a.limit));
+  if (set.bins != model.info.config.bins)
+    throw ValueError(a.data + ": " + std::to_string(set.bins) + " bins a frame, the model takes " +
+                     std::to_string(model.info.config.bins));
+  set = decode::join_utterances(set, a.join);
+  decode::TranscribeOptions options;
+  options.beam = cmd->count("--beam") ? a.options.beam : 1;
+  options.length_penalty = a.options.length_penalty;
+  const decode::AsrEval e = decode::evaluate_asr(model, set.utterances, options);
+  const std::string score = model.info.config.speller.effective_score();
+  const double read = e.steps > 0 ? static_cast<double>(e.frames_read) / static_cast<double>(e.steps) : 0.0;
+  const double frames = e.steps > 0 ? static_cast<double>(e.frames) / static_cast<double>(e.steps) : 0.0;
+  if (a.json) {
+    nlohmann::json j = {{"model", a.model}, {"score_function", score}, {"split", a.split},
+                        {"join", a.join}, {"utterances", e.score.utterances}, {"cer", e.score.cer()},
+                        {"wer", e.score.wer()}, {"char_edits", e.score.char_edits}, {"reference_chars", e.score.chars},
+                        {"word_edits", e.score.word_edits}, {"reference_words", e.score.words},
+                        {"beam", options.beam}, {"length_penalty", options.length_penalty},
+                        {"output_steps", e.steps}, {"frames_read_per_step", read},
+                        {"frames_per_step", frames}, {"seconds", e.seconds},
+                        {"score", e.score.cer()}, {"metric", "cer"}};
+    std::printf("%s\n", json_text(j, 2).c_str());
+  } else {
+    std::printf("asr (%s) %s, join %d (%lld utterances, beam %d): CER %.2f %%, WER %.2f %%\n", score.c_str(),
+                a.split.c_str(), a.join, static_cast<long long>(e.score.utterances), options.beam, 100 * e.score.cer(),
+                100 * e.score.wer());
+    std::printf("attention read %.2f of %.2f listener frames per output step\n", read, frames);
+  }
+}
+
 void eval_seq2seq(const EvalArgs& a) {
   check_coverage_penalty(a.options.coverage_penalty, a.options.beam);
   decode::LoadedSeq2Seq loaded = decode::load_seq2seq(a.model);
@@ -190,9 +231,12 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--split", args->split,
                   "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
                   "mscoco2017; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
-                  "train (docs/data.md)");
+                  "train (docs/data.md); ASR: test (default) | dev | train");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
-  cmd->add_option("--limit", args->limit, "Translation / G2P: the first N sentences (words) of the split only (0: all)");
+  cmd->add_option("--limit", args->limit,
+                  "Translation / G2P / ASR: the first N sentences (words, utterances) of the split only (0: all)");
+  cmd->add_option("--join", args->join,
+                  "ASR: join every N consecutive utterances into one, the long-utterance test (default 1)");
   cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));
   add_threads_option(cmd);
   add_precision_option(cmd, PrecisionUse::inference);
@@ -201,15 +245,19 @@ void add_eval_command(CLI::App& app) {
     as_usage([&] { args->options.validate(); });  // --samples, --beam
     using decode::CheckpointKind;
     const CheckpointKind kind = require_checkpoint(
-        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier, CheckpointKind::g2p});
+        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier, CheckpointKind::g2p,
+                      CheckpointKind::asr});
     if (!args->hypotheses.empty() && kind != CheckpointKind::translation)
       throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" +
                        decode::format_name(kind) + "'");
+    if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
+      throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
     switch (kind) {
       case CheckpointKind::translation: return eval_translation(*args, cmd);
       case CheckpointKind::classifier: return eval_classifier(*args);
       case CheckpointKind::seq2seq: return eval_seq2seq(*args);
       case CheckpointKind::g2p: return eval_g2p(*args, cmd);
+      case CheckpointKind::asr: return eval_asr(*args, cmd);
       case CheckpointKind::lm: break;  // refused above
     }
   });

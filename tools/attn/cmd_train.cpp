@@ -71,9 +71,9 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
              {&g.text_data});
   groups.add(cmd->add_option("--data", c.data,
                              "The data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)"),
-             {&g.text_data});
+             {&g.text_data, &g.asr});
   groups.add(cmd->add_option("--train-limit", c.train_limit, "Use the first N training examples (default 0: all)"),
-             {&g.text_data});
+             {&g.text_data, &g.asr});
   groups.add(cmd->add_option("--epochs", c.epochs,
                              "Epochs over the training split, unless --steps (default 4, transformer-cls 2). The model's "
                              "recipe in docs/results.md applies to what is not given: see the defaults of --lr, "
@@ -149,6 +149,7 @@ void add_train_command(CLI::App& app) {
   place_shared_options(cmd, g, groups);
   add_classifier_options(cmd, args->classifier, g, groups);
   add_text_task_options(cmd, args->text, g, groups);
+  add_asr_options(cmd, args->asr, g, groups);
   cmd->callback([args, cmd] {
     io::refuse_outputs_over_inputs(false);  // a resumed run rewrites the last.safetensors it read
     if (!args->config_file.empty()) apply_config_file(cmd, args->config_file);

@@ -19,10 +19,11 @@ TrainGroups::TrainGroups() {
   const std::vector<T> sst2 = {T::sst2_bilstm, T::sst2_bilstm_attn, T::sst2_transformer_cls};
   run = {"Every task",
          {T::seq2seq, T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
-          T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
+          T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer, T::asr}};
   synthetic = {"Synthetic seq2seq (--task copy | reverse | sort)", {T::seq2seq}};
-  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | summarize | g2p --model rnn)",
-         {T::seq2seq, T::translate_rnn, T::g2p_rnn}};
+  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | summarize | g2p --model rnn, --task asr's "
+         "speller)",
+         {T::seq2seq, T::translate_rnn, T::g2p_rnn, T::asr}};
   text_data = {"Text data (--task sst2 | translate | summarize | charlm | g2p)",
                {T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
                 T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
@@ -38,6 +39,7 @@ TrainGroups::TrainGroups() {
   transformer_seq2seq = {"Transformer encoder-decoder (--task translate | g2p --model transformer)",
                          {T::translate_transformer, T::g2p_transformer}};
   transformer_classifier = {"Transformer classifier (--task sst2 --model transformer-cls)", {T::sst2_transformer_cls}};
+  asr = {"ASR (--task asr)", {T::asr}};
 }
 
 CLI::Option* OptionGroups::add(CLI::Option* option, const std::vector<const OptionGroup*>& groups) {

@@ -37,6 +37,7 @@ enum class TrainTarget {
   charlm,
   g2p_rnn,  // --task g2p
   g2p_transformer,
+  asr,  // --task asr
 };
 
 struct OptionGroup {
@@ -46,10 +47,10 @@ struct OptionGroup {
 
 // The train command's groups: run (every task), synthetic seq2seq, RNN seq2seq model, text
 // data, classifier, BiLSTM classifier, attention pooling, translation, character LM, G2P,
-// Transformer, Transformer encoder-decoder and Transformer classifier.
+// Transformer, Transformer encoder-decoder and Transformer classifier, ASR.
 struct TrainGroups {
   OptionGroup run, synthetic, rnn, text_data, classifier, bilstm, pooling, translation, lm, g2p, transformer,
-      transformer_seq2seq, transformer_classifier;
+      transformer_seq2seq, transformer_classifier, asr;
   TrainGroups();
 };
 

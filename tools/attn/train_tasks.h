@@ -47,6 +47,15 @@ struct ClassifierArgs {
   std::string attention_from;        // bilstm-attn --encoder average: pool with this model's attention
 };
 
+// The options of --task asr alone (train_asr.cpp).
+struct AsrArgs {
+  int reduction = 4;
+  int projection = 256;
+  int listener_hidden = 256;
+};
+// Adds --reduction --projection --listener-hidden in the ASR group.
+void add_asr_options(CLI::App* cmd, AsrArgs& args, const TrainGroups& g, OptionGroups& groups);
+
 // Everything `attn train` parsed; a task's run reads the parts it needs.
 struct TrainArgs {
   models::Seq2SeqConfig config;
@@ -54,6 +63,7 @@ struct TrainArgs {
   train::TrainOptions options;
   ClassifierArgs classifier;
   TextTaskArgs text;
+  AsrArgs asr;
   std::string config_file;
   bool print_config = false;
   TrainGroups groups;
@@ -93,7 +103,7 @@ struct RegisterTask {
 // Every registered task, in --help's order.
 const std::vector<TrainTask>& train_tasks();
 // The task named `name`; UsageError naming the registered tasks otherwise:
-//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, charlm)"
+//   "unknown task 'nope' (valid: copy, reverse, sort, sst2, translate, summarize, g2p, asr, charlm)"
 const TrainTask& find_train_task(const std::string& name);
 // "copy, reverse, sort, sst2, translate, charlm".
 std::string train_task_names();

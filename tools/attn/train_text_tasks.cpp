@@ -91,7 +91,7 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
   groups.add(cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece model (default: learn a shared one)"), translation);
   groups.add(cmd->add_option("--vocab-size", a.vocab_size, "Pieces of the learned SentencePiece model")->capture_default_str(),
              translation);
-  const std::vector<const OptionGroup*> batches = {&g.translation, &g.g2p};
+  const std::vector<const OptionGroup*> batches = {&g.translation, &g.g2p, &g.asr};
   groups.add(cmd->add_option("--max-tokens", a.max_tokens, "Padded source + target tokens per batch")->capture_default_str(),
              batches);
   groups.add(cmd->add_option("--max-sentences", a.max_sentences, "Sentences per batch at most (default: translate 128, g2p 256)"),
@@ -100,7 +100,7 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
              batches);
   groups.add(cmd->add_option("--eval-sentences", a.eval_sentences,
                              "Validation sentences (g2p: dev words), 0: all (default: translate 0, charlm 2000, g2p 0)"),
-             {&g.translation, &g.lm, &g.g2p});
+             {&g.translation, &g.lm, &g.g2p, &g.asr});
   groups.add(cmd->add_option("--enc-layers", a.encoder_layers,
                              "Transformer encoder layers (default: translate 3, sst2 transformer-cls 2 or --layers)"),
              {&g.transformer_seq2seq, &g.transformer_classifier});

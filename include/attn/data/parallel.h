@@ -74,6 +74,14 @@ Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<s
 // batches on every platform. ValueError when max_tokens < 1 or max_sentences < 1.
 std::vector<std::vector<size_t>> token_batches(const std::vector<EncodedPair>& pairs, int64_t max_tokens,
                                                int max_sentences, uint64_t seed, int64_t epoch);
+// The same over rows given by their lengths alone: speech (src: frames, tgt: characters).
+struct RowLengths {
+  size_t src = 0, tgt = 0;
+};
+std::vector<std::vector<size_t>> token_batches(const std::vector<RowLengths>& rows, int64_t max_tokens,
+                                               int max_sentences, uint64_t seed, int64_t epoch);
+// The lengths of each pair's source and target.
+std::vector<RowLengths> pair_lengths(const std::vector<EncodedPair>& pairs);
 
 // Fixed-order evaluation batches: the indices of `sources` sorted by length (ascending,
 // ties in index order), cut into groups of at most `batch`. Every index appears once, so

@@ -18,6 +18,7 @@ enum class CheckpointKind {
   classifier,   // "attn-classifier": a sentence classifier (decode/classify.h)
   lm,           // "attn-lm": a character language model (decode/sample.h)
   g2p,          // "attn-g2p": an RNN or Transformer grapheme-to-phoneme model (decode/g2p.h)
+  asr,          // "attn-asr": a listen-attend-spell speech recogniser (decode/asr.h)
 };
 
 // Every kind, in the order messages list them.

@@ -28,5 +28,10 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 
 // Swaps the last two dimensions (a copy): x (..., M, N) gives (..., N, M), rank >= 2.
 Tensor transpose_last2(const Tensor& x);
+// Concatenates adjacent time steps, the time reduction of a pyramidal encoder (Chan et al.
+// 2016, LAS): x (S, B, E) time-major gives (⌈S/2⌉, B, 2E) with y[i, b] = [x[2i, b]; x[2i+1, b]],
+// the second half zero for the last pair of an odd S. Backward: dx[2i] += dy[i][:, :E],
+// dx[2i+1] += dy[i][:, E:].
+Tensor pair_frames(const Tensor& x);
 
 }  // namespace attn

@@ -1,0 +1,26 @@
+#pragma once
+// The decoding loops of the RNN decoder (models::Decoder) over an encoding, private to
+// src/models/: Seq2Seq::greedy / beam run them after their token encoder, ListenAttendSpell
+// after its listener. Both run without recording (the caller holds a NoGradGuard).
+#include <cstdint>
+
+#include "attn/models/seq2seq.h"
+#include "beam_search.h"
+
+namespace attn::models::detail {
+
+// Greedy decoding of every row of `enc` (outputs (B, S, E), initial states) for up to max_len
+// steps by `decoder`, built from `config`. With the pointer-generator, src_ext (B, S) int32 holds
+// the source in extended ids and extended_vocab is Vx (>= V).
+DecodeResult greedy_decode(Decoder& decoder, const Seq2SeqConfig& config, const EncoderOutput& enc,
+                           const Tensor& src_lengths, int max_len, const Tensor& src_ext = Tensor(),
+                           int64_t extended_vocab = 0);
+
+// Beam search over the B rows of `enc` with `search` (built by the caller for B rows and
+// options.width K, which must be search's): every row expanded to K hypotheses. src_ext as
+// above (the pointer only).
+DecodeResult beam_decode(Decoder& decoder, const Seq2SeqConfig& config, BeamSearch& search, int width, int max_len,
+                         const EncoderOutput& enc, const Tensor& src_lengths, const Tensor& src_ext = Tensor(),
+                         int64_t extended_vocab = 0);
+
+}  // namespace attn::models::detail

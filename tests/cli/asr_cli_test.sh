@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# attn train --task asr on synthetic speech this test writes as .speech files (each character a
+# fixed random 80-bin pattern held for 2 to 5 frames, plus noise, never twice in a row: a tiny listen-attend-spell
+# model learns to spell it in seconds): training with content and location-aware attention,
+# eval's CER and WER on single and joined test utterances (greedy and beam), and the bad
+# inputs. Usage: asr_cli_test.sh path/to/attn
+set -uo pipefail
+attn="$1"
+data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
+source "$(dirname "$0")/lib.sh"
+
+# The .speech format of include/attn/data/speech.h (version 1, fp16 features).
+/usr/bin/python3 - "$work" <<'PY'
+import struct, sys
+import numpy as np
+alphabet = "abcdefgh "
+patterns = np.random.default_rng(4).standard_normal((len(alphabet), 80))
+def write(path, count, seed, chars=(3, 8), hold=(2, 6)):
+    rng = np.random.default_rng(seed)
+    out = [b"ATTNSPCH", struct.pack("<IIII", 1, 80, 1, 9), b"synthetic", struct.pack("<Q", count)]
+    for u in range(count):
+        text, frames, k = "", [], -1
+        for _ in range(rng.integers(*chars)):
+            k = rng.choice([j for j in range(len(alphabet)) if j != k])  # no character twice in a row
+            text += alphabet[k]
+            frames += [patterns[k] + 0.3 * rng.standard_normal(80) for _ in range(rng.integers(*hold))]
+        for s in (f"u{u}", "synthetic", text):
+            b = s.encode()
+            out += [struct.pack("<I", len(b)), b]
+        out += [struct.pack("<I", len(frames)), np.asarray(frames, dtype="<f2").tobytes()]
+    open(path, "wb").write(b"".join(out))
+for split, count, seed in (("train", 480, 1), ("dev", 24, 2), ("test", 24, 3)):
+    write(f"{sys.argv[1]}/{split}.speech", count, seed)
+import os
+os.makedirs(f"{sys.argv[1]}/short")
+for split in ("train", "dev"):  # one-character utterances of 1 frame: fewer than the reduction
+    write(f"{sys.argv[1]}/short/{split}.speech", 2, 5, chars=(1, 2), hold=(1, 2))
+PY
+
+expect 0 "speech recognition on spoken sentences" -- "$attn" train --help
+tiny=(--data "$work" --steps 400 --eval-every 200 --log-every 100 --lr 5e-3 --warmup 0 --lr-schedule constant
+      --max-tokens 480 --max-sentences 16 --projection 32 --listener-hidden 32 --hidden 64 --emb 16 --threads 2)
+for score in additive location_aware; do
+  expect 0 "best dev CER" -- "$attn" train --task asr --attention bahdanau --score $score --location-filters 4 \
+    --location-width 5 "${tiny[@]}" --out "$work/$score"
+  cer=$(grep -o '"val_cer":[0-9.e-]*' "$work/$score/log.jsonl" | tail -1 | cut -d: -f2)
+  /usr/bin/python3 -c "import sys; sys.exit(0 if float('$cer') < 0.2 else 1)" || fail "$score: dev CER $cer after 400 steps"
+  for join in 1 2; do
+    "$attn" eval --model "$work/$score/model.safetensors" --data "$work" --join $join --json > "$work/$score.$join.json" \
+      || fail "$score: eval --join $join"
+    /usr/bin/python3 - "$work/$score.$join.json" "$join" <<'PY' || fail "$score: eval --join $join JSON"
+import json, sys
+d, join = json.load(open(sys.argv[1])), int(sys.argv[2])
+assert d["metric"] == "cer" and d["score"] == d["cer"] and d["split"] == "test" and d["join"] == join, d
+assert d["utterances"] == 24 // join and d["cer"] == d["char_edits"] / d["reference_chars"], d
+assert d["wer"] == d["word_edits"] / d["reference_words"], d
+assert d["frames_read_per_step"] == d["frames_per_step"] > 0, d  # soft attention reads every frame
+if join == 1:
+    assert d["cer"] < 0.25, d
+PY
+  done
+done
+expect 0 "join 4 (6 utterances, beam 3)" -- "$attn" eval --model "$work/location_aware/model.safetensors" --data "$work" \
+  --join 4 --beam 3
+
+# The alignment of one test utterance: characters down, listener frames across; soft attention
+# reads every frame before each output row.
+expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --speech "$work/test.speech" \
+  --utterance u3 --beam 2 --out "$work/a.png" --json "$work/a.json"
+[[ -s "$work/a.png" ]] || fail "align did not write the picture"
+/usr/bin/python3 - "$work/a.json" <<'PY' || fail "align --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows, cols = d["panels"][0]["weights"], len(d["cols"])
+assert len(rows) == len(d["rows"]) == len(d["frames_read"]) and d["rows"][-1] == "</s>", d
+assert all(abs(sum(r) - 1) < 1e-4 and len(r) == cols for r in rows) and set(d["frames_read"]) == {cols}, d
+PY
+expect 2 "an ASR model needs --speech FILE --utterance ID" -- "$attn" align --model "$work/additive/model.safetensors" \
+  --text x
+expect 2 "no utterance 'nope' in" -- "$attn" align --model "$work/additive/model.safetensors" --speech "$work/test.speech" \
+  --utterance nope
+
+# Bad input.
+expect 2 "--task asr needs --data DIR" -- "$attn" train --task asr --steps 2 --out "$work/bad1"
+expect 2 "--bidirectional does not apply to --task asr" -- "$attn" train --task asr --bidirectional "${tiny[@]}" \
+  --out "$work/bad2"
+expect 2 "reduction must be 2, 4 or 8, got 3" -- "$attn" train --task asr --reduction 3 "${tiny[@]}" --out "$work/bad3"
+expect 2 "pointer must be off" -- "$attn" train --task asr --pointer "${tiny[@]}" --out "$work/bad4"
+[[ ! -e "$work/bad4" ]] || fail "a refused train wrote its folder"
+expect 1 "has 1 frames, fewer than the listener's reduction 4" -- "$attn" train --task asr --data "$work/short" \
+  --steps 2 --out "$work/bad5"
+expect 1 "no train set under $work/none" -- "$attn" train --task asr --data "$work/none" --steps 2 --out "$work/bad6"
+expect 2 "--join must be >= 1, got 0" -- "$attn" eval --model "$work/additive/model.safetensors" --data "$work" --join 0
+expect 1 "--join 25: the set has only 24 utterances" -- "$attn" eval --model "$work/additive/model.safetensors" \
+  --data "$work" --join 25
+expect 2 "an ASR checkpoint needs --data DIR" -- "$attn" eval --model "$work/additive/model.safetensors"
+expect 2 "attn view does not show those yet" -- "$attn" view --model "$work/additive/model.safetensors" --text x \
+  --out "$work/v.html"
+finish "ASR CLI"
