@@ -131,7 +131,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
   const size_t limit = source_limit(model);
   std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);
   std::vector<Translation> out(lines.size());
-  const bool pointer = model.info.kind == "rnn" && model.info.config.value("pointer", false);
+  const bool pointer = model.info.config.value("pointer", false);
   const int64_t V = model.model->vocab();
   // Only non-empty sources are decoded; an empty line translates to an empty line.
   std::vector<size_t> real;

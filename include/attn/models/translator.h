@@ -22,8 +22,8 @@ struct TranslatorDecodeOptions {
   float length_penalty = 1.0f;  // beam: GNMT's α
   float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
   AttentionSelect select{};     // Transformer: which cross-attention the weights report
-  // An RNN with the pointer-generator: the source in extended ids (B, S) and Vx
-  // (Seq2Seq::greedy); undefined: no OOVs. The Transformer ignores them.
+  // A model with the pointer-generator: the source in extended ids (B, S) and Vx
+  // (Seq2Seq::greedy, TransformerSeq2Seq::greedy); undefined: no OOVs.
   Tensor src_ext = Tensor();
   int64_t extended_vocab = 0;
 };
