@@ -176,8 +176,18 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
       data::load_parallel(data_dir, split, model.info.src_lang, model.info.tgt_lang, limit);
   const auto start = std::chrono::steady_clock::now();
   TranslationEval eval;
-  for (auto& t : translate(model, corpus.src, options)) eval.hypotheses.push_back(std::move(t.text));
+  TranslateOptions with_weights = options;
+  with_weights.attention = true;  // for the under-translated pieces
+  std::vector<std::vector<std::vector<float>>> weights;
+  for (auto& t : translate(model, corpus.src, with_weights)) {
+    eval.hypotheses.push_back(std::move(t.text));
+    weights.push_back(std::move(t.weights));
+  }
   eval.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const data::ParallelCorpus train = data::load_parallel(data_dir, "train", model.info.src_lang, model.info.tgt_lang);
+  eval.copy = data::copy_accuracy(corpus.src, corpus.tgt, eval.hypotheses, data::word_set(train.tgt));
+  eval.repetition = data::repetition_rate(corpus.src, eval.hypotheses);
+  eval.under = data::under_translation(weights);
   const data::BleuResult bleu = data::corpus_bleu(eval.hypotheses, corpus.tgt);
   eval.bleu = bleu.score;
   eval.bleu_line = bleu.to_string();

@@ -103,6 +103,16 @@ if have_data multi30k/raw/train.de.gz; then
   copy_ok "$work/tmt-view.json"
   grep -q "copy 0\.\|copy 1\." "$work/tmt-view.json" || fail "view's cross-attention rows do not show the copy probability"
   expect 0 "BLEU" -- "$attn" eval --model "$tmt" --data "$data" --limit 5
+  # eval --json's diagnostics (data/translation_metrics.h), on every translation checkpoint.
+  "$attn" eval --model "$tmt" --data "$data" --limit 5 --json > "$work/tmt-eval.json" || fail "eval --json failed"
+  /usr/bin/python3 - "$work/tmt-eval.json" <<'PY' || fail "eval --json lacks the copy / repetition / under-translation metrics"
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, u = j["copy_accuracy"], j["under_translation"]
+assert 0 <= c["copied"] <= c["words"] and c["sentences"] <= j["sentences"], c
+assert 0.0 <= j["repetition_rate"] <= 1.0 and j["repetition_ngrams"] == [2, 4], j
+assert u["tokens"] > 0 and 0 <= u["under"] <= u["tokens"], u
+PY
   for to in torch ctranslate2; do
     expect 1 "export --to $to: the pointer-generator has no" -- "$attn" export --to "$to" --model "$tmt" --out "$work/tx-$to"
     [[ ! -e "$work/tx-$to" ]] || fail "a refused export wrote tx-$to"
