@@ -132,7 +132,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
   const size_t limit = source_limit(model);
   std::vector<std::vector<int32_t>> sources = encode_sources(*model.tokenizer, lines, limit);
   std::vector<Translation> out(lines.size());
-  const bool pointer = model.info.kind == models::TranslatorKind::rnn && model.info.config.value("pointer", false);
+  const bool pointer = model.info.config.value("pointer", false);
   const int64_t V = model.model->vocab();
   // Only non-empty sources are decoded; an empty line translates to an empty line.
   std::vector<size_t> real;
@@ -177,8 +177,18 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
       data::load_parallel(data_dir, split, model.info.src_lang, model.info.tgt_lang, limit);
   const auto start = std::chrono::steady_clock::now();
   TranslationEval eval;
-  for (auto& t : translate(model, corpus.src, options)) eval.hypotheses.push_back(std::move(t.text));
+  TranslateOptions with_weights = options;
+  with_weights.attention = true;  // for the under-translated pieces
+  std::vector<std::vector<std::vector<float>>> weights;
+  for (auto& t : translate(model, corpus.src, with_weights)) {
+    eval.hypotheses.push_back(std::move(t.text));
+    weights.push_back(std::move(t.weights));
+  }
   eval.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const data::ParallelCorpus train = data::load_parallel(data_dir, "train", model.info.src_lang, model.info.tgt_lang);
+  eval.copy = data::copy_accuracy(corpus.src, corpus.tgt, eval.hypotheses, data::word_set(train.tgt));
+  eval.repetition = data::repetition_rate(corpus.src, eval.hypotheses);
+  eval.under = data::under_translation(weights);
   const data::BleuResult bleu = data::corpus_bleu(eval.hypotheses, corpus.tgt);
   eval.bleu = bleu.score;
   eval.bleu_line = bleu.to_string();

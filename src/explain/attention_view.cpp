@@ -267,7 +267,7 @@ AttentionView view_translation(const std::string& path, const std::string& text,
   std::vector<int32_t> ids = spm.encode(text);
   if (ids.empty()) throw ValueError("--text is empty after tokenisation");
   // The pointer-generator copies unknown pieces: a text of nothing else still translates.
-  const bool pointer = loaded.info.kind == models::TranslatorKind::rnn && loaded.info.config.value("pointer", false);
+  const bool pointer = loaded.info.config.value("pointer", false);
   if (!pointer && std::count(ids.begin(), ids.end(), kSubwordUnk) == static_cast<std::ptrdiff_t>(ids.size()))
     throw ValueError("the model's vocabulary cannot encode --text (every piece is unknown)");
   const bool transformer = loaded.info.kind == models::TranslatorKind::transformer;
@@ -310,19 +310,19 @@ AttentionView view_translation(const std::string& path, const std::string& text,
       if (coverage) add_coverage(h);
     } else {
       // The decoder's input at step t is BOS, then the token it chose at t - 1.
-      std::vector<int32_t> tgt_in = {data::kBos};
-      for (int32_t id : all_but_last(d.tokens)) tgt_in.push_back(id);
+      std::vector<int32_t> tgt_in = {data::kBos};  // a copied OOV (the pointer) is read as unknown
+      for (int32_t id : all_but_last(d.tokens)) tgt_in.push_back(id < V ? id : data::kSubwordUnk);
       data::Batch batch;  // attention_maps reads src, src_lengths and tgt_in
       batch.src = src;
       batch.src_lengths = lengths;
       batch.tgt_in = Tensor::from_vector(tgt_in, {1, static_cast<int64_t>(tgt_in.size())});
       const models::TransformerSeq2Seq::AttentionMaps maps = model.attention_maps(batch);
       std::vector<std::string> in_pieces = {"<s>"};
-      for (const std::string& p : spm.pieces(all_but_last(d.tokens))) in_pieces.push_back(p);
+      for (const std::string& p : decode::output_pieces(spm, all_but_last(d.tokens), oovs.oovs)) in_pieces.push_back(p);
       h.maps.push_back(map_from_layers("encoder self", src_pieces, src_pieces, maps.encoder_self));
       h.maps.push_back(rollout_map("encoder self", src_pieces, maps.encoder_self));
       h.maps.push_back(map_from_layers("decoder self", out_pieces, in_pieces, maps.decoder_self));
-      h.maps.push_back(map_from_layers("cross", out_pieces, src_pieces, maps.cross));
+      h.maps.push_back(map_from_layers("cross", with_copy(out_pieces, d.copy), src_pieces, maps.cross));
     }
     v.hypotheses.push_back(std::move(h));
   }

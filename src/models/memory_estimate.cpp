@@ -244,6 +244,9 @@ double transformer_training_bytes(const TransformerConfig& c, int64_t B, int64_t
   double floats = c.encoder_layers * b * s * (14.0 * d + 2.0 * f + h * s);
   floats += c.decoder_layers * b * t * (20.0 * d + 2.0 * f + h * (s + t));
   floats += b * t * 2.0 * static_cast<double>(c.tgt_vocab);  // logits and softmax
+  // The pointer: as the RNN's (P_vocab, mixture, log, reshaped logits), the gate's 3D input
+  // and the last layer's head-averaged weights with their per-step source ids.
+  if (c.pointer) floats += b * t * (4.0 * static_cast<double>(c.tgt_vocab) + 3.0 * d + 2.0 * s);
   return 2.0 * floats * kFloat;
 }
 
@@ -253,6 +256,7 @@ double transformer_decoding_bytes(const TransformerConfig& c, int64_t rows, int6
   double floats = r * s * (4.0 * d + f + h * s);                     // encoder, one layer at a time
   floats += c.decoder_layers * r * (2.0 * t + 2.0 * s) * d;         // self and cross key/value caches
   floats += r * (h * (s + t) + f + 2.0 * static_cast<double>(c.tgt_vocab));  // one step
+  if (c.pointer) floats += r * 3.0 * static_cast<double>(c.tgt_vocab);       // the pointer's mixture, as the RNN's
   if (weights) floats += 2.0 * t * r * s * h;                        // kept cross-attention weights
   return floats * kFloat;
 }

@@ -15,6 +15,7 @@ namespace {
 
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
+  if (c.pointer) throw ValueError("TransformerClassifier: pointer applies to the encoder-decoder (TransformerSeq2Seq) only");
   if (c.src_vocab < 1)
     throw ValueError(fmt::format("TransformerClassifier: src_vocab must be >= 1, got {}", c.src_vocab));
   if (c.encoder_layers < 1)

@@ -70,6 +70,7 @@ nlohmann::json TransformerConfig::to_json() const {
                         {"tie_output", tie_output},
                         {"seed", seed}};
   detail::write_normalizer(j, normalizer);
+  if (pointer) j["pointer"] = true;  // absent when off: older checkpoints keep their form
   return j;
 }
 
@@ -86,6 +87,7 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
                                          {"share_embeddings", &c.share_embeddings},
                                          {"tie_output", &c.tie_output}, {"seed", &c.seed}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
+  fields.push_back({"pointer", &c.pointer});
   detail::read_config("transformer", j, fields);
   c.normalizer = normalizer.normalizer();
   c.activation = parse_ffn_activation(activation);

@@ -18,6 +18,7 @@ namespace {
 
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
+  if (c.pointer) throw ValueError("TransformerLM: pointer applies to the encoder-decoder (TransformerSeq2Seq) only");
   if (c.tgt_vocab < 2) throw ValueError(fmt::format("TransformerLM: tgt_vocab must be >= 2, got {}", c.tgt_vocab));
   if (c.decoder_layers < 1)
     throw ValueError(fmt::format("TransformerLM: decoder_layers must be >= 1, got {}", c.decoder_layers));

@@ -65,6 +65,21 @@ void selected_weights(const std::vector<nn::LayerAttention>& layers, const Atten
 // The decoder layer whose cross-attention `select` reads: only its weights are computed.
 int cross_layer(const AttentionSelect& select, int layers) { return select.layer < 0 ? layers - 1 : select.layer; }
 
+// The layer(s) whose cross-attention a decoding step computes: `select`'s, and with the pointer
+// also the last one (its copy distribution): every layer (-1) when those differ.
+int step_layer(const AttentionSelect& select, int layers, bool pointer) {
+  const int layer = cross_layer(select, layers);
+  return pointer && layer != layers - 1 ? -1 : layer;
+}
+
+// Rows `rows` (int32 (M)) of ids (N, S) int32 → (M, S).
+Tensor take_rows(const Tensor& ids, const Tensor& rows) {
+  const int64_t M = rows.numel(), S = ids.dim(1);
+  Tensor out = Tensor::empty({M, S}, DType::i32);
+  for (int64_t i = 0; i < M; ++i) std::copy_n(ids.i32() + rows.i32()[i] * S, S, out.i32() + i * S);
+  return out;
+}
+
 }  // namespace
 
 TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
@@ -78,6 +93,8 @@ TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
       decoder(detail::stack_options(config_, rng_), config_.decoder_layers),
       generator(config_.tie_output ? nullptr : std::make_unique<nn::Linear>(config_.d_model, config_.tgt_vocab, rng_)),
       dropout_(config_.dropout, rng_.next()) {
+  // Drawn after every other weight, so a model without the pointer starts as it always has.
+  if (config_.pointer) pointer_gate = std::make_unique<nn::Linear>(3 * config_.d_model, 1, rng_);
   if (embedding) {
     register_module("embedding", *embedding);
   } else {
@@ -89,6 +106,7 @@ TransformerSeq2Seq::TransformerSeq2Seq(const TransformerConfig& config)
   register_module("decoder", decoder);
   if (generator) register_module("generator", *generator);
   register_module("dropout", dropout_);
+  if (pointer_gate) register_module("pointer_gate", *pointer_gate);
 }
 
 const nn::Embedding& TransformerSeq2Seq::source_embedding() const { return embedding ? *embedding : *src_embedding; }
@@ -130,9 +148,9 @@ Tensor TransformerSeq2Seq::logits_from_source_embeddings(const Tensor& source_em
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
   check_length_values(c.op(), "src_lengths", batch.src_lengths, 1, "S", c["S"]);
   const Tensor x = dropout_.forward(positions.forward(source_embeddings, 0));                   // (B, S, D)
-  const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);                          // (B, S, D)
-  const Tensor y = detail::embed_tokens(target_embedding(), positions, dropout_, batch.tgt_in);  // (B, T, D)
-  return output_logits(decoder.forward(y, memory, batch.src_lengths, nullptr));                  // (B, T, V)
+  const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);  // (B, S, D)
+  // The pointer copies by source ids, which embeddings do not carry: batch.src_ext or an error.
+  return teacher_forced_output(memory, batch, batch.src_ext, std::max(config_.tgt_vocab, batch.extended_vocab));
 }
 
 Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector<nn::LayerAttention>* weights,
@@ -146,7 +164,13 @@ Tensor TransformerSeq2Seq::decode_teacher_forced(const Batch& batch, std::vector
 }
 
 Tensor TransformerSeq2Seq::logits(const Batch& batch) {
-  return output_logits(decode_teacher_forced(batch, nullptr));  // (B, T, V)
+  ShapeContract c("TransformerSeq2Seq.logits");
+  c.check("src", batch.src, {"B", "S"}, DType::i32);
+  c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
+  const Tensor memory = encode(batch.src, batch.src_lengths);  // (B, S, D)
+  // The pointer's extended ids: the batch's, or the source itself (no OOVs).
+  const Tensor& src_ext = batch.src_ext.defined() ? batch.src_ext : batch.src;
+  return teacher_forced_output(memory, batch, src_ext, std::max(config_.tgt_vocab, batch.extended_vocab));
 }
 
 Tensor TransformerSeq2Seq::loss(const Batch& batch, float label_smoothing) {
@@ -154,7 +178,13 @@ Tensor TransformerSeq2Seq::loss(const Batch& batch, float label_smoothing) {
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
   c.check("tgt_out", batch.tgt_out, {"B", "T"}, DType::i32);
   check_training_memory(config_, c["B"], batch.src.dim(1), c["T"]);
-  return cross_entropy(logits(batch), batch.tgt_out, {.ignore_index = kPad, .label_smoothing = label_smoothing});
+  // Smoothing toward every extended id would put mass on the OOV slots a row's source lacks.
+  if (config_.pointer && label_smoothing != 0.0f)
+    throw ValueError(fmt::format(
+        "TransformerSeq2Seq: label smoothing ({}) does not apply to the pointer-generator; use 0", label_smoothing));
+  // With the pointer logits() is log P over the extended vocabulary: cross_entropy is its NLL.
+  const Tensor& targets = config_.pointer && batch.tgt_out_ext.defined() ? batch.tgt_out_ext : batch.tgt_out;
+  return cross_entropy(logits(batch), targets, {.ignore_index = kPad, .label_smoothing = label_smoothing});
 }
 
 std::vector<Tensor> TransformerSeq2Seq::cross_attention(const Batch& batch) {
@@ -175,7 +205,7 @@ TransformerSeq2Seq::AttentionMaps TransformerSeq2Seq::attention_maps(const Batch
 }
 
 DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len,
-                                        AttentionSelect select) {
+                                        AttentionSelect select, const Tensor& src_ext, int64_t extended_vocab) {
   if (max_len < 1) throw ValueError("TransformerSeq2Seq.greedy: max_len must be >= 1, got " + std::to_string(max_len));
   select = checked_select("TransformerSeq2Seq.greedy", select);
   autodiff::NoGradGuard no_grad;
@@ -184,9 +214,13 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   check_decoding_memory(config_, src.dim(0), src.dim(1), steps, true);
   const Tensor memory = encode(src, src_lengths);  // (B, S, D)
   const int64_t B = src.dim(0), V = config_.tgt_vocab;
+  const bool pointer = pointer_gate != nullptr;
+  const int64_t Vx = pointer ? std::max(V, extended_vocab) : V;  // the ids argmax chooses from
+  Tensor ext = pointer ? (src_ext.defined() ? src_ext : src) : Tensor();  // (n, S): the active rows' extended ids
   DecodeResult result;
   result.tokens.resize(static_cast<size_t>(B));
   result.attention.resize(static_cast<size_t>(B));
+  if (pointer) result.copy.resize(static_cast<size_t>(B));
   nn::KvCache cache = decoder.start(src_lengths);
   // The rows still decoding (original row indices); finished rows leave the batch.
   std::vector<int32_t> active(static_cast<size_t>(B));
@@ -196,17 +230,22 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   std::vector<float> w;
   for (int t = 0; t < steps && !active.empty(); ++t) {
     const int64_t n = static_cast<int64_t>(active.size());
-    const Tensor ids = Tensor::from_vector(prev, {n, 1});
+    // A copied OOV (id >= V) is fed back as UNK.
+    const Tensor ids = in_vocabulary(Tensor::from_vector(prev, {n, 1}), V);
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (n, 1, D)
     weights.clear();
     // The memory is read on the first step only (the cache then holds its keys and values).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights, cross_layer(select, config_.decoder_layers));  // (n, 1, D)
-    const Tensor l = output_logits(h);                                              // (n, 1, V)
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
+                                  step_layer(select, config_.decoder_layers, pointer));  // (n, 1, D)
+    Tensor p_gen;                                                                         // (n)
+    const Tensor l = pointer ? pointer_output(output_logits(h), h, x, weights.back(), ext, Vx, &p_gen)
+                             : output_logits(h);  // (n, 1, Vx): log P with the pointer, else logits (n, 1, V)
     std::vector<int32_t> keep;
     for (int64_t i = 0; i < n; ++i) {
       const size_t b = static_cast<size_t>(active[static_cast<size_t>(i)]);
-      const int32_t best = argmax(l.f32() + i * V, V);
+      const int32_t best = argmax(l.f32() + i * Vx, Vx);
       result.tokens[b].push_back(best);
+      if (pointer) result.copy[b].push_back(1.0f - p_gen.f32()[i]);
       selected_weights(weights, select, i, w);
       result.attention[b].push_back(w);
       if (best != kEos) keep.push_back(static_cast<int32_t>(i));
@@ -224,6 +263,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
     if (active.empty()) break;
     const Tensor rows = Tensor::from_vector(keep, {static_cast<int64_t>(keep.size())});
     cache.select_rows(rows);
+    if (pointer) ext = take_rows(ext, rows);
   }
   return result;
 }
@@ -232,7 +272,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
 // are reordered to the surviving hypotheses after each step. Weights per step: the cross-
 // attention chosen by `select`.
 DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
-                                      AttentionSelect select) {
+                                      AttentionSelect select, const Tensor& src_ext, int64_t extended_vocab) {
   const char* op = "TransformerSeq2Seq.beam";
   const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
   // Finished source rows leave the decoder batch (live_only): the cache drops their rows.
@@ -249,24 +289,40 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   // Row b*K + k is hypothesis k of source row b; the K rows of b share its memory (the cache's
   // group): its cross keys and values are projected once and never reordered.
   nn::KvCache cache = decoder.start(src_lengths, K);
+  // The pointer: each live hypothesis's source in extended ids (n, S), reordered with them.
+  const bool pointer = pointer_gate != nullptr;
+  const int64_t Vx = pointer ? std::max(V, extended_vocab) : V;
+  Tensor ext;
+  if (pointer) {
+    std::vector<int32_t> expand(static_cast<size_t>(BK));  // row b·K + k reads source row b
+    for (int64_t i = 0; i < BK; ++i) expand[static_cast<size_t>(i)] = static_cast<int32_t>(i / K);
+    ext = take_rows(src_ext.defined() ? src_ext : src, Tensor::from_vector(expand, {BK}));  // (BK, S)
+  }
+  std::vector<float> copy;  // 1 − p_gen per live hypothesis; the pointer only
 
   std::vector<nn::LayerAttention> weights;
   std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (n, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
-    const Tensor tokens = search.next_tokens();
+    const Tensor tokens = in_vocabulary(search.next_tokens(), V);  // a copied OOV is fed back as UNK
     const int64_t n = tokens.numel();  // L·K: the live rows' hypotheses
     const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, tokens.reshape({n, 1}), t);  // (n, 1, D)
     weights.clear();
     // The previous step's reorder goes with this step's append (one copy of the self cache).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
-                                  cross_layer(select, config_.decoder_layers),
+    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights, step_layer(select, config_.decoder_layers, pointer),
                                   t == 0 ? Tensor() : search.reorder());  // (n, 1, D)
-    const Tensor logp = log_softmax(output_logits(h)).reshape({n, V});  // (n, V)
+    if (pointer && t > 0) ext = take_rows(ext, search.reorder());
+    Tensor p_gen;  // (n)
+    // (n, Vx) with the pointer, else (n, V)
+    const Tensor logp = pointer ? pointer_output(output_logits(h), h, x, weights.back(), ext, Vx, &p_gen)
+                                      .reshape({n, Vx})
+                                : log_softmax(output_logits(h)).reshape({n, V});
     for (int64_t i = 0; i < n; ++i) {
       selected_weights(weights, select, i, w);
       std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
-    if (!search.advance(logp, step_weights.data())) break;
+    if (pointer) copy.assign(p_gen.f32(), p_gen.f32() + n);
+    for (float& p : copy) p = 1.0f - p;
+    if (!search.advance(logp, step_weights.data(), pointer ? copy.data() : nullptr)) break;
   }
   return search.result();
 }

@@ -22,8 +22,8 @@ class ModelTranslator : public Translator {
       return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.src_ext, o.extended_vocab)
                          : model_.beam(src, src_lengths, beam, o.src_ext, o.extended_vocab);
     } else {
-      return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.select)
-                         : model_.beam(src, src_lengths, beam, o.select);
+      return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.select, o.src_ext, o.extended_vocab)
+                         : model_.beam(src, src_lengths, beam, o.select, o.src_ext, o.extended_vocab);
     }
   }
 

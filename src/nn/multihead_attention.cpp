@@ -96,8 +96,9 @@ MhaResult attend(const Tensor& q, const Tensor& k, const Tensor& v, const MhaCal
   Tensor weights = r.weights;
   if (drop) {
     const int64_t B = q.dim(0), H = q.dim(1), T = q.dim(2), S = k.dim(2), Dv = v.dim(3);
-    weights = dropout(r.weights, dropout_p, dropout_rng.next(), true);  // (B, H, T, S)
-    context = bmm(weights.reshape({B * H, T, S}), v.reshape({B * H, S, Dv})).reshape({B, H, T, Dv});
+    const Tensor dropped = dropout(r.weights, dropout_p, dropout_rng.next(), true);  // (B, H, T, S)
+    context = bmm(dropped.reshape({B * H, T, S}), v.reshape({B * H, S, Dv})).reshape({B, H, T, Dv});
+    if (!call.weights_before_dropout) weights = dropped;
   }
   if (!call.need_weights) return {context, Tensor()};
   if (!call.heads.empty()) weights = select_heads(weights, call.heads);

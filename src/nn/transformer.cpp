@@ -321,7 +321,7 @@ Tensor TransformerDecoderLayer::feed_forward(const Tensor& h) {
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
-                                        LayerAttention* weights) {
+                                        LayerAttention* weights, bool copy) {
   ShapeContract c("transformer_decoder_layer");
   c.bind("D", options_.d_model);
   c.check("x", x, {"B", "T", "D"});
@@ -330,18 +330,22 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
 
   MhaCallOptions self_call;
   self_call.causal = true;
-  self_call.need_weights = weights != nullptr;
+  self_call.need_weights = weights != nullptr && !copy;
   MhaCallOptions cross_call;
   cross_call.key_lengths = memory_lengths;
   cross_call.need_weights = weights != nullptr;
+  cross_call.weights_before_dropout = copy;
   auto sa = [&](const Tensor& h) {
     MhaResult r = self_attn.forward(h, h, h, self_call);
-    if (weights != nullptr) weights->self_weights = r.weights;
+    if (self_call.need_weights) weights->self_weights = r.weights;
     return dropout1_.forward(r.out);
   };
   auto ca = [&](const Tensor& h) {  // memory as key and value: one GEMM for both
     MhaResult r = multihead_attn.forward(h, memory, memory, cross_call);
-    if (weights != nullptr) weights->cross_weights = r.weights;
+    if (weights != nullptr) {
+      weights->cross_weights = r.weights;
+      weights->cross_output = r.out;
+    }
     return dropout2_.forward(r.out);
   };
   Tensor h = sublayer(options_.norm_first, norm1, x, sa);
@@ -395,7 +399,10 @@ Tensor TransformerDecoderLayer::step(const Tensor& x, const Tensor& memory, Laye
   // A memory row's `group` decoder rows attend as that many queries: h (B, 1, D) as (M, group, D).
   auto ca = [&](const Tensor& h) {
     MhaResult r = multihead_attn.attend_projected(h.reshape({M, group, D}), cache.cross_k, cache.cross_v, cross_call);
-    if (weights != nullptr) weights->cross_weights = group_weights(r.weights, group);  // (B, H, 1, S)
+    if (weights != nullptr) {
+      weights->cross_weights = group_weights(r.weights, group);  // (B, H, 1, S)
+      weights->cross_output = r.out.reshape({B, 1, D});          // (B, 1, D)
+    }
     return dropout2_.forward(r.out.reshape({B, 1, D}));
   };
   Tensor h = sublayer(options_.norm_first, norm1, x, sa);
@@ -444,11 +451,13 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, i
 }
 
 Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
-                                   std::vector<LayerAttention>* weights) {
+                                   std::vector<LayerAttention>* weights, int copy_layer) {
   if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
   Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i)
-    h = layers[i]->forward(h, memory, memory_lengths, weights != nullptr ? &(*weights)[i] : nullptr);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool copy = copy_layer >= 0, wanted = !copy || static_cast<size_t>(copy_layer) == i;
+    h = layers[i]->forward(h, memory, memory_lengths, weights != nullptr && wanted ? &(*weights)[i] : nullptr, copy);
+  }
   return norm ? norm->forward(h) : h;
 }
 

@@ -92,7 +92,7 @@ class TranslationTask final : public Task {
     models::set_translator_vocab(kind, config, V);
     // The pointer-generator trains on the extended ids of each pair (models/pointer.h).
     train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len,
-                                        kind == models::TranslatorKind::rnn && config.value("pointer", false));
+                                        config.value("pointer", false));
     if (say)
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,

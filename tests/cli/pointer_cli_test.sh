@@ -3,7 +3,8 @@
 # synthetic task, records the option in its checkpoint, and reports the copy probability of
 # each output token in `align --json` and `view --json`; on Multi30k it trains with its
 # extended vocabulary and `translate --json` gives each piece's copy probability, also for a
-# text of unknown pieces only. A decoder that cannot carry the pointer is refused with exit 2.
+# text of unknown pieces only; the Transformer's pointer likewise. A decoder that cannot carry
+# the pointer is refused with exit 2.
 # Usage: pointer_cli_test.sh path/to/attn   (the Multi30k part skips without the data)
 set -uo pipefail
 attn="$1"
@@ -67,8 +68,6 @@ expect 2 "--pointer does not apply to --task sst2" -- "$attn" train --task sst2 
 for bad in bad1 bad2 bad3 bad4; do [[ ! -e "$work/$bad" ]] || fail "a refused train wrote $bad"; done
 
 if have_data multi30k/raw/train.de.gz; then
-  expect 2 "--pointer does not apply to --task translate --model transformer" -- "$attn" train --task translate --model transformer --pointer \
-    --data "$data" --out "$work/bad5"
   expect 2 "--pointer needs --label-smoothing 0" -- "$attn" train --task translate --pointer --label-smoothing 0.1 \
     --data "$data" --out "$work/bad6"
   expect 0 "best validation BLEU" -- "$attn" train --task translate --pointer --data "$data" --train-limit 200 \
@@ -84,6 +83,40 @@ if have_data multi30k/raw/train.de.gz; then
   copy_ok "$work/mt.json"
   expect 0 "" -- "$attn" view --model "$mt" --text "東京" --out "$work/mt.html" --json "$work/mt-view.json"
   copy_ok "$work/mt-view.json"
+
+  # The Transformer's pointer (its last layer's cross-attention, averaged over heads): the same.
+  expect 2 "--pointer needs --label-smoothing 0" -- "$attn" train --task translate --model transformer --pointer \
+    --label-smoothing 0.1 --data "$data" --out "$work/bad5"
+  [[ ! -e "$work/bad5" ]] || fail "a refused train wrote bad5"
+  expect 0 "best validation BLEU" -- "$attn" train --task translate --model transformer --pointer --data "$data" \
+    --train-limit 200 --vocab-size 200 --max-tokens 1200 --steps 20 --warmup 5 --eval-every 20 --eval-sentences 10 \
+    --log-every 5 --d-model 16 --ffn 32 --heads 2 --enc-layers 1 --dec-layers 2 --threads 2 --out "$work/tmt"
+  tmt="$work/tmt/model.safetensors"
+  grep -q '"pointer":true' <(head -c 4096 "$tmt" | tr -d '\\') || fail "the Transformer checkpoint does not record the pointer"
+  printf 'Ein Mann mit Ωμέγα.\n東京\n\n' | "$attn" translate --model "$tmt" --beam 2 --json > "$work/tmt.jsonl" \
+    || fail "translate --json (transformer) failed"
+  [[ "$(wc -l < "$work/tmt.jsonl")" == 3 ]] || fail "translate --json (transformer) wrote $(wc -l < "$work/tmt.jsonl") lines for 3"
+  copy_ok "$work/tmt.jsonl"
+  expect 0 "heatmap:" -- "$attn" align --model "$tmt" --text "東京" --beam 2 --out "$work/tmt.svg" --json "$work/tmt.json"
+  copy_ok "$work/tmt.json"
+  expect 0 "" -- "$attn" view --model "$tmt" --text "東京 Ωμέγα" --beam 2 --out "$work/tmt.html" --json "$work/tmt-view.json"
+  copy_ok "$work/tmt-view.json"
+  grep -q "copy 0\.\|copy 1\." "$work/tmt-view.json" || fail "view's cross-attention rows do not show the copy probability"
+  expect 0 "BLEU" -- "$attn" eval --model "$tmt" --data "$data" --limit 5
+  # eval --json's diagnostics (data/translation_metrics.h), on every translation checkpoint.
+  "$attn" eval --model "$tmt" --data "$data" --limit 5 --json > "$work/tmt-eval.json" || fail "eval --json failed"
+  /usr/bin/python3 - "$work/tmt-eval.json" <<'PY' || fail "eval --json lacks the copy / repetition / under-translation metrics"
+import json, sys
+j = json.load(open(sys.argv[1]))
+c, u = j["copy_accuracy"], j["under_translation"]
+assert 0 <= c["copied"] <= c["words"] and c["sentences"] <= j["sentences"], c
+assert 0.0 <= j["repetition_rate"] <= 1.0 and j["repetition_ngrams"] == [2, 4], j
+assert u["tokens"] > 0 and 0 <= u["under"] <= u["tokens"], u
+PY
+  for to in torch ctranslate2; do
+    expect 1 "export --to $to: the pointer-generator has no" -- "$attn" export --to "$to" --model "$tmt" --out "$work/tx-$to"
+    [[ ! -e "$work/tx-$to" ]] || fail "a refused export wrote tx-$to"
+  done
 fi
 
 finish "pointer CLI"

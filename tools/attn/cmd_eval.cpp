@@ -67,6 +67,13 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["kind"] = models::to_string(model.info.kind);
     j["score"] = e.bleu;
     j["metric"] = "bleu";
+    j["copy_accuracy"] = {{"rate", e.copy.rate()},
+                          {"words", e.copy.words},
+                          {"copied", e.copy.copied},
+                          {"sentences", e.copy.sentences}};
+    j["repetition_rate"] = e.repetition;
+    j["repetition_ngrams"] = {2, 4};
+    j["under_translation"] = {{"rate", e.under.rate()}, {"tokens", e.under.tokens}, {"under", e.under.under}};
     if (e.rouge) {  // summarization: ROUGE-1/2/L (0-100), the score ROUGE-L F1
       const nlohmann::json rouge = nlohmann::json::parse(e.rouge->to_json());
       for (const char* name : {"rouge1", "rouge2", "rougeL", "stemming"}) j[name] = rouge[name];

@@ -73,6 +73,14 @@ void require_softmax(const std::string& to, const Normalizer& normalizer) {
                      " version here (export a model trained with --normalizer softmax)");
 }
 
+// Neither peer has the pointer-generator's output mixture: refused rather than exported without it.
+void require_no_pointer(const std::string& to, bool pointer) {
+  if (pointer)
+    throw ValueError("export --to " + to + ": the pointer-generator has no " +
+                     (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
+                     " version here (export a model trained without --pointer)");
+}
+
 // The RNN's configuration with its score resolved; ValueError for the scores model.py lacks.
 nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   const std::string score = c.effective_score();
@@ -87,9 +95,7 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
     throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
                      "' has no plain-PyTorch version here (export a model trained without --coverage)");
   require_softmax("torch", c.normalizer);
-  if (c.pointer)
-    throw ValueError("export --to torch: the pointer-generator has no plain-PyTorch version here (export a model "
-                     "trained without --pointer)");
+  require_no_pointer("torch", c.pointer);
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;
@@ -123,6 +129,7 @@ Exported load_exportable(const std::string& path) {
               rnn_parameters(loaded.model->module().named_parameters())};
     const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
     require_softmax("torch", config.normalizer);
+    require_no_pointer("torch", config.pointer);
     return {models::to_string(model_kind), config.to_json(), loaded.model->module().named_parameters()};
   }
   throw ValueError("export --to torch: " + path + " is " + checkpoint_phrase(kind) +
@@ -250,7 +257,9 @@ decode::LoadedTranslator load_transformer_translator(const std::string& path) {
   if (kind == CheckpointKind::translation) {
     decode::LoadedTranslator loaded = decode::load_translator(path);
     if (loaded.model->kind() == models::TranslatorKind::transformer) {
-      require_softmax("ctranslate2", models::TransformerConfig::from_json(loaded.info.config).normalizer);
+      const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
+      require_softmax("ctranslate2", config.normalizer);
+      require_no_pointer("ctranslate2", config.pointer);
       return loaded;
     }
     what = "an RNN translator (attn-translation, --model rnn)";

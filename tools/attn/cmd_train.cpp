@@ -59,8 +59,9 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--heads", {&g.rnn, &g.transformer});
   for (const char* name : {"--bidirectional", "--attention", "--score", "--window", "--no-input-feeding", "--coverage",
                            "--coverage-loss", "--location-filters", "--location-width", "--location-sharpen",
-                           "--location-smooth", "--pointer", "--monotonic-bias", "--monotonic-noise", "--chunk"})
+                           "--location-smooth", "--monotonic-bias", "--monotonic-noise", "--chunk"})
     place(name, {&g.rnn});
+  place("--pointer", {&g.rnn, &g.transformer_seq2seq});
   for (const char* name : {"--normalizer", "--alpha"}) place(name, {&g.rnn, &g.transformer, &g.pooling});
 }
 

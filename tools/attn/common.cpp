@@ -57,7 +57,8 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
       ->capture_default_str();
   app->add_flag("--pointer", c.pointer,
                 "Pointer-generator (See et al. 2017): mix the vocabulary distribution with the attention over the "
-                "source, so the decoder can copy source tokens outside the vocabulary (bahdanau or luong, one head)");
+                "source, so the decoder can copy source tokens outside the vocabulary (bahdanau or luong, one head; a "
+                "Transformer copies with its last layer's cross-attention averaged over heads)");
   app->add_option("--location-filters", c.location_filters, "--score location_aware: convolution channels K")
       ->capture_default_str();
   app->add_option("--location-width", c.location_width,

@@ -148,6 +148,7 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
           {"positions", a.positions},
           {"seed", t.seed}};
   add_normalizer_json(cmd, c, j);
+  if (c.pointer) j["pointer"] = true;  // the translation and summarization encoder-decoder only (option groups)
   return j;
 }
 

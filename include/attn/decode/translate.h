@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/data/rouge.h"
+#include "attn/data/translation_metrics.h"
 #include "attn/data/subword.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/translator.h"
@@ -95,6 +96,11 @@ struct TranslationEval {
   std::vector<std::string> hypotheses;
   int64_t sentences = 0;
   double seconds = 0.0;
+  // data/translation_metrics.h: the copy accuracy of source words outside the training
+  // targets' words, the repetition rate (n = 2..4) and the under-translated source pieces.
+  data::CopyAccuracy copy;
+  double repetition = 0.0;
+  data::UnderTranslation under;
 };
 TranslationEval evaluate_translation(LoadedTranslator& model, const std::string& data_dir, const std::string& split,
                                      const TranslateOptions& options, int64_t limit = 0);

@@ -58,6 +58,10 @@ struct TransformerConfig {
   // The normaliser of every attention (self and cross): softmax, or sparsemax / entmax15 /
   // entmax(α). Stored in the JSON ("normalizer", "alpha") only when not softmax.
   Normalizer normalizer;
+  // TransformerSeq2Seq only: the pointer-generator (See et al. 2017) over the last decoder
+  // layer's cross-attention averaged over heads, as OpenNMT-py's copy attention; stored in the
+  // JSON ("pointer": true) only when on, so checkpoints without it keep their form.
+  bool pointer = false;
 
   nn::TransformerLayerOptions layer_options() const;
   void validate() const;  // ValueError naming the field
@@ -80,9 +84,12 @@ class TransformerSeq2Seq : public nn::Module {
   explicit TransformerSeq2Seq(const TransformerConfig& config);
   const TransformerConfig& config() const { return config_; }
 
-  // Teacher forcing: logits (B, T, V) for batch.tgt_in.
+  // Teacher forcing: logits (B, T, V) for batch.tgt_in. With the pointer: log P (B, T, Vx)
+  // of the mixture over the extended vocabulary of batch.src_ext (the source itself when
+  // undefined), Vx = max(V, batch.extended_vocab), as Seq2Seq's.
   Tensor logits(const Batch& batch);
-  // Mean cross-entropy over non-PAD targets, with label smoothing ε.
+  // Mean cross-entropy over non-PAD targets, with label smoothing ε (the pointer: the
+  // mixture's NLL of batch.tgt_out_ext when defined; ValueError for ε != 0, as Seq2Seq).
   Tensor loss(const Batch& batch, float label_smoothing = 0.0f);
 
   // Encoder states (B, S, D) for src (B, S), src_lengths (B); weights (when given) per
@@ -100,9 +107,12 @@ class TransformerSeq2Seq : public nn::Module {
   // Decoding ends after min(max_len, config.max_len) steps (positions end there).
   // ValueError for max_len / width < 1, a negative or non-finite length penalty, and a
   // layer or head outside [-1, L) / [-1, H).
-  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len, AttentionSelect select = {});
+  // With the pointer, src_ext (B, S) and extended_vocab as Seq2Seq::greedy: outputs may hold
+  // ids >= V (copied OOVs, fed back as UNK) and result.copy holds 1 − p_gen of each token.
+  DecodeResult greedy(const Tensor& src, const Tensor& src_lengths, int max_len, AttentionSelect select = {},
+                      const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
   DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
-                    AttentionSelect select = {});
+                    AttentionSelect select = {}, const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
   // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S),
   // not recorded (in training mode with dropout they are the dropped weights: eval() first).
   std::vector<Tensor> cross_attention(const Batch& batch);
@@ -119,8 +129,22 @@ class TransformerSeq2Seq : public nn::Module {
   nn::TransformerEncoder encoder;
   nn::TransformerDecoder decoder;
   std::unique_ptr<nn::Linear> generator;  // absent with tie_output
+  // The pointer only: p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) over [c_t; s_t; x_t] (3D):
+  // c_t the last decoder layer's cross-attention output, s_t the decoder output before the
+  // projection, x_t the decoder input (embedding + position). "pointer_gate.weight" (1, 3D), ".bias".
+  std::unique_ptr<nn::Linear> pointer_gate;
 
  private:
+  // The pointer's log P (B, T, Vx) (ops/pointer.h; transformer_pointer.cpp): logits (B, T, V),
+  // h = s_t (B, T, D), x = x_t (B, T, D), copy the last layer's LayerAttention (cross_weights
+  // (B, H, T, S), averaged over heads: the copy distribution; cross_output (B, T, D) = c_t),
+  // src_ext (B, S) int32. p_gen (when given) receives p_gen (B·T).
+  Tensor pointer_output(const Tensor& logits, const Tensor& h, const Tensor& x, const nn::LayerAttention& copy,
+                        const Tensor& src_ext, int64_t extended_vocab, Tensor* p_gen = nullptr) const;
+  // The teacher-forced output of batch.tgt_in over memory (B, S, D): logits (B, T, V), or the
+  // pointer's log P (B, T, Vx) over src_ext's extended ids.
+  Tensor teacher_forced_output(const Tensor& memory, const Batch& batch, const Tensor& src_ext,
+                               int64_t extended_vocab);
   const nn::Embedding& source_embedding() const;  // src_embedding, or the shared one
   const nn::Embedding& target_embedding() const;  // tgt_embedding, or the shared one
   Tensor output_logits(const Tensor& h) const;    // (..., D) → (..., V)

@@ -33,8 +33,8 @@ struct TranslatorDecodeOptions {
   float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
   BeamStop stop = BeamStop::bound;  // beam: when a sentence stops (BeamOptions)
   AttentionSelect select{};     // Transformer: which cross-attention the weights report
-  // An RNN with the pointer-generator: the source in extended ids (B, S) and Vx
-  // (Seq2Seq::greedy); undefined: no OOVs. The Transformer ignores them.
+  // A model with the pointer-generator: the source in extended ids (B, S) and Vx
+  // (Seq2Seq::greedy, TransformerSeq2Seq::greedy); undefined: no OOVs.
   Tensor src_ext = Tensor();
   int64_t extended_vocab = 0;
 };

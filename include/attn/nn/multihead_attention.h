@@ -86,6 +86,9 @@ struct MhaCallOptions {
   bool need_weights = false;
   std::vector<int> heads{};      // return weights only for these heads (in this order); empty = all
   bool average_weights = false;  // average the returned weights over the (selected) heads
+  // With attention dropout in training: return the weights before dropout (a distribution
+  // over the keys, what a copy mechanism reads) instead of the dropped ones the output used.
+  bool weights_before_dropout = false;
 };
 
 struct MhaResult {

@@ -67,6 +67,7 @@ struct TransformerLayerOptions {
 struct LayerAttention {
   Tensor self_weights;   // (B, H, T, T) (decoder: causal, so zero above the diagonal)
   Tensor cross_weights;  // decoder only: (B, H, T, S)
+  Tensor cross_output;   // decoder only: the cross-attention's output (B, T, D), before dropout and the residual
 };
 
 struct LayerKvCache;
@@ -132,9 +133,11 @@ class TransformerDecoderLayer : public Module {
  public:
   explicit TransformerDecoderLayer(const TransformerLayerOptions& options);
   // Full (teacher-forced) pass: x (B, T, D), memory (B, S, D), memory_lengths (B) or
-  // undefined → (B, T, D); causal self-attention.
+  // undefined → (B, T, D); causal self-attention. copy (with weights given): only the cross
+  // weights and output, the weights taken before attention dropout (a pointer's copy
+  // distribution: each row sums to 1 in training too); they are recorded for gradients.
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
-                 LayerAttention* weights = nullptr);
+                 LayerAttention* weights = nullptr, bool copy = false);
   // One step: x (B, 1, D) at position t (the cache's length); appends this step's keys and
   // values to `cache` (cross keys/values are projected from `memory` (M, S, D), M = B / group,
   // on the first call, when cache.cross_k is undefined; later calls do not read memory) →
@@ -176,8 +179,10 @@ class TransformerEncoder : public Module {
 class TransformerDecoder : public Module {
  public:
   TransformerDecoder(const TransformerLayerOptions& options, int layers);
+  // copy_layer >= 0 (with weights given): only that layer's entry is filled, as
+  // TransformerDecoderLayer::forward's copy (the pointer-generator's copy distribution).
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
-                 std::vector<LayerAttention>* weights = nullptr);
+                 std::vector<LayerAttention>* weights = nullptr, int copy_layer = -1);
   // An empty cache for this decoder (one LayerKvCache per layer); memory_lengths (M) int32
   // or undefined is kept in the cache and used by every step. group: decoder rows per memory
   // row (KvCache::group; >= 1, else ValueError).
