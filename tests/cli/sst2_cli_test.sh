@@ -76,7 +76,7 @@ assert json.loads(sys.stdin.read())["tokens"] == ["a", "gorgeous", ",", "witty",
 expect 0 "warning: 3 of 3 tokens are not in the model's vocabulary" -- "$attn" classify --model "$work/run/model.safetensors" \
   --text "qqqzx vvvbn xxcvq"
 # align names the kind of model it got (it used to ask a classifier for --input).
-expect 2 "is not a seq2seq, translation or G2P checkpoint (format 'attn-classifier')" -- \
+expect 2 "is not a seq2seq, translation, G2P or ASR checkpoint (format 'attn-classifier')" -- \
   "$attn" align --model "$work/run/model.safetensors" --text "a film"
 
 # Bad input: a clear message and a non-zero exit code.

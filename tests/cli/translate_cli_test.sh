@@ -112,7 +112,7 @@ if have_data tatoeba-fra-eng/fra.txt.gz; then
   expect 2 "--temperature must be finite and >= 0, got -1" -- "$attn" sample --model "$work/lm/model.safetensors" --temperature -1
   expect 2 "is not a language-model checkpoint (format 'attn-translation')" -- "$attn" sample --model "$work/tf/model.safetensors"
   # align on an LM checkpoint names its kind (issue 18 item 13: it asked for a synthetic task's --input).
-  expect 2 "is not a seq2seq, translation or G2P checkpoint (format 'attn-lm')" -- "$attn" align \
+  expect 2 "is not a seq2seq, translation, G2P or ASR checkpoint (format 'attn-lm')" -- "$attn" align \
     --model "$work/lm/model.safetensors" --text "I " --out "$work/lm.svg"
   # A run shorter than the default warm-up (200 steps) caps it at a tenth of the run.
   expect 0 "bits/char" -- "$attn" train --task charlm --data "$data" --train-limit 200 --d-model 16 --heads 2 --ffn 32 \
