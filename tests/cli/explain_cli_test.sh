@@ -152,7 +152,7 @@ for s in r["sentences"]:
 PY
 expect 0 "rollout      flow" -- "$attn" explain --model "$work/tf/model.safetensors" --text "a gorgeous , witty film" \
   --picture "$work/tf-sentence.png"
-head -c 4 "$work/tf-sentence.png" | grep -q PNG || fail "--picture wrote no PNG"
+grep -q PNG < <(head -c 4 "$work/tf-sentence.png") || fail "--picture wrote no PNG"
 expect 0 "grad x in" -- "$attn" explain --model "$m" --text "brilliant" --picture "$work/one.svg"
 grep -q "<svg" "$work/one.svg" || fail "--picture wrote no SVG for a one-token sentence"
 expect 2 "--picture applies to --text" -- "$attn" explain --model "$m" --data "$data" --out "$work/x" --picture "$work/p.png"

@@ -36,7 +36,7 @@ expect 0 "trained 4 steps" -- "$attn" train --task copy --attention luong --scor
   "${tiny[@]}" --steps 4 --out "$work/ent"
 grep -q '"alpha":1.3' <(head -c 4096 "$work/ent/model.safetensors" | tr -d '\\') || fail "the checkpoint does not record alpha"
 expect 0 "trained 2 steps" -- "$attn" train --task copy --normalizer softmax "${tiny[@]}" --steps 2 --out "$work/soft"
-if head -c 4096 "$work/soft/model.safetensors" | grep -q normalizer; then fail "a softmax checkpoint names a normaliser"; fi
+if grep -q normalizer < <(head -c 4096 "$work/soft/model.safetensors"); then fail "a softmax checkpoint names a normaliser"; fi
 
 # Refused, exit 2, before anything is written.
 expect 2 "--alpha: entmax's alpha must be finite and > 1, got 1" -- "$attn" train --task copy --normalizer entmax \

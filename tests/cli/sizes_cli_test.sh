@@ -83,7 +83,9 @@ tiny=(--task copy --hidden 16 --emb 8 --min-len 3 --max-len 6 --batch 8 --steps 
 # AddressSanitizer reserves terabytes of shadow address space at start, so a binary built with
 # it cannot run under any ulimit -v: the address-space checks run on the other builds (the
 # native one in scripts/test.sh).
-if ldd "$attn" | grep -q libasan; then
+# ldd's output read whole first: `ldd | grep -q` under pipefail fails when grep exits at the
+# first match and ldd dies of SIGPIPE, which ran the checks on an ASan binary under load.
+if [[ "$(ldd "$attn")" == *libasan* ]]; then
   echo "sizes_cli_test: the ulimit -v checks need a binary without AddressSanitizer; not run on $attn"
 else
   out="$( (ulimit -v 600000; timeout -s KILL 60 "$attn" train "${tiny[@]}" --threads 4 --out "$work/u1") 2>&1)"; rc=$?

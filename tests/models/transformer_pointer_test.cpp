@@ -34,7 +34,8 @@ TransformerConfig pointer_config(bool pointer = true) {
   return c;
 }
 
-const Tensor& parameter(const nn::Module& m, const std::string& name) {
+// By value: named_parameters() returns a temporary list (a reference into it would dangle).
+Tensor parameter(const nn::Module& m, const std::string& name) {
   for (const auto& [n, p] : m.named_parameters())
     if (n == name) return p;
   throw ValueError("no parameter " + name);
