@@ -87,7 +87,8 @@ launcher=$!
 for _ in $(seq 100); do [[ -f "$work/killed/model.safetensors" && -f "$work/killed/last.safetensors" ]] && break; sleep 0.2; done
 victim=""
 for pid in $(pgrep -P "$launcher"); do
-  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$pid
+  # grep reads a process substitution: under pipefail `tr | grep -q` fails when tr dies of SIGPIPE
+  grep -qx OMPI_COMM_WORLD_RANK=1 < <(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) && victim=$pid
 done
 if [[ -z "$victim" ]]; then
   fail "rank 1 of the run to kill not found (mpirun $launcher); output: $(cat "$work/killed.out")"
