@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "attn/enum_names.h"
 #include "attn/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -134,15 +135,9 @@ std::string cpu_isa_summary(const CpuFeatures& f) {
 }
 
 const char* isa_level_name(IsaLevel level) {
-  switch (level) {
-    case IsaLevel::avx2:
-      return "avx2";
-    case IsaLevel::avx512:
-      return "avx512";
-    case IsaLevel::baseline:
-      break;
-  }
-  return "baseline";
+  static constexpr EnumName<IsaLevel> kNames[] = {
+      {IsaLevel::baseline, "baseline"}, {IsaLevel::avx2, "avx2"}, {IsaLevel::avx512, "avx512"}};
+  return enum_name(kNames, level, "baseline");
 }
 
 namespace {

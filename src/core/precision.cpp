@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "attn/enum_names.h"
 #include "attn/error.h"
 #include "attn/printable.h"
 
@@ -15,22 +16,13 @@ std::atomic<uint64_t> g_int8_epoch{0};
 
 }  // namespace
 
-const char* precision_name(Precision p) {
-  switch (p) {
-    case Precision::bf16:
-      return "bf16";
-    case Precision::int8:
-      return "int8";
-    case Precision::fp32:
-      break;
-  }
-  return "fp32";
-}
+constexpr EnumName<Precision> kPrecisionNames[] = {
+    {Precision::fp32, "fp32"}, {Precision::bf16, "bf16"}, {Precision::int8, "int8"}};
+
+const char* precision_name(Precision p) { return enum_name(kPrecisionNames, p, "fp32"); }
 
 Precision parse_precision(std::string_view name) {
-  if (name == "fp32") return Precision::fp32;
-  if (name == "bf16") return Precision::bf16;
-  if (name == "int8") return Precision::int8;
+  if (const std::optional<Precision> p = enum_from_name(kPrecisionNames, name)) return *p;
   throw ValueError("precision: expected fp32, bf16 or int8, got '" + printable(std::string(name)) + "'");
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "attn/enum_names.h"
 #include "attn/error.h"
 
 namespace attn {
@@ -43,16 +44,9 @@ int DeferredSignals::pending() const { return g_pending.load(); }
 int DeferredSignals::take() { return g_pending.exchange(0); }
 
 std::string signal_name(int signal) {
-  switch (signal) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "signal " + std::to_string(signal);
-  }
+  static constexpr EnumName<int> kNames[] = {{SIGINT, "SIGINT"}, {SIGTERM, "SIGTERM"}, {SIGHUP, "SIGHUP"}};
+  if (const char* name = enum_name(kNames, signal, nullptr)) return name;
+  return "signal " + std::to_string(signal);
 }
 
 }  // namespace attn

@@ -14,6 +14,24 @@ std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
   impl->dtype = dtype;
   return impl;
 }
+
+// A tensor of `shape` holding `values` (as many as the shape has elements: ShapeError otherwise).
+template <typename T>
+Tensor filled_with(const std::vector<T>& values, const Shape& shape, DType dtype) {
+  if (static_cast<int64_t>(values.size()) != shape.numel())
+    throw ShapeError("tensor: " + std::to_string(values.size()) + " values cannot fill shape " + shape.str());
+  Tensor t = Tensor::empty(shape, dtype);
+  std::memcpy(t.impl().buffer->data(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
+// The elements of `i` as T, when its dtype is `dtype` (named `what`): ValueError otherwise.
+template <typename T>
+T* elements(TensorImpl& i, DType dtype, const char* what) {
+  if (i.dtype != dtype)
+    throw ValueError(std::string("tensor: expected ") + what + " data, tensor is " + dtype_name(i.dtype));
+  return static_cast<T*>(i.buffer->data()) + i.offset;
+}
 }  // namespace
 
 TensorImpl& Tensor::impl() const {
@@ -50,35 +68,17 @@ Tensor Tensor::full(const Shape& shape, float value) {
 }
 
 Tensor Tensor::from_vector(const std::vector<float>& values, const Shape& shape) {
-  if (static_cast<int64_t>(values.size()) != shape.numel())
-    throw ShapeError("tensor: " + std::to_string(values.size()) + " values cannot fill shape " + shape.str());
-  Tensor t = empty(shape);
-  std::memcpy(t.f32(), values.data(), values.size() * sizeof(float));
-  return t;
+  return filled_with(values, shape, DType::f32);
 }
 
 Tensor Tensor::from_vector(const std::vector<int32_t>& values, const Shape& shape) {
-  if (static_cast<int64_t>(values.size()) != shape.numel())
-    throw ShapeError("tensor: " + std::to_string(values.size()) + " values cannot fill shape " + shape.str());
-  Tensor t = empty(shape, DType::i32);
-  std::memcpy(t.i32(), values.data(), values.size() * sizeof(int32_t));
-  return t;
+  return filled_with(values, shape, DType::i32);
 }
 
-float* Tensor::f32() {
-  TensorImpl& i = impl();
-  if (i.dtype != DType::f32)
-    throw ValueError(std::string("tensor: expected float32 data, tensor is ") + dtype_name(i.dtype));
-  return static_cast<float*>(i.buffer->data()) + i.offset;
-}
+float* Tensor::f32() { return elements<float>(impl(), DType::f32, "float32"); }
 const float* Tensor::f32() const { return const_cast<Tensor*>(this)->f32(); }
 
-int32_t* Tensor::i32() {
-  TensorImpl& i = impl();
-  if (i.dtype != DType::i32)
-    throw ValueError(std::string("tensor: expected int32 data, tensor is ") + dtype_name(i.dtype));
-  return static_cast<int32_t*>(i.buffer->data()) + i.offset;
-}
+int32_t* Tensor::i32() { return elements<int32_t>(impl(), DType::i32, "int32"); }
 const int32_t* Tensor::i32() const { return const_cast<Tensor*>(this)->i32(); }
 
 std::vector<float> Tensor::to_vector() const {

@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "attn/data/text.h"
+#include "attn/enum_names.h"
 #include "attn/error.h"
 #include "attn/models/batch.h"
 #include "attn/printable.h"
@@ -136,12 +137,9 @@ CmudictSplit cmudict_split(const std::string& word) {
 }
 
 const char* split_name(CmudictSplit split) {
-  switch (split) {
-    case CmudictSplit::train: return "train";
-    case CmudictSplit::dev: return "dev";
-    case CmudictSplit::test: return "test";
-  }
-  return "?";
+  static constexpr EnumName<CmudictSplit> kNames[] = {
+      {CmudictSplit::train, "train"}, {CmudictSplit::dev, "dev"}, {CmudictSplit::test, "test"}};
+  return enum_name(kNames, split, "?");
 }
 
 std::vector<CmudictEntry> cmudict_subset(const std::vector<CmudictEntry>& entries, CmudictSplit split) {

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "attn/enum_names.h"
+
 namespace attn::data {
 
 namespace {
@@ -15,26 +17,21 @@ bool is_content_symbol(int32_t id) { return id >= kFirstSymbol && id < kVocabSiz
 
 }  // namespace
 
+namespace {
+
+constexpr EnumName<TaskKind> kTaskNames[] = {
+    {TaskKind::copy, "copy"}, {TaskKind::reverse, "reverse"}, {TaskKind::sort, "sort"}};
+
+}  // namespace
+
 TaskKind parse_task(const std::string& name) {
-  if (name == "copy") return TaskKind::copy;
-  if (name == "reverse") return TaskKind::reverse;
-  if (name == "sort") return TaskKind::sort;
+  if (const std::optional<TaskKind> kind = enum_from_name(kTaskNames, name)) return *kind;
   throw ValueError(fmt::format("unknown task '{}' (valid: {})", name, task_names()));
 }
 
-const char* task_name(TaskKind kind) {
-  switch (kind) {
-    case TaskKind::copy:
-      return "copy";
-    case TaskKind::reverse:
-      return "reverse";
-    case TaskKind::sort:
-      return "sort";
-  }
-  return "?";
-}
+const char* task_name(TaskKind kind) { return enum_name(kTaskNames, kind, "?"); }
 
-std::string task_names() { return "copy, reverse, sort"; }
+std::string task_names() { return enum_name_list(kTaskNames); }
 
 std::vector<int32_t> task_target(TaskKind kind, const std::vector<int32_t>& src) {
   for (size_t i = 0; i < src.size(); ++i) {

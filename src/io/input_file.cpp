@@ -15,18 +15,10 @@
 #include <vector>
 
 #include "attn/error.h"
+#include "file_type.h"
 
 namespace attn::io {
 namespace {
-
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a plain file";
-}
 
 // The files this process opened for reading: (device, inode) -> the path as given and the
 // file's ctime then. (A file deleted since can hand its inode to a new one: the ctime tells
@@ -66,7 +58,7 @@ int open_regular_file(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw IoError(path + ": not a regular file (" + kind_of(st.st_mode) + ")");
+    throw IoError(path + ": not a regular file (" + detail::file_type_name(st.st_mode, "not a plain file") + ")");
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);

@@ -10,19 +10,13 @@
 #include <filesystem>
 
 #include "attn/error.h"
+#include "file_type.h"
 
 namespace attn::io {
 namespace fs = std::filesystem;
 namespace {
 
-const char* not_a_folder(mode_t mode) {
-  if (S_ISREG(mode)) return "a file";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a folder";
-}
+const char* not_a_folder(mode_t mode) { return detail::file_type_name(mode, "not a folder"); }
 
 // "run/" -> "run", "" stays "".
 std::string without_trailing_slashes(std::string path) {

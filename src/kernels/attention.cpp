@@ -82,22 +82,57 @@ void additive_backward_batches(const float* u, const float* keys, const float* v
 
 constexpr int64_t kDirectRows = 8;
 
+namespace {
+
+// The three products of one batch row, over its first `len` of S positions; `accumulate` adds
+// to the output instead of writing it.
+
+// out (T, E) (+)= w (T, S)[:, :len] · x (len, E)
+void row_product_nn(const float* w, const float* x, int64_t T, int64_t S, int64_t E, int64_t len, bool accumulate,
+                    float* out) {
+  if (T <= kDirectRows) {
+    for (int64_t t = 0; t < T; ++t) {  // out_t (+)= Σ_s w_ts x_s
+      float* o = out + t * E;
+      if (!accumulate) std::fill(o, o + E, 0.0f);
+      for (int64_t s = 0; s < len; ++s) axpy(w[t * S + s], x + s * E, o, E);
+    }
+    return;
+  }
+  // len = 0 without accumulate writes zeros (gemm with k = 0 sets C = beta C).
+  gemm(false, false, T, E, len, 1.0f, w, S, x, E, accumulate ? 1.0f : 0.0f, out, E);
+}
+
+// out (T, S)[:, :len] (+)= a (T, E) · x (len, E)ᵀ
+void row_product_nt(const float* a, const float* x, int64_t T, int64_t S, int64_t E, int64_t len, bool accumulate,
+                    float* out) {
+  if (T <= kDirectRows) {
+    for (int64_t t = 0; t < T; ++t)  // out_ts (+)= a_t · x_s
+      for (int64_t s = 0; s < len; ++s) {
+        const float d = dot(a + t * E, x + s * E, E);
+        out[t * S + s] = accumulate ? out[t * S + s] + d : d;
+      }
+    return;
+  }
+  gemm(false, true, T, len, E, 1.0f, a, E, x, E, accumulate ? 1.0f : 0.0f, out, S);
+}
+
+// out (len, E) += w (T, S)[:, :len]ᵀ · a (T, E)
+void row_product_tn_add(const float* w, const float* a, int64_t T, int64_t S, int64_t E, int64_t len, float* out) {
+  if (T <= kDirectRows) {
+    for (int64_t t = 0; t < T; ++t)  // out_s += w_ts a_t
+      for (int64_t s = 0; s < len; ++s) axpy(w[t * S + s], a + t * E, out + s * E, E);
+    return;
+  }
+  gemm(true, false, len, E, T, 1.0f, w, S, a, E, 1.0f, out, E);
+}
+
+}  // namespace
+
+// c_t = Σ_s w_ts v_s
 void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B,
                                int64_t T, int64_t S, int64_t E, float* context) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
-    const int64_t len = lengths[b];
-    const float* vb = values + b * S * E;
-    if (T <= kDirectRows) {
-      for (int64_t t = 0; t < T; ++t) {  // c_t = Σ_s w_ts v_s
-        const float* w = weights + (b * T + t) * S;
-        float* c = context + (b * T + t) * E;
-        std::fill(c, c + E, 0.0f);
-        for (int64_t s = 0; s < len; ++s) axpy(w[s], vb + s * E, c, E);
-      }
-      return;
-    }
-    // (T, L) · (L, E) -> (T, E); L = 0 writes zeros (gemm with k = 0 sets C = beta C).
-    gemm(false, false, T, E, len, 1.0f, weights + b * T * S, S, vb, E, 0.0f, context + b * T * E, E);
+    row_product_nn(weights + b * T * S, values + b * S * E, T, S, E, lengths[b], false, context + b * T * E);
   });
 }
 
@@ -106,44 +141,19 @@ void attention_context_backward(const float* weights, const float* values, const
                                 const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E,
                                 float* dweights, float* dvalues) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
-    const int64_t len = lengths[b];
-    const float* vb = values + b * S * E;
-    if (T <= kDirectRows) {
-      for (int64_t t = 0; t < T; ++t) {
-        const float* dc = dcontext + (b * T + t) * E;
-        if (dweights) {  // dw_ts += dc_t · v_s
-          float* dw = dweights + (b * T + t) * S;
-          for (int64_t s = 0; s < len; ++s) dw[s] += dot(dc, vb + s * E, E);
-        }
-        if (dvalues) {  // dv_s += w_ts dc_t
-          const float* w = weights + (b * T + t) * S;
-          for (int64_t s = 0; s < len; ++s) axpy(w[s], dc, dvalues + (b * S + s) * E, E);
-        }
-      }
-      return;
-    }
-    if (dweights)
-      gemm(false, true, T, len, E, 1.0f, dcontext + b * T * E, E, vb, E, 1.0f, dweights + b * T * S, S);
-    if (dvalues)
-      gemm(true, false, len, E, T, 1.0f, weights + b * T * S, S, dcontext + b * T * E, E, 1.0f,
-           dvalues + b * S * E, E);
+    const float* dc = dcontext + b * T * E;
+    if (dweights) row_product_nt(dc, values + b * S * E, T, S, E, lengths[b], true, dweights + b * T * S);
+    if (dvalues) row_product_tn_add(weights + b * T * S, dc, T, S, E, lengths[b], dvalues + b * S * E);
   });
 }
 
 // ---- dot scores (Luong dot / general) -----------------------------------------------------------
 
+// e_ts = q_t · k_s
 void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B,
                                   int64_t T, int64_t S, int64_t E, float* scores) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
-    const int64_t len = lengths[b];
-    const float* kb = keys + b * S * E;
-    if (T <= kDirectRows) {
-      for (int64_t t = 0; t < T; ++t)  // e_ts = q_t · k_s
-        for (int64_t s = 0; s < len; ++s) scores[(b * T + t) * S + s] = dot(q + (b * T + t) * E, kb + s * E, E);
-      return;
-    }
-    // (T, E) · (L, E)ᵀ -> (T, L)
-    gemm(false, true, T, len, E, 1.0f, q + b * T * E, E, kb, E, 0.0f, scores + b * T * S, S);
+    row_product_nt(q + b * T * E, keys + b * S * E, T, S, E, lengths[b], false, scores + b * T * S);
   });
 }
 
@@ -152,22 +162,9 @@ void attention_dot_scores_backward(const float* q, const float* keys, const floa
                                    const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dq,
                                    float* dkeys) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
-    const int64_t len = lengths[b];
-    const float* kb = keys + b * S * E;
-    if (T <= kDirectRows) {
-      for (int64_t t = 0; t < T; ++t) {
-        const float* de = dscores + (b * T + t) * S;
-        const float* qt = q + (b * T + t) * E;
-        for (int64_t s = 0; s < len; ++s) {
-          if (dq) axpy(de[s], kb + s * E, dq + (b * T + t) * E, E);  // dq_t += de_ts k_s
-          if (dkeys) axpy(de[s], qt, dkeys + (b * S + s) * E, E);    // dk_s += de_ts q_t
-        }
-      }
-      return;
-    }
-    if (dq) gemm(false, false, T, E, len, 1.0f, dscores + b * T * S, S, kb, E, 1.0f, dq + b * T * E, E);
-    if (dkeys)
-      gemm(true, false, len, E, T, 1.0f, dscores + b * T * S, S, q + b * T * E, E, 1.0f, dkeys + b * S * E, E);
+    const float* de = dscores + b * T * S;
+    if (dq) row_product_nn(de, keys + b * S * E, T, S, E, lengths[b], true, dq + b * T * E);
+    if (dkeys) row_product_tn_add(de, q + b * T * E, T, S, E, lengths[b], dkeys + b * S * E);
   });
 }
 

@@ -11,61 +11,47 @@ namespace {
 // Enough work per chunk to pay for a thread: about 16k elements.
 int64_t grain_for(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(width, 1)); }
 
-}  // namespace
-
-// Work items are (b, h) pairs: each writes its own (T, Dh) block of y.
-void split_heads_forward(const float* x, float* y, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
-                         int64_t offset) {
+// Between rows (B, T, W), head h at columns [offset + h·Dh, offset + (h+1)·Dh), and blocks
+// (B, H, T, Dh), either way (ToHeads: rows to blocks): a copy, or an addition into the
+// destination when Accumulate. Work items are (b, h) pairs; no two write the same element.
+template <bool ToHeads, bool Accumulate>
+void move_heads(const float* src, float* dst, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
+                int64_t offset) {
   parallel_for(0, B * H, grain_for(T * Dh), [=](int64_t lo, int64_t hi) {
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t b = item / H, h = item % H;
-      const float* src = x + b * T * W + offset + h * Dh;
-      float* dst = y + item * T * Dh;
-      for (int64_t t = 0; t < T; ++t) std::copy(src + t * W, src + t * W + Dh, dst + t * Dh);
+      const int64_t row = b * T * W + offset + h * Dh, block = item * T * Dh;  // t = 0
+      for (int64_t t = 0; t < T; ++t) {
+        const float* from = src + (ToHeads ? row + t * W : block + t * Dh);
+        float* to = dst + (ToHeads ? block + t * Dh : row + t * W);
+        if constexpr (Accumulate) {
+          for (int64_t j = 0; j < Dh; ++j) to[j] += from[j];
+        } else {
+          std::copy(from, from + Dh, to);
+        }
+      }
     }
   });
 }
 
-// Work items are (b, t) rows of dx: each row is written by one chunk.
+}  // namespace
+
+void split_heads_forward(const float* x, float* y, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
+                         int64_t offset) {
+  move_heads<true, false>(x, y, B, T, H, Dh, W, offset);
+}
+
 void split_heads_backward(const float* dy, float* dx, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
                           int64_t offset) {
-  parallel_for(0, B * T, grain_for(H * Dh), [=](int64_t lo, int64_t hi) {
-    for (int64_t row = lo; row < hi; ++row) {
-      const int64_t b = row / T, t = row % T;
-      float* d = dx + row * W + offset;
-      for (int64_t h = 0; h < H; ++h) {
-        const float* g = dy + ((b * H + h) * T + t) * Dh;
-        float* dh = d + h * Dh;
-        for (int64_t j = 0; j < Dh; ++j) dh[j] += g[j];
-      }
-    }
-  });
+  move_heads<false, true>(dy, dx, B, T, H, Dh, W, offset);
 }
 
 void merge_heads_forward(const float* x, float* y, int64_t B, int64_t H, int64_t T, int64_t Dh) {
-  parallel_for(0, B * T, grain_for(H * Dh), [=](int64_t lo, int64_t hi) {
-    for (int64_t row = lo; row < hi; ++row) {
-      const int64_t b = row / T, t = row % T;
-      float* dst = y + row * H * Dh;
-      for (int64_t h = 0; h < H; ++h) {
-        const float* src = x + ((b * H + h) * T + t) * Dh;
-        std::copy(src, src + Dh, dst + h * Dh);
-      }
-    }
-  });
+  move_heads<false, false>(x, y, B, T, H, Dh, H * Dh, 0);
 }
 
 void merge_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int64_t T, int64_t Dh) {
-  parallel_for(0, B * H, grain_for(T * Dh), [=](int64_t lo, int64_t hi) {
-    for (int64_t item = lo; item < hi; ++item) {
-      const int64_t b = item / H, h = item % H;
-      float* d = dx + item * T * Dh;
-      for (int64_t t = 0; t < T; ++t) {
-        const float* g = dy + (b * T + t) * H * Dh + h * Dh;
-        for (int64_t j = 0; j < Dh; ++j) d[t * Dh + j] += g[j];
-      }
-    }
-  });
+  move_heads<true, true>(dy, dx, B, T, H, Dh, H * Dh, 0);
 }
 
 void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K,

@@ -432,6 +432,18 @@ void build_stack(const char* who, const TransformerLayerOptions& options, int n,
   }
 }
 
+// A stack's pass over x: h = layer_forward(layer i, h, i, layer i's slot of *weights or nullptr)
+// for each layer, then the final norm (pre-norm stacks). *weights gets one slot a layer.
+template <typename Layer, class LayerForward>
+Tensor run_stack(const std::vector<std::unique_ptr<Layer>>& layers, const std::unique_ptr<LayerNorm>& norm,
+                 const Tensor& x, std::vector<LayerAttention>* weights, LayerForward&& layer_forward) {
+  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i)
+    h = layer_forward(*layers[i], h, i, weights != nullptr ? &(*weights)[i] : nullptr);
+  return norm ? norm->forward(h) : h;
+}
+
 }  // namespace
 
 TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, int n) {
@@ -439,11 +451,9 @@ TransformerEncoder::TransformerEncoder(const TransformerLayerOptions& options, i
 }
 
 Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& key_lengths, std::vector<LayerAttention>* weights) {
-  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
-  Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i)
-    h = layers[i]->forward(h, key_lengths, weights != nullptr ? &(*weights)[i] : nullptr);
-  return norm ? norm->forward(h) : h;
+  return run_stack(layers, norm, x, weights, [&](auto& layer, const Tensor& h, size_t, LayerAttention* w) {
+    return layer.forward(h, key_lengths, w);
+  });
 }
 
 TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, int n) {
@@ -452,13 +462,11 @@ TransformerDecoder::TransformerDecoder(const TransformerLayerOptions& options, i
 
 Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
                                    std::vector<LayerAttention>* weights, int copy_layer) {
-  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
-  Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    const bool copy = copy_layer >= 0, wanted = !copy || static_cast<size_t>(copy_layer) == i;
-    h = layers[i]->forward(h, memory, memory_lengths, weights != nullptr && wanted ? &(*weights)[i] : nullptr, copy);
-  }
-  return norm ? norm->forward(h) : h;
+  const bool copy = copy_layer >= 0;
+  return run_stack(layers, norm, x, weights, [&](auto& layer, const Tensor& h, size_t i, LayerAttention* w) {
+    const bool wanted = !copy || static_cast<size_t>(copy_layer) == i;
+    return layer.forward(h, memory, memory_lengths, wanted ? w : nullptr, copy);
+  });
 }
 
 KvCache TransformerDecoder::start(const Tensor& memory_lengths, int64_t group) const {
@@ -504,11 +512,9 @@ CausalTransformer::CausalTransformer(const TransformerLayerOptions& options, int
 }
 
 Tensor CausalTransformer::forward(const Tensor& x, const Tensor& lengths, std::vector<LayerAttention>* weights) {
-  if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
-  Tensor h = x;
-  for (size_t i = 0; i < layers.size(); ++i)
-    h = layers[i]->forward_causal(h, lengths, weights != nullptr ? &(*weights)[i] : nullptr);
-  return norm ? norm->forward(h) : h;
+  return run_stack(layers, norm, x, weights, [&](auto& layer, const Tensor& h, size_t, LayerAttention* w) {
+    return layer.forward_causal(h, lengths, w);
+  });
 }
 
 KvCache CausalTransformer::start(int64_t batch) const {

@@ -41,36 +41,37 @@ Tensor unary(const char* op, const Tensor& x, UnaryForward forward, UnaryBackwar
   return y;
 }
 
-}  // namespace
+using BinaryForward = void (*)(const float*, const float*, float*, int64_t);
+using BinaryBackward = void (*)(float*, const float*, const float*, int64_t);
 
-Tensor add(const Tensor& a, const Tensor& b) {
-  check_same_shape("add", a, b);
+// A binary op of two same-shaped operands: y = forward(a, b); its backward calls
+// backward_kernel(da, dy, b) and backward_kernel(db, dy, a) for the operands that need a gradient.
+Tensor binary(const char* op, const Tensor& a, const Tensor& b, BinaryForward forward, BinaryBackward backward_kernel) {
+  check_same_shape(op, a, b);
   Tensor y = Tensor::empty(a.shape());
-  kernels::add(a.f32(), b.f32(), y.f32(), a.numel());
+  forward(a.f32(), b.f32(), y.f32(), a.numel());
   if (autodiff::needs_grad(a, b)) {
-    // da += dy, db += dy
-    autodiff::record("add", {y}, [a, b, y]() mutable {
+    autodiff::record(op, {y}, [a, b, y, backward_kernel]() mutable {
       const float* dy = y.grad().f32();
-      if (a.requires_grad()) kernels::add_into(a.grad_accumulator().f32(), dy, a.numel());
-      if (b.requires_grad()) kernels::add_into(b.grad_accumulator().f32(), dy, b.numel());
+      if (a.requires_grad()) backward_kernel(a.grad_accumulator().f32(), dy, b.f32(), a.numel());
+      if (b.requires_grad()) backward_kernel(b.grad_accumulator().f32(), dy, a.f32(), b.numel());
     });
   }
   return y;
 }
 
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  // da += dy, db += dy
+  return binary("add", a, b, kernels::add, [](float* d_operand, const float* dy, const float*, int64_t n) {
+    kernels::add_into(d_operand, dy, n);
+  });
+}
+
 Tensor mul(const Tensor& a, const Tensor& b) {
-  check_same_shape("mul", a, b);
-  Tensor y = Tensor::empty(a.shape());
-  kernels::mul(a.f32(), b.f32(), y.f32(), a.numel());
-  if (autodiff::needs_grad(a, b)) {
-    // da += dy * b, db += dy * a
-    autodiff::record("mul", {y}, [a, b, y]() mutable {
-      const float* dy = y.grad().f32();
-      if (a.requires_grad()) kernels::mul_add_into(a.grad_accumulator().f32(), dy, b.f32(), a.numel());
-      if (b.requires_grad()) kernels::mul_add_into(b.grad_accumulator().f32(), dy, a.f32(), b.numel());
-    });
-  }
-  return y;
+  // da += dy * b, db += dy * a
+  return binary("mul", a, b, kernels::mul, kernels::mul_add_into);
 }
 
 Tensor scale(const Tensor& x, float alpha) {

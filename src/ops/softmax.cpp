@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
+#include "attn/enum_names.h"
 #include "kernels/softmax.h"
 #include "kernels/normalizer.h"
 #include "kernel_normalizer.h"
@@ -26,45 +27,49 @@ void check_softmax_args(const char* op, const Tensor& x, const Tensor& mask) {
                      mask.shape().str());
 }
 
-}  // namespace
+using RowsForward = void (*)(const float* x, const int32_t* mask, float* y, int64_t rows, int64_t n);
+using RowsBackward = void (*)(const float* y, const int32_t* mask, const float* dy, float* dx, int64_t rows,
+                              int64_t n);
 
-Tensor softmax(const Tensor& x, const Tensor& mask) {
-  check_softmax_args("softmax", x, mask);
+// x (..., N) normalised along its last dimension: forward(x, mask, y) over its rows, one tape
+// node calling backward(y, mask, dy, dx) (mask: nullptr when undefined).
+Tensor softmax_rows(const char* op, const Tensor& x, const Tensor& mask, RowsForward forward, RowsBackward backward) {
+  check_softmax_args(op, x, mask);
   const int64_t n = x.shape().last();
   const int64_t rows = x.numel() == 0 ? 0 : x.numel() / n;
   Tensor y = Tensor::empty(x.shape());
-  kernels::softmax_forward(x.f32(), mask.defined() ? mask.i32() : nullptr, y.f32(), rows, n);
+  forward(x.f32(), mask.defined() ? mask.i32() : nullptr, y.f32(), rows, n);
   if (autodiff::needs_grad(x)) {
-    // dx += y ⊙ (dy − Σ dy⊙y); masked positions have y = 0 and so get nothing.
-    autodiff::record("softmax", {y}, [x, y, rows, n]() mutable {
-      kernels::softmax_backward(y.f32(), y.grad().f32(), x.grad_accumulator().f32(), rows, n);
+    autodiff::record(op, {y}, [x, y, mask, rows, n, backward]() mutable {
+      backward(y.f32(), mask.defined() ? mask.i32() : nullptr, y.grad().f32(), x.grad_accumulator().f32(), rows, n);
     });
   }
   return y;
 }
 
+}  // namespace
+
+Tensor softmax(const Tensor& x, const Tensor& mask) {
+  // dx += y ⊙ (dy − Σ dy⊙y); masked positions have y = 0 and so get nothing.
+  return softmax_rows("softmax", x, mask, kernels::softmax_forward,
+                      [](const float* y, const int32_t*, const float* dy, float* dx, int64_t rows, int64_t n) {
+                        kernels::softmax_backward(y, dy, dx, rows, n);
+                      });
+}
+
 Tensor log_softmax(const Tensor& x, const Tensor& mask) {
-  check_softmax_args("log_softmax", x, mask);
-  const int64_t n = x.shape().last();
-  const int64_t rows = x.numel() == 0 ? 0 : x.numel() / n;
-  Tensor y = Tensor::empty(x.shape());
-  kernels::log_softmax_forward(x.f32(), mask.defined() ? mask.i32() : nullptr, y.f32(), rows, n);
-  if (autodiff::needs_grad(x)) {
-    // dx += dy − exp(y) Σ_kept dy on kept positions
-    autodiff::record("log_softmax", {y}, [x, y, mask, rows, n]() mutable {
-      kernels::log_softmax_backward(y.f32(), mask.defined() ? mask.i32() : nullptr, y.grad().f32(),
-                                    x.grad_accumulator().f32(), rows, n);
-    });
-  }
-  return y;
+  // dx += dy − exp(y) Σ_kept dy on kept positions
+  return softmax_rows("log_softmax", x, mask, kernels::log_softmax_forward, kernels::log_softmax_backward);
 }
 
 // ---- the sparse normalisers --------------------------------------------------------------------
 
 namespace {
 
-constexpr NormalizerKind kNormalizerKinds[] = {NormalizerKind::softmax, NormalizerKind::sparsemax,
-                                               NormalizerKind::entmax15, NormalizerKind::entmax};
+constexpr EnumName<NormalizerKind> kNormalizerNames[] = {{NormalizerKind::softmax, "softmax"},
+                                                        {NormalizerKind::sparsemax, "sparsemax"},
+                                                        {NormalizerKind::entmax15, "entmax15"},
+                                                        {NormalizerKind::entmax, "entmax"}};
 
 // A sparse normaliser over the rows of x: one tape node, dx += g ⊙ (dy − Σ g dy / Σ g).
 Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
@@ -96,19 +101,10 @@ kernels::Normalizer kernel_normalizer(const Normalizer& normalizer) {
   throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
 }
 
-const char* normalizer_name(NormalizerKind kind) {
-  switch (kind) {
-    case NormalizerKind::softmax: return "softmax";
-    case NormalizerKind::sparsemax: return "sparsemax";
-    case NormalizerKind::entmax15: return "entmax15";
-    case NormalizerKind::entmax: return "entmax";
-  }
-  return "unknown";
-}
+const char* normalizer_name(NormalizerKind kind) { return enum_name(kNormalizerNames, kind, "unknown"); }
 
 NormalizerKind parse_normalizer(const std::string& name) {
-  for (NormalizerKind kind : kNormalizerKinds)
-    if (name == normalizer_name(kind)) return kind;
+  if (const std::optional<NormalizerKind> kind = enum_from_name(kNormalizerNames, name)) return *kind;
   throw ValueError("unknown normaliser '" + name + "': expected softmax, sparsemax, entmax15 or entmax");
 }
 

@@ -12,16 +12,13 @@
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/printable.h"
-#include "epoch_batches.h"
+#include "error_rate_task.h"
 
 namespace attn::train {
 using nlohmann::json;
 
 void AsrOptions::validate() const {
-  if (data_dir.empty()) throw ValueError("a data directory (--data) is required for --task asr");
-  if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
-  if (eval_utterances < 0) throw ValueError("--eval-sentences must be >= 0");
-  detail::check_batch_options(max_tokens, max_sentences, label_smoothing, eval_every);
+  detail::check_error_rate_task_options("asr", data_dir, detail::limits_of(*this, eval_utterances), eval_every);
   RunOptions::validate();
 }
 
@@ -50,9 +47,11 @@ void check_utterances(const std::vector<data::SpeechUtterance>& utterances, int 
 }
 
 // ASR for run(): frame-budget batches walked epoch by epoch, dev CER (greedy) as the score.
-class AsrTask final : public Task {
+class AsrTask final : public detail::ErrorRateTask {
  public:
-  AsrTask(models::AsrConfig config, const AsrOptions& o) : o_(o) {
+  AsrTask(models::AsrConfig config, const AsrOptions& o)
+      : ErrorRateTask(detail::limits_of(o, o.eval_utterances),
+                      {"cer", "CER", "utterances", "frames_per_s", "frames/s"}) {
     const std::string train_path = speech_split_path(o.data_dir, "train"),
                       dev_path = speech_split_path(o.data_dir, "dev");
     train_ = data::read_speech_set(train_path);
@@ -88,7 +87,6 @@ class AsrTask final : public Task {
   std::string label() const override { return "train asr " + loaded_.info.config.speller.effective_score(); }
   int64_t train_utterances() const { return static_cast<int64_t>(train_.utterances.size()); }
   int64_t dev_utterances() const { return static_cast<int64_t>(dev_.size()); }
-  double best_wer() const { return best_wer_; }
 
   StepLoss forward(int64_t step) override {
     std::vector<std::span<const float>> frames;
@@ -98,70 +96,33 @@ class AsrTask final : public Task {
       frames.emplace_back(train_.utterances[i].features);
       targets.emplace_back(targets_[i]);
       characters += static_cast<int64_t>(targets_[i].size()) + 1;
-      window_frames_ += train_.utterances[i].frames;
+      window_items_ += train_.utterances[i].frames;
     }
-    const Tensor loss = loaded_.model->loss(models::pack_speech(frames, train_.bins, targets), o_.label_smoothing);
+    const Tensor loss = loaded_.model->loss(models::pack_speech(frames, train_.bins, targets), limits_.label_smoothing);
     last_loss_ = loss.item();
     return {loss, last_loss_, static_cast<double>(characters)};
-  }
-  std::vector<LogField> log_fields(double seconds) override {
-    const double frames_per_s = seconds > 0 ? static_cast<double>(window_frames_) / seconds : 0.0;
-    window_frames_ = 0;
-    return {{"epoch", static_cast<double>(batches_->epoch()), "epoch"},
-            {"loss", last_loss_, "loss"},
-            {"frames_per_s", frames_per_s, "frames/s"}};
   }
   Validation validate(int64_t step) override {
     const decode::AsrEval e = decode::evaluate_asr(loaded_, dev_, {.beam = 1});
     loaded_.model->train();
-    const double cer = e.score.cer(), wer = e.score.wer();
-    if (!has_best_ || cer <= best_cer_) {  // run() keeps this model (lower is better, ties: the later)
-      has_best_ = true;
-      best_cer_ = cer;
-      best_wer_ = wer;
-    }
-    return {cer,
-            {{"val_cer", cer}, {"val_wer", wer}, {"eval_s", e.seconds}},
-            fmt::format("step {}: dev CER {:.2f} %, WER {:.2f} % ({} utterances, greedy, {:.0f} s)", step, 100 * cer,
-                        100 * wer, e.score.utterances, e.seconds)};
+    return scored(step, e.score.cer(), e.score.wer(), e.score.utterances, e.seconds);
   }
-  bool higher_is_better() const override { return false; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    decode::AsrInfo info = loaded_.info;
-    info.step = best ? s.best_step : s.step;
-    info.best_val_cer = s.best_score;
-    info.best_val_wer = best_wer_;
-    return decode::asr_metadata(info);
+    return decode::asr_metadata(info_at(loaded_.info, s, best, &decode::AsrInfo::best_val_cer));
   }
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
     const decode::AsrInfo info = decode::load_asr(file, path).info;
     if (info.config.to_json() != loaded_.info.config.to_json() || info.characters != loaded_.info.characters)
       throw ValueError("--resume: the options and data describe a different model than " + path + " (" +
                        info.config.to_json().dump() + ")");
-    io::load_model_parameters(file, module().named_parameters(), path);
-    has_best_ = true;
-    best_cer_ = info.best_val_cer;
-    best_wer_ = info.best_val_wer;
-    return {.step = info.step, .has_best = true, .best_score = info.best_val_cer, .best_step = info.step};
-  }
-  json resume_checked_options() const override {
-    json j = detail::batch_options_json(o_.max_tokens, o_.max_sentences, o_.label_smoothing);
-    j["--train-limit"] = o_.train_limit;
-    j["--eval-sentences"] = o_.eval_utterances;
-    return j;
+    return restore_best(file, path, info.step, info.best_val_cer, info.best_val_wer);
   }
 
  private:
-  const AsrOptions& o_;
   decode::LoadedAsr loaded_;
   data::SpeechSet train_;
   std::vector<data::SpeechUtterance> dev_;
   std::vector<std::vector<int32_t>> targets_;
-  std::optional<detail::EpochBatches> batches_;  // once the utterances are read
-  double last_loss_ = 0.0;
-  int64_t window_frames_ = 0;
-  bool has_best_ = false;
-  double best_cer_ = 0.0, best_wer_ = 0.0;
 };
 
 }  // namespace

@@ -5,25 +5,26 @@
 #include <cstdio>
 #include <numbers>
 
+#include "attn/enum_names.h"
 #include "attn/error.h"
 #include "attn/number_format.h"
 
 namespace attn::train {
-const char* lr_schedule_kind_name(LrScheduleKind kind) {
-  switch (kind) {
-    case LrScheduleKind::constant: return "constant";
-    case LrScheduleKind::linear_warmup_decay: return "linear_warmup_decay";
-    case LrScheduleKind::cosine: return "cosine";
-    case LrScheduleKind::inverse_sqrt: return "inverse_sqrt";
-  }
-  return "?";
-}
+namespace {
+
+// "noam": another name of inverse_sqrt (Vaswani et al.'s schedule), accepted when parsing.
+constexpr EnumName<LrScheduleKind> kScheduleNames[] = {{LrScheduleKind::constant, "constant"},
+                                                       {LrScheduleKind::linear_warmup_decay, "linear_warmup_decay"},
+                                                       {LrScheduleKind::cosine, "cosine"},
+                                                       {LrScheduleKind::inverse_sqrt, "inverse_sqrt"},
+                                                       {LrScheduleKind::inverse_sqrt, "noam"}};
+
+}  // namespace
+
+const char* lr_schedule_kind_name(LrScheduleKind kind) { return enum_name(kScheduleNames, kind, "?"); }
 
 LrScheduleKind parse_lr_schedule_kind(const std::string& name) {
-  if (name == "constant") return LrScheduleKind::constant;
-  if (name == "linear_warmup_decay") return LrScheduleKind::linear_warmup_decay;
-  if (name == "cosine") return LrScheduleKind::cosine;
-  if (name == "inverse_sqrt" || name == "noam") return LrScheduleKind::inverse_sqrt;
+  if (const std::optional<LrScheduleKind> kind = enum_from_name(kScheduleNames, name)) return *kind;
   throw ValueError("lr schedule: unknown kind '" + name +
                    "' (expected constant, linear_warmup_decay, cosine, inverse_sqrt or noam)");
 }

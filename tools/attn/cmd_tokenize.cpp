@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "attn/models/memory_estimate.h"
 #include "commands.h"
 #include "common.h"
+#include "option_parsing.h"
 
 namespace attn::cli {
 namespace {
@@ -26,17 +28,11 @@ std::vector<int32_t> parse_ids(const std::string& line, int64_t line_number) {
   std::vector<int32_t> ids;
   for (const std::string_view field : data::split_fields(line)) {
     const std::string token(field);
-    size_t used = 0;
-    long value = 0;
-    try {
-      value = std::stol(token, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != token.size() || value < INT32_MIN || value > INT32_MAX) {
+    const std::optional<long long> value = whole_integer(token);
+    if (!value || *value < INT32_MIN || *value > INT32_MAX) {
       throw ValueError(fmt::format("stdin line {}: '{}' is not an id", line_number, token));
     }
-    ids.push_back(static_cast<int32_t>(value));
+    ids.push_back(static_cast<int32_t>(*value));
   }
   return ids;
 }

@@ -98,28 +98,28 @@ def build_spec(weights, export):
     target_embedding = "embedding.weight" if shared else "tgt_embedding.weight"
     positions = weights["positions.table"]
 
-    encoder = spec.encoder
-    encoder.embeddings[0].weight = weights[source_embedding]
-    encoder.scale_embeddings = True
-    encoder.position_encodings.encodings = positions
-    if config["norm_first"]:
-        set_layer_norm(encoder.layer_norm, weights, "encoder.norm")
-    for i, layer in enumerate(encoder.layer):
-        prefix = f"encoder.layers.{i}"
-        set_attention(layer.self_attention, weights, prefix + ".self_attn", d_model, True)
-        set_layer_norm(layer.self_attention.layer_norm, weights, prefix + ".norm1")
+    def set_stack(stack, name):
+        """What the encoder and decoder stacks share: the scaled embeddings' positions, the final
+        norm (pre-norm), each layer's self-attention; returns each layer with its weights' prefix."""
+        stack.scale_embeddings = True
+        stack.position_encodings.encodings = positions
+        if config["norm_first"]:
+            set_layer_norm(stack.layer_norm, weights, name + ".norm")
+        layers = []
+        for i, layer in enumerate(stack.layer):
+            prefix = f"{name}.layers.{i}"
+            set_attention(layer.self_attention, weights, prefix + ".self_attn", d_model, True)
+            set_layer_norm(layer.self_attention.layer_norm, weights, prefix + ".norm1")
+            layers.append((layer, prefix))
+        return layers
+
+    spec.encoder.embeddings[0].weight = weights[source_embedding]
+    for layer, prefix in set_stack(spec.encoder, "encoder"):
         set_ffn(layer.ffn, weights, prefix, "norm2")
 
     decoder = spec.decoder
     decoder.embeddings.weight = weights[target_embedding]
-    decoder.scale_embeddings = True
-    decoder.position_encodings.encodings = positions
-    if config["norm_first"]:
-        set_layer_norm(decoder.layer_norm, weights, "decoder.norm")
-    for i, layer in enumerate(decoder.layer):
-        prefix = f"decoder.layers.{i}"
-        set_attention(layer.self_attention, weights, prefix + ".self_attn", d_model, True)
-        set_layer_norm(layer.self_attention.layer_norm, weights, prefix + ".norm1")
+    for layer, prefix in set_stack(decoder, "decoder"):
         set_attention(layer.attention, weights, prefix + ".multihead_attn", d_model, False)
         set_layer_norm(layer.attention.layer_norm, weights, prefix + ".norm2")
         set_ffn(layer.ffn, weights, prefix, "norm3")

@@ -2,6 +2,7 @@
 #include "option_parsing.h"
 
 #include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
@@ -41,19 +42,26 @@ std::string integer_at_least_error(const std::string& text, unsigned long long m
   return "must be " + what + ", got '" + text + "'";
 }
 
+std::optional<long long> whole_integer(const std::string& text) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return value;
+}
+
 std::vector<int> parse_lengths(const std::string& text) {
   std::vector<int> lengths;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
-    size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size() || value < 1) throw UsageError("bad length '" + item + "' (expected positive integers, e.g. 5,10,20)");
-    lengths.push_back(value);
+    const std::optional<long long> value = whole_integer(item);
+    if (!value || *value < 1 || *value > INT_MAX)
+      throw UsageError("bad length '" + item + "' (expected positive integers, e.g. 5,10,20)");
+    lengths.push_back(static_cast<int>(*value));
   }
   if (lengths.empty()) throw UsageError("no lengths given (e.g. --eval-lengths 5,10,20,40,80)");
   return lengths;

@@ -3,6 +3,7 @@
 // (fuzz/option_parsing_fuzz.cpp, fuzz/train_config_fuzz.cpp) run exactly what `attn` runs.
 // The text checks return "" for an accepted text, else the message CLI11 shows;
 // parse_lengths throws UsageError.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,8 @@ std::string integer_at_least_error(const std::string& text, unsigned long long m
 // "5,10,20" -> {5, 10, 20}; UsageError on an empty list, an empty item, or an item that is
 // not a positive int.
 std::vector<int> parse_lengths(const std::string& text);
+// The whole of `text` as a decimal integer (std::stoll: optional white space and sign first),
+// or nothing when any of it is not, or it is outside the 64-bit range.
+std::optional<long long> whole_integer(const std::string& text);
 
 }  // namespace attn::cli

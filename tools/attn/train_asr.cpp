@@ -3,10 +3,10 @@
 // RNN options (--attention, --score additive | location_aware | monotonic | mocha, --hidden,
 // --emb, --layers, --encoder for its cell); the listener --reduction, --projection and
 // --listener-hidden.
-#include <algorithm>
 #include <cstdio>
 
 #include "attn/train/asr_trainer.h"
+#include "train_error_rate_tasks.h"
 #include "train_tasks.h"
 
 namespace attn::cli {
@@ -46,18 +46,8 @@ void run_asr(CLI::App* cmd, TrainArgs& args) {
   o.data_dir = args.classifier.data;
   o.train_limit = args.classifier.train_limit;
   o.eval_utterances = a.eval_sentences;
-  if (given("--max-tokens")) o.max_tokens = a.max_tokens;
-  if (given("--max-sentences")) o.max_sentences = a.max_sentences;
-  if (given("--label-smoothing")) o.label_smoothing = a.label_smoothing;
-  if (given("--steps")) o.steps = t.steps;
   o.lr = t.lr;
-  if (given("--lr-schedule")) o.lr_schedule = t.lr_schedule;
-  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(o.warmup, o.steps / 10);  // short runs still decay
-  o.clip = t.clip;
-  o.seed = t.seed;
-  if (given("--log-every")) o.log_every = t.log_every;
-  if (given("--eval-every")) o.eval_every = t.eval_every;
-  copy_run_controls(t, o);
+  copy_given_run_options(cmd, a, t, o);
   models::AsrConfig config;
   config.reduction = args.asr.reduction;
   config.projection = args.asr.projection;
@@ -71,14 +61,11 @@ void run_asr(CLI::App* cmd, TrainArgs& args) {
     probe.speller.vocab = 16;
     probe.validate();
   });
-  o.stop = &install_interrupt_flag();
-  const train::AsrResult r = train::train_asr(config, o);
-  report_interrupt(r.interrupted, r.steps_done, o.out_dir);
-  std::printf(
-      "trained %lld steps in %.0f s: final loss %.4f, best dev CER %.2f %%, WER %.2f %% (greedy, %lld utterances)\n",
-      static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_cer, 100 * r.best_val_wer,
-      static_cast<long long>(r.dev_utterances));
-  std::printf("model: %s\n", r.model_path.c_str());
+  train_and_report(
+      o, [&] { return train::train_asr(config, o); },
+      [](const train::AsrResult& r) {
+        print_error_rate_summary(r, "CER", r.best_val_cer, r.dev_utterances, "utterances");
+      });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "attn/models/translator.h"
 #include "attn/train/g2p_trainer.h"
+#include "train_error_rate_tasks.h"
 #include "train_tasks.h"
 
 namespace attn::cli {
@@ -26,18 +27,8 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   o.data_dir = data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
   o.train_limit = s.train_limit;
   o.eval_words = a.eval_sentences;
-  if (given("--max-tokens")) o.max_tokens = a.max_tokens;
-  if (given("--max-sentences")) o.max_sentences = a.max_sentences;
-  if (given("--label-smoothing")) o.label_smoothing = a.label_smoothing;
-  if (given("--steps")) o.steps = t.steps;
   o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
-  if (given("--lr-schedule")) o.lr_schedule = t.lr_schedule;
-  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(500, o.steps / 10);  // short runs still decay
-  o.clip = t.clip;
-  o.seed = t.seed;
-  if (given("--log-every")) o.log_every = t.log_every;
-  if (given("--eval-every")) o.eval_every = t.eval_every;
-  copy_run_controls(t, o);
+  copy_given_run_options(cmd, a, t, o);
   nlohmann::json config;
   if (transformer) {
     config = transformer_config(cmd, c, t, s, a);
@@ -50,10 +41,7 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   as_usage([&] { o.validate(); });
   check_translator_config(kind, config);
   train_and_report(o, [&] { return train::train_g2p(kind, config, o); }, [](const train::G2pResult& r) {
-    std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev PER %.2f %%, WER %.2f %% (greedy, %lld "
-                "words)\n",
-                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, 100 * r.best_val_per,
-                100 * r.best_val_wer, static_cast<long long>(r.dev_words));
+    print_error_rate_summary(r, "PER", r.best_val_per, r.dev_words, "words");
   });
 }
 
