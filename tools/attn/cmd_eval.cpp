@@ -41,22 +41,23 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   const bool summaries = model.info.summarization;
   if (a.data.empty())
     throw UsageError(summaries ? "a summarization checkpoint needs --data DIR (the folder with test.article and test.summary)"
-                               : "a translation checkpoint needs --data DIR (the multi30k folder)");
+                               : "a translation checkpoint needs --data DIR (the multi30k or tatoeba-fra-eng folder, or "
+                                 "the folder holding it)");
   refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
   decode::TranslateOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
   options.length_penalty = a.options.length_penalty;
   options.coverage_penalty = a.options.coverage_penalty;
   options.stop = a.beam_stop;
-  const std::string split = !a.split.empty() ? a.split : summaries ? "test" : "test2016";
-  std::string dir = a.data;
-  if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
-  const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, a.limit);
+  const bool tatoeba = model.info.corpus == data::Corpus::tatoeba;
+  const std::string split = !a.split.empty() ? a.split : summaries || tatoeba ? "test" : "test2016";
+  const decode::TranslationEval e = decode::evaluate_translation(model, a.data, split, options, a.limit);
   if (!a.hypotheses.empty()) data::write_lines(a.hypotheses, e.hypotheses);
   if (a.json) {
     nlohmann::json j = e.bleu_json;
     j["bleu"] = e.bleu;
     j["split"] = split;
+    j["corpus"] = data::to_string(model.info.corpus);
     j["sentences"] = e.sentences;
     j["beam"] = options.beam;
     j["length_penalty"] = options.length_penalty;
@@ -237,7 +238,7 @@ void add_eval_command(CLI::App& app) {
                   "folder with <split>.article and <split>.summary");
   cmd->add_option("--split", args->split,
                   "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
-                  "mscoco2017; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
+                  "mscoco2017, Tatoeba: test (default) | dev | train; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
                   "train (docs/data.md); ASR: test (default) | dev | train");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit,

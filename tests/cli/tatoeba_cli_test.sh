@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# `attn train --task translate --src fr --tgt en` on Tatoeba's file layout (a generated
+# tatoeba-fra-eng/fra.txt.gz of a few hundred pairs, so no shared data is needed): it trains in
+# seconds, the checkpoint records the corpus, and eval (dev and test, whose sizes are checked
+# against the documented hash split computed here in Python), translate, align and view work
+# on it; a checkpoint without the corpus field loads as Multi30k, as before. Bad input: a bad
+# line of fra.txt.gz (exit 1, its line number), a pair Tatoeba has not (exit 2, naming the
+# supported ones), an unknown split.
+# Usage: tatoeba_cli_test.sh path/to/attn
+set -uo pipefail
+attn="$1"
+source "$(dirname "$0")/lib.sh"
+
+mkdir -p "$work/data/tatoeba-fra-eng"
+# 400 lines, a word-for-word grammar (learnable in a few hundred steps), 1 to 12 French words,
+# one exact duplicate pair and one French sentence with two English translations; then the
+# expected number of pairs per split: FNV-1a 64 of the French sentence mod 100, 0-1 test, 2-3
+# dev (docs/data.md), duplicates left out.
+/usr/bin/python3 - "$work/data/tatoeba-fra-eng/fra.txt.gz" "$work/counts" <<'PY'
+import gzip, random, sys
+rng = random.Random(7)
+nouns = {"chat": "cat", "chien": "dog", "homme": "man", "femme": "woman", "enfant": "child", "oiseau": "bird"}
+verbs = {"voit": "sees", "aime": "likes", "suit": "follows", "cherche": "seeks"}
+def clause():
+    a, b, v = rng.choice(list(nouns)), rng.choice(list(nouns)), rng.choice(list(verbs))
+    return f"le {a} {v} le {b}", f"the {nouns[a]} {verbs[v]} the {nouns[b]}"
+pairs = []
+while len(pairs) < 398:
+    parts = [clause() for _ in range(rng.choice([1, 1, 2, 3]))]
+    fr, en = " et ".join(p[0] for p in parts), " and ".join(p[1] for p in parts)
+    pairs.append((en[0].upper() + en[1:] + ".", fr[0].upper() + fr[1:] + "."))
+pairs.append(pairs[0])                          # an exact duplicate
+pairs.append(("The cat looks at the dog.", pairs[1][1]))  # a second translation, with attribution
+lines = [f"{en}\t{fr}" for en, fr in pairs[:-1]] + [f"{pairs[-1][0]}\t{pairs[-1][1]}\tCC-BY 2.0 (France)"]
+with gzip.open(sys.argv[1], "wt", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+def fnv(b):
+    h = 14695981039346656037
+    for c in b:
+        h = ((h ^ c) * 1099511628211) % 2**64
+    return h
+counts, seen = {"train": 0, "dev": 0, "test": 0}, set()
+for en, fr in pairs:
+    if (en, fr) in seen: continue
+    seen.add((en, fr))
+    b = fnv(fr.encode()) % 100
+    counts["test" if b < 2 else "dev" if b < 4 else "train"] += 1
+open(sys.argv[2], "w").write(" ".join(str(counts[s]) for s in ("train", "dev", "test")))
+PY
+read -r n_train n_dev n_test < "$work/counts"
+((n_dev > 0 && n_test > 0)) || fail "the generated set has an empty split: $n_train $n_dev $n_test"
+
+tiny=(--vocab-size 40 --max-tokens 1200 --warmup 5 --log-every 50 --emb 32 --hidden 48 --lr 5e-3 --threads 1)
+# --data: the folder holding tatoeba-fra-eng/ (as ../shared/data).
+expect 0 "best validation BLEU" -- "$attn" train --task translate --src fr --tgt en --data "$work/data" "${tiny[@]}" \
+  --steps 150 --eval-every 150 --out "$work/run"
+model="$work/run/model.safetensors"
+grep -q '"corpus":"tatoeba"' <(head -c 4096 "$model" | tr -d '\\') || fail "the checkpoint does not record the corpus"
+grep -q "$n_train training pairs" <("$attn" train --task translate --src fr --tgt en --data "$work/data/tatoeba-fra-eng" \
+  "${tiny[@]}" --steps 1 --eval-every 1 --out "$work/run1" 2>&1) || fail "training did not read the $n_train train pairs"
+
+# eval on dev and test: the documented split sizes; --data as the folder or the one holding it.
+for split in dev test; do
+  want=$([[ $split == dev ]] && echo "$n_dev" || echo "$n_test")
+  for dir in "$work/data" "$work/data/tatoeba-fra-eng"; do
+    "$attn" eval --model "$model" --data "$dir" --split "$split" --beam 2 --json > "$work/$split.json" || fail "eval $split failed"
+    /usr/bin/python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["split"] == sys.argv[2] and d["sentences"] == int(sys.argv[3]) and d["corpus"] == "tatoeba", d
+assert d["metric"] == "bleu" and 0 <= d["bleu"] <= 100, d' "$work/$split.json" "$split" "$want" \
+      || fail "eval --split $split --data $dir: $(cat "$work/$split.json")"
+  done
+done
+expect 0 "rnn test ($n_test sentences, beam 5): BLEU = " -- "$attn" eval --model "$model" --data "$work/data"
+expect 1 "unknown Tatoeba split 'test2016' (valid: train, dev, test)" -- "$attn" eval --model "$model" --data "$work/data" \
+  --split test2016
+
+# translate, align and view on the Tatoeba model.
+printf 'Le chat voit le chien.\n\nLe chien aime le chat.\n' > "$work/in.fr"
+"$attn" translate --model "$model" --beam 2 < "$work/in.fr" > "$work/out.en" || fail "translate failed"
+[[ "$(wc -l < "$work/out.en")" == 3 && -z "$(sed -n 2p "$work/out.en")" ]] || fail "translate output: $(cat "$work/out.en")"
+expect 0 "heatmap" -- "$attn" align --model "$model" --text "Le chat voit le chien." --out "$work/a.svg"
+[[ -s "$work/a.svg" ]] || fail "align wrote no SVG"
+expect 0 "view:" -- "$attn" view --model "$model" --text "Le chat voit le chien." --out "$work/v.html"
+[[ -s "$work/v.html" ]] || fail "view wrote no page"
+
+# A checkpoint without "corpus" (as every checkpoint before it) loads as Multi30k: eval then
+# looks for Multi30k's files.
+/usr/bin/python3 - "$model" "$work/old/model.safetensors" <<'PY' || fail "could not write the old-style checkpoint"
+import json, os, shutil, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.dirname(dst))
+shutil.copy(os.path.join(os.path.dirname(src), "spm.model"), os.path.dirname(dst))
+blob = open(src, "rb").read()
+n = struct.unpack("<Q", blob[:8])[0]
+header = json.loads(blob[8:8 + n])
+attn = json.loads(header["__metadata__"]["attn"])
+del attn["corpus"]
+header["__metadata__"]["attn"] = json.dumps(attn)
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+PY
+expect 1 "raw/test_2016_flickr.fr.gz" -- "$attn" eval --model "$work/old/model.safetensors" --data "$work/data" --split test2016
+
+# Bad input: a bad line names its number (exit 1, nothing written); a pair Tatoeba has not (exit 2).
+mkdir -p "$work/bad"
+printf 'Go.\tVa !\nHi.\tSalut !\nno tab here\n' | gzip > "$work/bad/fra.txt.gz"
+expect 1 "fra.txt.gz:3: no tab (expected English<TAB>French, optionally <TAB>attribution)" -- "$attn" train \
+  --task translate --src fr --tgt en --data "$work/bad" "${tiny[@]}" --steps 2 --out "$work/bad-run"
+[[ ! -e "$work/bad-run" ]] || fail "a run refused for its data created its folder"
+expect 2 "has no de-en pairs (supported: fr-en, en-fr" -- "$attn" train --task translate --src de --tgt en \
+  --data "$work/data" "${tiny[@]}" --steps 2 --out "$work/bad-pair"
+[[ ! -e "$work/bad-pair" ]] || fail "a refused run wrote its folder"
+
+finish "Tatoeba CLI"
