@@ -194,6 +194,7 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
   eval.copy = data::copy_accuracy(corpus.src, corpus.tgt, eval.hypotheses, data::word_set(train.tgt));
   eval.repetition = data::repetition_rate(corpus.src, eval.hypotheses);
   eval.under = data::under_translation(weights);
+  eval.buckets = data::bleu_by_source_length(corpus.src, eval.hypotheses, corpus.tgt);
   const data::BleuResult bleu = data::corpus_bleu(eval.hypotheses, corpus.tgt);
   eval.bleu = bleu.score;
   eval.bleu_line = bleu.to_string();

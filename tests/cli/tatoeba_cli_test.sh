@@ -39,13 +39,15 @@ def fnv(b):
     for c in b:
         h = ((h ^ c) * 1099511628211) % 2**64
     return h
-counts, seen = {"train": 0, "dev": 0, "test": 0}, set()
+splits, seen = {"train": [], "dev": [], "test": []}, set()
 for en, fr in pairs:
     if (en, fr) in seen: continue
     seen.add((en, fr))
     b = fnv(fr.encode()) % 100
-    counts["test" if b < 2 else "dev" if b < 4 else "train"] += 1
-open(sys.argv[2], "w").write(" ".join(str(counts[s]) for s in ("train", "dev", "test")))
+    splits["test" if b < 2 else "dev" if b < 4 else "train"].append((fr, en))
+open(sys.argv[2], "w").write(" ".join(str(len(splits[s])) for s in ("train", "dev", "test")))
+for lang, k in (("fr", 0), ("en", 1)):
+    open(f"{sys.argv[2]}.train.{lang}", "w").write("".join(p[k] + "\n" for p in splits["train"]))
 PY
 read -r n_train n_dev n_test < "$work/counts"
 ((n_dev > 0 && n_test > 0)) || fail "the generated set has an empty split: $n_train $n_dev $n_test"
@@ -73,6 +75,36 @@ assert d["metric"] == "bleu" and 0 <= d["bleu"] <= 100, d' "$work/$split.json" "
   done
 done
 expect 0 "rnn test ($n_test sentences, beam 5): BLEU = " -- "$attn" eval --model "$model" --data "$work/data"
+# BLEU by source-length bucket: each bucket's BLEU is `attn bleu` on that bucket's lines (the
+# first 60 training pairs: 5, 11 and 17 French words, so 6-10 is empty: no BLEU, count 0).
+"$attn" eval --model "$model" --data "$work/data" --split train --limit 60 --beam 2 --json --hypotheses "$work/hyp.en" \
+  > "$work/buckets.json" || fail "eval --split train failed"
+/usr/bin/python3 - "$attn" "$work/buckets.json" "$work/hyp.en" "$work/counts.train.fr" "$work/counts.train.en" "$work" <<'PY' \
+  || fail "eval's BLEU by source length"
+import json, subprocess, sys
+attn, result, hyp, src, ref, work = sys.argv[1:]
+e = json.load(open(result))
+hyps, srcs, refs = (open(p).read().splitlines() for p in (hyp, src, ref))
+srcs, refs = srcs[:60], refs[:60]
+buckets = e["length_buckets"]
+assert [b["words"] for b in buckets] == ["1-5", "6-10", "11-15", "16-20", "21-25", "26-30", "31+"], buckets
+assert sum(b["sentences"] for b in buckets) == e["sentences"] == 60, buckets
+scored = 0
+for b in buckets:
+    rows = [i for i, s in enumerate(srcs) if b["min_words"] <= len(s.split()) and (b["max_words"] is None or len(s.split()) <= b["max_words"])]
+    assert b["sentences"] == len(rows), (b, len(rows))
+    if not rows:
+        assert b["bleu"] is None, b
+        continue
+    open(f"{work}/b.hyp", "w").write("".join(hyps[i] + "\n" for i in rows))
+    open(f"{work}/b.ref", "w").write("".join(refs[i] + "\n" for i in rows))
+    want = json.loads(subprocess.run([attn, "bleu", "--ref", f"{work}/b.ref", "--json"], stdin=open(f"{work}/b.hyp"),
+                                     capture_output=True, check=True).stdout)["exact_score"]
+    assert abs(b["bleu"] - want) < 1e-9, (b, want)
+    scored += want > 0
+assert buckets[1]["sentences"] == 0 and scored >= 1, buckets
+PY
+expect 0 "6-10                   0       -" -- "$attn" eval --model "$model" --data "$work/data" --split train --limit 60
 expect 1 "unknown Tatoeba split 'test2016' (valid: train, dev, test)" -- "$attn" eval --model "$model" --data "$work/data" \
   --split test2016
 

@@ -34,6 +34,28 @@ struct EvalArgs {
   int join = 1;
 };
 
+// BLEU by source-length bucket: JSON entries {"words": "1-5", "min_words", "max_words" (null:
+// no bound), "sentences", "bleu" (null for an empty bucket)}, which `attn plot buckets` reads.
+nlohmann::json length_buckets_json(const std::vector<data::LengthBucket>& buckets) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const data::LengthBucket& b : buckets)
+    out.push_back({{"words", b.label()},
+                   {"min_words", b.min_words},
+                   {"max_words", b.max_words > 0 ? nlohmann::json(b.max_words) : nlohmann::json(nullptr)},
+                   {"sentences", b.sentences},
+                   {"bleu", b.bleu ? nlohmann::json(b.bleu->score) : nlohmann::json(nullptr)}});
+  return out;
+}
+
+// The same as a table under eval's line.
+void print_length_buckets(const std::vector<data::LengthBucket>& buckets) {
+  std::printf("%-14s %9s %7s\n", "source words", "sentences", "BLEU");
+  for (const data::LengthBucket& b : buckets) {
+    if (b.bleu) std::printf("%-14s %9lld %7.2f\n", b.label().c_str(), static_cast<long long>(b.sentences), b.bleu->score);
+    else std::printf("%-14s %9lld %7s\n", b.label().c_str(), static_cast<long long>(b.sentences), "-");
+  }
+}
+
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
   check_coverage_penalty(a.options.coverage_penalty, cmd->count("--beam") ? a.options.beam : 5);
@@ -75,6 +97,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["repetition_rate"] = e.repetition;
     j["repetition_ngrams"] = {2, 4};
     j["under_translation"] = {{"rate", e.under.rate()}, {"tokens", e.under.tokens}, {"under", e.under.under}};
+    j["length_buckets"] = length_buckets_json(e.buckets);
     if (e.rouge) {  // summarization: ROUGE-1/2/L (0-100), the score ROUGE-L F1
       const nlohmann::json rouge = nlohmann::json::parse(e.rouge->to_json());
       for (const char* name : {"rouge1", "rouge2", "rougeL", "stemming"}) j[name] = rouge[name];
@@ -86,6 +109,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     const std::string scores = e.rouge ? e.rouge->to_string() + "; " + e.bleu_line : e.bleu_line;
     std::printf("%s %s (%lld sentences, beam %d): %s\n", models::to_string(model.info.kind), split.c_str(),
                 static_cast<long long>(e.sentences), options.beam, scores.c_str());
+    print_length_buckets(e.buckets);
   }
 }
 

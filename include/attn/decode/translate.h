@@ -105,6 +105,7 @@ struct TranslationEval {
   data::CopyAccuracy copy;
   double repetition = 0.0;
   data::UnderTranslation under;
+  std::vector<data::LengthBucket> buckets;  // BLEU by source length (data::kSourceLengthBuckets)
 };
 TranslationEval evaluate_translation(LoadedTranslator& model, const std::string& data_dir, const std::string& split,
                                      const TranslateOptions& options, int64_t limit = 0);
