@@ -108,6 +108,37 @@ expect 0 "6-10                   0       -" -- "$attn" eval --model "$model" --d
 expect 1 "unknown Tatoeba split 'test2016' (valid: train, dev, test)" -- "$attn" eval --model "$model" --data "$work/data" \
   --split test2016
 
+# attn plot buckets: BLEU against source length for several eval results, the counts in the x
+# labels (the SVG's description repeats them); bad input refused with one line, nothing written.
+expect 0 "plot: $work/b.png" -- "$attn" plot buckets "$work/buckets.json" "$work/test.json" --labels "train 60,test" \
+  --out "$work/b.png"
+[[ "$(head -c 8 "$work/b.png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "plot buckets wrote no PNG"
+expect 0 "" -- "$attn" plot buckets "$work/buckets.json" --out "$work/b.svg"
+counts=$(/usr/bin/python3 -c '
+import json, sys
+print(", ".join("%s n=%d" % (b["words"], b["sentences"]) for b in json.load(open(sys.argv[1]))["length_buckets"]))' \
+  "$work/buckets.json")
+grep -q "series: buckets; x ticks: $counts</desc>" "$work/b.svg" || fail "the SVG lacks the counts '$counts'"
+echo '{"bleu": 3}' > "$work/nobuckets.json"
+echo '{"length_buckets": [{"words": "1-5", "sentences": 0, "bleu": 4.0}]}' > "$work/badbucket.json"
+echo '{"length_buckets": [{"words": "1-9", "sentences": 2, "bleu": 4.0}]}' > "$work/otherbuckets.json"
+echo '{"length_buckets": [' > "$work/broken.json"
+expect 1 "nobuckets.json: no \"length_buckets\" (write it with attn eval --json of a translation checkpoint)" -- \
+  "$attn" plot buckets "$work/nobuckets.json" --out "$work/x.png"
+expect 1 "badbucket.json: bucket 0 has no sentences but a BLEU" -- "$attn" plot buckets "$work/badbucket.json" --out "$work/x.png"
+expect 1 "otherbuckets.json: its length buckets differ from those of $work/buckets.json" -- "$attn" plot buckets \
+  "$work/buckets.json" "$work/otherbuckets.json" --out "$work/x.png"
+expect 1 "broken.json is not valid JSON" -- "$attn" plot buckets "$work/broken.json" --out "$work/x.png"
+expect 1 "missing.json: cannot open" -- "$attn" plot buckets "$work/missing.json" --out "$work/x.png"
+expect 2 "--labels has 1 names for 2 result files" -- "$attn" plot buckets "$work/buckets.json" "$work/test.json" \
+  --labels one --out "$work/x.png"
+expect 2 "results is required" -- "$attn" plot buckets --out "$work/x.png"
+expect 2 "--out is required" -- "$attn" plot buckets "$work/buckets.json"
+expect 1 "unsupported picture format '.jpg'" -- "$attn" plot buckets "$work/buckets.json" --out "$work/x.jpg"
+expect 2 "--out" -- "$attn" plot buckets "$work/buckets.json" --out "$work/buckets.json"
+[[ ! -e "$work/x.png" && ! -e "$work/x.jpg" ]] || fail "a refused plot wrote a file"
+grep -q length_buckets "$work/buckets.json" || fail "plot --out over its input replaced it"
+
 # translate, align and view on the Tatoeba model.
 printf 'Le chat voit le chien.\n\nLe chien aime le chat.\n' > "$work/in.fr"
 "$attn" translate --model "$model" --beam 2 < "$work/in.fr" > "$work/out.en" || fail "translate failed"
