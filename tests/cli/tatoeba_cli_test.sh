@@ -2,8 +2,9 @@
 # `attn train --task translate --src fr --tgt en` on Tatoeba's file layout (a generated
 # tatoeba-fra-eng/fra.txt.gz of a few hundred pairs, so no shared data is needed): it trains in
 # seconds, the checkpoint records the corpus, and eval (dev and test, whose sizes are checked
-# against the documented hash split computed here in Python), translate, align and view work
-# on it; a checkpoint without the corpus field loads as Multi30k, as before. Bad input: a bad
+# against the documented hash split computed here in Python), translate, align, view and
+# explain --data work on it; eval's BLEU by source length matches attn bleu per bucket, and
+# attn plot buckets draws it; a checkpoint without the corpus field loads as Multi30k, as before. Bad input: a bad
 # line of fra.txt.gz (exit 1, its line number), a pair Tatoeba has not (exit 2, naming the
 # supported ones), an unknown split.
 # Usage: tatoeba_cli_test.sh path/to/attn
@@ -147,6 +148,9 @@ expect 0 "heatmap" -- "$attn" align --model "$model" --text "Le chat voit le chi
 [[ -s "$work/a.svg" ]] || fail "align wrote no SVG"
 expect 0 "view:" -- "$attn" view --model "$model" --text "Le chat voit le chien." --out "$work/v.html"
 [[ -s "$work/v.html" ]] || fail "view wrote no page"
+# explain over a split finds the model's corpus too (its dev split, as eval's).
+expect 0 "## Verdict" -- "$attn" explain --model "$model" --data "$work/data" --split dev --limit 3 --out "$work/report"
+grep -q "dev" "$work/report/report.json" || fail "explain's report does not name the dev split"
 
 # A checkpoint without "corpus" (as every checkpoint before it) loads as Multi30k: eval then
 # looks for Multi30k's files.
