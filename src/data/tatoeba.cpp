@@ -81,10 +81,18 @@ ParallelCorpus load_tatoeba(const std::string& path, const std::string& split, c
     if (tatoeba_split(source) != wanted || !seen.insert(p.english + '\t' + p.french).second) continue;
     corpus.src.push_back(std::move(source));
     corpus.tgt.push_back(std::move(target));
-    if (limit > 0 && static_cast<int64_t>(corpus.src.size()) == limit) break;
   }
   if (corpus.src.empty()) throw ValueError(fmt::format("{}: no pairs in the {} split", path, split));
-  return corpus;
+  const size_t n = corpus.src.size();
+  if (limit == 0 || static_cast<size_t>(limit) >= n) return corpus;
+  // Pairs i * n / limit: spread over the file's lengths (the first `limit` would be the shortest).
+  ParallelCorpus spread;
+  for (size_t i = 0; i < static_cast<size_t>(limit); ++i) {
+    const size_t k = i * n / static_cast<size_t>(limit);
+    spread.src.push_back(std::move(corpus.src[k]));
+    spread.tgt.push_back(std::move(corpus.tgt[k]));
+  }
+  return spread;
 }
 
 }  // namespace attn::data

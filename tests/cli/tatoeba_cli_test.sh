@@ -76,8 +76,8 @@ assert d["metric"] == "bleu" and 0 <= d["bleu"] <= 100, d' "$work/$split.json" "
   done
 done
 expect 0 "rnn test ($n_test sentences, beam 5): BLEU = " -- "$attn" eval --model "$model" --data "$work/data"
-# BLEU by source-length bucket: each bucket's BLEU is `attn bleu` on that bucket's lines (the
-# first 60 training pairs: 5, 11 and 17 French words, so 6-10 is empty: no BLEU, count 0).
+# BLEU by source-length bucket: each bucket's BLEU is `attn bleu` on that bucket's lines (60
+# training pairs: 5, 11 and 17 French words, so 6-10 is empty: no BLEU, count 0).
 "$attn" eval --model "$model" --data "$work/data" --split train --limit 60 --beam 2 --json --hypotheses "$work/hyp.en" \
   > "$work/buckets.json" || fail "eval --split train failed"
 /usr/bin/python3 - "$attn" "$work/buckets.json" "$work/hyp.en" "$work/counts.train.fr" "$work/counts.train.en" "$work" <<'PY' \
@@ -86,7 +86,8 @@ import json, subprocess, sys
 attn, result, hyp, src, ref, work = sys.argv[1:]
 e = json.load(open(result))
 hyps, srcs, refs = (open(p).read().splitlines() for p in (hyp, src, ref))
-srcs, refs = srcs[:60], refs[:60]
+rows = [i * len(srcs) // 60 for i in range(60)]  # --limit 60: spread over the split (tatoeba.h)
+srcs, refs = [srcs[i] for i in rows], [refs[i] for i in rows]
 buckets = e["length_buckets"]
 assert [b["words"] for b in buckets] == ["1-5", "6-10", "11-15", "16-20", "21-25", "26-30", "31+"], buckets
 assert sum(b["sentences"] for b in buckets) == e["sentences"] == 60, buckets

@@ -95,12 +95,18 @@ TEST_F(Tatoeba, SplitsAreDisjointCompleteAndKeepASourceTogether) {
     }
   }
   EXPECT_EQ(total, 300u);  // 302 lines, the 2 exact duplicates left out
-  // The same again: deterministic; "val" is dev; limit keeps the first pairs in file order.
+  // The same again: deterministic; "val" is dev; a limit L spreads over the N pairs: i * N / L.
   const ParallelCorpus train = load_tatoeba(path("fra.txt.gz"), "train", "fr", "en");
   EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "train", "fr", "en").src, train.src);
-  const ParallelCorpus first = load_tatoeba(path("fra.txt.gz"), "train", "fr", "en", 3);
-  ASSERT_EQ(first.src.size(), 3u);
-  EXPECT_EQ(first.src[2], train.src[2]);
+  EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "val", "fr", "en").src, load_tatoeba(path("fra.txt.gz"), "dev", "fr", "en").src);
+  const size_t n = train.src.size();
+  const ParallelCorpus three = load_tatoeba(path("fra.txt.gz"), "train", "fr", "en", 3);
+  ASSERT_EQ(three.src.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(three.src[i], train.src[i * n / 3]) << i;
+    EXPECT_EQ(three.tgt[i], train.tgt[i * n / 3]) << i;
+  }
+  EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "train", "fr", "en", static_cast<int64_t>(n) + 5).src, train.src);
   // en-fr: the English sentences are the sources, the split follows them.
   for (const std::string& s : load_tatoeba(path("fra.txt.gz"), "train", "en", "fr").src)
     EXPECT_EQ(tatoeba_split(s), TatoebaSplit::train) << s;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/data/parallel.h"
+#include "attn/data/tatoeba.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/train/lm_trainer.h"
 #include "attn/train/translation_trainer.h"
@@ -169,7 +170,7 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
                      "val.summary, plain or .gz)");
   const std::string data_dir =
       summarize ? s.data
-                : data_or_default(s.data, "multi30k",
+                : data_or_default(s.data, data::is_tatoeba_pair(a.src, a.tgt) ? "tatoeba-fra-eng" : "multi30k",
                                   "--task translate needs --data DIR (the multi30k or tatoeba-fra-eng folder, or the "
                                   "folder holding them)");
   models::TranslatorKind kind = models::TranslatorKind::rnn;

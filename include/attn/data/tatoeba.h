@@ -39,8 +39,9 @@ inline constexpr const char* kTatoebaPairs = "fr-en, en-fr";
 bool is_tatoeba_pair(const std::string& src_lang, const std::string& tgt_lang);
 
 // One split of the file as a parallel corpus: split "train", "dev" (or "val", the trainer's
-// name for it) or "test"; the pairs of that split in file order (the file is sorted by length,
-// so a `limit` > 0 keeps the shortest), an exact duplicate of an earlier pair left out.
+// name for it) or "test"; the pairs of that split in file order, an exact duplicate of an
+// earlier pair left out. A `limit` L > 0 below the split's N pairs keeps pairs i * N / L (i < L),
+// spread over the lengths: the file is sorted by length, so the first L would be the shortest.
 // ValueError for another split or pair (naming the valid ones), or limit < 0.
 ParallelCorpus load_tatoeba(const std::string& path, const std::string& split, const std::string& src_lang,
                             const std::string& tgt_lang, int64_t limit = 0);
