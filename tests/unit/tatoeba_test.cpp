@@ -98,7 +98,8 @@ TEST_F(Tatoeba, SplitsAreDisjointCompleteAndKeepASourceTogether) {
   // The same again: deterministic; "val" is dev; a limit L spreads over the N pairs: i * N / L.
   const ParallelCorpus train = load_tatoeba(path("fra.txt.gz"), "train", "fr", "en");
   EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "train", "fr", "en").src, train.src);
-  EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "val", "fr", "en").src, load_tatoeba(path("fra.txt.gz"), "dev", "fr", "en").src);
+  EXPECT_EQ(load_tatoeba(path("fra.txt.gz"), "val", "fr", "en").src,
+            load_tatoeba(path("fra.txt.gz"), "dev", "fr", "en").src);
   const size_t n = train.src.size();
   const ParallelCorpus three = load_tatoeba(path("fra.txt.gz"), "train", "fr", "en", 3);
   ASSERT_EQ(three.src.size(), 3u);
