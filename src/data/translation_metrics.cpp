@@ -138,7 +138,7 @@ std::vector<LengthBucket> bleu_by_source_length(const std::vector<std::string>& 
     buckets[b].max_words = b < upper.size() ? upper[b] : 0;
   }
   for (size_t i = 0; i < sources.size(); ++i) {
-    const size_t b = source_length_bucket(static_cast<int64_t>(words_of(sources[i]).size()), upper);
+    const size_t b = source_length_bucket(static_cast<int64_t>(python_split(sources[i]).size()), upper);
     hyps[b].push_back(hypotheses[i]);
     refs[b].push_back(references[i]);
   }

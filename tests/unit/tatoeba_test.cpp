@@ -7,6 +7,7 @@
 #include <set>
 
 #include "attn/data/parallel.h"
+#include "attn/data/translation_metrics.h"
 #include "attn/error.h"
 #include "test_support.h"
 
@@ -156,6 +157,15 @@ TEST(TatoebaShared, SharedDataCounts) {
                                                                         : std::string(split) == "dev" ? 2673u
                                                                                                       : 2710u)
         << split << ": distinct French sentences";
+  }
+  // The sources per length bucket (whitespace-separated words; docs/data.md): few long ones.
+  const std::pair<const char*, std::vector<int64_t>> buckets[] = {{"dev", {1084, 1480, 226, 22, 3, 3, 0}},
+                                                                  {"test", {1069, 1493, 241, 20, 3, 1, 0}}};
+  for (const auto& [split, want] : buckets) {
+    const ParallelCorpus c = load_tatoeba(file, split, "fr", "en");
+    std::vector<int64_t> got;
+    for (const LengthBucket& b : bleu_by_source_length(c.src, c.tgt, c.tgt)) got.push_back(b.sentences);
+    EXPECT_EQ(got, want) << split;
   }
   const std::pair<const char*, size_t> en_fr[] = {{"train", 136934}, {"dev", 2984}, {"test", 2864}};
   for (const auto& [split, count] : en_fr) EXPECT_EQ(load_tatoeba(file, split, "en", "fr").src.size(), count) << split;

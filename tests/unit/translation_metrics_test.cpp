@@ -70,12 +70,12 @@ TEST(TranslationMetrics, SourceLengthBucketsAreInclusiveRanges) {
 }
 
 TEST(TranslationMetrics, BleuBySourceLengthScoresEachBucketOnItsOwn) {
-  // Sources of 2, 7 (tabs and runs of spaces are one separator), 3 and 32 words; no source of
+  // Sources of 2, 7 (tabs, runs of spaces and no-break spaces separate), 3 and 32 words; no source of
   // 11-30 words. Buckets 1-5 and 6-10 are scored on their own sentences only.
   std::string source32;
   for (int k = 0; k < 32; ++k) source32 += "w" + std::to_string(k) + " ";
-  const std::vector<std::string> sources = {"le chat", "un  homme\tmange une pomme rouge ici", "il pleut fort",
-                                            source32};
+  const std::vector<std::string> sources = {"le chat", "un  homme\tmange une pomme\u202frouge\u00a0ici",
+                                            "il pleut fort", source32};
   const std::vector<std::string> hyps = {"the cat sleeps", "a man eats a red apple here", "it rains", "x y z"};
   const std::vector<std::string> refs = {"the cat sleeps", "a man eats a red apple", "it is raining hard", "a b c"};
   const std::vector<LengthBucket> b = bleu_by_source_length(sources, hyps, refs);

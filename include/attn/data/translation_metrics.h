@@ -51,7 +51,8 @@ struct UnderTranslation {
 UnderTranslation under_translation(const std::vector<std::vector<std::vector<float>>>& weights, float threshold = 0.5f);
 
 // BLEU by source length (the bottleneck of Cho et al. 2014 and Bahdanau et al. 2015): sentences
-// grouped by the number of whitespace-separated words of their raw source, each group scored
+// grouped by the number of words of their raw source, separated by Unicode whitespace
+// (python_split: the no-break spaces before French "!" and "?" too), each group scored
 // with corpus_bleu on its own sentences. The buckets are 1..upper[0], upper[0]+1..upper[1], ...,
 // and upper.back()+1 and longer (an empty source counts in the first).
 inline const std::vector<int64_t> kSourceLengthBuckets = {5, 10, 15, 20, 25, 30};  // 1-5 ... 26-30, 31+
