@@ -104,7 +104,8 @@ bool is_python_space(uint32_t c) {
          c == 0x3000;
 }
 
-// Python's s.split(): the maximal runs of non-whitespace.
+}  // namespace
+
 std::vector<std::string_view> python_split(std::string_view s) {
   std::vector<std::string_view> tokens;
   size_t i = 0;
@@ -125,6 +126,8 @@ std::vector<std::string_view> python_split(std::string_view s) {
   if (start != std::string_view::npos) tokens.push_back(s.substr(start));
   return tokens;
 }
+
+namespace {
 
 // Python's s.rstrip().
 std::string python_rstrip(const std::string& s) {

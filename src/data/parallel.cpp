@@ -1,11 +1,13 @@
 #include "attn/data/parallel.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "attn/data/tatoeba.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/models/pointer.h"
@@ -92,6 +94,47 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
     corpus.tgt.resize(static_cast<size_t>(limit));
   }
   return corpus;
+}
+
+const char* to_string(Corpus corpus) { return corpus == Corpus::tatoeba ? "tatoeba" : "multi30k"; }
+
+Corpus parse_corpus(const std::string& name) {
+  if (name == "multi30k") return Corpus::multi30k;
+  if (name == "tatoeba") return Corpus::tatoeba;
+  throw ValueError(fmt::format("unknown corpus '{}' (valid: multi30k, tatoeba)", name));
+}
+
+namespace {
+
+bool holds_multi30k(const std::string& data) {
+  namespace fs = std::filesystem;
+  return fs::is_directory(fs::path(data) / "raw") || fs::is_directory(fs::path(data) / "multi30k" / "raw");
+}
+
+}  // namespace
+
+std::string corpus_folder(Corpus corpus, const std::string& data) {
+  namespace fs = std::filesystem;
+  const fs::path inside = fs::path(data) / (corpus == Corpus::tatoeba ? "tatoeba-fra-eng" : "multi30k");
+  const bool there = corpus == Corpus::tatoeba ? file_exists((inside / "fra.txt.gz").string()) : fs::is_directory(inside / "raw");
+  return there ? inside.string() : data;
+}
+
+CorpusFolder find_corpus(const std::string& data, const std::string& src_lang, const std::string& tgt_lang) {
+  const bool tatoeba = !tatoeba_file(data).empty(), multi30k = holds_multi30k(data);
+  if (tatoeba && !multi30k && !is_tatoeba_pair(src_lang, tgt_lang))
+    throw ValueError(fmt::format("{} holds Tatoeba's fra.txt.gz, which has no {}-{} pairs (supported: {}; Multi30k "
+                                 "has de, en, fr, cs)",
+                                 data, src_lang, tgt_lang, kTatoebaPairs));
+  const Corpus corpus = tatoeba && (!multi30k || is_tatoeba_pair(src_lang, tgt_lang)) ? Corpus::tatoeba : Corpus::multi30k;
+  return {corpus, corpus_folder(corpus, data)};
+}
+
+ParallelCorpus load_corpus(Corpus corpus, const std::string& data, const std::string& split,
+                           const std::string& src_lang, const std::string& tgt_lang, int64_t limit) {
+  const std::string dir = corpus_folder(corpus, data);
+  if (corpus == Corpus::tatoeba) return load_tatoeba(require_tatoeba_file(dir), split, src_lang, tgt_lang, limit);
+  return load_parallel(dir, split, src_lang, tgt_lang, limit);
 }
 
 EncodedOovs encode_with_oovs(const SubwordModel& model, const std::string& text, size_t max_len) {

@@ -14,6 +14,7 @@
 #include "attn/data/espeak.h"
 #include "attn/data/log_mel.h"
 #include "attn/data/speech.h"
+#include "attn/data/tatoeba.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
@@ -39,16 +40,12 @@ struct Sentence {
 // The first `count` usable sentences: distinct English sentences of fra.txt.gz in file order
 // (the file is sorted by length, so the shortest first), distinct again after normalisation.
 std::vector<Sentence> read_sentences(const std::string& data_dir, int64_t count, SpeechBuildReport& report) {
-  const std::string path = (fs::path(data_dir) / "fra.txt.gz").string();
-  if (!file_exists(path))
-    throw IoError(path +
-                  ": no such file (--data must be the tatoeba-fra-eng folder holding fra.txt.gz, or the folder "
-                  "holding that)");
+  const std::string path = require_tatoeba_file(data_dir);
   std::vector<Sentence> out;
   std::unordered_set<std::string> seen_english, seen_transcripts;
-  for (std::string& line : read_lines(path)) {
-    std::string english = line.substr(0, line.find('\t'));
-    if (english.empty() || !seen_english.insert(english).second) continue;
+  for (TatoebaPair& pair : read_tatoeba(path)) {
+    std::string& english = pair.english;
+    if (!seen_english.insert(english).second) continue;
     ++report.sentences_read;
     std::string dropped;
     std::string transcript = speech_transcript(english, &dropped);

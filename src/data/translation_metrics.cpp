@@ -100,4 +100,53 @@ UnderTranslation under_translation(const std::vector<std::vector<std::vector<flo
   return u;
 }
 
+std::string LengthBucket::label() const {
+  return max_words > 0 ? fmt::format("{}-{}", min_words, max_words) : fmt::format("{}+", min_words);
+}
+
+namespace {
+
+void check_bucket_bounds(const std::vector<int64_t>& upper) {
+  if (upper.empty() || upper.front() < 1)
+    throw ValueError("source-length buckets: the upper bounds must start at 1 or more");
+  for (size_t i = 1; i < upper.size(); ++i)
+    if (upper[i] <= upper[i - 1])
+      throw ValueError(
+          fmt::format("source-length buckets: upper bounds must increase, got {} after {}", upper[i], upper[i - 1]));
+}
+
+}  // namespace
+
+size_t source_length_bucket(int64_t words, const std::vector<int64_t>& upper) {
+  check_bucket_bounds(upper);
+  size_t b = 0;
+  while (b < upper.size() && words > upper[b]) ++b;
+  return b;
+}
+
+std::vector<LengthBucket> bleu_by_source_length(const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& hypotheses,
+                                                const std::vector<std::string>& references,
+                                                const std::vector<int64_t>& upper, const BleuOptions& options) {
+  check_pairs("bleu_by_source_length", sources, hypotheses);
+  check_pairs("bleu_by_source_length", sources, references);
+  check_bucket_bounds(upper);
+  std::vector<LengthBucket> buckets(upper.size() + 1);
+  std::vector<std::vector<std::string>> hyps(buckets.size()), refs(buckets.size());
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    buckets[b].min_words = b == 0 ? 1 : upper[b - 1] + 1;
+    buckets[b].max_words = b < upper.size() ? upper[b] : 0;
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const size_t b = source_length_bucket(static_cast<int64_t>(python_split(sources[i]).size()), upper);
+    hyps[b].push_back(hypotheses[i]);
+    refs[b].push_back(references[i]);
+  }
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    buckets[b].sentences = static_cast<int64_t>(hyps[b].size());
+    if (!hyps[b].empty()) buckets[b].bleu = corpus_bleu(hyps[b], refs[b], options);
+  }
+  return buckets;
+}
+
 }  // namespace attn::data

@@ -30,6 +30,7 @@ json translation_metadata(const TranslationInfo& info, int64_t vocab) {
           {"step", info.step},
           {"best_val_bleu", info.best_val_bleu}};
   if (info.summarization) j["summarization"] = true;  // absent for translation, as before
+  if (info.corpus != data::Corpus::multi30k) j["corpus"] = data::to_string(info.corpus);  // absent: Multi30k, as before
   return j;
 }
 
@@ -51,7 +52,10 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
     loaded.info.summarization = j.value("summarization", false);
+    loaded.info.corpus = data::parse_corpus(j.value("corpus", std::string("multi30k")));
   } catch (const json::exception& e) {
+    throw IoError(path + ": bad 'attn' metadata: " + e.what());
+  } catch (const ValueError& e) {
     throw IoError(path + ": bad 'attn' metadata: " + e.what());
   }
   loaded.model = detail::checkpoint_translator(kind, loaded.info.config, path);
@@ -174,7 +178,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
 TranslationEval evaluate_translation(LoadedTranslator& model, const std::string& data_dir, const std::string& split,
                                      const TranslateOptions& options, int64_t limit) {
   const data::ParallelCorpus corpus =
-      data::load_parallel(data_dir, split, model.info.src_lang, model.info.tgt_lang, limit);
+      data::load_corpus(model.info.corpus, data_dir, split, model.info.src_lang, model.info.tgt_lang, limit);
   const auto start = std::chrono::steady_clock::now();
   TranslationEval eval;
   TranslateOptions with_weights = options;
@@ -185,10 +189,12 @@ TranslationEval evaluate_translation(LoadedTranslator& model, const std::string&
     weights.push_back(std::move(t.weights));
   }
   eval.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const data::ParallelCorpus train = data::load_parallel(data_dir, "train", model.info.src_lang, model.info.tgt_lang);
+  const data::ParallelCorpus train =
+      data::load_corpus(model.info.corpus, data_dir, "train", model.info.src_lang, model.info.tgt_lang);
   eval.copy = data::copy_accuracy(corpus.src, corpus.tgt, eval.hypotheses, data::word_set(train.tgt));
   eval.repetition = data::repetition_rate(corpus.src, eval.hypotheses);
   eval.under = data::under_translation(weights);
+  eval.buckets = data::bleu_by_source_length(corpus.src, eval.hypotheses, corpus.tgt);
   const data::BleuResult bleu = data::corpus_bleu(eval.hypotheses, corpus.tgt);
   eval.bleu = bleu.score;
   eval.bleu_line = bleu.to_string();

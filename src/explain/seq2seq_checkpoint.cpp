@@ -1,7 +1,6 @@
 #include "attn/explain/seq2seq_checkpoint.h"
 
 #include <algorithm>
-#include <filesystem>
 
 #include "attn/data/parallel.h"
 #include "attn/data/tasks.h"
@@ -77,10 +76,11 @@ ExplainableSeq2Seq load_explainable_seq2seq(const std::string& path, decode::Che
 std::vector<std::string> report_sources(const ExplainableSeq2Seq& l, const std::string& data, const std::string& split,
                                         int64_t limit, uint64_t seed, std::string* split_name) {
   if (l.translator) {
-    *split_name = split == "dev" ? "val" : split == "test" ? "test2016" : split;
-    std::string dir = data;  // the multi30k folder, or the folder holding it (as attn eval)
-    if (std::filesystem::exists(dir + "/multi30k/raw")) dir += "/multi30k";
-    return data::load_parallel(dir, *split_name, l.translator->info.src_lang, l.translator->info.tgt_lang, limit).src;
+    const decode::TranslationInfo& info = l.translator->info;
+    const bool multi30k = info.corpus == data::Corpus::multi30k;  // Tatoeba's splits are dev and test
+    *split_name = multi30k && split == "dev" ? "val" : multi30k && split == "test" ? "test2016" : split;
+    // The corpus's folder, or the folder holding it (as attn eval).
+    return data::load_corpus(info.corpus, data, *split_name, info.src_lang, info.tgt_lang, limit).src;
   }
   const decode::Seq2SeqInfo& info = l.synthetic->info;
   data::TaskGenerator generator(data::parse_task(info.task), std::max(1, info.min_len),

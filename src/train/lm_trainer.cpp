@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <unordered_map>
 #include <map>
@@ -12,6 +11,7 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/tasks.h"
+#include "attn/data/tatoeba.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
 #include "attn/models/memory_estimate.h"
@@ -20,7 +20,6 @@
 #include "attn/train/checkpoint.h"
 
 namespace attn::train {
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 void LmOptions::validate() const {
@@ -39,16 +38,12 @@ namespace {
 
 // The distinct English sentences of fra.txt.gz, in file order.
 std::vector<std::string> english_sentences(const std::string& data_dir, int64_t limit) {
-  const std::string path = (fs::path(data_dir) / "fra.txt.gz").string();
-  if (!data::file_exists(path))
-    throw IoError(path + ": no such file (--data must be the tatoeba-fra-eng directory holding fra.txt.gz)");
+  const std::string path = data::require_tatoeba_file(data_dir);
   std::vector<std::string> sentences;
   std::unordered_set<std::string> seen;
-  for (auto& line : data::read_lines(path)) {
-    const size_t tab = line.find('\t');
-    std::string english = tab == std::string::npos ? line : line.substr(0, tab);
-    if (english.empty() || !seen.insert(english).second) continue;
-    sentences.push_back(std::move(english));
+  for (data::TatoebaPair& pair : data::read_tatoeba(path)) {
+    if (!seen.insert(pair.english).second) continue;
+    sentences.push_back(std::move(pair.english));
     if (limit > 0 && static_cast<int64_t>(sentences.size()) >= limit) break;
   }
   if (sentences.size() < 50) throw IoError(path + ": too few sentences (" + std::to_string(sentences.size()) + ")");

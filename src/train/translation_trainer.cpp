@@ -67,11 +67,12 @@ class TranslationTask final : public Task {
                          "'): resume it with its own --task, or give another --out");
     }
     if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
+    // The data before the folder: a bad corpus file leaves no run folder behind.
+    data::ParallelCorpus train_text = data::load_corpus(o.corpus, o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
+    val_text_ = data::load_corpus(o.corpus, o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
     folder_ = lock_run_folder(o);  // before the tokenizer is written into it
 
     std::FILE* say = o.progress;
-    data::ParallelCorpus train_text = data::load_parallel(o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
-    val_text_ = data::load_parallel(o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
     // The tokenizer: given, kept from the run being resumed, or learned on the training text,
     // by rank 0 of a data-parallel run (the others read rank 0's from the folder, or --tokenizer).
     const bool writes_folder = !o.communicator || o.communicator->rank() == 0;
@@ -97,7 +98,7 @@ class TranslationTask final : public Task {
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
                    val_text_.src.size(), static_cast<long long>(V));
-    run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0, o.summarization};
+    run_.info = {kind, config, o.src_lang, o.tgt_lang, spm_path, 0, 0.0, o.summarization, o.corpus};
     run_.model = models::make_translator(kind, config);
     if (say && !o.resume)
       std::fprintf(say, "%s model: %lld parameters\n", models::to_string(kind),
@@ -159,6 +160,9 @@ class TranslationTask final : public Task {
     const decode::TranslationInfo info = decode::load_translator(file, path).info;
     if (info.kind != run_.info.kind || info.config != run_.info.config)
       throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() + ")");
+    if (info.corpus != run_.info.corpus)
+      throw ValueError("--resume: " + path + " was trained on " + data::to_string(info.corpus) + ", --data gives " +
+                       data::to_string(run_.info.corpus));
     load_model_parameters(file, module().named_parameters(), path);
     return {.step = info.step, .has_best = true, .best_score = info.best_val_bleu, .best_step = info.step};
   }

@@ -317,6 +317,12 @@ Axis make_axis(double lo, double hi, bool extend, int target_ticks) {
 
 std::string tick_label(double value, int decimals) { return fmt::format("{:.{}f}", value, decimals); }
 
+// A tick label's lines joined by spaces (for messages and the SVG's description).
+std::string one_line(std::string label) {
+  std::replace(label.begin(), label.end(), '\n', ' ');
+  return label;
+}
+
 // ---------------------------------------------------------------------------------------
 // Line plot.
 
@@ -338,9 +344,37 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
       y_hi = std::max(y_hi, s.y[i]);
     }
   }
+  for (const Tick& t : plot.x_ticks) {
+    x_lo = std::min(x_lo, t.at);
+    x_hi = std::max(x_hi, t.at);
+  }
   if (!std::isfinite(x_lo)) x_lo = 0, x_hi = 1;
   if (!std::isfinite(y_lo)) y_lo = 0, y_hi = 1;
-  const Axis xa = make_axis(x_lo, x_hi, true, 8);
+  Axis xa = make_axis(x_lo, x_hi, plot.x_ticks.empty(), 8);
+  // The x tick labels, each a list of lines: the named ticks' or the axis's numbers.
+  std::vector<std::pair<double, std::vector<std::string>>> x_labels;
+  if (plot.x_ticks.empty()) {
+    for (double t : xa.ticks) x_labels.push_back({t, {tick_label(t, xa.decimals)}});
+  } else {
+    const double pad = (xa.hi - xa.lo) * 0.04;  // the end ticks' labels clear of the frame
+    xa.lo -= pad;
+    xa.hi += pad;
+    xa.ticks.clear();
+    for (const Tick& t : plot.x_ticks) {
+      xa.ticks.push_back(t.at);
+      std::vector<std::string> lines(1);
+      for (char c : t.label) {
+        if (c == '\n')
+          lines.emplace_back();
+        else
+          lines.back().push_back(c);
+      }
+      x_labels.push_back({t.at, std::move(lines)});
+    }
+  }
+  size_t x_label_lines = 1;
+  for (const auto& l : x_labels) x_label_lines = std::max(x_label_lines, l.second.size());
+  const double tick_line_h = 16;
   Axis ya;
   if (plot.y_min && plot.y_max) {
     ya = make_axis(*plot.y_min, *plot.y_max, false, 6);
@@ -367,7 +401,7 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
 
   const double top = plot.title.empty() ? 20 : 48;
   const double left = 16 + (plot.y_label.empty() ? 0 : 24) + y_tick_w + 10;
-  const double bottom = 30 + (plot.x_label.empty() ? 0 : 26);
+  const double bottom = 30 + tick_line_h * static_cast<double>(x_label_lines - 1) + (plot.x_label.empty() ? 0 : 26);
   const double right = 24 + (legend_w > 0 ? legend_w + 16 : 0);
   const double px0 = left, px1 = W - right, py0 = top, py1 = H - bottom;
 
@@ -405,12 +439,13 @@ void draw_line_plot(cairo_t* cr, const LinePlot& plot) {
   cairo_rectangle(cr, px0 + 0.5, py0 + 0.5, px1 - px0 - 1, py1 - py0 - 1);
   cairo_stroke(cr);
   set_font(cr, tick_font);
-  for (double t : xa.ticks) {
+  for (const auto& [t, lines] : x_labels) {
     const double x = std::round(X(t)) + 0.5;
     cairo_move_to(cr, x, py1);
     cairo_line_to(cr, x, py1 + 5);
     cairo_stroke(cr);
-    draw_text(cr, x, py1 + 8, tick_label(t, xa.decimals), 0.5, 0);
+    for (size_t k = 0; k < lines.size(); ++k)
+      draw_text(cr, x, py1 + 8 + tick_line_h * static_cast<double>(k), lines[k], 0.5, 0);
   }
   for (double t : ya.ticks) {
     const double y = std::round(Y(t)) + 0.5;
@@ -708,12 +743,17 @@ void write_line_plot(const LinePlot& plot, const std::string& path) {
   if ((plot.y_min && !std::isfinite(*plot.y_min)) || (plot.y_max && !std::isfinite(*plot.y_max))) {
     throw ValueError(fmt::format("{}: y_min and y_max must be finite", op));
   }
+  for (const Tick& t : plot.x_ticks)
+    if (!std::isfinite(t.at))
+      throw ValueError(fmt::format("{}: x tick '{}' is not at a finite x", op, one_line(t.label)));
   std::string bytes = render(op, format, kPlotWidth, kPlotHeight, [&](cairo_t* cr) { draw_line_plot(cr, plot); });
   if (format == Format::svg) {
     std::string desc = "line plot";
     if (!plot.x_label.empty() || !plot.y_label.empty()) desc += "; x: " + plot.x_label + "; y: " + plot.y_label;
     desc += "; series:";
     for (size_t k = 0; k < plot.series.size(); ++k) desc += (k == 0 ? " " : ", ") + plot.series[k].name;
+    if (!plot.x_ticks.empty()) desc += "; x ticks:";
+    for (size_t k = 0; k < plot.x_ticks.size(); ++k) desc += (k == 0 ? " " : ", ") + one_line(plot.x_ticks[k].label);
     add_svg_text(bytes, plot.title, desc);
   }
   write_picture(op, path, bytes);

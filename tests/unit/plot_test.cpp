@@ -191,6 +191,27 @@ TEST_F(PlotTest, LinePlotErrors) {
   EXPECT_TRUE(files().empty()) << "a failed write left files behind";
 }
 
+TEST_F(PlotTest, NamedXTicksWithTwoLineLabels) {
+  LinePlot plot;
+  plot.x_label = "source words";
+  plot.series.push_back({"bahdanau", {0, 1, 2}, {30.5, 22.0, NAN}});  // an empty bucket: a gap
+  plot.x_ticks = {{0, "1-5\nn=120"}, {1, "6-10\nn=40"}, {2, "11+\nn=0"}};
+  write_line_plot(plot, path("named.png"));
+  write_line_plot(plot, path("named.svg"));
+  const std::string png = read_all(path("named.png"));
+  ASSERT_TRUE(is_png(png));
+  EXPECT_EQ(png_size(png), (std::pair<uint32_t, uint32_t>{1600, 1000}));
+  EXPECT_NE(read_all(path("named.svg")).find("series: bahdanau; x ticks: 1-5 n=120, 6-10 n=40, 11+ n=0</desc>"),
+            std::string::npos);
+  // The labels are drawn: other counts give another picture.
+  plot.x_ticks[0].label = "1-5\nn=999";
+  write_line_plot(plot, path("other.png"));
+  EXPECT_NE(read_all(path("other.png")), png);
+  plot.x_ticks[1].at = NAN;
+  EXPECT_THROW_MSG(write_line_plot(plot, path("bad.png")), ValueError,
+                   "write_line_plot: x tick '6-10 n=40' is not at a finite x");
+}
+
 TEST_F(PlotTest, UnwritableDirectoryLeavesNoFile) {
   const fs::path locked = dir_ / "locked";
   fs::create_directory(locked);

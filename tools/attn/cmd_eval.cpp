@@ -34,6 +34,28 @@ struct EvalArgs {
   int join = 1;
 };
 
+// BLEU by source-length bucket: JSON entries {"words": "1-5", "min_words", "max_words" (null:
+// no bound), "sentences", "bleu" (null for an empty bucket)}, which `attn plot buckets` reads.
+nlohmann::json length_buckets_json(const std::vector<data::LengthBucket>& buckets) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const data::LengthBucket& b : buckets)
+    out.push_back({{"words", b.label()},
+                   {"min_words", b.min_words},
+                   {"max_words", b.max_words > 0 ? nlohmann::json(b.max_words) : nlohmann::json(nullptr)},
+                   {"sentences", b.sentences},
+                   {"bleu", b.bleu ? nlohmann::json(b.bleu->score) : nlohmann::json(nullptr)}});
+  return out;
+}
+
+// The same as a table under eval's line.
+void print_length_buckets(const std::vector<data::LengthBucket>& buckets) {
+  std::printf("%-14s %9s %7s\n", "source words", "sentences", "BLEU");
+  for (const data::LengthBucket& b : buckets) {
+    if (b.bleu) std::printf("%-14s %9lld %7.2f\n", b.label().c_str(), static_cast<long long>(b.sentences), b.bleu->score);
+    else std::printf("%-14s %9lld %7s\n", b.label().c_str(), static_cast<long long>(b.sentences), "-");
+  }
+}
+
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
   check_coverage_penalty(a.options.coverage_penalty, cmd->count("--beam") ? a.options.beam : 5);
@@ -41,22 +63,23 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   const bool summaries = model.info.summarization;
   if (a.data.empty())
     throw UsageError(summaries ? "a summarization checkpoint needs --data DIR (the folder with test.article and test.summary)"
-                               : "a translation checkpoint needs --data DIR (the multi30k folder)");
+                               : "a translation checkpoint needs --data DIR (the multi30k or tatoeba-fra-eng folder, or "
+                                 "the folder holding it)");
   refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
   decode::TranslateOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
   options.length_penalty = a.options.length_penalty;
   options.coverage_penalty = a.options.coverage_penalty;
   options.stop = a.beam_stop;
-  const std::string split = !a.split.empty() ? a.split : summaries ? "test" : "test2016";
-  std::string dir = a.data;
-  if (data::file_exists(dir + "/multi30k/raw/train.en.gz")) dir += "/multi30k";
-  const decode::TranslationEval e = decode::evaluate_translation(model, dir, split, options, a.limit);
+  const bool tatoeba = model.info.corpus == data::Corpus::tatoeba;
+  const std::string split = !a.split.empty() ? a.split : summaries || tatoeba ? "test" : "test2016";
+  const decode::TranslationEval e = decode::evaluate_translation(model, a.data, split, options, a.limit);
   if (!a.hypotheses.empty()) data::write_lines(a.hypotheses, e.hypotheses);
   if (a.json) {
     nlohmann::json j = e.bleu_json;
     j["bleu"] = e.bleu;
     j["split"] = split;
+    j["corpus"] = data::to_string(model.info.corpus);
     j["sentences"] = e.sentences;
     j["beam"] = options.beam;
     j["length_penalty"] = options.length_penalty;
@@ -74,6 +97,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["repetition_rate"] = e.repetition;
     j["repetition_ngrams"] = {2, 4};
     j["under_translation"] = {{"rate", e.under.rate()}, {"tokens", e.under.tokens}, {"under", e.under.under}};
+    j["length_buckets"] = length_buckets_json(e.buckets);
     if (e.rouge) {  // summarization: ROUGE-1/2/L (0-100), the score ROUGE-L F1
       const nlohmann::json rouge = nlohmann::json::parse(e.rouge->to_json());
       for (const char* name : {"rouge1", "rouge2", "rougeL", "stemming"}) j[name] = rouge[name];
@@ -85,6 +109,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     const std::string scores = e.rouge ? e.rouge->to_string() + "; " + e.bleu_line : e.bleu_line;
     std::printf("%s %s (%lld sentences, beam %d): %s\n", models::to_string(model.info.kind), split.c_str(),
                 static_cast<long long>(e.sentences), options.beam, scores.c_str());
+    print_length_buckets(e.buckets);
   }
 }
 
@@ -237,7 +262,7 @@ void add_eval_command(CLI::App& app) {
                   "folder with <split>.article and <split>.summary");
   cmd->add_option("--split", args->split,
                   "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
-                  "mscoco2017; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
+                  "mscoco2017, Tatoeba: test (default) | dev | train; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
                   "train (docs/data.md); ASR: test (default) | dev | train");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit,

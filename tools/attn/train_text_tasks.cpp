@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/parallel.h"
+#include "attn/data/tatoeba.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/train/lm_trainer.h"
 #include "attn/train/translation_trainer.h"
@@ -168,17 +170,24 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
                      "val.summary, plain or .gz)");
   const std::string data_dir =
       summarize ? s.data
-                : data_or_default(s.data, "multi30k",
-                                  "--task translate needs --data DIR (the multi30k folder, or the folder holding it)");
+                : data_or_default(s.data, data::is_tatoeba_pair(a.src, a.tgt) ? "tatoeba-fra-eng" : "multi30k",
+                                  "--task translate needs --data DIR (the multi30k or tatoeba-fra-eng folder, or the "
+                                  "folder holding them)");
   models::TranslatorKind kind = models::TranslatorKind::rnn;
   if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
   const bool transformer = kind == models::TranslatorKind::transformer;
   train::TranslationOptions o;
   o.summarization = summarize;
-  o.data_dir = summarize ? data_dir : task_data_dir(data_dir, "multi30k", "raw");
   // Summaries: <split>.article and <split>.summary unless --src / --tgt name other suffixes.
   o.src_lang = summarize && !given("--src") ? "article" : a.src;
   o.tgt_lang = summarize && !given("--tgt") ? "summary" : a.tgt;
+  o.data_dir = data_dir;
+  if (!summarize) {  // Multi30k, or Tatoeba for fr-en / en-fr (data/parallel.h)
+    data::CorpusFolder found;
+    as_usage([&] { found = data::find_corpus(data_dir, o.src_lang, o.tgt_lang); });
+    o.corpus = found.corpus;
+    o.data_dir = found.dir;
+  }
   o.tokenizer = a.tokenizer;
   o.vocab_size = a.vocab_size;
   // See et al. (2017) cut articles to 400 tokens; a translation's sentences are short.
@@ -267,7 +276,8 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
 
 ATTN_REGISTER_TASK({.order = 30,
                     .name = "translate",
-                    .summary = "translation on Multi30k (--data DIR; --src --tgt): --model rnn | transformer",
+                    .summary = "translation on Multi30k, or Tatoeba for --src fr --tgt en (--data DIR; --src --tgt): "
+                               "--model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
                     .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
                     .run = run_translation});

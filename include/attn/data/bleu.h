@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attn::data {
@@ -19,6 +20,10 @@ namespace attn::data {
 // '-' after a digit, then single spaces (Python str.split(): Unicode whitespace too).
 //   tokenize_13a("Hello, world!") == "Hello , world !"
 std::string tokenize_13a(const std::string& line);
+
+// Python's str.split() of UTF-8 text: the maximal runs of characters that are not Unicode
+// whitespace (str.isspace(): also U+00A0 and U+202F, the no-break spaces of French typography).
+std::vector<std::string_view> python_split(std::string_view text);
 
 // Python's str.lower() of UTF-8 text: the full Unicode lowercase mapping (İ -> i̇, final Σ ->
 // ς), as sacreBLEU's --lowercase applies it. Invalid UTF-8 becomes U+FFFD.

@@ -31,6 +31,30 @@ std::string parallel_split_file(const std::string& split);
 ParallelCorpus load_parallel(const std::string& data_dir, const std::string& split, const std::string& src_lang,
                              const std::string& tgt_lang, int64_t limit = 0);
 
+// The corpora a translation model is trained on: Multi30k's layout (<data>/raw/<file>.<lang>.gz;
+// also a user's <split>.<lang> files, --task summarize) or Tatoeba's fra.txt.gz (tatoeba.h). A
+// translation checkpoint records which ("corpus", absent for Multi30k), so `attn eval` reads
+// the same corpus again.
+enum class Corpus { multi30k, tatoeba };
+const char* to_string(Corpus corpus);
+Corpus parse_corpus(const std::string& name);  // ValueError naming the valid names
+
+// The corpus that --data DIR serves for a language pair, and its folder. DIR may be the
+// corpus's folder (multi30k/, tatoeba-fra-eng/) or the one holding them (../shared/data).
+// Tatoeba when DIR holds fra.txt.gz but no Multi30k, or holds both and the pair is fr-en or
+// en-fr (Multi30k's French: --data DIR/multi30k); Multi30k otherwise. ValueError for a pair
+// that Tatoeba-only DIR does not have, naming the pairs it has.
+struct CorpusFolder {
+  Corpus corpus = Corpus::multi30k;
+  std::string dir;
+};
+CorpusFolder find_corpus(const std::string& data, const std::string& src_lang, const std::string& tgt_lang);
+// The folder of `corpus` in --data DIR: DIR/multi30k or DIR/tatoeba-fra-eng when there, else DIR.
+std::string corpus_folder(Corpus corpus, const std::string& data);
+// One split of `corpus` under --data DIR (corpus_folder): load_parallel or load_tatoeba.
+ParallelCorpus load_corpus(Corpus corpus, const std::string& data, const std::string& split,
+                           const std::string& src_lang, const std::string& tgt_lang, int64_t limit = 0);
+
 struct EncodedPair {
   std::vector<int32_t> src, tgt;  // piece ids, no BOS/EOS, never empty
   // The pointer-generator's extended ids (models/pointer.h; encode_parallel with_oovs): the

@@ -12,10 +12,14 @@
 //   under_translation    the share of source tokens whose attention summed over the output
 //                        steps stays below 0.5 (Tu et al. 2016's coverage view of a token left
 //                        untranslated)
+//   bleu_by_source_length  corpus BLEU of the sentences of each source-length bucket
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
+
+#include "attn/data/bleu.h"
 
 namespace attn::data {
 
@@ -45,5 +49,27 @@ struct UnderTranslation {
 // of one sentence as long as its first; ValueError otherwise). A sentence without steps (a model
 // without attention) is skipped.
 UnderTranslation under_translation(const std::vector<std::vector<std::vector<float>>>& weights, float threshold = 0.5f);
+
+// BLEU by source length (the bottleneck of Cho et al. 2014 and Bahdanau et al. 2015): sentences
+// grouped by the number of words of their raw source, separated by Unicode whitespace
+// (python_split: the no-break spaces before French "!" and "?" too), each group scored
+// with corpus_bleu on its own sentences. The buckets are 1..upper[0], upper[0]+1..upper[1], ...,
+// and upper.back()+1 and longer (an empty source counts in the first).
+inline const std::vector<int64_t> kSourceLengthBuckets = {5, 10, 15, 20, 25, 30};  // 1-5 ... 26-30, 31+
+struct LengthBucket {
+  int64_t min_words = 1, max_words = 0;  // inclusive; max_words 0: no upper bound
+  int64_t sentences = 0;
+  std::optional<BleuResult> bleu;  // none for a bucket without sentences
+  std::string label() const;       // "1-5", "31+"
+};
+// The bucket index of a source of `words` words. ValueError when `upper` is empty or not
+// strictly increasing from >= 1.
+size_t source_length_bucket(int64_t words, const std::vector<int64_t>& upper = kSourceLengthBuckets);
+// Every bucket, empty ones included. ValueError when the counts differ (or for `upper`, above).
+std::vector<LengthBucket> bleu_by_source_length(const std::vector<std::string>& sources,
+                                                const std::vector<std::string>& hypotheses,
+                                                const std::vector<std::string>& references,
+                                                const std::vector<int64_t>& upper = kSourceLengthBuckets,
+                                                const BleuOptions& options = {});
 
 }  // namespace attn::data

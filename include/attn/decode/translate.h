@@ -7,7 +7,8 @@
 // Checkpoint metadata "attn": {"format": "attn-translation", "kind": "rnn"|"transformer",
 // "config": {...}, "src_lang", "tgt_lang", "tokenizer": "spm.model" (next to the checkpoint),
 // "tokenizer_crc32", "vocab_size", "step", "best_val_bleu", and "summarization": true for a
-// `--task summarize` run (absent otherwise)}.
+// `--task summarize` run (absent otherwise), "corpus": "tatoeba" for a model trained on Tatoeba
+// (absent: Multi30k, or a summarize run's files; data/parallel.h)}.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn/data/parallel.h"
 #include "attn/data/rouge.h"
 #include "attn/data/translation_metrics.h"
 #include "attn/data/subword.h"
@@ -34,6 +36,7 @@ struct TranslationInfo {
   int64_t step = 0;
   double best_val_bleu = 0.0;
   bool summarization = false;  // --task summarize: `attn eval` reports ROUGE-1/2/L
+  data::Corpus corpus = data::Corpus::multi30k;  // what `attn eval --data` reads
 };
 
 struct LoadedTranslator {
@@ -85,7 +88,8 @@ std::string output_text(const data::SubwordModel& tokenizer, const std::vector<i
 std::vector<Translation> translate(LoadedTranslator& model, const std::vector<std::string>& lines,
                                    const TranslateOptions& options);
 
-// Corpus BLEU of translating `split` (e.g. test2016) against its raw references, with the
+// Corpus BLEU of translating `split` (e.g. test2016; Tatoeba: test) of the model's corpus under
+// `data_dir` (data::load_corpus) against its raw references, with the
 // hypotheses, and for a summarization model (TranslationInfo::summarization) ROUGE-1/2/L.
 // limit > 0 uses the first `limit` sentences.
 struct TranslationEval {
@@ -101,6 +105,7 @@ struct TranslationEval {
   data::CopyAccuracy copy;
   double repetition = 0.0;
   data::UnderTranslation under;
+  std::vector<data::LengthBucket> buckets;  // BLEU by source length (data::kSourceLengthBuckets)
 };
 TranslationEval evaluate_translation(LoadedTranslator& model, const std::string& data_dir, const std::string& split,
                                      const TranslateOptions& options, int64_t limit = 0);

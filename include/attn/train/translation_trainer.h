@@ -28,6 +28,7 @@ namespace attn::train {
 // The run options (run.h) with translation's defaults, and the task's own.
 struct TranslationOptions : RunOptions {
   std::string data_dir;            // required
+  data::Corpus corpus = data::Corpus::multi30k;  // data::find_corpus; the checkpoint records it
   std::string src_lang = "de", tgt_lang = "en";
   std::string tokenizer;           // an existing SentencePiece model; empty: train one (shared)
   int vocab_size = 8000;           // when training the tokenizer

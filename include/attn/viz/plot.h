@@ -17,6 +17,12 @@ struct Series {
   std::vector<double> y;
 };
 
+// A named tick: its label at x = `at` (lines separated by '\n', e.g. "1-5\nn=1203").
+struct Tick {
+  double at = 0;
+  std::string label;
+};
+
 struct LinePlot {
   std::string title;
   std::string x_label;
@@ -26,6 +32,9 @@ struct LinePlot {
   // ticks. When both are given, y_min < y_max is required.
   std::optional<double> y_min;
   std::optional<double> y_max;
+  // Named x ticks (categories such as length buckets) instead of numeric ones; the x range
+  // then spans the ticks and the data. Empty: numeric ticks from the data.
+  std::vector<Tick> x_ticks = {};  // (an initialiser: brace-initialised plots may leave it out)
 };
 
 struct Heatmap {
@@ -40,7 +49,8 @@ struct Heatmap {
 };
 
 // A 800x500 (logical) plot with ticks, gridlines, a legend and distinct colours and markers.
-// Throws ValueError for a bad extension, x/y of different sizes, or y_min >= y_max.
+// Throws ValueError for a bad extension, x/y of different sizes, y_min >= y_max, or a
+// non-finite x tick.
 void write_line_plot(const LinePlot& plot, const std::string& path);
 
 // The most rows or columns a heatmap draws: at the smallest cell (4 units; a PNG has 2
