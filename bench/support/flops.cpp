@@ -1,5 +1,7 @@
 #include "flops.h"
 
+#include <algorithm>
+
 namespace attn::bench {
 
 FlopCount seq2seq_forward_flops(models::AttentionKind attention, double B, double S, double dec_steps, double M,
@@ -35,6 +37,20 @@ double transformer_forward_flops(double B, double S, double T, double D, double 
   auto ffn_block = [&](double n) { return 4 * B * n * D * F; };
   const double cross = 2 * B * T * D * D + 2 * B * S * D * 2 * D + 4 * B * T * S * D + 2 * B * T * D * D;
   return L * (self_block(S) + ffn_block(S)) + L * (self_block(T) + cross + ffn_block(T)) + 2 * B * T * D * V;
+}
+
+}  // namespace attn::bench
+
+namespace attn::bench {
+
+double step_attention_macs(const std::string& kind, double T, double U, double D, double E, double window) {
+  const double A = D, K = std::min(2 * window + 1, T);
+  if (kind == "additive" || kind == "monotonic") return T * E * A + U * (D * A + T * A + T * E);
+  if (kind == "mocha") return 2 * T * E * A + U * (2 * D * A + 2 * T * A + T * E);
+  const double local = U * (D * E + 2 * K * E);
+  if (kind == "local_m") return local;
+  if (kind == "local_p") return local + U * (A * D + A);
+  return 0;
 }
 
 }  // namespace attn::bench

@@ -2,6 +2,8 @@
 // The FLOP models behind `attn bench`'s gflops_per_s (docs/performance.md writes them out):
 // matrix-product FLOPs, 2 per multiply-add, of one forward pass; elementwise work (gates,
 // tanh, softmax, loss) is not counted. Training counts 3x (backward: dX and dW per product).
+#include <string>
+
 #include "attn/models/seq2seq.h"
 
 namespace attn::bench {
@@ -19,5 +21,23 @@ FlopCount seq2seq_forward_flops(models::AttentionKind attention, double B, doubl
 // A Transformer encoder-decoder, teacher-forced over B rows, source length S, target length
 // T (padded: what is computed), D model, F FFN, V vocabulary, L layers each side.
 double transformer_forward_flops(double B, double S, double T, double D, double F, double V, double L);
+
+}  // namespace attn::bench
+
+namespace attn::bench {
+
+// The multiply-adds (1 each, not 2 FLOPs) that one decoder pass of a step attention does in
+// attn, B = 1: the listener's T frames of E features, U decoder steps with a query of D, A = D
+// (nn::make_step_attention). Matrix and vector products only; tanh, softmax and the monotonic
+// recurrence are elementwise, O(T) per step at most, and not counted.
+//   additive     T·E·A (keys, once) + U·(D·A + T·A + T·E)        global: every frame each step
+//   local_m      U·(D·E + 2·K·E), K = min(2·window + 1, T)        q W, K scores, K-frame context
+//   local_p      local_m + U·(A·D + A)                            the position predictor
+//   monotonic    T·E·A + U·(D·A + T·A + T·E)                      as the code does it: the energy of
+//                every frame each step and a context over all T; hard inference needs only the
+//                frames up to the stop (O(T + U) in all), which this implementation does not exploit
+//   mocha        2·T·E·A + U·(2·D·A + 2·T·A + T·E)                selection and chunk energies
+// Training (the expected alignment) does the same products as inference for monotonic and mocha.
+double step_attention_macs(const std::string& kind, double T, double U, double D, double E, double window);
 
 }  // namespace attn::bench

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -550,12 +551,14 @@ struct HeatmapLayout {
   int row_every = 1, col_every = 1;  // label every k-th row / column
   bool rotate_cols = false;
   double row_label_w = 0, col_label_h = 0;
+  double strip_h = 0;  // the strip under the cells and the gap above it (0: none)
   double block_w = 0, block_h = 0;
   double title_h = 0, panel_title_h = 0;
   double width = 0, height = 0;
 };
 
 constexpr double kMargin = 16, kGap = 28, kAxisName = 20, kColorBarW = 16, kColorBarGap = 28;
+constexpr double kStripH = 100, kStripGap = 6;
 
 std::string panel_title(const Heatmap& map, size_t i) {
   if (!map.panel_titles.empty()) return map.panel_titles[i];
@@ -578,6 +581,7 @@ HeatmapLayout layout_heatmap(cairo_t* cr, const Heatmap& map) {
   const double fh = font_height(cr);
   double row_w = 0, col_w = 0;
   for (const auto& s : map.row_labels) row_w = std::max(row_w, text_width(cr, s));
+  if (!map.strip.empty()) row_w = std::max(row_w, text_width(cr, map.strip_label));
   for (const auto& s : map.col_labels) col_w = std::max(col_w, text_width(cr, s));
   L.row_every = std::max(1, static_cast<int>(std::ceil(fh * 1.05 / L.cell)));
   L.rotate_cols = col_w + 4 > L.cell;
@@ -588,7 +592,8 @@ HeatmapLayout layout_heatmap(cairo_t* cr, const Heatmap& map) {
   L.panel_title_h = L.n > 1 || !map.panel_titles.empty() ? font_height(cr) + 6 : 0;
   // Block: [axis name][row labels][cells] wide; [title][cells][col labels][axis name] high.
   L.block_w = kAxisName + L.row_label_w + L.C * L.cell;
-  L.block_h = L.panel_title_h + L.R * L.cell + L.col_label_h + kAxisName;
+  L.strip_h = map.strip.empty() ? 0 : kStripGap + kStripH;
+  L.block_h = L.panel_title_h + L.R * L.cell + L.strip_h + L.col_label_h + kAxisName;
   set_font(cr, 16, true);
   L.title_h = map.title.empty() ? 0 : font_height(cr) + 12;
   set_font(cr, L.tick_font);
@@ -601,6 +606,54 @@ HeatmapLayout layout_heatmap(cairo_t* cr, const Heatmap& map) {
   L.width = std::ceil(L.width);
   L.height = std::ceil(L.height);
   return L;
+}
+
+// The strip (Heatmap::strip) as a grey image scaled to pw × kStripH units at (x, y), row 0 at
+// the bottom; nearest-neighbour, so each input frame stays a sharp column.
+void draw_strip(cairo_t* cr, const Heatmap& map, double x, double y, double pw) {
+  const int rows = static_cast<int>(map.strip_rows);
+  const int cols = static_cast<int>(map.strip.size() / map.strip_rows);
+  const auto [lo, hi] = std::minmax_element(map.strip.begin(), map.strip.end());
+  const float range = *hi > *lo ? *hi - *lo : 1.0f;
+  SurfacePtr image(cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows));
+  cairo_surface_flush(image.get());
+  unsigned char* pixels = cairo_image_surface_get_data(image.get());
+  const int stride = cairo_image_surface_get_stride(image.get());
+  for (int c = 0; c < cols; ++c) {
+    for (int r = 0; r < rows; ++r) {
+      const float v = (map.strip[static_cast<size_t>(c) * rows + r] - *lo) / range;  // [0, 1]
+      const uint32_t grey = static_cast<uint32_t>(std::lround(255.0f * v));
+      auto* pixel = reinterpret_cast<uint32_t*>(pixels + static_cast<size_t>(rows - 1 - r) * stride) + c;
+      *pixel = grey << 16 | grey << 8 | grey;
+    }
+  }
+  cairo_surface_mark_dirty(image.get());
+  cairo_save(cr);
+  cairo_translate(cr, x, y);
+  cairo_scale(cr, pw / cols, kStripH / rows);
+  cairo_set_source_surface(cr, image.get(), 0, 0);
+  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+  cairo_rectangle(cr, 0, 0, cols, rows);
+  cairo_fill(cr);
+  cairo_restore(cr);
+  stroke_frame(cr, x, y, pw, kStripH);
+}
+
+// The stop marks (Heatmap::marks): a red dot in the stopping cell of each row, and a red tick
+// at that column on top of the strip.
+void draw_marks(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L, double cx0, double cy0) {
+  cairo_set_source_rgb(cr, 0.9, 0.1, 0.1);
+  const double ph = L.R * L.cell;
+  for (size_t r = 0; r < map.marks.size(); ++r) {
+    if (map.marks[r] < 0) continue;
+    const double x = cx0 + (static_cast<double>(map.marks[r]) + 0.5) * L.cell;
+    cairo_new_sub_path(cr);
+    cairo_arc(cr, x, cy0 + (static_cast<double>(r) + 0.5) * L.cell, std::max(1.2, 0.3 * L.cell), 0, 2 * M_PI);
+    cairo_fill(cr);
+    if (map.strip.empty()) continue;
+    cairo_rectangle(cr, x - 0.5, cy0 + ph + kStripGap, 1, 8);
+    cairo_fill(cr);
+  }
 }
 
 void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
@@ -638,6 +691,9 @@ void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
     }
     cairo_set_antialias(cr, CAIRO_ANTIALIAS_DEFAULT);
     stroke_frame(cr, cx0, cy0, pw, ph);
+    if (!map.strip.empty()) draw_strip(cr, map, cx0, cy0 + ph + kStripGap, pw);
+    draw_marks(cr, map, L, cx0, cy0);
+    const double labels_y = cy0 + ph + L.strip_h;  // the column labels' top
 
     // Tick labels: output tokens left of the rows, source tokens under the columns.
     set_font(cr, L.tick_font);
@@ -645,18 +701,19 @@ void draw_heatmap(cairo_t* cr, const Heatmap& map, const HeatmapLayout& L) {
     for (int r = 0; r < L.R; r += L.row_every) {
       draw_text(cr, cx0 - 4, cy0 + (r + 0.5) * L.cell, map.row_labels[r], 1, 0.5);
     }
+    if (!map.strip.empty()) draw_text(cr, cx0 - 4, cy0 + ph + kStripGap + kStripH / 2, map.strip_label, 1, 0.5);
     for (int c = 0; c < L.C; c += L.col_every) {
       const double x = cx0 + (c + 0.5) * L.cell;
       if (L.rotate_cols) {
-        draw_text(cr, x, cy0 + ph + 4, map.col_labels[c], 1, 0.5, -M_PI / 2);
+        draw_text(cr, x, labels_y + 4, map.col_labels[c], 1, 0.5, -M_PI / 2);
       } else {
-        draw_text(cr, x, cy0 + ph + 4, map.col_labels[c], 0.5, 0);
+        draw_text(cr, x, labels_y + 4, map.col_labels[c], 0.5, 0);
       }
     }
     // Axis names.
     set_font(cr, 12);
     cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
-    draw_text(cr, cx0 + pw / 2, cy0 + ph + L.col_label_h + 2, "source", 0.5, 0);
+    draw_text(cr, cx0 + pw / 2, labels_y + L.col_label_h + 2, "source", 0.5, 0);
     draw_text(cr, bx + 2, cy0 + ph / 2, "output", 0.5, 0, -M_PI / 2);
   }
 
@@ -711,6 +768,23 @@ void validate_heatmap(const Heatmap& map) {
       }
     }
   }
+  if (!map.strip.empty() || map.strip_rows != 0) {
+    const size_t rows = map.strip_rows > 0 ? static_cast<size_t>(map.strip_rows) : 0;
+    if (rows == 0 || map.strip.size() % rows != 0 || map.strip.empty() || (map.strip.size() / rows) % C != 0)
+      throw ValueError(fmt::format(
+          "write_heatmap: the strip has {} values for {} rows; expected strip_rows x (a multiple of cols = {})",
+          map.strip.size(), map.strip_rows, C));
+    for (size_t i = 0; i < map.strip.size(); ++i)
+      if (!std::isfinite(map.strip[i]))
+        throw ValueError(fmt::format("write_heatmap: strip value {} at column {}, row {} is not finite", map.strip[i],
+                                     i / rows, i % rows));
+  }
+  if (!map.marks.empty() && map.marks.size() != R)
+    throw ValueError(
+        fmt::format("write_heatmap: {} marks for {} rows (give none or one per row)", map.marks.size(), R));
+  for (size_t r = 0; r < map.marks.size(); ++r)
+    if (map.marks[r] < -1 || map.marks[r] >= static_cast<int64_t>(C))
+      throw ValueError(fmt::format("write_heatmap: mark {} of row {} is outside [-1, {})", map.marks[r], r, C));
 }
 
 }  // namespace
@@ -781,6 +855,8 @@ void write_heatmap(const Heatmap& map, const std::string& path) {
       desc += "; panels:";
       for (size_t i = 0; i < map.panels.size(); ++i) desc += (i == 0 ? " " : ", ") + panel_title(map, i);
     }
+    if (!map.strip.empty()) desc += "; under the columns: " + map.strip_label;
+    if (!map.marks.empty()) desc += "; red dots: where each output step stopped";
     add_svg_text(bytes, map.title, desc);
   }
   write_picture(op, path, bytes);

@@ -75,6 +75,54 @@ rows, cols = d["panels"][0]["weights"], len(d["cols"])
 assert len(rows) == len(d["rows"]) == len(d["frames_read"]) and d["rows"][-1] == "</s>", d
 assert all(abs(sum(r) - 1) < 1e-4 and len(r) == cols for r in rows) and set(d["frames_read"]) == {cols}, d
 PY
+# --join: eval's groups (u0+u1, u2+u3, ...), the log-mel strip under the map; bad groups refused.
+expect 0 "heatmap" -- "$attn" align --model "$work/location_aware/model.safetensors" --speech "$work/test.speech" \
+  --utterance u2 --join 2 --out "$work/j.png" --json "$work/j.json"
+[[ -s "$work/j.png" ]] || fail "align --join did not write the picture"
+/usr/bin/python3 - "$work/j.json" "$work/test.speech" <<'PY' || fail "align --join --json"
+import json, struct, sys
+d, raw = json.load(open(sys.argv[1])), open(sys.argv[2], "rb").read()
+pos, frames, ids = 8 + 16 + len(b"synthetic") + 8, [], []
+for _ in range(4):  # u0..u3: id, voice, text, then the frames
+    fields = []
+    for _ in range(3):
+        n = struct.unpack_from("<I", raw, pos)[0]; fields.append(raw[pos + 4:pos + 4 + n].decode()); pos += 4 + n
+    f = struct.unpack_from("<I", raw, pos)[0]; pos += 4 + 2 * 80 * f
+    ids.append(fields[0]); frames.append(f)
+assert d["input_frames"] == frames[2] + frames[3] and d["reduction"] == 4, (d["input_frames"], frames)
+assert len(d["cols"]) == -(-d["input_frames"] // 4) and "stops" not in d, d["cols"]
+assert d["title"].endswith(": u2+u3"), d["title"]
+PY
+expect 2 "--join must be >= 1, got 0" -- "$attn" align --model "$work/additive/model.safetensors" \
+  --speech "$work/test.speech" --utterance u0 --join 0 --out "$work/bad.png"
+expect 2 "--join 25: $work/test.speech has only 24 utterances" -- "$attn" align \
+  --model "$work/additive/model.safetensors" --speech "$work/test.speech" --utterance u0 --join 25 --out "$work/bad.png"
+expect 2 "utterance 'u3' does not start a group of --join 2 (eval's groups from the set's start); its group starts at 'u2'" \
+  -- "$attn" align --model "$work/additive/model.safetensors" --speech "$work/test.speech" --utterance u3 --join 2 --out "$work/bad.png"
+expect 2 "utterance 'u20' starts the last group, of fewer than 5 utterances" -- "$attn" align \
+  --model "$work/additive/model.safetensors" --speech "$work/test.speech" --utterance u20 --join 5 --out "$work/bad.png"
+[[ ! -e "$work/bad.png" ]] || fail "a refused align wrote a picture"
+
+# Hard monotonic attention: the red stop marks ("stops", the marks drawn) are the decoder's
+# selections, the one frame each step attends to (a one-hot row; none when it read to the end).
+expect 0 "best dev CER" -- "$attn" train --task asr --attention bahdanau --score monotonic "${tiny[@]}" --out "$work/mono"
+expect 0 "heatmap" -- "$attn" align --model "$work/mono/model.safetensors" --speech "$work/test.speech" \
+  --utterance u0 --join 2 --out "$work/m.png" --json "$work/m.json"
+[[ -s "$work/m.png" ]] || fail "monotonic align did not write the picture"
+/usr/bin/python3 - "$work/m.json" <<'PY' || fail "monotonic align: stop marks"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows, stops = d["panels"][0]["weights"], d["stops"]
+assert len(stops) == len(rows) == len(d["frames_read"]), d
+for r, (row, stop) in enumerate(zip(rows, stops)):
+    chosen = [f for f, w in enumerate(row) if w > 0]
+    if stop < 0:
+        assert not chosen and d["frames_read"][r] == len(d["cols"]), (r, row)
+    else:
+        assert chosen == [stop] and row[stop] == 1.0 and d["frames_read"][r] == stop + 1, (r, stop, chosen)
+marked = [s for s in stops if s >= 0]
+assert len(marked) >= len(stops) // 2 and marked == sorted(marked), stops  # stops, left to right
+PY
 expect 2 "an ASR model needs --speech FILE --utterance ID" -- "$attn" align --model "$work/additive/model.safetensors" \
   --text x
 expect 2 "no utterance 'nope' in" -- "$attn" align --model "$work/additive/model.safetensors" --speech "$work/test.speech" \

@@ -29,6 +29,9 @@ expect 0 "heatmap" -- "$attn" align --model "$work/run/model.safetensors" --inpu
 expect 2 "--length-penalty must be finite and >= 0, got -1" -- "$attn" align --model "$work/run/model.safetensors" \
   --input "5 9 3" --beam 3 --length-penalty -1 --out "$work/lp_bad.svg"
 [[ ! -e "$work/lp_bad.svg" ]] || fail "a refused align wrote its picture"
+expect 2 "--join needs an ASR checkpoint; $work/run/model.safetensors is 'attn-seq2seq'" -- "$attn" align \
+  --model "$work/run/model.safetensors" --input "5 9 3 17" --join 2 --out "$work/join_bad.svg"
+[[ ! -e "$work/join_bad.svg" ]] || fail "a refused align --join wrote its picture"
 # --help states the defaults that apply: eval's beam by kind of checkpoint, the length
 # penalty's 1 (GNMT's alpha) in eval and align.
 [[ "$("$attn" eval --help)" == *"1 for synthetic-task checkpoints, 5 for translation checkpoints"* ]] ||

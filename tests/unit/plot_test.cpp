@@ -306,6 +306,58 @@ TEST_F(PlotTest, HeatmapErrors) {
   EXPECT_NO_THROW(write_heatmap(rounding, path("ok.png")));
 }
 
+// A spectrogram-like strip under the columns (4 strip columns to each) and stop marks.
+Heatmap heatmap_with_strip() {
+  Heatmap map = diagonal_heatmap(1);
+  map.strip_rows = 8;
+  map.strip_label = "log-mel";
+  for (int i = 0; i < 5 * 4 * 8; ++i) map.strip.push_back(std::sin(0.1f * static_cast<float>(i)) * 3.0f - 7.0f);
+  map.marks = {0, 1, 2, 3, 4, -1};
+  return map;
+}
+
+TEST_F(PlotTest, HeatmapStripAndMarks) {
+  write_heatmap(diagonal_heatmap(1), path("plain.png"));
+  Heatmap map = heatmap_with_strip();
+  write_heatmap(map, path("strip.png"));
+  write_heatmap(map, path("strip.svg"));
+  const auto plain = png_size(read_all(path("plain.png"))), strip = png_size(read_all(path("strip.png")));
+  EXPECT_EQ(strip.second, plain.second + 2 * 106) << "the strip (100 units) and its gap (6) under the cells, at 2x";
+  const std::string svg = read_all(path("strip.svg"));
+  EXPECT_NE(svg.find("under the columns: log-mel; red dots: where each output step stopped"), std::string::npos);
+  EXPECT_NE(svg.find("<image"), std::string::npos) << "the strip is one image";
+  map.marks.clear();
+  write_heatmap(map, path("unmarked.svg"));
+  // Five marks drawn (the sixth row stopped nowhere): a red dot per marked row and a tick on the strip.
+  const std::string red = "rgb(90%,10%,10%)";
+  size_t count = 0;
+  for (size_t at = svg.find(red); at != std::string::npos; at = svg.find(red, at + 1)) ++count;
+  EXPECT_EQ(count, 10u);
+  EXPECT_EQ(read_all(path("unmarked.svg")).find(red), std::string::npos);
+}
+
+TEST_F(PlotTest, HeatmapStripAndMarkErrors) {
+  Heatmap map = heatmap_with_strip();
+  Heatmap odd = map;
+  odd.strip.resize(odd.strip.size() - 8);  // 19 strip columns: not a multiple of the 5 columns
+  EXPECT_THROW_MSG(
+      write_heatmap(odd, path("h.png")), ValueError,
+      "write_heatmap: the strip has 152 values for 8 rows; expected strip_rows x (a multiple of cols = 5)");
+  Heatmap no_rows = map;
+  no_rows.strip_rows = 0;
+  EXPECT_THROW_MSG(write_heatmap(no_rows, path("h.png")), ValueError, "the strip has 160 values for 0 rows");
+  Heatmap nan = map;
+  nan.strip[13] = NAN;
+  EXPECT_THROW_MSG(write_heatmap(nan, path("h.png")), ValueError, "strip value nan at column 1, row 5 is not finite");
+  Heatmap few = map;
+  few.marks.pop_back();
+  EXPECT_THROW_MSG(write_heatmap(few, path("h.png")), ValueError, "5 marks for 6 rows (give none or one per row)");
+  Heatmap far = map;
+  far.marks[2] = 5;
+  EXPECT_THROW_MSG(write_heatmap(far, path("h.png")), ValueError, "mark 5 of row 2 is outside [-1, 5)");
+  EXPECT_TRUE(files().empty());
+}
+
 TEST(Colormap, ViridisEndsAndMonotoneLightness) {
   double rgb[3];
   colormap_viridis(0.0, rgb);

@@ -3,8 +3,12 @@
 // pieces on both axes; a Transformer's cross-attention per head of one layer). --json FILE
 // also writes the drawn weights as numbers (what the browser tests of attn view compare with);
 // for a G2P model also "frames_read", the letters read before each output row (decode/g2p.h).
-// An ASR model aligns one utterance of a .speech file (--speech FILE --utterance ID): its
-// characters down, the listener frames across ("frames_read" likewise).
+// An ASR model aligns one utterance of a .speech file (--speech FILE --utterance ID; with
+// --join N the N utterances from ID joined, eval --join's group): its characters down, the
+// listener frames across ("frames_read" likewise), the log-mel features under them on the same
+// time axis, and for monotonic / MoChA attention each step's stopping frame as a red dot
+// ("stops" in the JSON).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -36,6 +40,7 @@ struct AlignArgs {
   int layer = -1;  // Transformer: decoder layer (-1: the last)
   int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
   std::string speech, utterance;  // ASR: the .speech file and the utterance's id
+  int join = 1;                   // ASR: utterances joined from --utterance on (eval --join's groups)
 };
 
 // The heatmap's weights as JSON: {input, output, title, rows (output tokens), cols (source
@@ -145,18 +150,56 @@ void align_g2p(const AlignArgs& a) {
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
+// The utterance --utterance names, joined with the next --join − 1 as eval --join joins them
+// (groups from the set's start, decode::join_utterances): UsageError for an unknown id, a --join
+// past the set, or an id that does not start a group.
+data::SpeechUtterance asr_utterance(const AlignArgs& a) {
+  const data::SpeechSet set = data::read_speech_set(a.speech);
+  size_t index = set.utterances.size();
+  for (size_t i = 0; i < set.utterances.size(); ++i)
+    if (set.utterances[i].id == a.utterance) index = i;
+  if (index == set.utterances.size()) throw UsageError("no utterance '" + printable(a.utterance) + "' in " + a.speech);
+  const size_t n = static_cast<size_t>(a.join), first = index / n * n;
+  if (n > set.utterances.size())
+    throw UsageError("--join " + std::to_string(n) + ": " + a.speech + " has only " +
+                     std::to_string(set.utterances.size()) + " utterances");
+  if (first != index)
+    throw UsageError("utterance '" + printable(a.utterance) + "' does not start a group of --join " + std::to_string(n) +
+                     " (eval's groups from the set's start); its group starts at '" + printable(set.utterances[first].id) + "'");
+  if (first + n > set.utterances.size())
+    throw UsageError("utterance '" + printable(a.utterance) + "' starts the last group, of fewer than " +
+                     std::to_string(n) + " utterances, which eval --join leaves out");
+  data::SpeechSet group;
+  group.bins = set.bins;
+  group.utterances.assign(set.utterances.begin() + static_cast<std::ptrdiff_t>(first),
+                          set.utterances.begin() + static_cast<std::ptrdiff_t>(first + n));
+  return decode::join_utterances(group, a.join).utterances.at(0);
+}
+
+// The stopping frame of each output step of online attention: the last frame with weight (hard
+// monotonic: the selected one; MoChA: the end of its chunk), −1 for a step that read to the end
+// without stopping (zero weights); none for soft attention.
+std::vector<int64_t> stop_frames(const decode::Transcript& t, bool online) {
+  std::vector<int64_t> stops;
+  if (!online) return stops;
+  for (const std::vector<float>& row : t.weights) {
+    int64_t stop = -1;
+    for (size_t f = 0; f < row.size(); ++f)
+      if (row[f] > 0.0f) stop = static_cast<int64_t>(f);
+    stops.push_back(stop);
+  }
+  return stops;
+}
+
 // An ASR model's alignment of one utterance: the listener frames across (labelled every 10th),
-// the characters (and EOS) down.
+// the characters (and EOS) down, the log-mel features under them (reduction input frames to a
+// listener frame, the last padded with the features' minimum).
 void align_asr(const AlignArgs& a) {
   decode::LoadedAsr model = decode::load_asr(a.model);
   refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
-  const data::SpeechSet set = data::read_speech_set(a.speech);
-  const data::SpeechUtterance* utterance = nullptr;
-  for (const data::SpeechUtterance& u : set.utterances)
-    if (u.id == a.utterance) utterance = &u;
-  if (!utterance) throw UsageError("no utterance '" + printable(a.utterance) + "' in " + a.speech);
+  const data::SpeechUtterance utterance = asr_utterance(a);
   std::vector<decode::Transcript> said;
-  as_usage([&] { said = decode::transcribe(model, {*utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
+  as_usage([&] { said = decode::transcribe(model, {utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
   const decode::Transcript& t = said[0];
   viz::Heatmap map;
   for (int64_t f = 0; f < t.frames; ++f) map.col_labels.push_back(f % 10 == 0 ? std::to_string(f) : "");
@@ -167,10 +210,21 @@ void align_asr(const AlignArgs& a) {
   std::vector<float> panel;
   for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), t.weights[r].begin(), t.weights[r].end());
   map.panels.push_back(std::move(panel));
-  map.title = "ASR attention (" + model.info.config.speller.effective_score() + ") over listener frames: " + utterance->id;
+  const bool online = model.model->speller.attention->online();
+  map.marks = stop_frames(t, online);
+  map.strip = utterance.features;  // [frames, bins]
+  map.strip_rows = model.info.config.bins;
+  map.strip.resize(static_cast<size_t>(t.frames * model.info.config.reduction * model.info.config.bins),
+                   *std::min_element(utterance.features.begin(), utterance.features.end()));
+  map.strip_label = "log-mel";
+  map.title = "ASR attention (" + model.info.config.speller.effective_score() + ") over listener frames: " + utterance.id +
+              (online ? " (red: where each step stopped)" : "");
   viz::write_heatmap(map, a.out);
-  if (!a.json_out.empty()) write_alignment_json(map, utterance->text, t.text, a.json_out, {}, {{"frames_read", t.frames_read}});
-  std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance->id.c_str(), utterance->text.c_str(), t.text.c_str(),
+  nlohmann::json extra = {{"frames_read", t.frames_read}, {"input_frames", utterance.frames},
+                          {"reduction", model.info.config.reduction}};
+  if (online) extra["stops"] = map.marks;
+  if (!a.json_out.empty()) write_alignment_json(map, utterance.text, t.text, a.json_out, {}, extra);
+  std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance.id.c_str(), utterance.text.c_str(), t.text.c_str(),
               a.out.c_str());
 }
 
@@ -196,8 +250,10 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--json", args->json_out, "Also write the drawn weights (every panel, rows x columns) to this JSON file");
   cmd->add_option("--speech", args->speech, "ASR model: the .speech file holding the utterance");
   cmd->add_option("--utterance", args->utterance, "ASR model: the utterance's id in --speech");
+  cmd->add_option("--join", args->join,
+                  "ASR model: join N utterances from --utterance on, as eval --join does (default 1)");
   add_threads_option(cmd);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
     if (!(args->length_penalty >= 0.0f) || !std::isfinite(args->length_penalty))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(args->length_penalty));
@@ -209,9 +265,12 @@ void add_align_command(CLI::App& app) {
         require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p,
                                          CheckpointKind::asr},
                            ": align draws encoder-decoder attention; for a classifier use attn classify");
+    if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
+      throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
     if (kind == CheckpointKind::asr) {
       if (args->speech.empty() || args->utterance.empty())
         throw UsageError("an ASR model needs --speech FILE --utterance ID");
+      if (args->join < 1) throw UsageError("--join must be >= 1, got " + std::to_string(args->join));
       align_asr(*args);
       return;
     }

@@ -9,6 +9,8 @@
 //   attn bench transformer ... --json
 //     training throughput (label smoothing, Adam, clipping) and beam decoding throughput of
 //     models::TransformerSeq2Seq on token-budget batches of synthetic Multi30k-like pairs.
+//   attn bench online --lengths 64,...,2048 --json (cmd_bench_online.cpp)
+//     one decoder pass of global, local, monotonic and MoChA attention as T grows.
 //   attn bench gemm --precision fp32|bf16 --json
 //     GFLOP/s of kernels::gemm at the GEMM shapes of the two benchmarks above, and 2048³ (the peak).
 //
@@ -547,9 +549,12 @@ void run_gemm_bench(const GemmBenchArgs& a) {
 
 }  // namespace
 
+void add_bench_online_command(CLI::App* bench);  // cmd_bench_online.cpp
+
 void add_bench_command(CLI::App& app) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (the same JSON as bench/torch_peer.py)");
   bench->require_subcommand(1);
+  add_bench_online_command(bench);
 
   auto s = std::make_shared<Seq2SeqBenchArgs>();
   CLI::App* seq = bench->add_subcommand("seq2seq", "Seq2seq training and greedy decoding throughput");

@@ -46,6 +46,18 @@ struct Heatmap {
   std::vector<std::vector<float>> panels;
   // Empty, or one title per panel. Empty with several panels titles them "head 1", ...
   std::vector<std::string> panel_titles;
+  // Optional: a strip under each panel whose time axis is the columns' (a log-mel spectrogram
+  // under an alignment over listener frames): strip_rows rows, row 0 drawn lowest (the lowest
+  // mel bin), of C·k columns, k >= 1 strip columns to one heatmap column (input frames per
+  // listener frame), row-major by strip column: strip[col · strip_rows + row] (a [frames, bins]
+  // feature matrix as it is). Any finite values, grey from the strip's minimum (black) to its
+  // maximum (white).
+  std::vector<float> strip;
+  int64_t strip_rows = 0;
+  std::string strip_label;  // the strip's name beside it, e.g. "log-mel"
+  // Optional: one entry per row, the column where that output step stopped (online attention),
+  // drawn as a red dot in every panel and a red tick on the strip; -1 where it stopped nowhere.
+  std::vector<int64_t> marks;
 };
 
 // A 800x500 (logical) plot with ticks, gridlines, a legend and distinct colours and markers.
@@ -60,7 +72,9 @@ inline constexpr int64_t kHeatmapMaxCells = 4000;
 // Panels laid out in a grid, row and column token labels, a viridis colour bar from 0 to 1.
 // Throws ValueError for a bad extension, no rows/columns/panels, more than kHeatmapMaxCells
 // rows or columns, a panel whose size is
-// not R*C, a panel_titles count that is neither 0 nor the number of panels, or a bad value.
+// not R*C, a panel_titles count that is neither 0 nor the number of panels, a bad value, a
+// strip that is not strip_rows × (a multiple of C) finite values, or marks that are neither
+// empty nor one per row in [-1, C).
 void write_heatmap(const Heatmap& map, const std::string& path);
 
 // The sequential colour map used by heatmaps (viridis, interpolated from 11 samples):
