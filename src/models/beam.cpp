@@ -68,7 +68,7 @@ DecodeResult beam_decode(Decoder& decoder, const Seq2SeqConfig& config, BeamSear
     for (size_t i = 0; i < copy.size(); ++i) copy[i] = 1.0f - s.p_gen.f32()[i];
     if (!search.advance(logp, with_weights ? s.weights.f32() : nullptr, pointer ? copy.data() : nullptr)) break;
     // Reorder the decoder state to the new hypotheses.
-    state.reorder(search.reorder());
+    search.reorder(state);
   }
   return search.result();
 }

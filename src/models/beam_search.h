@@ -18,7 +18,7 @@
 //   for (int t = 0; t < max_steps; ++t) {
 //     logp (B·K, V) = the decoder's log-probs after search.next_tokens();
 //     if (!search.advance(logp, weights)) break;  // weights: (B·K, W) floats or nullptr
-//     reorder the decoder state with gather_rows(state, search.reorder());
+//     search.reorder(state);  // the decoder's nn::DecodingState
 //   }
 //   return search.result();
 #include <cstdint>
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "attn/models/seq2seq.h"
+#include "attn/nn/decoding_state.h"
 #include "attn/tensor.h"
 
 namespace attn::models::detail {
@@ -61,6 +62,9 @@ class BeamSearch {
   // Hypothesis i of the next step extends decoder row reorder()[i] of this one (int32 (L'·K),
   // values in [0, L·K), each group of K from one source row).
   const Tensor& reorder() const { return reorder_; }
+  // Reorders a decoder's state to the new hypotheses (state.reorder(reorder())): the one path
+  // for the RNN decoders' DecoderState and the Transformer's TransformerDecodingState.
+  void reorder(nn::DecodingState& state) const { state.reorder(reorder_); }
   // The winner of each row: its tokens (with EOS when it finished) and attention.
   DecodeResult result() const;
 

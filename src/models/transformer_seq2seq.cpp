@@ -204,6 +204,46 @@ TransformerSeq2Seq::AttentionMaps TransformerSeq2Seq::attention_maps(const Batch
   return maps;
 }
 
+void TransformerDecodingState::reorder(const Tensor& index) {
+  cache.reorder(index);
+  if (src_ext.defined()) src_ext = take_rows(src_ext, index);
+}
+
+TransformerDecodingState TransformerSeq2Seq::start_decoding(const Tensor& src, const Tensor& src_lengths,
+                                                            int64_t group, const Tensor& src_ext,
+                                                            int64_t extended_vocab) {
+  TransformerDecodingState state;
+  state.memory = encode(src, src_lengths);  // (B, S, D)
+  // Row b·group + k is hypothesis k of source row b; the group shares its memory (the cache's
+  // group): its cross keys and values are projected once and never reordered.
+  state.cache = decoder.start(src_lengths, group);
+  state.extended_vocab = pointer_gate ? std::max(config_.tgt_vocab, extended_vocab) : config_.tgt_vocab;
+  if (pointer_gate) {
+    const int64_t n = src.dim(0) * group;
+    std::vector<int32_t> expand(static_cast<size_t>(n));  // row b·group + k reads source row b
+    for (int64_t i = 0; i < n; ++i) expand[static_cast<size_t>(i)] = static_cast<int32_t>(i / group);
+    state.src_ext = take_rows(src_ext.defined() ? src_ext : src, Tensor::from_vector(expand, {n}));  // (n, S)
+  }
+  return state;
+}
+
+TransformerStepOutput TransformerSeq2Seq::decode_step(const Tensor& tokens, TransformerDecodingState& state,
+                                                      AttentionSelect select) {
+  select = checked_select("TransformerSeq2Seq.decode_step", select);
+  const int64_t n = tokens.numel(), t = state.cache.steps;
+  const bool pointer = pointer_gate != nullptr;
+  const Tensor ids = in_vocabulary(tokens, config_.tgt_vocab).reshape({n, 1});  // a copied OOV is fed back as UNK
+  const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (n, 1, D)
+  TransformerStepOutput out;
+  // The memory is read on the first step only (the cache then holds its keys and values).
+  const Tensor h = decoder.step(x, t == 0 ? state.memory : Tensor(), state.cache, &out.weights,
+                                step_layer(select, config_.decoder_layers, pointer));  // (n, 1, D)
+  out.scores = pointer ? pointer_output(output_logits(h), h, x, out.weights.back(), state.src_ext,
+                                        state.extended_vocab, &out.p_gen)
+                       : output_logits(h);
+  return out;
+}
+
 DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int max_len,
                                         AttentionSelect select, const Tensor& src_ext, int64_t extended_vocab) {
   if (max_len < 1) throw ValueError("TransformerSeq2Seq.greedy: max_len must be >= 1, got " + std::to_string(max_len));
@@ -212,47 +252,35 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
   const int steps = static_cast<int>(std::min<int64_t>(max_len, config_.max_len));  // positions end at max_len
   check_decoding_memory(config_, src.dim(0), src.dim(1), steps, true);
-  const Tensor memory = encode(src, src_lengths);  // (B, S, D)
-  const int64_t B = src.dim(0), V = config_.tgt_vocab;
+  TransformerDecodingState state = start_decoding(src, src_lengths, 1, src_ext, extended_vocab);
+  const int64_t B = src.dim(0), Vx = state.extended_vocab;  // the ids argmax chooses from
   const bool pointer = pointer_gate != nullptr;
-  const int64_t Vx = pointer ? std::max(V, extended_vocab) : V;  // the ids argmax chooses from
-  Tensor ext = pointer ? (src_ext.defined() ? src_ext : src) : Tensor();  // (n, S): the active rows' extended ids
   DecodeResult result;
   result.tokens.resize(static_cast<size_t>(B));
   result.attention.resize(static_cast<size_t>(B));
   if (pointer) result.copy.resize(static_cast<size_t>(B));
-  nn::KvCache cache = decoder.start(src_lengths);
   // The rows still decoding (original row indices); finished rows leave the batch.
   std::vector<int32_t> active(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) active[static_cast<size_t>(b)] = static_cast<int32_t>(b);
   std::vector<int32_t> prev(static_cast<size_t>(B), kBos);
-  std::vector<nn::LayerAttention> weights;
   std::vector<float> w;
   for (int t = 0; t < steps && !active.empty(); ++t) {
     const int64_t n = static_cast<int64_t>(active.size());
-    // A copied OOV (id >= V) is fed back as UNK.
-    const Tensor ids = in_vocabulary(Tensor::from_vector(prev, {n, 1}), V);
-    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, ids, t);  // (n, 1, D)
-    weights.clear();
-    // The memory is read on the first step only (the cache then holds its keys and values).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights,
-                                  step_layer(select, config_.decoder_layers, pointer));  // (n, 1, D)
-    Tensor p_gen;                                                                         // (n)
-    const Tensor l = pointer ? pointer_output(output_logits(h), h, x, weights.back(), ext, Vx, &p_gen)
-                             : output_logits(h);  // (n, 1, Vx): log P with the pointer, else logits (n, 1, V)
+    // (n, 1, Vx): log P with the pointer, else logits (n, 1, V)
+    const TransformerStepOutput step = decode_step(Tensor::from_vector(prev, {n}), state, select);
     std::vector<int32_t> keep;
     for (int64_t i = 0; i < n; ++i) {
       const size_t b = static_cast<size_t>(active[static_cast<size_t>(i)]);
-      const int32_t best = argmax(l.f32() + i * Vx, Vx);
+      const int32_t best = argmax(step.scores.f32() + i * Vx, Vx);
       result.tokens[b].push_back(best);
-      if (pointer) result.copy[b].push_back(1.0f - p_gen.f32()[i]);
-      selected_weights(weights, select, i, w);
+      if (pointer) result.copy[b].push_back(1.0f - step.p_gen.f32()[i]);
+      selected_weights(step.weights, select, i, w);
       result.attention[b].push_back(w);
       if (best != kEos) keep.push_back(static_cast<int32_t>(i));
       prev[static_cast<size_t>(i)] = best;
     }
     if (static_cast<int64_t>(keep.size()) == n) continue;
-    // Some rows ended: drop them from the cache.
+    // Some rows ended: they leave the decoding state.
     std::vector<int32_t> next_active, next_prev;
     for (int32_t i : keep) {
       next_active.push_back(active[static_cast<size_t>(i)]);
@@ -261,21 +289,19 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
     active.swap(next_active);
     prev.swap(next_prev);
     if (active.empty()) break;
-    const Tensor rows = Tensor::from_vector(keep, {static_cast<int64_t>(keep.size())});
-    cache.select_rows(rows);
-    if (pointer) ext = take_rows(ext, rows);
+    state.reorder(Tensor::from_vector(keep, {static_cast<int64_t>(keep.size())}));
   }
   return result;
 }
 
-// Batched beam search (bookkeeping in beam_search.h) with the KV cache: the cache rows
-// are reordered to the surviving hypotheses after each step. Weights per step: the cross-
-// attention chosen by `select`.
+// Batched beam search (bookkeeping in beam_search.h) over the decoding state: it is reordered
+// to the surviving hypotheses after each step, as the RNN decoder's. Weights per step: the
+// cross-attention chosen by `select`.
 DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
                                       AttentionSelect select, const Tensor& src_ext, int64_t extended_vocab) {
   const char* op = "TransformerSeq2Seq.beam";
   const int64_t B = src.dim(0), S = src.dim(1), V = config_.tgt_vocab;
-  // Finished source rows leave the decoder batch (live_only): the cache drops their rows.
+  // Finished source rows leave the decoder batch (live_only): the state drops their rows.
   detail::BeamSearch search(op, B, options, S, detail::beam_source(src_lengths, S), true);
   select = checked_select(op, select);
   autodiff::NoGradGuard no_grad;
@@ -284,45 +310,25 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   const int64_t BK = search.rows();
   const int max_steps = static_cast<int>(std::min<int64_t>(options.max_len, config_.max_len));
   check_decoding_memory(config_, BK, S, max_steps, true);
-
-  const Tensor memory = encode(src, src_lengths);  // (B, S, D)
-  // Row b*K + k is hypothesis k of source row b; the K rows of b share its memory (the cache's
-  // group): its cross keys and values are projected once and never reordered.
-  nn::KvCache cache = decoder.start(src_lengths, K);
-  // The pointer: each live hypothesis's source in extended ids (n, S), reordered with them.
+  TransformerDecodingState state = start_decoding(src, src_lengths, K, src_ext, extended_vocab);
   const bool pointer = pointer_gate != nullptr;
-  const int64_t Vx = pointer ? std::max(V, extended_vocab) : V;
-  Tensor ext;
-  if (pointer) {
-    std::vector<int32_t> expand(static_cast<size_t>(BK));  // row b·K + k reads source row b
-    for (int64_t i = 0; i < BK; ++i) expand[static_cast<size_t>(i)] = static_cast<int32_t>(i / K);
-    ext = take_rows(src_ext.defined() ? src_ext : src, Tensor::from_vector(expand, {BK}));  // (BK, S)
-  }
+  const int64_t Vx = state.extended_vocab;
   std::vector<float> copy;  // 1 − p_gen per live hypothesis; the pointer only
-
-  std::vector<nn::LayerAttention> weights;
   std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (n, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
-    const Tensor tokens = in_vocabulary(search.next_tokens(), V);  // a copied OOV is fed back as UNK
+    const Tensor tokens = search.next_tokens();
     const int64_t n = tokens.numel();  // L·K: the live rows' hypotheses
-    const Tensor x = detail::embed_tokens(target_embedding(), positions, dropout_, tokens.reshape({n, 1}), t);  // (n, 1, D)
-    weights.clear();
-    // The previous step's reorder goes with this step's append (one copy of the self cache).
-    const Tensor h = decoder.step(x, t == 0 ? memory : Tensor(), cache, &weights, step_layer(select, config_.decoder_layers, pointer),
-                                  t == 0 ? Tensor() : search.reorder());  // (n, 1, D)
-    if (pointer && t > 0) ext = take_rows(ext, search.reorder());
-    Tensor p_gen;  // (n)
+    const TransformerStepOutput step = decode_step(tokens, state, select);
     // (n, Vx) with the pointer, else (n, V)
-    const Tensor logp = pointer ? pointer_output(output_logits(h), h, x, weights.back(), ext, Vx, &p_gen)
-                                      .reshape({n, Vx})
-                                : log_softmax(output_logits(h)).reshape({n, V});
+    const Tensor logp = pointer ? step.scores.reshape({n, Vx}) : log_softmax(step.scores).reshape({n, V});
     for (int64_t i = 0; i < n; ++i) {
-      selected_weights(weights, select, i, w);
+      selected_weights(step.weights, select, i, w);
       std::copy(w.begin(), w.end(), step_weights.begin() + i * S);
     }
-    if (pointer) copy.assign(p_gen.f32(), p_gen.f32() + n);
+    if (pointer) copy.assign(step.p_gen.f32(), step.p_gen.f32() + n);
     for (float& p : copy) p = 1.0f - p;
     if (!search.advance(logp, step_weights.data(), pointer ? copy.data() : nullptr)) break;
+    search.reorder(state);
   }
   return search.result();
 }

@@ -160,15 +160,37 @@ void TransformerLayerOptions::validate() const {
 
 // ---- KvCache ----------------------------------------------------------------------------------------
 
-void KvCache::select_rows(const Tensor& rows) {
-  select_memory_rows(rows);
+namespace {
+
+// The self keys and values of every layer: row i becomes row rows[i] (checked by the caller).
+void gather_self_rows(std::vector<LayerKvCache>& layers, const Tensor& rows) {
   autodiff::NoGradGuard no_grad;
   for (LayerKvCache& l : layers)
     for (Tensor* t : {&l.self_k, &l.self_v})
       if (t->defined()) *t = gather_rows(*t, rows);  // (B', ...)
 }
 
+}  // namespace
+
+void KvCache::select_rows(const Tensor& rows) {
+  select_memory_rows(rows);
+  gather_self_rows(layers, rows);
+}
+
+void KvCache::reorder(const Tensor& index) {
+  select_memory_rows(index);
+  pending_rows = index;
+  if (steps == 0) gather_pending();  // nothing to append to yet
+}
+
+void KvCache::gather_pending() {
+  if (!pending_rows.defined()) return;
+  gather_self_rows(layers, pending_rows);
+  pending_rows = Tensor();
+}
+
 void KvCache::select_memory_rows(const Tensor& rows) {
+  gather_pending();
   if (!rows.defined() || rows.dtype() != DType::i32 || rows.rank() != 1)
     throw ShapeError("KvCache::select_rows: 'rows' expected int32 (B'), got " +
                      (rows.defined() ? rows.shape().str() + " " + dtype_name(rows.dtype()) : std::string("undefined")));
@@ -482,7 +504,7 @@ KvCache TransformerDecoder::start(const Tensor& memory_lengths, int64_t group) c
 }
 
 Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& cache,
-                                std::vector<LayerAttention>* weights, int cross_layer, const Tensor& rows) {
+                                std::vector<LayerAttention>* weights, int cross_layer) {
   autodiff::NoGradGuard no_grad;
   if (cache.layers.size() != layers.size())
     throw ValueError("TransformerDecoder::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
@@ -490,12 +512,12 @@ Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& 
   if (cross_layer >= static_cast<int>(layers.size()))
     throw ValueError("TransformerDecoder::step: cross_layer " + str(cross_layer) + " out of range (" +
                      str(static_cast<int64_t>(layers.size())) + " layers)");
-  if (rows.defined()) {
-    if (rows.numel() != x.dim(0))
-      throw ShapeError("TransformerDecoder::step: 'rows' expected (B=" + str(x.dim(0)) + "), got " +
-                       rows.shape().str());
-    cache.select_memory_rows(rows);  // checks rows; the self keys and values follow in the layers' append
-  }
+  // A pending reorder (its memory rows already moved, its rows checked): the self keys and
+  // values follow in the layers' append.
+  const Tensor rows = cache.pending_rows;
+  if (rows.defined() && rows.numel() != x.dim(0))
+    throw ShapeError("TransformerDecoder::step: the cache's pending reorder expected (B=" + str(x.dim(0)) +
+                     ") rows, got " + rows.shape().str());
   if (weights != nullptr) weights->assign(layers.size(), LayerAttention{});
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -503,6 +525,7 @@ Tensor TransformerDecoder::step(const Tensor& x, const Tensor& memory, KvCache& 
     h = layers[i]->step(h, memory, cache.layers[i], cache.memory_lengths,
                         weights != nullptr && wanted ? &(*weights)[i] : nullptr, all, cache.group, rows);
   }
+  cache.pending_rows = Tensor();
   cache.steps += 1;
   return norm ? norm->forward(h) : h;
 }
@@ -534,6 +557,7 @@ Tensor CausalTransformer::step(const Tensor& x, KvCache& cache) {
   if (cache.layers.size() != layers.size())
     throw ValueError("CausalTransformer::step: the cache has " + str(static_cast<int64_t>(cache.layers.size())) +
                      " layers, this stack " + str(static_cast<int64_t>(layers.size())) + " (use start())");
+  cache.gather_pending();
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i) h = layers[i]->step(h, cache.layers[i]);
   cache.steps += 1;

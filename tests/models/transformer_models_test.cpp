@@ -120,18 +120,21 @@ void expect_attention_near(const std::vector<std::vector<float>>& actual,
   }
 }
 
-// Sum of the log-probabilities the model gives `tokens` for source row `row` of `batch`.
-double sequence_log_prob(TransformerSeq2Seq& model, const data::Batch& batch, int64_t row,
-                         const std::vector<int32_t>& tokens) {
-  autodiff::NoGradGuard no_grad;
+// Source row `row` of `batch` (S positions, its length) with tgt_in = BOS + tokens[:-1].
+data::Batch teacher_forced_row(const data::Batch& batch, int64_t row, const std::vector<int32_t>& tokens) {
   data::Batch one;
   const int64_t S = batch.src.dim(1);
   std::vector<int32_t> src(batch.src.i32() + row * S, batch.src.i32() + (row + 1) * S);
   one.src = Tensor::from_vector(src, {1, S});
   one.src_lengths = Tensor::from_vector(std::vector<int32_t>{batch.src_lengths.i32()[row]}, {1});
-  std::vector<int32_t> prefix(tokens.begin(), tokens.end() - 1);
-  one = with_prefix(one, {prefix});
-  const Tensor logp = log_softmax(model.logits(one));  // (1, T, V)
+  return with_prefix(one, {std::vector<int32_t>(tokens.begin(), tokens.end() - 1)});
+}
+
+// Sum of the log-probabilities the model gives `tokens` for source row `row` of `batch`.
+double sequence_log_prob(TransformerSeq2Seq& model, const data::Batch& batch, int64_t row,
+                         const std::vector<int32_t>& tokens) {
+  autodiff::NoGradGuard no_grad;
+  const Tensor logp = log_softmax(model.logits(teacher_forced_row(batch, row, tokens)));  // (1, T, V)
   const int64_t V = logp.dim(2);
   double sum = 0.0;
   for (size_t t = 0; t < tokens.size(); ++t) sum += logp.f32()[static_cast<int64_t>(t) * V + tokens[t]];
@@ -387,6 +390,43 @@ TEST_P(TransformerSeq2SeqDecode, BeamWidthOneEqualsGreedy) {
   for (size_t t = 0; t < greedy.attention[0].size(); ++t)
     for (int64_t s = 0; s < S; ++s)
       EXPECT_NEAR(greedy.attention[0][t][static_cast<size_t>(s)], w.f32()[((0 * 2 + 1) * T + t) * S + s], 1e-5f);
+}
+
+// Beam search reorders the decoding state (KV cache) with its hypotheses every step and drops
+// the rows that finished: every hypothesis it keeps scores (α = 0: the raw log-prob) what the
+// model gives its tokens without the cache, teacher-forced row by row, and its attention is
+// that pass's last-layer cross-attention (head mean). EOS is made likelier so that the rows end
+// at different steps (the test checks they do).
+TEST_P(TransformerSeq2SeqDecode, BeamHypothesesEqualTheModelWithoutTheCache) {
+  TransformerConfig c = GetParam() == 0 ? tiny_config() : tiny_config_variant();
+  c.tie_output = false;  // a generator bias to raise EOS with
+  TransformerSeq2Seq model(c);
+  model.eval();
+  model.generator->bias.f32()[data::kEos] += 0.8f;  // untrained logits are near-uniform: 0 never ends, 1 ends at once
+  const data::Batch batch = ragged_batch();
+  const DecodeResult beam =
+      model.beam(batch.src, batch.src_lengths, {.width = 3, .length_penalty = 0.0f, .max_len = 10});
+  std::set<size_t> lengths;
+  for (int64_t r = 0; r < 3; ++r) {
+    const std::vector<DecodeResult::Hypothesis>& hypotheses = beam.hypotheses[static_cast<size_t>(r)];
+    ASSERT_FALSE(hypotheses.empty()) << "row " << r;
+    lengths.insert(hypotheses[0].tokens.size());
+    for (size_t i = 0; i < hypotheses.size(); ++i) {
+      const std::vector<int32_t>& tokens = hypotheses[i].tokens;
+      const std::string what = "row " + std::to_string(r) + " hypothesis " + std::to_string(i);
+      EXPECT_NEAR(hypotheses[i].score, sequence_log_prob(model, batch, r, tokens), 1e-4) << what;
+      autodiff::NoGradGuard no_grad;
+      const Tensor w = model.cross_attention(teacher_forced_row(batch, r, tokens)).back();  // (1, H, T, S)
+      const int64_t H = w.dim(1), T = w.dim(2), S = w.dim(3);
+      std::vector<std::vector<float>> expected(static_cast<size_t>(T), std::vector<float>(static_cast<size_t>(S)));
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t s = 0; s < S; ++s)
+          for (int64_t h = 0; h < H; ++h)
+            expected[static_cast<size_t>(t)][static_cast<size_t>(s)] += w.f32()[(h * T + t) * S + s] / H;
+      expect_attention_near(hypotheses[i].attention, expected, what);
+    }
+  }
+  EXPECT_GE(lengths.size(), 2u) << "the rows' best hypotheses should end at different steps";
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, TransformerSeq2SeqDecode, ::testing::Values(0, 1));

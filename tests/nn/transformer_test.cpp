@@ -442,6 +442,28 @@ TEST(TransformerCache, DecoderAfterSelectRows) {
   }
 }
 
+// Two reorders before a step (the first gathered when the second comes) equal one select_rows
+// of their composition, rows[i] = first[second[i]]; through the nn::DecodingState interface.
+TEST(TransformerCache, ReorderTwiceEqualsSelectRowsOfTheComposition) {
+  TransformerDecoder dec(small(true), 2);
+  randomize(dec, 72);
+  Tensor tgt = random_tensor({2, 3, 8}, 24), mem = random_tensor({2, 4, 8}, 25);
+  autodiff::NoGradGuard no_grad;
+  KvCache twice = dec.start(i32({4, 2})), once = dec.start(i32({4, 2}));
+  for (int64_t t = 1; t <= 2; ++t) {
+    dec.step(positions(tgt, t - 1, t), mem, twice);
+    dec.step(positions(tgt, t - 1, t), mem, once);
+  }
+  DecodingState& state = twice;
+  state.reorder(i32({1, 0, 1}));
+  state.reorder(i32({2, 0}));
+  once.select_rows(i32({1, 1}));
+  EXPECT_EQ(twice.memory_lengths.to_vector_i32(), std::vector<int32_t>({2, 2}));
+  const Tensor x = positions(pick(tgt, {1, 1}), 2, 3);
+  EXPECT_TRUE(tensors_close(dec.step(x, Tensor(), twice), dec.step(x, Tensor(), once), 0.0f, 0.0f));
+  EXPECT_TRUE(tensors_close(twice.layers[1].self_v, once.layers[1].self_v, 0.0f, 0.0f));
+}
+
 // group = 2: two decoder rows per memory row (a beam's hypotheses) give exactly what the
 // expanded memory gives, weights included, through a reorder that also drops a memory row;
 // a reorder that mixes memory rows is refused.
@@ -461,13 +483,17 @@ TEST(TransformerCache, GroupedMemoryEqualsExpanded) {
     EXPECT_FALSE(wg[0].cross_weights.defined());  // only the asked layer's weights
   }
   EXPECT_EQ(grouped.layers[0].cross_k.shape(), Shape({2, 2, 5, 4}));
-  // Memory row 0 is dropped, row 1's hypotheses swap: select_rows, then a step, equals the
-  // step that takes the rows (the reorder fused into the append).
+  // Memory row 0 is dropped, row 1's hypotheses swap: select_rows, then a step, equals
+  // reorder() (the memory rows at once, the self keys and values in the step's append), then
+  // the step; a pending reorder of another batch size is refused and changes nothing.
   expanded.select_rows(i32({3, 2}));
   Tensor ye = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), expanded);
-  EXPECT_THROW_MSG(dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3})), ShapeError,
-                   "TransformerDecoder::step: 'rows' expected (B=2), got (1)");
-  Tensor yg = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped, nullptr, -1, i32({3, 2}));
+  grouped.reorder(i32({3, 2}));
+  EXPECT_EQ(grouped.layers[0].self_k.shape(), Shape({4, 2, 2, 4}));  // gathered by the next step
+  EXPECT_THROW_MSG(dec.step(positions(pick(tgt, {3}), 2, 3), Tensor(), grouped), ShapeError,
+                   "TransformerDecoder::step: the cache's pending reorder expected (B=1) rows, got (2)");
+  Tensor yg = dec.step(positions(pick(tgt, {3, 2}), 2, 3), Tensor(), grouped);
+  EXPECT_FALSE(grouped.pending_rows.defined());
   EXPECT_TRUE(tensors_close(yg, ye, 0.0f, 0.0f));
   EXPECT_EQ(grouped.layers[1].cross_v.shape(), Shape({1, 2, 5, 4}));
   EXPECT_EQ(grouped.layers[0].self_k.shape(), Shape({2, 2, 3, 4}));

@@ -235,12 +235,12 @@ class Encoder : public nn::Module {
 };
 
 // Decoder state between steps (all (B, ·)).
-struct DecoderState {
+struct DecoderState final : nn::DecodingState {
   std::vector<Tensor> h, c;  // per layer; c for LSTM
   Tensor feed;               // luong with input feeding: h̃_{t-1}
   nn::StepState attention;   // the attention's per-sequence state; attention.t is the next step's index
   // Beam search: row i of every part becomes row index[i] of the old state; index int32 (B').
-  void reorder(const Tensor& index);
+  void reorder(const Tensor& index) override;
 };
 
 // Teacher forcing's results.

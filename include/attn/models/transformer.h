@@ -76,6 +76,28 @@ struct AttentionSelect {
   int head = -1;
 };
 
+// TransformerSeq2Seq's per-sequence state of incremental decoding, greedy and beam alike:
+// created by start_decoding(), advanced by decode_step(), reordered with beam search's
+// hypotheses (BeamSearch::reorder) or cut to the rows still decoding (greedy) through the
+// nn::DecodingState interface that the RNN decoder's DecoderState shares. n decoder rows,
+// M = n / cache.group memory rows.
+struct TransformerDecodingState final : nn::DecodingState {
+  Tensor memory;      // (M, S, D) the encoder output, read by the first step only (the cache then holds it)
+  nn::KvCache cache;  // per layer the self keys and values (n, H, t, Dh) and the cross ones (M, H, S, Dh)
+  Tensor src_ext;     // the pointer: each row's source in extended ids (n, S) int32; else undefined
+  int64_t extended_vocab = 0;  // the pointer: Vx, the ids a step scores; else V
+  // Row i becomes row index[i]: the cache (its self keys and values in the next step's append)
+  // and src_ext.
+  void reorder(const Tensor& index) override;
+};
+
+// One decode_step's output for n rows.
+struct TransformerStepOutput {
+  Tensor scores;  // the pointer: log P (n, 1, Vx); else the logits (n, 1, V)
+  Tensor p_gen;   // the pointer: p_gen (n); else undefined
+  std::vector<nn::LayerAttention> weights;  // per decoder layer, the selected ones' cross_weights (n, H, 1, S)
+};
+
 class TransformerSeq2Seq : public nn::Module {
   TransformerConfig config_;
   Rng rng_;
@@ -113,6 +135,14 @@ class TransformerSeq2Seq : public nn::Module {
                       const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
   DecodeResult beam(const Tensor& src, const Tensor& src_lengths, const BeamOptions& options,
                     AttentionSelect select = {}, const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
+  // The steps greedy and beam take (no recording: call them under a NoGradGuard, after eval()).
+  // start_decoding encodes src (B, S) and starts the cache with `group` decoder rows per
+  // source row (beam: K hypotheses; src_ext (B, S) expanded to them with the pointer).
+  // decode_step feeds tokens (n) int32 (ids >= V as UNK) at position cache.steps and computes
+  // the cross-attention of the layers `select` and the pointer need.
+  TransformerDecodingState start_decoding(const Tensor& src, const Tensor& src_lengths, int64_t group = 1,
+                                          const Tensor& src_ext = Tensor(), int64_t extended_vocab = 0);
+  TransformerStepOutput decode_step(const Tensor& tokens, TransformerDecodingState& state, AttentionSelect select);
   // Teacher-forced cross-attention of every layer for inspection: per layer (B, H, T, S),
   // not recorded (in training mode with dropout they are the dropped weights: eval() first).
   std::vector<Tensor> cross_attention(const Batch& batch);

@@ -66,8 +66,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "attn/nn/decoding_state.h"
 #include "attn/nn/module.h"
 #include "attn/nn/multihead_attention.h"
 #include "attn/ops/attention.h"
@@ -148,11 +150,13 @@ struct StepAttentionResult {
 };
 
 // The per-sequence state of a decoder's attention, carried from one step to the next.
-struct StepState {
+struct StepState final : DecodingState {
+  StepState() = default;
+  StepState(int64_t t_, std::vector<Tensor> rows_) : t(t_), rows(std::move(rows_)) {}
   int64_t t = 0;             // the index of the step about to be taken (0-based); local_m aligns with it
   std::vector<Tensor> rows;  // the module's own, each (B, ...): row b belongs to sequence b
   // Beam search: row i of every tensor becomes row index[i] of the old one; index int32 (B').
-  void reorder(const Tensor& index);
+  void reorder(const Tensor& index) override;
 };
 
 class StepAttention {

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/nn/decoding_state.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
 #include "attn/nn/multihead_attention.h"
@@ -105,7 +106,7 @@ struct LayerKvCache {
   Tensor self_k, self_v;    // (B, H, t, Dh): every step so far
   Tensor cross_k, cross_v;  // (M, H, S, Dh): the memory, projected once
 };
-struct KvCache {
+struct KvCache final : DecodingState {
   std::vector<LayerKvCache> layers;
   Tensor memory_lengths;  // (M) int32
   int64_t steps = 0;      // t: positions already in the cache
@@ -124,6 +125,15 @@ struct KvCache {
   // select_rows without the self keys and values (TransformerDecoder::step with rows gathers
   // them in the copy that appends its step).
   void select_memory_rows(const Tensor& rows);
+  // DecodingState (beam search, greedy's finished rows): select_rows(index), the memory rows
+  // now (errors as select_rows), the self keys and values at the next TransformerDecoder::step,
+  // gathered in the copy that appends its step (one copy of the cache instead of two).
+  void reorder(const Tensor& index) override;
+  // A reorder whose self keys and values are still to gather: int32 (B') into the rows that
+  // self_k / self_v hold; undefined when none is pending. gather_pending() gathers them now
+  // (select_rows, select_memory_rows and CausalTransformer::step do so first).
+  Tensor pending_rows;
+  void gather_pending();
 };
 
 class TransformerDecoderLayer : public Module {
@@ -191,11 +201,10 @@ class TransformerDecoder : public Module {
   // M = B / cache.group, is projected on the first step only. No gradients (NoGradGuard inside). cross_layer >= 0 (with
   // weights given): only that layer's cross_weights are computed, the rest of *weights stays
   // undefined (the searches keep one layer's alignment; the others cost a second pass each).
-  // rows (int32 (B), when defined): first cache.select_rows(rows) (a beam's reorder of the
-  // previous step's batch), its self keys and values gathered in the copy that appends this
-  // step's (one copy of the cache instead of two).
+  // A reorder left by cache.reorder() (cache.pending_rows, B rows, else ShapeError) is done in
+  // the copy that appends this step's keys and values.
   Tensor step(const Tensor& x, const Tensor& memory, KvCache& cache, std::vector<LayerAttention>* weights = nullptr,
-              int cross_layer = -1, const Tensor& rows = Tensor());
+              int cross_layer = -1);
   std::vector<std::unique_ptr<TransformerDecoderLayer>> layers;
   std::unique_ptr<LayerNorm> norm;  // pre-LN only
 
