@@ -20,7 +20,9 @@ loss_falls() {
 # Bad options fail before any work, with exit code 2.
 # (From a folder with no ../shared/data and an empty data folder: the default data is not found.)
 attn_path="$(cd "$(dirname "$attn")" && pwd)/$(basename "$attn")"
-expect 2 "--task translate needs --data" -- env -C "$work" XDG_DATA_HOME="$work/no-data" "$attn_path" train \
+# From $work/cwd/run, whose ../shared/data is $work/cwd/shared/data: never there, wherever /tmp is.
+mkdir -p "$work/cwd/run"
+expect 2 "--task translate needs --data" -- env -C "$work/cwd/run" XDG_DATA_HOME="$work/no-data" "$attn_path" train \
   --task translate --out "$work/x"
 expect 2 "--task translate: unknown --model 'bilstm' (valid: rnn, transformer)" -- "$attn" train --task translate --model bilstm --data "$data" --out "$work/x"
 expect 2 "--label-smoothing" -- "$attn" train --task translate --data "$data" --label-smoothing 1.5 --out "$work/x"
