@@ -1,11 +1,8 @@
 #!/usr/bin/env bash
 # The C++ style check: clang-format-15 with the repository's .clang-format (Google style, 120
-# columns) over every tracked C++ file (*.h, *.cpp, *.cc) except those still listed in
-# .clang-format-pending.
+# columns) over every tracked C++ file (*.h, *.cpp, *.cc).
 #
-#   scripts/format.sh             check: exit 1 naming each file that clang-format would change,
-#                                 and each pending file that is formatted already (take it off
-#                                 the list), so the list only shrinks
+#   scripts/format.sh             check: exit 1 naming each file that clang-format would change
 #   scripts/format.sh --fix [F..] format the given files in place (default: every checked file)
 #   scripts/format.sh --self-test check that a misformatted file fails and a formatted one passes
 #
@@ -19,12 +16,8 @@ if ! command -v "$clang_format" >/dev/null; then
   exit 1
 fi
 
-pending_list() {  # the paths of .clang-format-pending, without comments and blank lines
-  sed -e 's/#.*//' -e 's/[[:space:]]*$//' -e '/^$/d' .clang-format-pending
-}
-
-checked_files() {  # tracked C++ files not on the pending list
-  git ls-files -- '*.h' '*.cpp' '*.cc' | grep -vxF -f <(pending_list) || true
+checked_files() {  # every tracked C++ file
+  git ls-files -- '*.h' '*.cpp' '*.cc'
 }
 
 misformatted() {  # misformatted FILE...: prints each file clang-format would change
@@ -57,15 +50,9 @@ case "${1:-}" in
   "" | --check)
     mapfile -t files < <(checked_files)
     mapfile -t bad < <(misformatted "${files[@]}")
-    mapfile -t pending < <(pending_list)
-    mapfile -t done_pending < <(for f in "${pending[@]}"; do
-      [[ -f "$f" ]] || { echo "$f (no such file)"; continue; }
-      [[ -n "$(misformatted "$f")" ]] || echo "$f"
-    done)
     for f in "${bad[@]}"; do echo "$f: not clang-formatted (scripts/format.sh --fix $f)"; done
-    for f in "${done_pending[@]}"; do echo "$f: on .clang-format-pending but formatted or gone: take it off"; done
-    echo "format.sh: ${#files[@]} files checked, ${#bad[@]} misformatted; ${#pending[@]} still pending"
-    ((${#bad[@]} == 0 && ${#done_pending[@]} == 0))
+    echo "format.sh: ${#files[@]} files checked, ${#bad[@]} misformatted"
+    ((${#bad[@]} == 0))
     ;;
   *)
     echo "usage: scripts/format.sh [--check | --fix [FILE...] | --self-test]" >&2

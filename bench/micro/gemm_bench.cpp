@@ -40,8 +40,8 @@ void BM_CblasSgemm(benchmark::State& state) {
   Tensor a = randn({n, n}, rng), b = randn({n, n}, rng), c = Tensor::zeros({n, n});
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(n), static_cast<blasint>(n),
-                static_cast<blasint>(n), 1.0f, a.f32(), static_cast<blasint>(n), b.f32(), static_cast<blasint>(n),
-                0.0f, c.f32(), static_cast<blasint>(n));
+                static_cast<blasint>(n), 1.0f, a.f32(), static_cast<blasint>(n), b.f32(), static_cast<blasint>(n), 0.0f,
+                c.f32(), static_cast<blasint>(n));
     benchmark::DoNotOptimize(c.f32());
     benchmark::ClobberMemory();
   }
@@ -67,8 +67,13 @@ void BM_CblasStep(benchmark::State& state) {
 }
 
 // Large square products: the peak.
-BENCHMARK(BM_Gemm)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({2048, 2048, 2048})
-    ->ArgNames({"m", "n", "k"})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Gemm)
+    ->Args({512, 512, 512})
+    ->Args({1024, 1024, 1024})
+    ->Args({2048, 2048, 2048})
+    ->ArgNames({"m", "n", "k"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_CblasSgemm)->Arg(1024)->Arg(2048)->ArgName("n")->Unit(benchmark::kMillisecond)->UseRealTime();
 // The seq2seq model's products (x Wᵀ):
 //   64 x 768 x 256    GRU recurrence h W_hhᵀ per step (encoder and decoder)
@@ -98,8 +103,13 @@ BENCHMARK(BM_GemmNT)
     ->UseRealTime();
 // The step products' backward (dX = dY W, B = W not transposed):
 //   64 x 256 x 768    dh = dG W_hh,  64 x 320 x 768  d[emb; c] = dG W_ih,  64 x 256 x 256  ds = du W_q
-BENCHMARK(BM_Gemm)->Args({64, 256, 768})->Args({64, 320, 768})->Args({64, 256, 256})->Args({320, 256, 1024})
-    ->ArgNames({"m", "n", "k"})->UseRealTime();
+BENCHMARK(BM_Gemm)
+    ->Args({64, 256, 768})
+    ->Args({64, 320, 768})
+    ->Args({64, 256, 256})
+    ->Args({320, 256, 1024})
+    ->ArgNames({"m", "n", "k"})
+    ->UseRealTime();
 BENCHMARK(BM_CblasStep)
     ->Args({1, 64, 768, 256})
     ->Args({1, 64, 768, 320})

@@ -2,11 +2,11 @@
 //   attn_micro --threads=2 [--benchmark_filter=...] [--benchmark_format=json]
 // --threads sets attn's (and OpenBLAS's) thread count; without it ATTN_NUM_THREADS or all
 // cores. Every benchmark reports a FLOP rate counter (GFLOP/s) next to the time.
+#include <benchmark/benchmark.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "attn/parallel.h"
 

@@ -17,8 +17,8 @@ inline Tensor randn(const Shape& shape, Rng& rng, float scale = 1.0f, bool requi
 
 // Reports `flops` per iteration as a GFLOP/s rate counter ("GFLOPS").
 inline void set_flops(benchmark::State& state, double flops) {
-  state.counters["GFLOPS"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 }  // namespace attn::bench

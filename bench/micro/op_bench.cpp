@@ -21,9 +21,9 @@ void drop_grads(std::vector<Tensor>& ts) {
 void gru_cell_bench(benchmark::State& state, bool with_backward) {
   const int64_t B = state.range(0), I = state.range(1), H = state.range(2);
   Rng rng(1);
-  std::vector<Tensor> leaves = {randn({B, I}, rng, 1.0f, true), randn({B, H}, rng, 1.0f, true),
+  std::vector<Tensor> leaves = {randn({B, I}, rng, 1.0f, true),      randn({B, H}, rng, 1.0f, true),
                                 randn({3 * H, I}, rng, 0.06f, true), randn({3 * H, H}, rng, 0.06f, true),
-                                randn({3 * H}, rng, 0.06f, true), randn({3 * H}, rng, 0.06f, true)};
+                                randn({3 * H}, rng, 0.06f, true),    randn({3 * H}, rng, 0.06f, true)};
   const Tensor seed = randn({B, H}, rng);
   for (auto _ : state) {
     if (with_backward) {
@@ -48,21 +48,24 @@ BENCHMARK(BM_GruCellForwardBackward)->Args({64, 320, 256})->ArgNames({"B", "I", 
 void additive_bench(benchmark::State& state, bool with_backward) {
   const int64_t B = state.range(0), S = state.range(1), A = state.range(2), D = A, E = A;
   Rng rng(1);
-  std::vector<Tensor> leaves = {randn({B, D}, rng, 1.0f, true), randn({B, S, A}, rng, 1.0f, true),
+  std::vector<Tensor> leaves = {randn({B, D}, rng, 1.0f, true),    randn({B, S, A}, rng, 1.0f, true),
                                 randn({B, S, E}, rng, 1.0f, true), randn({A, D}, rng, 0.05f, true),
-                                randn({A}, rng, 0.05f, true), randn({A}, rng, 0.05f, true)};
-  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(S)), {B});
+                                randn({A}, rng, 0.05f, true),      randn({A}, rng, 0.05f, true)};
+  const Tensor lengths =
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(S)), {B});
   const Tensor seed = randn({B, E}, rng);
   AdditiveOptions o;
   o.need_weights = false;
   for (auto _ : state) {
     if (with_backward) {
-      AttentionResult r = additive_attention(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], leaves[5], lengths, o);
+      AttentionResult r =
+          additive_attention(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], leaves[5], lengths, o);
       backward(r.context, seed);
       drop_grads(leaves);
     } else {
       autodiff::NoGradGuard no_grad;
-      AttentionResult r = additive_attention(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], leaves[5], lengths, o);
+      AttentionResult r =
+          additive_attention(leaves[0], leaves[1], leaves[2], leaves[3], leaves[4], leaves[5], lengths, o);
       benchmark::DoNotOptimize(r.context.f32());
     }
   }
@@ -96,10 +99,18 @@ void sdpa_bench(benchmark::State& state, bool with_backward) {
 }
 void BM_SdpaForward(benchmark::State& state) { sdpa_bench(state, false); }
 void BM_SdpaForwardBackward(benchmark::State& state) { sdpa_bench(state, true); }
-BENCHMARK(BM_SdpaForward)->Args({8, 1024, 32})->Args({8, 1024, 64})->ArgNames({"H", "T", "Dh"})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_SdpaForwardBackward)->Args({8, 1024, 32})->Args({8, 1024, 64})->ArgNames({"H", "T", "Dh"})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SdpaForward)
+    ->Args({8, 1024, 32})
+    ->Args({8, 1024, 64})
+    ->ArgNames({"H", "T", "Dh"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_SdpaForwardBackward)
+    ->Args({8, 1024, 32})
+    ->Args({8, 1024, 64})
+    ->ArgNames({"H", "T", "Dh"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Decoding: T queries per (hypothesis, head) against S cached keys, the Transformer
 // benchmark's beam-5 shapes (64 sentences × 5 hypotheses, 4 heads of 64). T = 1 takes the
@@ -116,7 +127,12 @@ void BM_SdpaDecode(benchmark::State& state) {
   }
   set_flops(state, 4.0 * B * H * T * S * Dh);
 }
-BENCHMARK(BM_SdpaDecode)->Args({1, 16})->Args({2, 16})->Args({1, 30})->Args({2, 30})->ArgNames({"T", "S"})
+BENCHMARK(BM_SdpaDecode)
+    ->Args({1, 16})
+    ->Args({2, 16})
+    ->Args({1, 30})
+    ->Args({2, 30})
+    ->ArgNames({"T", "S"})
     ->UseRealTime();
 
 }  // namespace

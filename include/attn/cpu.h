@@ -6,11 +6,11 @@
 namespace attn {
 
 struct CpuFeatures {
-  bool x86 = false;       // false: not an x86 CPU (nothing below is read)
-  char vendor[13] = {};   // "GenuineIntel", "AuthenticAMD", ...
-  char brand[49] = {};    // "Intel(R) Xeon(R) Platinum 8480+", trimmed
-  int family = 0;         // display family (base + extended)
-  int model = 0;          // display model (extended model folded in for families 6 and 15)
+  bool x86 = false;      // false: not an x86 CPU (nothing below is read)
+  char vendor[13] = {};  // "GenuineIntel", "AuthenticAMD", ...
+  char brand[49] = {};   // "Intel(R) Xeon(R) Platinum 8480+", trimmed
+  int family = 0;        // display family (base + extended)
+  int model = 0;         // display model (extended model folded in for families 6 and 15)
   // CPUID leaf 1
   bool sse3 = false, ssse3 = false, sse4_1 = false, sse4_2 = false, popcnt = false, avx = false, fma = false,
        f16c = false, movbe = false;

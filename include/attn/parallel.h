@@ -62,7 +62,7 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, Fn&& fn) {
     fn(begin, end);
     return;
   }
-#pragma omp parallel num_threads(static_cast<int>(chunks))
+#pragma omp parallel num_threads(static_cast <int>(chunks))
   {
     const int64_t t = omp_get_thread_num();
     const int64_t team = omp_get_num_threads();

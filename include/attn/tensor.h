@@ -20,9 +20,9 @@ struct TensorImpl {
   Shape shape;
   DType dtype = DType::f32;
   bool requires_grad = false;
-  bool is_leaf = true;                 // false once an op recorded it as an output
-  std::shared_ptr<TensorImpl> grad;    // f32, same shape; allocated on first accumulation
-  std::string name;                    // parameters carry their names
+  bool is_leaf = true;               // false once an op recorded it as an output
+  std::shared_ptr<TensorImpl> grad;  // f32, same shape; allocated on first accumulation
+  std::string name;                  // parameters carry their names
 };
 
 class Tensor {
@@ -61,8 +61,8 @@ class Tensor {
   std::vector<int32_t> to_vector_i32() const;  // i32 contents
   float item() const;                          // the value of a one-element f32 tensor
 
-  Tensor clone() const;   // deep copy, not connected to the tape
-  Tensor detach() const;  // shares storage, not connected to the tape
+  Tensor clone() const;                  // deep copy, not connected to the tape
+  Tensor detach() const;                 // shares storage, not connected to the tape
   void copy_from(const Tensor& source);  // same shape and dtype; not recorded
   void fill(float value);                // not recorded
 
@@ -79,10 +79,10 @@ class Tensor {
   Tensor& set_requires_grad(bool value);
   bool is_leaf() const { return impl().is_leaf; }
   bool has_grad() const { return defined() && impl().grad != nullptr; }
-  Tensor grad() const;          // undefined when no gradient has arrived
+  Tensor grad() const;              // undefined when no gradient has arrived
   Tensor grad_accumulator() const;  // the gradient buffer, created as zeros on first use
-  void zero_grad();             // sets an existing gradient to zeros (keeps the buffer)
-  void drop_grad();             // releases the gradient buffer
+  void zero_grad();                 // sets an existing gradient to zeros (keeps the buffer)
+  void drop_grad();                 // releases the gradient buffer
 
   const std::string& name() const { return impl().name; }
   Tensor& set_name(std::string name);

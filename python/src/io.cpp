@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "attn/io/safetensors.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;
@@ -39,26 +38,34 @@ void register_io(py::module_& m) {
       .def_readonly("metadata", &SafetensorsFile::metadata)
       .def_readonly("verified", &SafetensorsFile::verified, "Whether every tensor matched a stored CRC-32")
       .def("at", &SafetensorsFile::at, py::arg("name"))
-      .def("find", [](const SafetensorsFile& f, const std::string& name) -> py::object {
-        const Tensor* t = f.find(name);
-        if (!t) return py::none();
-        return py::cast(*t);
-      }, py::arg("name"))
+      .def(
+          "find",
+          [](const SafetensorsFile& f, const std::string& name) -> py::object {
+            const Tensor* t = f.find(name);
+            if (!t) return py::none();
+            return py::cast(*t);
+          },
+          py::arg("name"))
       .def("subset", &SafetensorsFile::subset, py::arg("prefix"))
       .def("__getitem__", &SafetensorsFile::at)
       .def("__contains__", [](const SafetensorsFile& f, const std::string& name) { return f.find(name) != nullptr; })
       .def("__len__", [](const SafetensorsFile& f) { return f.tensors.size(); });
 
-  io.def("save_safetensors", [](const std::string& path, const py::object& tensors,
-                                const std::map<std::string, std::string>& metadata) {
-    save_safetensors(path, named_tensors(tensors), metadata);
-  }, py::arg("path"), py::arg("tensors"), py::arg("metadata") = std::map<std::string, std::string>{},
-     "Writes F32/I32 tensors + string metadata atomically");
+  io.def(
+      "save_safetensors",
+      [](const std::string& path, const py::object& tensors, const std::map<std::string, std::string>& metadata) {
+        save_safetensors(path, named_tensors(tensors), metadata);
+      },
+      py::arg("path"), py::arg("tensors"), py::arg("metadata") = std::map<std::string, std::string>{},
+      "Writes F32/I32 tensors + string metadata atomically");
   io.def("load_safetensors", &load_safetensors, py::arg("path"), "Reads and validates a safetensors file");
-  io.def("load_into", [](const SafetensorsFile& file, const py::object& destination, const std::string& path_for_messages) {
-    load_into(file, named_tensors(destination), path_for_messages);
-  }, py::arg("file"), py::arg("destination"), py::arg("path_for_messages") = "",
-     "Copies the file's tensors by name into existing tensors (checks everything first)");
+  io.def(
+      "load_into",
+      [](const SafetensorsFile& file, const py::object& destination, const std::string& path_for_messages) {
+        load_into(file, named_tensors(destination), path_for_messages);
+      },
+      py::arg("file"), py::arg("destination"), py::arg("path_for_messages") = "",
+      "Copies the file's tensors by name into existing tensors (checks everything first)");
   io.attr("ATTN_METADATA_KEY") = kAttnMetadataKey;
 
   m.attr("save_safetensors") = io.attr("save_safetensors");

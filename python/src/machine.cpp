@@ -1,6 +1,5 @@
 // attn.machine_report(): what `attn doctor --json` prints (include/attn/train/machine_report.h).
 #include "attn/train/machine_report.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

@@ -1,7 +1,4 @@
 // The pybind11 module: tensors and autodiff here, op families in ops_*.cpp.
-#include "bindings.h"
-#include "nn_module.h"
-
 #include <cmath>
 #include <limits>
 #include <string>
@@ -11,6 +8,8 @@
 #include "attn/cpu.h"
 #include "attn/parallel.h"
 #include "attn/precision.h"
+#include "bindings.h"
+#include "nn_module.h"
 
 namespace py = pybind11;
 
@@ -89,8 +88,10 @@ Tensor borrow_numpy(const py::array& array) {
   const char kind = array.dtype().kind();
   const auto itemsize = array.dtype().itemsize();
   DType dtype;
-  if (kind == 'f' && itemsize == 4) dtype = DType::f32;
-  else if (kind == 'i' && itemsize == 4) dtype = DType::i32;
+  if (kind == 'f' && itemsize == 4)
+    dtype = DType::f32;
+  else if (kind == 'i' && itemsize == 4)
+    dtype = DType::i32;
   else
     throw ValueError("borrow: cannot share an array of dtype " + py::str(array.dtype()).cast<std::string>() +
                      " (only float32 and int32 share memory; attn.tensor converts with a copy)");
@@ -150,11 +151,13 @@ PYBIND11_MODULE(_attn, m) {
       .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape().dims())); })
       .def_property_readonly("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); })
       .def_property_readonly("requires_grad", &Tensor::requires_grad)
-      .def("requires_grad_", [](Tensor& t, bool v) { return t.set_requires_grad(v); }, py::arg("value") = true)
-      .def_property_readonly("grad", [](const Tensor& t) -> py::object {
-        if (!t.has_grad()) return py::none();
-        return py::cast(t.grad());
-      })
+      .def(
+          "requires_grad_", [](Tensor& t, bool v) { return t.set_requires_grad(v); }, py::arg("value") = true)
+      .def_property_readonly("grad",
+                             [](const Tensor& t) -> py::object {
+                               if (!t.has_grad()) return py::none();
+                               return py::cast(t.grad());
+                             })
       .def("numpy", &to_numpy, "A numpy view of the data (no copy)")
       .def("__array__", [](const Tensor& t, py::args) { return to_numpy(t); })
       .def("item", &Tensor::item)
@@ -164,36 +167,52 @@ PYBIND11_MODULE(_attn, m) {
       .def("reshape", [](const Tensor& t, std::vector<int64_t> dims) { return t.reshape(Shape(dims)); })
       .def("slice", &Tensor::slice)
       .def("select", &Tensor::select)
-      .def("backward", [](const Tensor& t, py::object seed) {
-        if (seed.is_none()) return backward(t);
-        backward(t, py::isinstance<Tensor>(seed) ? seed.cast<Tensor>() : from_numpy(seed.cast<py::array>()));
-      }, py::arg("seed") = py::none())
+      .def(
+          "backward",
+          [](const Tensor& t, py::object seed) {
+            if (seed.is_none()) return backward(t);
+            backward(t, py::isinstance<Tensor>(seed) ? seed.cast<Tensor>() : from_numpy(seed.cast<py::array>()));
+          },
+          py::arg("seed") = py::none())
       .def_property("name", &Tensor::name, [](Tensor& t, std::string n) { t.set_name(std::move(n)); })
       .def("__repr__", [](const Tensor& t) {
         return "attn.Tensor(shape=" + t.shape().str() + ", dtype=" + dtype_name(t.dtype()) +
                (t.requires_grad() ? ", requires_grad=True" : "") + ")";
       });
 
-  m.def("tensor", [](const py::array& a, bool requires_grad) {
-    Tensor t = from_numpy(a);
-    if (requires_grad) t.set_requires_grad(true);
-    return t;
-  }, py::arg("array"), py::arg("requires_grad") = false, "A tensor holding a copy of a numpy array (float32 or int32)");
-  m.def("borrow", [](const py::array& a, bool requires_grad) {
-    Tensor t = attn::python::borrow_numpy(a);
-    if (requires_grad) t.set_requires_grad(true);
-    return t;
-  }, py::arg("array"), py::arg("requires_grad") = false,
-     "A tensor sharing a writable C-contiguous float32 / int32 array's memory (no copy; it keeps the array alive)");
-  m.def("data_ptr", [](const Tensor& t) {
-    return reinterpret_cast<uintptr_t>(static_cast<const char*>(t.impl().buffer->data()) +
-                                       t.impl().offset * dtype_size(t.dtype()));
-  }, py::arg("tensor"), "The address of the tensor's first element (to check what shares memory)");
+  m.def(
+      "tensor",
+      [](const py::array& a, bool requires_grad) {
+        Tensor t = from_numpy(a);
+        if (requires_grad) t.set_requires_grad(true);
+        return t;
+      },
+      py::arg("array"), py::arg("requires_grad") = false,
+      "A tensor holding a copy of a numpy array (float32 or int32)");
+  m.def(
+      "borrow",
+      [](const py::array& a, bool requires_grad) {
+        Tensor t = attn::python::borrow_numpy(a);
+        if (requires_grad) t.set_requires_grad(true);
+        return t;
+      },
+      py::arg("array"), py::arg("requires_grad") = false,
+      "A tensor sharing a writable C-contiguous float32 / int32 array's memory (no copy; it keeps the array alive)");
+  m.def(
+      "data_ptr",
+      [](const Tensor& t) {
+        return reinterpret_cast<uintptr_t>(static_cast<const char*>(t.impl().buffer->data()) +
+                                           t.impl().offset * dtype_size(t.dtype()));
+      },
+      py::arg("tensor"), "The address of the tensor's first element (to check what shares memory)");
   m.def("zeros", [](std::vector<int64_t> dims) { return Tensor::zeros(Shape(dims)); });
-  m.def("backward", [](const Tensor& t, py::object seed) {
-    if (seed.is_none()) return backward(t);
-    backward(t, py::isinstance<Tensor>(seed) ? seed.cast<Tensor>() : from_numpy(seed.cast<py::array>()));
-  }, py::arg("root"), py::arg("seed") = py::none());
+  m.def(
+      "backward",
+      [](const Tensor& t, py::object seed) {
+        if (seed.is_none()) return backward(t);
+        backward(t, py::isinstance<Tensor>(seed) ? seed.cast<Tensor>() : from_numpy(seed.cast<py::array>()));
+      },
+      py::arg("root"), py::arg("seed") = py::none());
   m.def(
       "set_num_threads",
       [](int n) {
@@ -203,17 +222,21 @@ PYBIND11_MODULE(_attn, m) {
       py::arg("n"), "Threads for attn's kernels and OpenBLAS (>= 1)");
   m.def("num_threads", &num_threads);
   // The GEMM precision (attn/precision.h, docs/precision.md): process-wide, like the threads.
-  m.def("set_precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); }, py::arg("name"),
-        "'fp32' (default), 'bf16' (bf16 GEMMs with fp32 accumulation, oneDNN; everything else fp32) or 'int8' "
-        "(inference: int8 weight GEMMs, docs/precision.md). ValueError naming what is missing on a CPU without "
-        "AVX512_BF16 or AMX-BF16 (bf16), VNNI or AMX-INT8 (int8)");
+  m.def(
+      "set_precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); }, py::arg("name"),
+      "'fp32' (default), 'bf16' (bf16 GEMMs with fp32 accumulation, oneDNN; everything else fp32) or 'int8' "
+      "(inference: int8 weight GEMMs, docs/precision.md). ValueError naming what is missing on a CPU without "
+      "AVX512_BF16 or AMX-BF16 (bf16), VNNI or AMX-INT8 (int8)");
   m.def("get_precision", [] { return std::string(precision_name(compute_precision())); });
   struct PrecisionBlock {
     Precision precision;
     std::unique_ptr<PrecisionScope> scope;
   };
   py::class_<PrecisionBlock>(m, "precision", "with attn.precision('bf16'): ... runs the block at that precision")
-      .def(py::init([](const std::string& name) { return PrecisionBlock{parse_precision(name), nullptr}; }), py::arg("name"))
+      .def(py::init([](const std::string& name) {
+             return PrecisionBlock{parse_precision(name), nullptr};
+           }),
+           py::arg("name"))
       .def("__enter__", [](PrecisionBlock& b) { b.scope = std::make_unique<PrecisionScope>(b.precision); })
       .def("__exit__", [](PrecisionBlock& b, py::args) { b.scope.reset(); });
 

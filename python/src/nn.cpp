@@ -6,7 +6,6 @@
 #include "attn/nn/layers.h"
 #include "attn/nn/module.h"
 #include "attn/random.h"
-
 #include "nn_module.h"
 
 namespace py = pybind11;
@@ -23,14 +22,12 @@ void register_nn(py::module_& m) {
              Rng rng(seed);
              return new Linear(in_features, out_features, rng, bias);
            }),
-           py::arg("in_features"), py::arg("out_features"), py::kw_only(), py::arg("bias") = true,
-           py::arg("seed") = 0)
+           py::arg("in_features"), py::arg("out_features"), py::kw_only(), py::arg("bias") = true, py::arg("seed") = 0)
       .def("forward", &Linear::forward, py::arg("x"))
       .def("__call__", &Linear::forward, py::arg("x"))
       .def_readonly("weight", &Linear::weight)
-      .def_property_readonly("bias", [](const Linear& l) -> py::object {
-        return l.bias.defined() ? py::cast(l.bias) : py::none();
-      });
+      .def_property_readonly(
+          "bias", [](const Linear& l) -> py::object { return l.bias.defined() ? py::cast(l.bias) : py::none(); });
 
   py::class_<Embedding, Module>(n, "Embedding")
       .def(py::init([](int64_t vocab, int64_t dim, int32_t padding_idx, uint64_t seed) {

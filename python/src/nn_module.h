@@ -8,7 +8,6 @@
 
 #include "attn/error.h"
 #include "attn/nn/module.h"
-
 #include "bindings.h"
 
 namespace attn::python {
@@ -31,8 +30,8 @@ inline void load_parameters(attn::nn::Module& m, const pybind11::dict& values) {
     for (auto& [n, t] : params)
       if (n == name) target = &t;
     if (target == nullptr) throw ValueError("load_parameters: unknown parameter '" + name + "'");
-    Tensor source = py::isinstance<Tensor>(item.second) ? item.second.cast<Tensor>()
-                                                        : from_numpy(item.second.cast<py::array>());
+    Tensor source =
+        py::isinstance<Tensor>(item.second) ? item.second.cast<Tensor>() : from_numpy(item.second.cast<py::array>());
     if (source.dtype() != DType::f32 || source.shape() != target->shape())
       throw ShapeError("load_parameters: '" + name + "' expected " + target->shape().str() + " float32, got " +
                        source.shape().str() + " " + dtype_name(source.dtype()));

@@ -57,15 +57,21 @@ void def_methods(py::class_<M, Base...>& cls) {
             py::arg("attn_bias") = py::none(), py::arg("temperature") = 1.0f, py::arg("need_weights") = false,
             py::arg("heads") = std::vector<int>{}, py::arg("average_weights") = false,
             "query (B, T, D), key (B, S, kdim), value (B, S, vdim) -> (out (B, T, D), weights or None). "
-            "key_keep_mask: int32 (B, S), nonzero = KEEP (the opposite of PyTorch's key_padding_mask; attn.nn.MultiheadAttention takes that).");
-  cls.def("named_parameters", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
-      .def("state_dict", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
-      .def("load_parameters", [](M& m, const py::dict& d) { python::load_parameters(m, d); }, py::arg("values"),
-           "Copies {name: array or Tensor} into the parameters (names and shapes checked)")
+            "key_keep_mask: int32 (B, S), nonzero = KEEP (the opposite of PyTorch's key_padding_mask; "
+            "attn.nn.MultiheadAttention takes that).");
+  cls.def(
+         "named_parameters", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
+      .def(
+          "state_dict", [](const M& m) { return python::parameter_dict(m); }, "{name: Tensor} (live parameters)")
+      .def(
+          "load_parameters", [](M& m, const py::dict& d) { python::load_parameters(m, d); }, py::arg("values"),
+          "Copies {name: array or Tensor} into the parameters (names and shapes checked)")
       .def("parameters", [](const M& m) { return m.parameters(); })
       .def("num_parameters", [](const M& m) { return m.num_parameters(); })
-      .def("zero_grad", [](M& m, bool set_to_none) { m.zero_grad(set_to_none); }, py::arg("set_to_none") = true)
-      .def("train", [](M& m, bool on) { m.train(on); }, py::arg("on") = true)
+      .def(
+          "zero_grad", [](M& m, bool set_to_none) { m.zero_grad(set_to_none); }, py::arg("set_to_none") = true)
+      .def(
+          "train", [](M& m, bool on) { m.train(on); }, py::arg("on") = true)
       .def("eval", [](M& m) { m.eval(); })
       .def_property_readonly("training", [](const M& m) { return m.is_training(); });
 }
@@ -123,8 +129,8 @@ void register_mha(py::module_& m) {
                                                         .seed = seed});
                 }),
                 py::arg("embed_dim"), py::arg("num_heads"), py::kw_only(), py::arg("kdim") = 0, py::arg("vdim") = 0,
-                py::arg("in_proj") = true, py::arg("out_proj") = true, py::arg("bias") = true,
-                py::arg("scale") = 1.0f, py::arg("dropout") = 0.0f, py::arg("seed") = 0);
+                py::arg("in_proj") = true, py::arg("out_proj") = true, py::arg("bias") = true, py::arg("scale") = 1.0f,
+                py::arg("dropout") = 0.0f, py::arg("seed") = 0);
       });
 }
 

@@ -1,6 +1,5 @@
 // add_outer, coverage_overlap (include/attn/ops/coverage.h).
 #include "attn/ops/coverage.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

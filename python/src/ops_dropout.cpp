@@ -1,6 +1,5 @@
 // dropout (include/attn/ops/dropout.h).
 #include "attn/ops/dropout.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

@@ -1,5 +1,4 @@
 #include "attn/ops/elementwise.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

@@ -1,6 +1,5 @@
 // masked_max_time, masked_mean_time (include/attn/ops/pool.h).
 #include "attn/ops/pool.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

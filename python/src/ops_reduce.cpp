@@ -1,6 +1,5 @@
 // sum, mean, sum_last, mean_last (include/attn/ops/reduce.h).
 #include "attn/ops/reduce.h"
-
 #include "bindings.h"
 
 namespace py = pybind11;

@@ -1,16 +1,16 @@
-#include "attn/json.h"
 #include "attn/data/bleu.h"
 
-#include <cmath>
-#include <string_view>
-#include <unordered_map>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <unicode/locid.h>
 #include <unicode/unistr.h>
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <unordered_map>
+
 #include "attn/error.h"
+#include "attn/json.h"
 
 namespace attn::data {
 namespace {
@@ -35,8 +35,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // The characters of r'([\{-\~\[-\` -\&\(-\+\:-\@\/])': { | } ~  [ \ ] ^ _ `  space ! " # $ % &
 // ( ) * +  : ; < = > ? @  /   (not ' - . , which have their own rules).
 bool is_13a_symbol(unsigned char c) {
-  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) ||
-         (c >= 0x28 && c <= 0x2B) || (c >= 0x3A && c <= 0x40) || c == '/';
+  return (c >= 0x7B && c <= 0x7E) || (c >= 0x5B && c <= 0x60) || (c >= 0x20 && c <= 0x26) || (c >= 0x28 && c <= 0x2B) ||
+         (c >= 0x3A && c <= 0x40) || c == '/';
 }
 
 // Python's re.sub of a two-character pattern: leftmost, non-overlapping matches, scanned
@@ -100,8 +100,7 @@ uint32_t code_point_at(std::string_view s, size_t i, size_t* len) {
 // Python's str.isspace() / str.split() whitespace.
 bool is_python_space(uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 }  // namespace
@@ -304,8 +303,8 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::ve
 
 std::string BleuResult::to_string() const {
   return fmt::format("BLEU = {:.2f} {:.1f}/{:.1f}/{:.1f}/{:.1f} (BP = {:.3f} ratio = {:.3f} hyp_len = {} ref_len = {})",
-                     score, precisions[0], precisions[1], precisions[2], precisions[3], brevity_penalty, ratio,
-                     hyp_len, ref_len);
+                     score, precisions[0], precisions[1], precisions[2], precisions[3], brevity_penalty, ratio, hyp_len,
+                     ref_len);
 }
 
 std::string BleuResult::to_json() const {

@@ -33,57 +33,103 @@ const CatalogFile k_cmudict[] = {
 };
 const CatalogFile k_multi30k[] = {
     {"README.upstream.md", "README.md", 4509, "d85366a011c276342f99bcd1fe32ca126e0295914413f7bf45201972f241818c"},
-    {"raw/test_2016_flickr.cs.gz", "data/task1/raw/test_2016_flickr.cs.gz", 62364, "45adb85f688de8407fddcbe1b36dca15d12aab868149b337e2576f2d6d2ff8d8"},
-    {"raw/test_2016_flickr.de.gz", "data/task1/raw/test_2016_flickr.de.gz", 70649, "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16"},
-    {"raw/test_2016_flickr.en.gz", "data/task1/raw/test_2016_flickr.en.gz", 62076, "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182"},
-    {"raw/test_2016_flickr.fr.gz", "data/task1/raw/test_2016_flickr.fr.gz", 72261, "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6"},
-    {"raw/test_2017_flickr.de.gz", "data/task1/raw/test_2017_flickr.de.gz", 64059, "c3078bc3b36808bf9d20eb2347ed6137016179ef59ec0d2b9b8ecc3fb2880081"},
-    {"raw/test_2017_flickr.en.gz", "data/task1/raw/test_2017_flickr.en.gz", 55242, "ce1450ddc5ab0834502579d77a170849952e15a2938b34cc503bdc25ebb4fb98"},
-    {"raw/test_2017_flickr.fr.gz", "data/task1/raw/test_2017_flickr.fr.gz", 65691, "6f3764e31dac41e9455e612958bcfd4e877c5e15cd66df2c2b2be6d9bd83e5b6"},
-    {"raw/test_2017_mscoco.de.gz", "data/task1/raw/test_2017_mscoco.de.gz", 29906, "58277df3c75f92f7145a11b910b553d1cf82c439249d4dc237c899609eafac22"},
-    {"raw/test_2017_mscoco.en.gz", "data/task1/raw/test_2017_mscoco.en.gz", 24949, "43051fdfa86fd5395182e718a94ca67b1b227b9f7c79596ff0f6b813216981d2"},
-    {"raw/test_2017_mscoco.fr.gz", "data/task1/raw/test_2017_mscoco.fr.gz", 29982, "39cde3f43f32b0a6bf29ce4917a46329ff32e53070c2fac87506695a740ae0a0"},
-    {"raw/test_2018_flickr.cs.gz", "data/task1/raw/test_2018_flickr.cs.gz", 69775, "1db59fe6980c9b3f9bade65122a985e71150214837d76f4768a5a8384c0b2dc7"},
-    {"raw/test_2018_flickr.de.gz", "data/task1/raw/test_2018_flickr.de.gz", 80893, "39fcc8b3331d76fb42d648d019c6898b0d5e58baac87bc2a0bb93f44ec8db207"},
-    {"raw/test_2018_flickr.en.gz", "data/task1/raw/test_2018_flickr.en.gz", 70603, "4e585c2dd525911a6ea7730e9d0b516239af3f1b1ffae6a2130223cfb639f25e"},
-    {"raw/test_2018_flickr.fr.gz", "data/task1/raw/test_2018_flickr.fr.gz", 84076, "234b4a887da0da4801a3e2c6f21336231ff7dd46daeb80cfa1b551c8bbb78239"},
-    {"raw/train.cs.gz", "data/task1/raw/train.cs.gz", 1755283, "2be68b38c8d586ff4f54eb13cc6e1baaaa053695b3f070d3038303a47f2268da"},
-    {"raw/train.de.gz", "data/task1/raw/train.de.gz", 2110398, "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72"},
-    {"raw/train.en.gz", "data/task1/raw/train.en.gz", 1801238, "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6"},
-    {"raw/train.fr.gz", "data/task1/raw/train.fr.gz", 2111303, "5925a3c18f1587b6b54b87743106e6e8ab93618edb6f65d19eac0621f853a10d"},
-    {"raw/val.cs.gz", "data/task1/raw/val.cs.gz", 60213, "d53827e469b0a1ca8d57e9e26b2b64c4bc4b33f5479c7b03ae87ae5c882c3e33"},
-    {"raw/val.de.gz", "data/task1/raw/val.de.gz", 75981, "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660"},
-    {"raw/val.en.gz", "data/task1/raw/val.en.gz", 63297, "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227"},
-    {"raw/val.fr.gz", "data/task1/raw/val.fr.gz", 73924, "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc"},
-    {"tok/test_2016_flickr.lc.norm.tok.cs.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.cs", 63566, "748c8816de928732365176e5c5d2f9bbabcec9b8d4448fba2d230feb057898a7"},
-    {"tok/test_2016_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.de", 71917, "c6a33d39d48f9f510de147651316cd9d918e09ad0219df734a2f16b6baccacc4"},
-    {"tok/test_2016_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.en", 63307, "5b7f32627cf99eced828311b955dae9800bb52bc8b91cf8b6526829e605b29d2"},
-    {"tok/test_2016_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.fr", 76394, "1463bd5960f9bfe098ec3cd752d3df0c49c84dc646fb518964a29232658cd836"},
-    {"tok/test_2017_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.de", 65228, "02067e4a9402786a4fcb8c1b6f4307e4a5073ced64800abead5273b54f5f31f6"},
-    {"tok/test_2017_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.en", 56123, "c9d1dfd7a26add989382e534af235af9f0f658b2a30e7eb0efdaf142496ee54f"},
-    {"tok/test_2017_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.fr", 69537, "c0583117a47b31e8a6c6a97cfe8de153e462074668f4e994764fcc80b21d33b4"},
-    {"tok/test_2017_mscoco.lc.norm.tok.de.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.de", 30464, "e2825990b8a4e5289d2cdba801d57c187810bab9b4f5d87a30c35800a0d871b6"},
-    {"tok/test_2017_mscoco.lc.norm.tok.en.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.en", 25380, "fe69ae004d71c42ead0301e70c57de5b1b6b5fb7f52210d42b22801e98e656f3"},
-    {"tok/test_2017_mscoco.lc.norm.tok.fr.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.fr", 31725, "0b6a4620f02b6b9acf7811fda23f90fed9c6baa0b96aa224db50a273078c84d1"},
-    {"tok/test_2018_flickr.lc.norm.tok.cs.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.cs", 70515, "09a4987a524dea4852ccfef35329281b2cd577780691b732341ccecc4015aa4c"},
-    {"tok/test_2018_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.de", 82274, "45ce6b121708adf538d3a8c71dc1acbcb1e0f2bca74ace8e58652f9ea5b96335"},
-    {"tok/test_2018_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.en", 71617, "a66e25cbb8323d74a40873dcd222659f39e30ee7687a6ed5445833aed0673239"},
-    {"tok/test_2018_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.fr", 90128, "22d44a4ba21e050f218399f2c4f9e1a36875f209820c1f1c9af5b76a2947a71c"},
-    {"tok/train.lc.norm.tok.cs.gz", "data/task1/tok/train.lc.norm.tok.cs", 1791955, "7645fb91efa18f94c83d493f740a5d5a941e4b01efa6a124bf2d4af040e133e0"},
-    {"tok/train.lc.norm.tok.de.gz", "data/task1/tok/train.lc.norm.tok.de", 2150008, "cb5a23529b65ec2061f1dc446192a9c37382b63cc75f81a0be59d34894b3a505"},
-    {"tok/train.lc.norm.tok.en.gz", "data/task1/tok/train.lc.norm.tok.en", 1837696, "08925f8e0572bcd5a006702fc5fe20e2d77c6917d4eebd576fc20de6693c2119"},
-    {"tok/train.lc.norm.tok.fr.gz", "data/task1/tok/train.lc.norm.tok.fr", 2235588, "8fa41bb718412bcb7c5dfa58603842810a01543eae86a51279f9886b901266e1"},
-    {"tok/val.lc.norm.tok.cs.gz", "data/task1/tok/val.lc.norm.tok.cs", 61492, "b87ee4917f4a0f9ca6cca03e402026c9f4437dc1bd6a7dadfd2544ecfb6c5501"},
-    {"tok/val.lc.norm.tok.de.gz", "data/task1/tok/val.lc.norm.tok.de", 77273, "97232bd273eceb7207f689527386a97e4be2616b18ada47576bdaf96c8ae1f00"},
-    {"tok/val.lc.norm.tok.en.gz", "data/task1/tok/val.lc.norm.tok.en", 64608, "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec"},
-    {"tok/val.lc.norm.tok.fr.gz", "data/task1/tok/val.lc.norm.tok.fr", 78242, "b303e301aa21fe7822a846b2b3fb2d5a1121ec807cd5b1d006fb7b2b5507168a"},
+    {"raw/test_2016_flickr.cs.gz", "data/task1/raw/test_2016_flickr.cs.gz", 62364,
+     "45adb85f688de8407fddcbe1b36dca15d12aab868149b337e2576f2d6d2ff8d8"},
+    {"raw/test_2016_flickr.de.gz", "data/task1/raw/test_2016_flickr.de.gz", 70649,
+     "4be6b5b3236b79c25475c6bb829800a7ce559e9ba7a1f6c2394fe4d40be46d16"},
+    {"raw/test_2016_flickr.en.gz", "data/task1/raw/test_2016_flickr.en.gz", 62076,
+     "399a4382932c1aadd3ceb9bef1008d388a64c76d4ae4e9d4728c6f4301cac182"},
+    {"raw/test_2016_flickr.fr.gz", "data/task1/raw/test_2016_flickr.fr.gz", 72261,
+     "cb3160d69b002bb638e66cc7612fcd56cb0af82eadc9c142dedc438afb885ef6"},
+    {"raw/test_2017_flickr.de.gz", "data/task1/raw/test_2017_flickr.de.gz", 64059,
+     "c3078bc3b36808bf9d20eb2347ed6137016179ef59ec0d2b9b8ecc3fb2880081"},
+    {"raw/test_2017_flickr.en.gz", "data/task1/raw/test_2017_flickr.en.gz", 55242,
+     "ce1450ddc5ab0834502579d77a170849952e15a2938b34cc503bdc25ebb4fb98"},
+    {"raw/test_2017_flickr.fr.gz", "data/task1/raw/test_2017_flickr.fr.gz", 65691,
+     "6f3764e31dac41e9455e612958bcfd4e877c5e15cd66df2c2b2be6d9bd83e5b6"},
+    {"raw/test_2017_mscoco.de.gz", "data/task1/raw/test_2017_mscoco.de.gz", 29906,
+     "58277df3c75f92f7145a11b910b553d1cf82c439249d4dc237c899609eafac22"},
+    {"raw/test_2017_mscoco.en.gz", "data/task1/raw/test_2017_mscoco.en.gz", 24949,
+     "43051fdfa86fd5395182e718a94ca67b1b227b9f7c79596ff0f6b813216981d2"},
+    {"raw/test_2017_mscoco.fr.gz", "data/task1/raw/test_2017_mscoco.fr.gz", 29982,
+     "39cde3f43f32b0a6bf29ce4917a46329ff32e53070c2fac87506695a740ae0a0"},
+    {"raw/test_2018_flickr.cs.gz", "data/task1/raw/test_2018_flickr.cs.gz", 69775,
+     "1db59fe6980c9b3f9bade65122a985e71150214837d76f4768a5a8384c0b2dc7"},
+    {"raw/test_2018_flickr.de.gz", "data/task1/raw/test_2018_flickr.de.gz", 80893,
+     "39fcc8b3331d76fb42d648d019c6898b0d5e58baac87bc2a0bb93f44ec8db207"},
+    {"raw/test_2018_flickr.en.gz", "data/task1/raw/test_2018_flickr.en.gz", 70603,
+     "4e585c2dd525911a6ea7730e9d0b516239af3f1b1ffae6a2130223cfb639f25e"},
+    {"raw/test_2018_flickr.fr.gz", "data/task1/raw/test_2018_flickr.fr.gz", 84076,
+     "234b4a887da0da4801a3e2c6f21336231ff7dd46daeb80cfa1b551c8bbb78239"},
+    {"raw/train.cs.gz", "data/task1/raw/train.cs.gz", 1755283,
+     "2be68b38c8d586ff4f54eb13cc6e1baaaa053695b3f070d3038303a47f2268da"},
+    {"raw/train.de.gz", "data/task1/raw/train.de.gz", 2110398,
+     "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72"},
+    {"raw/train.en.gz", "data/task1/raw/train.en.gz", 1801238,
+     "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6"},
+    {"raw/train.fr.gz", "data/task1/raw/train.fr.gz", 2111303,
+     "5925a3c18f1587b6b54b87743106e6e8ab93618edb6f65d19eac0621f853a10d"},
+    {"raw/val.cs.gz", "data/task1/raw/val.cs.gz", 60213,
+     "d53827e469b0a1ca8d57e9e26b2b64c4bc4b33f5479c7b03ae87ae5c882c3e33"},
+    {"raw/val.de.gz", "data/task1/raw/val.de.gz", 75981,
+     "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660"},
+    {"raw/val.en.gz", "data/task1/raw/val.en.gz", 63297,
+     "1f2a23d992769b5b3d209b0a10dd0b77c08cceb1f20dfb97ed0aafa49d107227"},
+    {"raw/val.fr.gz", "data/task1/raw/val.fr.gz", 73924,
+     "5304e444d842e962b2dda4d816b70b22a1765b15401642b7ca37a67477e708dc"},
+    {"tok/test_2016_flickr.lc.norm.tok.cs.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.cs", 63566,
+     "748c8816de928732365176e5c5d2f9bbabcec9b8d4448fba2d230feb057898a7"},
+    {"tok/test_2016_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.de", 71917,
+     "c6a33d39d48f9f510de147651316cd9d918e09ad0219df734a2f16b6baccacc4"},
+    {"tok/test_2016_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.en", 63307,
+     "5b7f32627cf99eced828311b955dae9800bb52bc8b91cf8b6526829e605b29d2"},
+    {"tok/test_2016_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2016_flickr.lc.norm.tok.fr", 76394,
+     "1463bd5960f9bfe098ec3cd752d3df0c49c84dc646fb518964a29232658cd836"},
+    {"tok/test_2017_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.de", 65228,
+     "02067e4a9402786a4fcb8c1b6f4307e4a5073ced64800abead5273b54f5f31f6"},
+    {"tok/test_2017_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.en", 56123,
+     "c9d1dfd7a26add989382e534af235af9f0f658b2a30e7eb0efdaf142496ee54f"},
+    {"tok/test_2017_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2017_flickr.lc.norm.tok.fr", 69537,
+     "c0583117a47b31e8a6c6a97cfe8de153e462074668f4e994764fcc80b21d33b4"},
+    {"tok/test_2017_mscoco.lc.norm.tok.de.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.de", 30464,
+     "e2825990b8a4e5289d2cdba801d57c187810bab9b4f5d87a30c35800a0d871b6"},
+    {"tok/test_2017_mscoco.lc.norm.tok.en.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.en", 25380,
+     "fe69ae004d71c42ead0301e70c57de5b1b6b5fb7f52210d42b22801e98e656f3"},
+    {"tok/test_2017_mscoco.lc.norm.tok.fr.gz", "data/task1/tok/test_2017_mscoco.lc.norm.tok.fr", 31725,
+     "0b6a4620f02b6b9acf7811fda23f90fed9c6baa0b96aa224db50a273078c84d1"},
+    {"tok/test_2018_flickr.lc.norm.tok.cs.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.cs", 70515,
+     "09a4987a524dea4852ccfef35329281b2cd577780691b732341ccecc4015aa4c"},
+    {"tok/test_2018_flickr.lc.norm.tok.de.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.de", 82274,
+     "45ce6b121708adf538d3a8c71dc1acbcb1e0f2bca74ace8e58652f9ea5b96335"},
+    {"tok/test_2018_flickr.lc.norm.tok.en.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.en", 71617,
+     "a66e25cbb8323d74a40873dcd222659f39e30ee7687a6ed5445833aed0673239"},
+    {"tok/test_2018_flickr.lc.norm.tok.fr.gz", "data/task1/tok/test_2018_flickr.lc.norm.tok.fr", 90128,
+     "22d44a4ba21e050f218399f2c4f9e1a36875f209820c1f1c9af5b76a2947a71c"},
+    {"tok/train.lc.norm.tok.cs.gz", "data/task1/tok/train.lc.norm.tok.cs", 1791955,
+     "7645fb91efa18f94c83d493f740a5d5a941e4b01efa6a124bf2d4af040e133e0"},
+    {"tok/train.lc.norm.tok.de.gz", "data/task1/tok/train.lc.norm.tok.de", 2150008,
+     "cb5a23529b65ec2061f1dc446192a9c37382b63cc75f81a0be59d34894b3a505"},
+    {"tok/train.lc.norm.tok.en.gz", "data/task1/tok/train.lc.norm.tok.en", 1837696,
+     "08925f8e0572bcd5a006702fc5fe20e2d77c6917d4eebd576fc20de6693c2119"},
+    {"tok/train.lc.norm.tok.fr.gz", "data/task1/tok/train.lc.norm.tok.fr", 2235588,
+     "8fa41bb718412bcb7c5dfa58603842810a01543eae86a51279f9886b901266e1"},
+    {"tok/val.lc.norm.tok.cs.gz", "data/task1/tok/val.lc.norm.tok.cs", 61492,
+     "b87ee4917f4a0f9ca6cca03e402026c9f4437dc1bd6a7dadfd2544ecfb6c5501"},
+    {"tok/val.lc.norm.tok.de.gz", "data/task1/tok/val.lc.norm.tok.de", 77273,
+     "97232bd273eceb7207f689527386a97e4be2616b18ada47576bdaf96c8ae1f00"},
+    {"tok/val.lc.norm.tok.en.gz", "data/task1/tok/val.lc.norm.tok.en", 64608,
+     "46573ce391ae227f1c72f873392436a20ef18e0a6d518098cfbd70b77c8572ec"},
+    {"tok/val.lc.norm.tok.fr.gz", "data/task1/tok/val.lc.norm.tok.fr", 78242,
+     "b303e301aa21fe7822a846b2b3fb2d5a1121ec807cd5b1d006fb7b2b5507168a"},
 };
 const CatalogFile k_sst2[] = {
     {"LICENSE.upstream", "LICENSE", 1068, "760536b10e1f4298ae221a66fa257a5b1c4e571a2cb4594e90f848ebfff0b205"},
     {"README.upstream.md", "README.md", 2383, "cbe1eafe9c17abc5c33d8d3888d8f959d30ce2f7a7937d0186a4c7a271f27505"},
     {"sentiment-dev", "data/sentiment-dev", 94916, "9a6c7403b71a9b762158387afe4431253ae10cdfb2319b5275289f3766f48291"},
-    {"sentiment-test", "data/sentiment-test", 194788, "4fefd1cd67526cf87ebc7fafc3afc21cc7cfa6ae53b45e74f77f9456e3c62752"},
-    {"sentiment-train.gz", "data/sentiment-train", 3806066, "10a92a297ec38e262386e5a2713b4bc70e5d18ced88b7f54bd171a26e5b34ab5"},
+    {"sentiment-test", "data/sentiment-test", 194788,
+     "4fefd1cd67526cf87ebc7fafc3afc21cc7cfa6ae53b45e74f77f9456e3c62752"},
+    {"sentiment-train.gz", "data/sentiment-train", 3806066,
+     "10a92a297ec38e262386e5a2713b4bc70e5d18ced88b7f54bd171a26e5b34ab5"},
 };
 const CatalogFile k_tatoeba_fra_eng[] = {
     {"_about.txt", "", 1441, "359011f5738272138286287b44db215d184823911eb049da2160a6ac6933d6c9"},
@@ -137,8 +183,10 @@ const CatalogEntry kCatalog[] = {
      "https://nlp.stanford.edu/data/", "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License",
      kVectorsNote, k_glove_6b, nullptr},
     {"glove-840b", "GloVe 840B (Common Crawl, cased, 300 dimensions), 2.0 GB zip", "https://nlp.stanford.edu/data/",
-     "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License", kVectorsNote, k_glove_840b, nullptr},
-    {"fasttext-wiki-news-300d", "fastText wiki-news-300d-1M (Wikipedia 2017, UMBC, statmt news; 1M words, 300 dimensions)",
+     "nlp.stanford.edu/projects/glove", "ODC Public Domain Dedication and License", kVectorsNote, k_glove_840b,
+     nullptr},
+    {"fasttext-wiki-news-300d",
+     "fastText wiki-news-300d-1M (Wikipedia 2017, UMBC, statmt news; 1M words, 300 dimensions)",
      "https://dl.fbaipublicfiles.com/fasttext/vectors-english/", "fasttext.cc/docs/en/english-vectors.html",
      "CC BY-SA 3.0", kVectorsNote, k_fasttext_wiki_news, nullptr},
     {"fasttext-crawl-300d", "fastText crawl-300d-2M (Common Crawl; 2M words, 300 dimensions)",
@@ -183,7 +231,8 @@ void write_gzip(const std::string& to, std::string_view bytes) {
   if (!gz) throw IoError(to + ": cannot write");
   for (size_t at = 0; at < bytes.size();) {
     const unsigned n = static_cast<unsigned>(std::min<size_t>(bytes.size() - at, 1 << 20));
-    if (gzwrite(gz.get(), bytes.data() + at, n) != static_cast<int>(n)) throw IoError(to + ": cannot write (disk full?)");
+    if (gzwrite(gz.get(), bytes.data() + at, n) != static_cast<int>(n))
+      throw IoError(to + ": cannot write (disk full?)");
     at += n;
   }
   if (gzclose(gz.release()) != Z_OK) throw IoError(to + ": cannot write (disk full?)");
@@ -222,10 +271,12 @@ std::string utc_now() {
 // `archive`: "" or a line on the archive the files were unpacked from.
 std::string source_record(const CatalogEntry& e, const std::string& from, const std::string& archive) {
   std::string md = std::string("# ") + e.name + " — source record (written by `attn data get`)\n\n" + e.title + ".\n\n";
-  md += std::string("- Origin: ") + e.origin + "\n- Licence: " + e.license + "\n- Fetched " + utc_now() +
-        " from " + from + "\n" + archive + "\n";
-  md += "Every file's content (decompressed for a .gz) has the length and SHA-256 that attn pins in "
-        "src/data/catalog.cpp; `attn data list` checks them again.\n\n| file | content bytes | content sha256 |\n|---|---|---|\n";
+  md += std::string("- Origin: ") + e.origin + "\n- Licence: " + e.license + "\n- Fetched " + utc_now() + " from " +
+        from + "\n" + archive + "\n";
+  md +=
+      "Every file's content (decompressed for a .gz) has the length and SHA-256 that attn pins in "
+      "src/data/catalog.cpp; `attn data list` checks them again.\n\n| file | content bytes | content sha256 "
+      "|\n|---|---|---|\n";
   for (const CatalogFile& f : e.files)
     md += std::string("| `") + f.path + "` | " + std::to_string(f.bytes) + " | `" + f.sha256 + "` |\n";
   return md;
@@ -435,7 +486,8 @@ VerifyResult verify_data_set(const CatalogEntry& e, const std::string& folder) {
 std::string get_data_set(const std::string& name, const GetOptions& o) {
   const CatalogEntry& e = catalog_entry(name);
   if (!pinned(e)) throw ValueError(std::string(e.name) + ": " + e.note + "; URL: " + e.upstream + e.files[0].upstream);
-  if (o.mirror.empty() && e.upstream[0] == '\0' && e.archive == nullptr) throw ValueError(std::string(e.name) + ": " + e.note);
+  if (o.mirror.empty() && e.upstream[0] == '\0' && e.archive == nullptr)
+    throw ValueError(std::string(e.name) + ": " + e.note);
   const fs::path to = o.to.empty() ? fs::path(data_home()) : fs::path(o.to);
   if (to.empty()) throw ValueError("no data folder: HOME and XDG_DATA_HOME are unset; give --to DIR");
   fs::create_directories(to);

@@ -19,7 +19,7 @@ namespace {
 
 const std::vector<std::string> kVowels = {"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER",
                                           "EY", "IH", "IY", "OW", "OY", "UH", "UW"};
-const std::vector<std::string> kConsonants = {"B",  "CH", "D", "DH", "F", "G",  "HH", "JH", "K",  "L", "M",  "N",
+const std::vector<std::string> kConsonants = {"B",  "CH", "D", "DH", "F",  "G", "HH", "JH", "K", "L", "M", "N",
                                               "NG", "P",  "R", "S",  "SH", "T", "TH", "V",  "W", "Y", "Z", "ZH"};
 
 std::vector<std::string> make_phonemes() {
@@ -82,8 +82,9 @@ std::vector<std::string> cmudict_spell(const std::string& word, const std::strin
   for (char c : word) {
     const char lower = c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
     if (!((lower >= 'a' && lower <= 'z') || lower == '\'' || lower == '.' || lower == '-'))
-      throw ValueError(fmt::format("{}character '{}' in '{}' is not a letter (valid: a-z, ', ., -; A-Z are lower-cased)",
-                                   where, printable(std::string(1, c), true), printable(word, false, 80)));
+      throw ValueError(
+          fmt::format("{}character '{}' in '{}' is not a letter (valid: a-z, ', ., -; A-Z are lower-cased)", where,
+                      printable(std::string(1, c), true), printable(word, false, 80)));
     out.emplace_back(1, lower);
   }
   if (out.empty()) throw ValueError(where + "empty word");
@@ -102,7 +103,8 @@ std::vector<CmudictEntry> parse_cmudict(const std::vector<std::string>& lines, c
     if (f.empty()) continue;
     const std::string where = fmt::format("{}:{}: ", source, n + 1);
     if (f.size() == 1)
-      throw ValueError(fmt::format("{}'{}' has no phonemes (expected: word  PH ON EMES)", where, printable(f[0], false, 80)));
+      throw ValueError(
+          fmt::format("{}'{}' has no phonemes (expected: word  PH ON EMES)", where, printable(f[0], false, 80)));
     std::string word;
     for (const std::string& letter : cmudict_spell(strip_variant(f[0], where), where)) word += letter;
     std::vector<std::string> phonemes;
@@ -181,7 +183,8 @@ std::vector<int32_t> g2p_encode_phonemes(const std::vector<std::string>& phoneme
   for (const std::string& symbol : phonemes) {
     const auto it = std::lower_bound(p.begin(), p.end(), symbol);  // sorted (cmudict.symbols' order)
     if (it == p.end() || *it != symbol)
-      throw ValueError("unknown phoneme '" + printable(symbol, true, 20) + "' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
+      throw ValueError("unknown phoneme '" + printable(symbol, true, 20) +
+                       "' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
     ids.push_back(kFirstPhoneme + static_cast<int32_t>(it - p.begin()));
   }
   return ids;
@@ -192,7 +195,8 @@ std::vector<std::string> g2p_decode_phonemes(const std::vector<int32_t>& ids) {
   std::vector<std::string> out;
   for (int32_t id : ids) {
     if (id == models::kEos) break;
-    if (id >= kFirstPhoneme && id < static_cast<int32_t>(symbols.size())) out.push_back(symbols[static_cast<size_t>(id)]);
+    if (id >= kFirstPhoneme && id < static_cast<int32_t>(symbols.size()))
+      out.push_back(symbols[static_cast<size_t>(id)]);
   }
   return out;
 }

@@ -1,7 +1,6 @@
 #include "attn/data/cmudict_npm.h"
 
 #include <nlohmann/json.hpp>
-
 #include <unordered_set>
 
 #include "attn/error.h"
@@ -42,8 +41,8 @@ struct DictionaryReader : nlohmann::json_sax<nlohmann::json> {
     return false;
   }
   bool not_a_string(const char* what) {
-    return refuse(depth == 0 ? "the export is not an object" : "the value of \"" + printable(word) + "\" is " + what +
-                                                                   ", not a string of phonemes");
+    return refuse(depth == 0 ? "the export is not an object"
+                             : "the value of \"" + printable(word) + "\" is " + what + ", not a string of phonemes");
   }
   bool null() override { return not_a_string("null"); }
   bool boolean(bool) override { return not_a_string("a boolean"); }
@@ -70,7 +69,8 @@ struct DictionaryReader : nlohmann::json_sax<nlohmann::json> {
   bool string(string_t& value) override {
     if (depth == 0) return not_a_string("a string");
     if (!valid_pronunciation(value))
-      return refuse("the pronunciation of \"" + printable(word) + "\" is empty or not one line: \"" + printable(value) + "\"");
+      return refuse("the pronunciation of \"" + printable(word) + "\" is empty or not one line: \"" + printable(value) +
+                    "\"");
     lines += word;
     lines += "  ";
     lines += value;

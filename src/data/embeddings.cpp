@@ -1,7 +1,7 @@
 #include "attn/data/embeddings.h"
 
-#include <zlib.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <charconv>
 #include <cmath>
@@ -92,8 +92,8 @@ void parse_text(std::string_view bytes, const std::string& name, const std::unor
     }
     const size_t D = static_cast<size_t>(out.dim);
     if (f.size() < D + 1)
-      throw ValueError(where + ": '" + std::string(f[0]) + "' has " + std::to_string(f.size() - 1) + " values, expected " +
-                       std::to_string(D));
+      throw ValueError(where + ": '" + std::string(f[0]) + "' has " + std::to_string(f.size() - 1) +
+                       " values, expected " + std::to_string(D));
     // A word with spaces (GloVe 840B has a few): everything before the last D fields.
     const size_t word_fields = f.size() - D;
     std::string word(f[0]);
@@ -101,7 +101,8 @@ void parse_text(std::string_view bytes, const std::string& name, const std::unor
       if (out.format != "GloVe text")
         throw ValueError(where + ": '" + word + "' has " + std::to_string(f.size() - 1) + " values, expected " +
                          std::to_string(D));
-      word = std::string(f[0].data(), static_cast<size_t>(f[word_fields - 1].data() + f[word_fields - 1].size() - f[0].data()));
+      word = std::string(f[0].data(),
+                         static_cast<size_t>(f[word_fields - 1].data() + f[word_fields - 1].size() - f[0].data()));
     }
     float* v = collect.add(word, line_no, where);
     for (size_t k = 0; k < D; ++k) {
@@ -130,7 +131,8 @@ void parse_binary(std::string_view bytes, const std::string& name, const std::un
     throw ValueError(name + ":1: a word2vec binary file starts with a header line '<words> <dimensions>'");
   const int64_t words = parse_count(h[0]);
   out.dim = parse_count(h[1]);
-  if (out.dim > (int64_t{1} << 24)) throw ValueError(name + ":1: " + std::to_string(out.dim) + " dimensions is not plausible");
+  if (out.dim > (int64_t{1} << 24))
+    throw ValueError(name + ":1: " + std::to_string(out.dim) + " dimensions is not plausible");
   Collector collect(name, wanted, out);
   const size_t vector_bytes = static_cast<size_t>(out.dim) * sizeof(float);
   size_t pos = eol + 1;
@@ -147,7 +149,8 @@ void parse_binary(std::string_view bytes, const std::string& name, const std::un
     float* v = collect.add(word, i, where);
     for (int64_t k = 0; k < out.dim; ++k) {
       float value;
-      std::memcpy(&value, bytes.data() + pos + static_cast<size_t>(k) * sizeof(float), sizeof value);  // little-endian hosts
+      std::memcpy(&value, bytes.data() + pos + static_cast<size_t>(k) * sizeof(float),
+                  sizeof value);  // little-endian hosts
       check_finite(value, where, word);
       v[k] = value;
     }
@@ -155,7 +158,8 @@ void parse_binary(std::string_view bytes, const std::string& name, const std::un
   }
   while (pos < bytes.size() && (bytes[pos] == '\n' || bytes[pos] == ' ')) ++pos;
   if (pos != bytes.size())
-    throw ValueError(name + ": the header says " + std::to_string(words) + " words, the file has more bytes after them");
+    throw ValueError(name + ": the header says " + std::to_string(words) +
+                     " words, the file has more bytes after them");
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ int64_t edit_distance(const std::vector<int32_t>& a, const std::vector<int32_t>&
   return row[b.size()];
 }
 
-void PronunciationScore::add(const std::vector<int32_t>& hypothesis, const std::vector<std::vector<int32_t>>& references) {
+void PronunciationScore::add(const std::vector<int32_t>& hypothesis,
+                             const std::vector<std::vector<int32_t>>& references) {
   if (references.empty()) throw ValueError("PronunciationScore::add: a word with no reference pronunciation");
   int64_t best = -1, best_length = 0;
   for (const std::vector<int32_t>& r : references) {

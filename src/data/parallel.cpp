@@ -1,11 +1,11 @@
 #include "attn/data/parallel.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "attn/data/tatoeba.h"
 #include "attn/data/text.h"
@@ -76,9 +76,10 @@ ParallelCorpus load_parallel(const std::string& data_dir, const std::string& spl
   const std::string tgt_path = parallel_side_path(data_dir, stem, tgt_lang);
   for (const auto& [path, lang] : {std::pair{src_path, src_lang}, std::pair{tgt_path, tgt_lang}}) {
     if (path.empty()) {
-      throw IoError(fmt::format("load_parallel: no file '{}/raw/{}.{}.gz' for split '{}' (valid splits: {}; or a file "
-                                "stem under <data>/raw/, e.g. test_2016_flickr; or {}/{}.{}, plain or .gz)",
-                                data_dir, stem, lang, split, parallel_split_names(), data_dir, stem, lang));
+      throw IoError(
+          fmt::format("load_parallel: no file '{}/raw/{}.{}.gz' for split '{}' (valid splits: {}; or a file "
+                      "stem under <data>/raw/, e.g. test_2016_flickr; or {}/{}.{}, plain or .gz)",
+                      data_dir, stem, lang, split, parallel_split_names(), data_dir, stem, lang));
     }
   }
   ParallelCorpus corpus;
@@ -116,17 +117,20 @@ bool holds_multi30k(const std::string& data) {
 std::string corpus_folder(Corpus corpus, const std::string& data) {
   namespace fs = std::filesystem;
   const fs::path inside = fs::path(data) / (corpus == Corpus::tatoeba ? "tatoeba-fra-eng" : "multi30k");
-  const bool there = corpus == Corpus::tatoeba ? file_exists((inside / "fra.txt.gz").string()) : fs::is_directory(inside / "raw");
+  const bool there =
+      corpus == Corpus::tatoeba ? file_exists((inside / "fra.txt.gz").string()) : fs::is_directory(inside / "raw");
   return there ? inside.string() : data;
 }
 
 CorpusFolder find_corpus(const std::string& data, const std::string& src_lang, const std::string& tgt_lang) {
   const bool tatoeba = !tatoeba_file(data).empty(), multi30k = holds_multi30k(data);
   if (tatoeba && !multi30k && !is_tatoeba_pair(src_lang, tgt_lang))
-    throw ValueError(fmt::format("{} holds Tatoeba's fra.txt.gz, which has no {}-{} pairs (supported: {}; Multi30k "
-                                 "has de, en, fr, cs)",
-                                 data, src_lang, tgt_lang, kTatoebaPairs));
-  const Corpus corpus = tatoeba && (!multi30k || is_tatoeba_pair(src_lang, tgt_lang)) ? Corpus::tatoeba : Corpus::multi30k;
+    throw ValueError(
+        fmt::format("{} holds Tatoeba's fra.txt.gz, which has no {}-{} pairs (supported: {}; Multi30k "
+                    "has de, en, fr, cs)",
+                    data, src_lang, tgt_lang, kTatoebaPairs));
+  const Corpus corpus =
+      tatoeba && (!multi30k || is_tatoeba_pair(src_lang, tgt_lang)) ? Corpus::tatoeba : Corpus::multi30k;
   return {corpus, corpus_folder(corpus, data)};
 }
 
@@ -157,8 +161,8 @@ EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& 
                               const SubwordModel& tgt_model, int max_len, bool with_oovs) {
   if (max_len < 1) throw ValueError(fmt::format("encode_parallel: max_len must be >= 1, got {}", max_len));
   if (corpus.src.size() != corpus.tgt.size()) {
-    throw ValueError(fmt::format("encode_parallel: {} source lines but {} target lines", corpus.src.size(),
-                                 corpus.tgt.size()));
+    throw ValueError(
+        fmt::format("encode_parallel: {} source lines but {} target lines", corpus.src.size(), corpus.tgt.size()));
   }
   EncodedCorpus out;
   out.pairs.resize(corpus.src.size());
@@ -166,7 +170,8 @@ EncodedCorpus encode_parallel(const ParallelCorpus& corpus, const SubwordModel& 
   for (size_t i = 0; i < corpus.src.size(); ++i) {
     EncodedPair& pair = out.pairs[i];
     if (with_oovs) {
-      EncodedOovs s = encode_with_oovs(src_model, corpus.src[i], limit), t = encode_with_oovs(tgt_model, corpus.tgt[i], limit);
+      EncodedOovs s = encode_with_oovs(src_model, corpus.src[i], limit),
+                  t = encode_with_oovs(tgt_model, corpus.tgt[i], limit);
       pair.tgt_ext = models::extend_target(t.pieces, t.ids, kSubwordUnk, tgt_model.vocab_size(), s.oovs);
       pair.src_ext = std::move(s.ext);
       pair.oovs = std::move(s.oovs);
@@ -197,8 +202,8 @@ Batch make_pair_batch(const std::vector<EncodedPair>& pairs, const std::vector<s
       throw ValueError(fmt::format("make_pair_batch: index {} outside the {} pairs", i, pairs.size()));
     }
     if (pairs[i].src.empty() || pairs[i].tgt.empty()) {
-      throw ValueError(fmt::format("make_pair_batch: pair {} has an empty {}", i,
-                                   pairs[i].src.empty() ? "source" : "target"));
+      throw ValueError(
+          fmt::format("make_pair_batch: pair {} has an empty {}", i, pairs[i].src.empty() ? "source" : "target"));
     }
     sources.emplace_back(pairs[i].src);
     targets.emplace_back(pairs[i].tgt);

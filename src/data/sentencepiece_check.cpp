@@ -131,7 +131,8 @@ bool check_sentencepiece_charsmaps(const std::string& serialized, const std::str
     std::vector<WireField> normalizer;
     if (!read_fields(spec.bytes, normalizer)) damaged(name, "a normalizer that is not protobuf wire format");
     for (const WireField& f : normalizer)
-      if (f.number == 2 && f.type == 2) check_charsmap(f.bytes, name, spec.number == 3 ? "normalizer's" : "denormalizer's");
+      if (f.number == 2 && f.type == 2)
+        check_charsmap(f.bytes, name, spec.number == 3 ? "normalizer's" : "denormalizer's");
   }
   return true;
 }

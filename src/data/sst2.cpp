@@ -42,8 +42,8 @@ void push_word(std::string word, std::vector<std::string>& out) {
 
 // "mr.", "vs.", "r.": the treebank keeps the period of an abbreviation or an initial.
 bool is_abbreviation(std::string_view word) {
-  static constexpr std::string_view kKnown[] = {"mr.", "mrs.", "ms.", "dr.", "st.", "jr.", "sr.", "vs.",
-                                                "etc.", "bros.", "inc.", "co.", "ltd.", "no."};
+  static constexpr std::string_view kKnown[] = {"mr.", "mrs.", "ms.",   "dr.",  "st.", "jr.",  "sr.",
+                                                "vs.", "etc.", "bros.", "inc.", "co.", "ltd.", "no."};
   if (word.size() == 2) return true;  // an initial
   return std::find(std::begin(kKnown), std::end(kKnown), word) != std::end(kKnown);
 }
@@ -113,8 +113,7 @@ std::vector<LabeledText> read_sst2(const std::string& path) {
     const std::string where = path + ":" + std::to_string(i + 1);
     if (strip(line).empty()) continue;
     const size_t tab = line.rfind('\t');
-    if (tab == std::string::npos)
-      throw ValueError(where + ": expected '<sentence><TAB><label>', found no tab");
+    if (tab == std::string::npos) throw ValueError(where + ": expected '<sentence><TAB><label>', found no tab");
     LabeledText example;
     example.text = strip(line.substr(0, tab));
     const std::string label = strip(line.substr(tab + 1));

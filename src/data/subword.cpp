@@ -1,6 +1,7 @@
 #include "attn/data/subword.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 #include <signal.h>
@@ -19,8 +20,6 @@
 #include <iterator>
 #include <thread>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "attn/data/sentencepiece_check.h"
 #include "attn/data/tasks.h"
@@ -132,15 +131,17 @@ void train_in_child(const SpmOptions& kwargs, const std::vector<std::string>& li
   for (;;) {
     const pid_t done = ::waitpid(child, &status, WNOHANG);
     if (done == child) break;
-    if (done < 0 && errno != EINTR) throw IoError(fmt::format("SentencePiece training for '{}': {}", model_prefix, std::strerror(errno)));
+    if (done < 0 && errno != EINTR)
+      throw IoError(fmt::format("SentencePiece training for '{}': {}", model_prefix, std::strerror(errno)));
     if (held.pending()) {
       ::kill(child, SIGKILL);
       while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
       }
       const int signal = held.take();
-      throw InterruptedError(fmt::format("interrupted ({}) while training the SentencePiece model '{}': nothing written",
-                                         signal_name(signal), model_prefix),
-                             signal);
+      throw InterruptedError(
+          fmt::format("interrupted ({}) while training the SentencePiece model '{}': nothing written",
+                      signal_name(signal), model_prefix),
+          signal);
     }
     ::usleep(20 * 1000);  // a signal cuts the wait short
   }
@@ -169,16 +170,17 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   // At most attn's vocabulary bound (2^24): SentencePiece itself computes vocab_size x 1.1 in
   // 32 bits, which wraps from 1,952,257,862 and then trains for ever.
   if (options.vocab_size < 5 || options.vocab_size > models::kMaxVocab) {
-    throw ValueError(fmt::format("train_subword_model: vocab_size must be in [5, {}] (4 special pieces + 1 at least), got {}",
-                                 models::kMaxVocab, options.vocab_size));
+    throw ValueError(
+        fmt::format("train_subword_model: vocab_size must be in [5, {}] (4 special pieces + 1 at least), got {}",
+                    models::kMaxVocab, options.vocab_size));
   }
   if (options.model_type != "unigram" && options.model_type != "bpe") {
     throw ValueError(
         fmt::format("train_subword_model: unknown model_type '{}' (valid: unigram, bpe)", options.model_type));
   }
   if (!(options.character_coverage > 0.0f && options.character_coverage <= 1.0f)) {
-    throw ValueError(fmt::format("train_subword_model: character_coverage must be in (0, 1], got {}",
-                                 options.character_coverage));
+    throw ValueError(
+        fmt::format("train_subword_model: character_coverage must be in (0, 1], got {}", options.character_coverage));
   }
   if (options.max_sentences < 0) {
     throw ValueError(
@@ -186,8 +188,10 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
   }
   if (model_prefix.empty()) throw ValueError("train_subword_model: empty model_prefix");
   if (std::filesystem::path(model_prefix).filename().empty())
-    throw ValueError(fmt::format("'{}' names a directory: give a file prefix such as '{}spm' (writes spm.model and "
-                                 "spm.vocab)", model_prefix, model_prefix));
+    throw ValueError(
+        fmt::format("'{}' names a directory: give a file prefix such as '{}spm' (writes spm.model and "
+                    "spm.vocab)",
+                    model_prefix, model_prefix));
   const std::filesystem::path parent = std::filesystem::path(model_prefix).parent_path();
   std::error_code error;
   if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
@@ -207,9 +211,10 @@ void train_subword_model(const std::vector<std::string>& lines, const std::strin
       order.push_back(i);
   }
   if (order.empty() && too_long > 0)
-    throw ValueError(fmt::format("train_subword_model: no training line to learn from: {} line{} longer than {} bytes "
-                                 "(SentencePiece's limit; split the text into sentences), the others empty",
-                                 too_long, too_long == 1 ? " is" : "s are", kMaxLineBytes));
+    throw ValueError(
+        fmt::format("train_subword_model: no training line to learn from: {} line{} longer than {} bytes "
+                    "(SentencePiece's limit; split the text into sentences), the others empty",
+                    too_long, too_long == 1 ? " is" : "s are", kMaxLineBytes));
   if (order.empty()) throw ValueError("train_subword_model: no non-empty training line");
   if (options.max_sentences > 0 && static_cast<int64_t>(order.size()) > options.max_sentences) {
     // An evenly spaced sample: deterministic, and it covers the whole input (not just its head).
@@ -296,7 +301,8 @@ std::shared_ptr<spm::SentencePieceProcessor> load_processor(const std::string& n
   auto sp = std::make_shared<spm::SentencePieceProcessor>();
   const auto status = guarded_load(name, [&] { return load(*sp); });
   if (!status.ok())
-    throw IoError(fmt::format("cannot load SentencePiece model '{}'{}: {}", name, from, spm_message(status, unparsable)));
+    throw IoError(
+        fmt::format("cannot load SentencePiece model '{}'{}: {}", name, from, spm_message(status, unparsable)));
   check_special_ids(*sp, name);
   return sp;
 }
@@ -322,7 +328,8 @@ SubwordModel SubwordModel::load(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0 && errno == ENOENT)
       throw IoError(fmt::format("cannot load SentencePiece model '{}': no such file", path));
-    throw IoError(fmt::format("cannot load SentencePiece model: {}", e.what()));  // "<path>: not a regular file (a FIFO)"
+    throw IoError(
+        fmt::format("cannot load SentencePiece model: {}", e.what()));  // "<path>: not a regular file (a FIFO)"
   }
   std::string bytes;
   char buffer[1 << 16];

@@ -1,7 +1,6 @@
 #include "attn/data/vocab.h"
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/data/sst2.h"
@@ -26,7 +25,8 @@ Vocab Vocab::from_tokens(std::vector<std::string> tokens) {
 }
 
 Vocab Vocab::build(const std::vector<std::string>& texts, VocabOptions options) {
-  if (options.min_freq < 1) throw ValueError("vocabulary min_freq must be >= 1, got " + std::to_string(options.min_freq));
+  if (options.min_freq < 1)
+    throw ValueError("vocabulary min_freq must be >= 1, got " + std::to_string(options.min_freq));
   if (options.max_size < 0 || options.max_size == 1)
     throw ValueError("vocabulary max_size must be 0 (unlimited) or >= 2, got " + std::to_string(options.max_size));
   std::unordered_map<std::string, int64_t> counts;

@@ -1,4 +1,3 @@
-#include "attn/json.h"
 #include "attn/decode/classify.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
+#include "attn/json.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 
@@ -52,7 +52,8 @@ ClassifierEval evaluate_encoded(models::TextClassifier& model, const std::vector
   autodiff::NoGradGuard no_grad;
   std::vector<size_t> order(data.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return data[a].ids.size() < data[b].ids.size(); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return data[a].ids.size() < data[b].ids.size(); });
   int64_t right = 0;
   double loss_sum = 0.0;
   for (size_t begin = 0; begin < order.size(); begin += static_cast<size_t>(batch)) {
@@ -71,9 +72,14 @@ ClassifierEval evaluate_encoded(models::TextClassifier& model, const std::vector
 }
 
 json classifier_metadata(models::TextClassifier& model, const data::Vocab& vocab, int64_t step, double dev_accuracy) {
-  return {{"format", kClassifierFormat}, {"version", io::kCheckpointVersion},          {"kind", model.kind()},
-          {"config", model.config_json()}, {"vocabulary", vocab.to_json()}, {"labels", sst2_labels()},
-          {"step", step},                  {"dev_accuracy", dev_accuracy}};
+  return {{"format", kClassifierFormat},
+          {"version", io::kCheckpointVersion},
+          {"kind", model.kind()},
+          {"config", model.config_json()},
+          {"vocabulary", vocab.to_json()},
+          {"labels", sst2_labels()},
+          {"step", step},
+          {"dev_accuracy", dev_accuracy}};
 }
 
 LoadedClassifier load_classifier(const std::string& path) {
@@ -131,8 +137,9 @@ Classification classify_text(models::TextClassifier& model, const data::Vocab& v
   module.eval();
   autodiff::NoGradGuard no_grad;
   Tensor attention;
-  const Tensor logits = model.logits(Tensor::from_vector(c.ids, {1, n}),
-                                     Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(n)}, {1}), &attention);
+  const Tensor logits =
+      model.logits(Tensor::from_vector(c.ids, {1, n}),
+                   Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(n)}, {1}), &attention);
   module.train(was_training);
   const std::vector<float> l = logits.to_vector();
   const double top = *std::max_element(l.begin(), l.end());

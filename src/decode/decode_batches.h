@@ -4,10 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/data/parallel.h"
 #include "attn/error.h"
@@ -46,9 +45,9 @@ inline size_t source_limit(const models::Translator& model, const nlohmann::json
 // Transformer's is capped at its positions (limit − 1). sources_ext: the pointer-generator's
 // extended ids of each source (models/pointer.h), for a vocabulary of `vocab`.
 template <class Fn>
-void decode_sorted(models::Translator& model, size_t limit,
-                   const std::vector<std::vector<int32_t>>& sources, int batch, models::TranslatorDecodeOptions options,
-                   Fn&& each, const std::vector<std::vector<int32_t>>* sources_ext = nullptr, int64_t vocab = 0) {
+void decode_sorted(models::Translator& model, size_t limit, const std::vector<std::vector<int32_t>>& sources, int batch,
+                   models::TranslatorDecodeOptions options, Fn&& each,
+                   const std::vector<std::vector<int32_t>>* sources_ext = nullptr, int64_t vocab = 0) {
   const int given_max_len = options.max_len;
   for (const auto& indices : data::sorted_batches(sources, batch)) {
     models::IdRows rows;

@@ -15,9 +15,14 @@ namespace attn::decode {
 using nlohmann::json;
 
 json g2p_metadata(const G2pInfo& info) {
-  return {{"format", kG2pFormat},       {"version", io::kCheckpointVersion}, {"kind", models::to_string(info.kind)},
-          {"config", info.config},      {"symbols", data::g2p_symbols()},    {"step", info.step},
-          {"best_val_per", info.best_val_per}, {"best_val_wer", info.best_val_wer}};
+  return {{"format", kG2pFormat},
+          {"version", io::kCheckpointVersion},
+          {"kind", models::to_string(info.kind)},
+          {"config", info.config},
+          {"symbols", data::g2p_symbols()},
+          {"step", info.step},
+          {"best_val_per", info.best_val_per},
+          {"best_val_wer", info.best_val_wer}};
 }
 
 LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
@@ -62,7 +67,9 @@ std::vector<Pronunciation> pronounce(LoadedG2p& model, const std::vector<std::st
   std::vector<Pronunciation> out(words.size());
   detail::decode_sorted(
       *model.model, limit, sources, options.batch,
-      {.beam = options.beam, .max_len = 0, .length_penalty = options.length_penalty},  // 2·letters + 10: CMUdict has <= 1.3 phonemes a letter
+      {.beam = options.beam,
+       .max_len = 0,
+       .length_penalty = options.length_penalty},  // 2·letters + 10: CMUdict has <= 1.3 phonemes a letter
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {
           Pronunciation& p = out[batch_indices[k]];

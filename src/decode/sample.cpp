@@ -11,8 +11,9 @@ using nlohmann::json;
 
 json lm_metadata(const models::TransformerConfig& config, const data::CharVocab& vocab, int max_chars, int64_t step,
                  double best_val_loss) {
-  return {{"format", kLmFormat},   {"version", io::kCheckpointVersion}, {"config", config.to_json()},
-          {"characters", vocab.characters()}, {"max_chars", max_chars}, {"step", step},
+  return {{"format", kLmFormat},           {"version", io::kCheckpointVersion},
+          {"config", config.to_json()},    {"characters", vocab.characters()},
+          {"max_chars", max_chars},        {"step", step},
           {"best_val_loss", best_val_loss}};
 }
 
@@ -54,8 +55,8 @@ std::string sample_text(LoadedLm& lm, const std::string& prompt, const models::S
   for (int32_t id : lm.vocab.encode(prompt)) prefix.push_back(id);
   const int64_t room = lm.model->config().max_len - static_cast<int64_t>(prefix.size());
   if (room < 1)
-    throw ValueError("the prompt has " + std::to_string(prefix.size() - 1) + " characters; the model's positions end at " +
-                     std::to_string(lm.model->config().max_len - 1));
+    throw ValueError("the prompt has " + std::to_string(prefix.size() - 1) +
+                     " characters; the model's positions end at " + std::to_string(lm.model->config().max_len - 1));
   models::SampleOptions o = options;
   o.max_len = static_cast<int>(std::min<int64_t>(o.max_len, room));
   o.stop_id = data::kEos;

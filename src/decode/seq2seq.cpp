@@ -1,4 +1,3 @@
-#include "attn/json.h"
 #include "attn/decode/seq2seq.h"
 
 #include <algorithm>
@@ -6,6 +5,7 @@
 
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
+#include "attn/json.h"
 #include "attn/random.h"
 
 namespace attn::decode {
@@ -37,8 +37,8 @@ Seq2SeqInfo read_seq2seq_info(const io::SafetensorsFile& file, const std::string
     info.best_token_accuracy = j.at("best_token_accuracy").get<double>();
     const json& vocabulary = j.at("vocabulary");
     if (static_cast<int>(vocabulary.size()) != info.config.vocab)
-      throw IoError(path + ": vocabulary has " + std::to_string(vocabulary.size()) + " symbols, the configuration says " +
-                    std::to_string(info.config.vocab));
+      throw IoError(path + ": vocabulary has " + std::to_string(vocabulary.size()) +
+                    " symbols, the configuration says " + std::to_string(info.config.vocab));
     for (int32_t id = 0; id < info.config.vocab; ++id)
       if (vocabulary[id].get<std::string>() != data::symbol_name(id))
         throw IoError(path + ": vocabulary differs at id " + std::to_string(id) + ": '" +
@@ -60,8 +60,8 @@ LoadedSeq2Seq load_seq2seq(const std::string& path) {
   return loaded;
 }
 
-data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam,
-                                      float length_penalty, float coverage_penalty) {
+data::AccuracyCounts decode_and_score(models::Seq2Seq& model, const data::Batch& batch, int beam, float length_penalty,
+                                      float coverage_penalty) {
   const int max_len = static_cast<int>(batch.tgt_out.dim(1)) + 5;
   const models::BeamOptions options{
       .width = beam, .length_penalty = length_penalty, .max_len = max_len, .coverage_penalty = coverage_penalty};
@@ -105,7 +105,8 @@ std::vector<LengthAccuracy> evaluate_seq2seq(models::Seq2Seq& model, data::TaskK
 std::string accuracy_json(const std::vector<LengthAccuracy>& rows) {
   json lengths = json::array();
   for (const auto& r : rows)
-    lengths.push_back({{"length", r.length}, {"token_accuracy", r.token_accuracy}, {"sequence_accuracy", r.sequence_accuracy}});
+    lengths.push_back(
+        {{"length", r.length}, {"token_accuracy", r.token_accuracy}, {"sequence_accuracy", r.sequence_accuracy}});
   return json_text(json{{"lengths", lengths}}, 2);
 }
 

@@ -19,16 +19,16 @@ using nlohmann::json;
 
 json translation_metadata(const TranslationInfo& info, int64_t vocab) {
   json j = {{"format", kTranslationFormat},
-          {"version", io::kCheckpointVersion},
-          {"kind", models::to_string(info.kind)},
-          {"config", info.config},
-          {"src_lang", info.src_lang},
-          {"tgt_lang", info.tgt_lang},
-          {"tokenizer", fs::path(info.tokenizer).filename().string()},
-          {"tokenizer_crc32", io::file_crc32_hex(info.tokenizer)},
-          {"vocab_size", vocab},
-          {"step", info.step},
-          {"best_val_bleu", info.best_val_bleu}};
+            {"version", io::kCheckpointVersion},
+            {"kind", models::to_string(info.kind)},
+            {"config", info.config},
+            {"src_lang", info.src_lang},
+            {"tgt_lang", info.tgt_lang},
+            {"tokenizer", fs::path(info.tokenizer).filename().string()},
+            {"tokenizer_crc32", io::file_crc32_hex(info.tokenizer)},
+            {"vocab_size", vocab},
+            {"step", info.step},
+            {"best_val_bleu", info.best_val_bleu}};
   if (info.summarization) j["summarization"] = true;  // absent for translation, as before
   if (info.corpus != data::Corpus::multi30k) j["corpus"] = data::to_string(info.corpus);  // absent: Multi30k, as before
   return j;
@@ -47,7 +47,8 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
     loaded.info.tgt_lang = j.at("tgt_lang").get<std::string>();
     const std::string tokenizer = j.at("tokenizer").get<std::string>();
     if (tokenizer.empty() || fs::path(tokenizer).filename() != tokenizer)
-      throw IoError(path + ": bad 'attn' metadata: tokenizer '" + tokenizer + "' is not a file name beside the checkpoint");
+      throw IoError(path + ": bad 'attn' metadata: tokenizer '" + tokenizer +
+                    "' is not a file name beside the checkpoint");
     loaded.info.tokenizer = (fs::path(path).parent_path() / tokenizer).string();
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
@@ -92,7 +93,9 @@ size_t source_limit(const LoadedTranslator& model) { return detail::source_limit
 
 }  // namespace
 
-LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::string& path) { return load_from(file, path); }
+LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::string& path) {
+  return load_from(file, path);
+}
 
 std::vector<std::string> output_pieces(const data::SubwordModel& tokenizer, const std::vector<int32_t>& ids,
                                        const std::vector<std::string>& oovs) {
@@ -153,8 +156,12 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
     }
   detail::decode_sorted(
       *model.model, limit, real_sources, options.batch,
-      {.beam = options.beam, .max_len = options.max_len, .length_penalty = options.length_penalty,
-        .coverage_penalty = options.coverage_penalty, .stop = options.stop, .select = options.select},
+      {.beam = options.beam,
+       .max_len = options.max_len,
+       .length_penalty = options.length_penalty,
+       .coverage_penalty = options.coverage_penalty,
+       .stop = options.stop,
+       .select = options.select},
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {
           Translation& t = out[real[batch_indices[k]]];

@@ -98,14 +98,17 @@ Evaluation evaluate(const AdversarialProblem& p, const float* z, float epsilon, 
 struct Workspace {
   std::vector<double> a, context, logits, dcontext, da;
   explicit Workspace(const AdversarialProblem& p)
-      : a(static_cast<size_t>(p.n)), context(static_cast<size_t>(p.E)), logits(static_cast<size_t>(p.C)),
-        dcontext(static_cast<size_t>(p.E)), da(static_cast<size_t>(p.n)) {}
+      : a(static_cast<size_t>(p.n)),
+        context(static_cast<size_t>(p.E)),
+        logits(static_cast<size_t>(p.C)),
+        dcontext(static_cast<size_t>(p.E)),
+        da(static_cast<size_t>(p.n)) {}
 };
 
 void check_problem(const AdversarialProblem& p, const std::vector<float>& z, int64_t K, const char* what) {
-  if (p.n < 1 || p.E < 1 || p.C < 2 || p.label < 0 || p.label >= p.C ||
-      p.alpha.size() != static_cast<size_t>(p.n) || p.states.size() != static_cast<size_t>(p.n * p.E) ||
-      p.weight.size() != static_cast<size_t>(p.C * p.E) || p.bias.size() != static_cast<size_t>(p.C))
+  if (p.n < 1 || p.E < 1 || p.C < 2 || p.label < 0 || p.label >= p.C || p.alpha.size() != static_cast<size_t>(p.n) ||
+      p.states.size() != static_cast<size_t>(p.n * p.E) || p.weight.size() != static_cast<size_t>(p.C * p.E) ||
+      p.bias.size() != static_cast<size_t>(p.C))
     throw ShapeError(std::string(what) + ": the problem's sizes do not agree (n " + std::to_string(p.n) + ", E " +
                      std::to_string(p.E) + ", C " + std::to_string(p.C) + ")");
   if (K < 1 || z.size() != static_cast<size_t>(K * p.n))
@@ -123,7 +126,8 @@ std::vector<float> adversarial_probability(const AdversarialProblem& p, const st
   std::vector<float> out;
   for (int64_t k = 0; k < K; ++k)
     out.push_back(static_cast<float>(
-        evaluate(p, logs.data() + k * p.n, 0.0f, 0.0f, nullptr, w.a, w.context, w.logits, w.dcontext, w.da).probability));
+        evaluate(p, logs.data() + k * p.n, 0.0f, 0.0f, nullptr, w.a, w.context, w.logits, w.dcontext, w.da)
+            .probability));
   return out;
 }
 
@@ -135,8 +139,8 @@ std::vector<float> adversarial_objective(const AdversarialProblem& p, const std:
   std::vector<float> out;
   for (int64_t k = 0; k < K; ++k)
     out.push_back(static_cast<float>(evaluate(p, z.data() + k * p.n, epsilon, hinge_weight,
-                                              gradient ? gradient->data() + k * p.n : nullptr, w.a, w.context,
-                                              w.logits, w.dcontext, w.da)
+                                              gradient ? gradient->data() + k * p.n : nullptr, w.a, w.context, w.logits,
+                                              w.dcontext, w.da)
                                          .objective));
   return out;
 }
@@ -161,7 +165,8 @@ AdversarialProblem adversarial_problem(models::AttnClassifier& model, const std:
     p.states = states.to_vector();
     p.weight = model.out.weight.to_vector();
     p.bias = model.out.bias.to_vector();
-    p.label = static_cast<int32_t>(std::max_element(probabilities.begin(), probabilities.end()) - probabilities.begin());
+    p.label =
+        static_cast<int32_t>(std::max_element(probabilities.begin(), probabilities.end()) - probabilities.begin());
     p.original = probabilities[static_cast<size_t>(p.label)];
   }
   model.train(was_training);
@@ -169,7 +174,8 @@ AdversarialProblem adversarial_problem(models::AttnClassifier& model, const std:
 }
 
 AdversarialResult adversarial_attention(const AdversarialProblem& p, const AdversarialOptions& o) {
-  if (o.candidates < 1) throw ValueError("adversarial_attention: candidates must be >= 1, got " + std::to_string(o.candidates));
+  if (o.candidates < 1)
+    throw ValueError("adversarial_attention: candidates must be >= 1, got " + std::to_string(o.candidates));
   if (o.steps < 0) throw ValueError("adversarial_attention: steps must be >= 0, got " + std::to_string(o.steps));
   const int64_t K = o.candidates, n = p.n;
   std::vector<float> z(static_cast<size_t>(K * n));
@@ -189,13 +195,14 @@ AdversarialResult adversarial_attention(const AdversarialProblem& p, const Adver
   const double beta1 = 0.9, beta2 = 0.999;
   for (int step = 0; step <= o.steps; ++step) {
     for (int64_t k = 0; k < K; ++k) {
-      const Evaluation e = evaluate(p, z.data() + k * n, o.epsilon, o.hinge_weight, grad.data() + k * n, w.a,
-                                    w.context, w.logits, w.dcontext, w.da);
+      const Evaluation e = evaluate(p, z.data() + k * n, o.epsilon, o.hinge_weight, grad.data() + k * n, w.a, w.context,
+                                    w.logits, w.dcontext, w.da);
       const double delta = std::fabs(e.probability - p.original);
       if (delta <= o.admissible && e.jsd > r.jsd) {
         r.jsd = static_cast<float>(e.jsd);
         r.delta = static_cast<float>(delta);
-        for (int64_t s = 0; s < n; ++s) r.attention[static_cast<size_t>(s)] = static_cast<float>(w.a[static_cast<size_t>(s)]);
+        for (int64_t s = 0; s < n; ++s)
+          r.attention[static_cast<size_t>(s)] = static_cast<float>(w.a[static_cast<size_t>(s)]);
       }
       if (step == o.steps) {
         r.final_jsd[static_cast<size_t>(k)] = static_cast<float>(e.jsd);

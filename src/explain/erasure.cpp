@@ -30,7 +30,8 @@ ErasureOrder first_flip(const EmbeddingClassifier& model, const std::vector<int3
     for (int64_t r = 0; r < k; ++r) removed[static_cast<size_t>(order[static_cast<size_t>(r)])] = true;
     int64_t column = 0;
     for (int64_t s = 0; s < n; ++s)
-      if (!removed[static_cast<size_t>(s)]) all[static_cast<size_t>((k - 1) * rows + column++)] = ids[static_cast<size_t>(s)];
+      if (!removed[static_cast<size_t>(s)])
+        all[static_cast<size_t>((k - 1) * rows + column++)] = ids[static_cast<size_t>(s)];
     lengths.push_back(static_cast<int32_t>(n - k));
   }
   const std::vector<int32_t> labels =
@@ -63,7 +64,8 @@ SentenceErasure erasure(const EmbeddingClassifier& model, const std::vector<int3
     for (int64_t t = 0; t < n; ++t)
       if (t != s) shortened.push_back(ids[static_cast<size_t>(t)]);
   const Tensor single = Tensor::from_vector(shortened, {n, n - 1});
-  const Tensor single_lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(n), static_cast<int32_t>(n - 1)), {n});
+  const Tensor single_lengths =
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(n), static_cast<int32_t>(n - 1)), {n});
   const std::vector<float> loo = leave_one_out(model, ids, label);
   const std::vector<int32_t> single_labels = predicted_labels(model, single, single_lengths);
   const size_t top = static_cast<size_t>(descending(attention)[0]);
@@ -78,7 +80,8 @@ SentenceErasure erasure(const EmbeddingClassifier& model, const std::vector<int3
   std::vector<int64_t> shuffled(static_cast<size_t>(n));
   std::iota(shuffled.begin(), shuffled.end(), 0);
   Rng rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(shuffled[static_cast<size_t>(i)], shuffled[rng.below(static_cast<uint64_t>(i + 1))]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(shuffled[static_cast<size_t>(i)], shuffled[rng.below(static_cast<uint64_t>(i + 1))]);
   r.attention = first_flip(model, ids, label, descending(attention));
   r.gradient = first_flip(model, ids, label, descending(magnitude));
   r.random = first_flip(model, ids, label, shuffled);

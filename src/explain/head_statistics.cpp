@@ -1,10 +1,10 @@
 // Per-head attention statistics (see attn/explain/head_statistics.h).
 #include "attn/explain/head_statistics.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "attn/error.h"
 #include "attn/shape.h"

@@ -1,13 +1,13 @@
 // Per-token importance measures and the permutation test (see attn/explain/importance.h).
-#include "attn/explain/inspection_guard.h"
 #include "attn/explain/importance.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "attn/ops/reduce.h"
+#include "attn/explain/inspection_guard.h"
 #include "attn/explain/rollout.h"
+#include "attn/ops/reduce.h"
 #include "attn/ops/softmax.h"
 #include "attn/random.h"
 
@@ -46,7 +46,8 @@ Tensor one_hot_seed(const Tensor& probabilities, int32_t label) {
 
 void check_label(int64_t classes, int32_t label) {
   if (label < 0 || label >= classes)
-    throw ValueError("explain: label " + std::to_string(label) + " is out of range [0, " + std::to_string(classes) + ")");
+    throw ValueError("explain: label " + std::to_string(label) + " is out of range [0, " + std::to_string(classes) +
+                     ")");
 }
 
 // Embeddings of `rows` copies of the sentence, as a leaf (rows, n, emb) without the tape.
@@ -125,8 +126,8 @@ std::vector<float> gradient_times_input(AttnClassifier& model, const std::vector
   Tensor ids_t, lengths;
   repeated(ids, 1, &ids_t, &lengths);
   const Tensor e = embedding_leaf(embedding_classifier(model), ids_t);  // (1, n, emb)
-  const Tensor states = model.encode(e, lengths);  // (1, n, E)
-  Tensor weights;                                  // (1, n), a constant
+  const Tensor states = model.encode(e, lengths);                       // (1, n, E)
+  Tensor weights;                                                       // (1, n), a constant
   {
     autodiff::NoGradGuard no_grad;
     weights = model.pool(states.detach(), lengths).weights;
@@ -158,7 +159,8 @@ std::vector<float> leave_one_out(const EmbeddingClassifier& model, const std::ve
   for (int64_t s = 0; s < n; ++s)
     for (int64_t t = 0; t < n; ++t)
       if (t != s) shortened.push_back(ids[static_cast<size_t>(t)]);
-  const Tensor lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(n), static_cast<int32_t>(n - 1)), {n});
+  const Tensor lengths =
+      Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(n), static_cast<int32_t>(n - 1)), {n});
   std::vector<float> p = class_probability(model, Tensor::from_vector(shortened, {n, n - 1}), lengths, label);
   for (float& v : p) v = std::fabs(full - v);
   return p;
@@ -216,7 +218,8 @@ std::vector<float> permutation_deltas(AttnClassifier& model, const std::vector<i
                                       int permutations, uint64_t seed) {
   check_sentence(ids, "permutation_deltas");
   check_label(model.config().classes, label);
-  if (permutations < 1) throw ValueError("permutation_deltas: permutations must be >= 1, got " + std::to_string(permutations));
+  if (permutations < 1)
+    throw ValueError("permutation_deltas: permutations must be >= 1, got " + std::to_string(permutations));
   InspectionGuard guard(model);
   autodiff::NoGradGuard no_grad;
   Tensor ids_t, lengths;
@@ -304,7 +307,7 @@ SentenceImportance explain_sentence(models::TransformerClassifier& model, const 
                      std::to_string(tokens.size()));
   SentenceImportance r;
   const int64_t N = static_cast<int64_t>(ids.size()) + 1;  // [CLS] + tokens
-  std::vector<Tensor> layers;                               // per layer (H, N, N)
+  std::vector<Tensor> layers;                              // per layer (H, N, N)
   {
     InspectionGuard guard(model);
     autodiff::NoGradGuard no_grad;

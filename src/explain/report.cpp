@@ -20,8 +20,12 @@ const std::vector<TauPair>& tau_pairs() {
 const std::vector<TauPair>& transformer_tau_pairs() {
   static const std::vector<TauPair> pairs = [] {
     std::vector<TauPair> p = tau_pairs();
-    for (const TauPair& extra : std::vector<TauPair>{{"rollout", "gradient"}, {"rollout", "loo"}, {"flow", "gradient"},
-                                                     {"flow", "loo"}, {"attention", "rollout"}, {"attention", "flow"}})
+    for (const TauPair& extra : std::vector<TauPair>{{"rollout", "gradient"},
+                                                     {"rollout", "loo"},
+                                                     {"flow", "gradient"},
+                                                     {"flow", "loo"},
+                                                     {"attention", "rollout"},
+                                                     {"attention", "flow"}})
       p.push_back(extra);
     return p;
   }();
@@ -216,8 +220,8 @@ json erasure_json(const ErasureSummary& e) {
 json report_json(const ExplainReport& r, const json& context) {
   json taus = json::object();
   for (const auto& t : r.taus)
-    taus[pair_name(t.pair)] = {{"mean", t.mean}, {"sd", t.sd}, {"share_significant", t.share_significant},
-                               {"defined", t.defined}};
+    taus[pair_name(t.pair)] = {
+        {"mean", t.mean}, {"sd", t.sd}, {"share_significant", t.share_significant}, {"defined", t.defined}};
   json sentences = json::array();
   for (size_t i = 0; i < r.sentences.size(); ++i) {
     const auto& s = r.sentences[i];
@@ -266,7 +270,9 @@ json report_json(const ExplainReport& r, const json& context) {
   json heads = json::array();
   for (size_t k = 0; k < r.heads.size(); ++k) {
     const HeadStatistics& h = r.heads[k];
-    const auto share = [](double sum, int64_t rows) { return rows > 0 ? json(sum / static_cast<double>(rows)) : json(nullptr); };
+    const auto share = [](double sum, int64_t rows) {
+      return rows > 0 ? json(sum / static_cast<double>(rows)) : json(nullptr);
+    };
     heads.push_back({{"layer", static_cast<int64_t>(k) / r.heads_per_layer},
                      {"head", static_cast<int64_t>(k) % r.heads_per_layer},
                      {"entropy", share(h.entropy, h.rows)},
@@ -276,35 +282,34 @@ json report_json(const ExplainReport& r, const json& context) {
                      {"punctuation", share(h.punctuation, h.rows)},
                      {"query_rows", h.rows}});
   }
-  return {{"run", context},
-          {"sentences_explained", r.sentences.size()},
-          {"one_token_sentences", r.one_token_sentences},
-          {"skipped_empty", r.skipped_empty},
-          {"accuracy", r.labelled > 0 ? json(r.accuracy) : json(nullptr)},
-          {"labelled", r.labelled},
-          {"tau", taus},
-          {"permutation", r.with_permutations > 0
-                              ? json{{"median_of_medians", r.permutation_median_of_medians},
-                                     {"share_median_below_0.01", r.share_permutation_median_below_001},
-                                     {"sentences", r.with_permutations}}
-                              : json(nullptr)},
-          {"adversarial", r.with_adversarial > 0
-                              ? json{{"jsd_mean", r.adversarial_jsd_mean},
-                                     {"jsd_median", r.adversarial_jsd_median},
-                                     {"share_jsd_above_0.5", r.share_adversarial_jsd_above_05},
-                                     {"delta_mean", r.adversarial_delta_mean},
-                                     {"sentences", r.with_adversarial}}
-                              : json(nullptr)},
-          {"heads", heads},
-          {"erasure", erasure_json(r.erasure)},
-          {"ig_completeness_error", {{"mean", r.ig_completeness_mean}, {"max", r.ig_completeness_max}}},
-          {"attention_zero_share", r.attention_zero_share},
-          {"jain_wallace_sst_bilstm_tanh",
-           {{"attention-gradient", {{"mean", 0.35}, {"sd", 0.21}, {"share_significant", 0.49}}},
-            {"attention-loo", {{"mean", 0.29}, {"sd", 0.19}, {"share_significant", 0.36}}},
-            {"gradient-loo", {{"mean", 0.66}, {"sd", 0.16}, {"share_significant", 0.91}}},
-            {"accuracy", 0.808}}},
-          {"sentences", sentences}};
+  return {
+      {"run", context},
+      {"sentences_explained", r.sentences.size()},
+      {"one_token_sentences", r.one_token_sentences},
+      {"skipped_empty", r.skipped_empty},
+      {"accuracy", r.labelled > 0 ? json(r.accuracy) : json(nullptr)},
+      {"labelled", r.labelled},
+      {"tau", taus},
+      {"permutation", r.with_permutations > 0 ? json{{"median_of_medians", r.permutation_median_of_medians},
+                                                     {"share_median_below_0.01", r.share_permutation_median_below_001},
+                                                     {"sentences", r.with_permutations}}
+                                              : json(nullptr)},
+      {"adversarial", r.with_adversarial > 0 ? json{{"jsd_mean", r.adversarial_jsd_mean},
+                                                    {"jsd_median", r.adversarial_jsd_median},
+                                                    {"share_jsd_above_0.5", r.share_adversarial_jsd_above_05},
+                                                    {"delta_mean", r.adversarial_delta_mean},
+                                                    {"sentences", r.with_adversarial}}
+                                             : json(nullptr)},
+      {"heads", heads},
+      {"erasure", erasure_json(r.erasure)},
+      {"ig_completeness_error", {{"mean", r.ig_completeness_mean}, {"max", r.ig_completeness_max}}},
+      {"attention_zero_share", r.attention_zero_share},
+      {"jain_wallace_sst_bilstm_tanh",
+       {{"attention-gradient", {{"mean", 0.35}, {"sd", 0.21}, {"share_significant", 0.49}}},
+        {"attention-loo", {{"mean", 0.29}, {"sd", 0.19}, {"share_significant", 0.36}}},
+        {"gradient-loo", {{"mean", 0.66}, {"sd", 0.16}, {"share_significant", 0.91}}},
+        {"accuracy", 0.808}}},
+      {"sentences", sentences}};
 }
 
 namespace {
@@ -352,8 +357,9 @@ std::string transformer_markdown(const ExplainReport& r) {
   for (const char* m : {"rollout", "flow"})
     md += std::string("| ") + m + " | " + cell(find(r, m, "gradient")) + " | " + cell(find(r, m, "loo")) + " | " +
           cell(find(r, "attention", m)) + " |\n";
-  md += "\n## Heads\n\nPooled over every query row of every sentence: mean entropy (nats), and the mean weight "
-        "on [CLS], on the previous and the next token, and on punctuation tokens.\n\n";
+  md +=
+      "\n## Heads\n\nPooled over every query row of every sentence: mean entropy (nats), and the mean weight "
+      "on [CLS], on the previous and the next token, and on punctuation tokens.\n\n";
   md += "| layer | head | entropy | [CLS] | previous | next | punctuation |\n|---|---|---|---|---|---|---|\n";
   const auto share = [](double sum, int64_t rows) {
     return rows > 0 ? format("%.3f", sum / static_cast<double>(rows)) : std::string("n/a");
@@ -376,16 +382,18 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
   std::string md = "# Is the attention an explanation?\n\n";
   md += "Model `" + context.value("model", std::string("?")) + "`";
   if (context.contains("split")) md += ", " + context.at("split").get<std::string>() + " split";
-  md += ": " + std::to_string(r.sentences.size()) + " sentences explained (" + std::to_string(r.one_token_sentences) +
-        " of one token, where τ is undefined and they are left out of the τ figures; " +
-        std::to_string(r.skipped_empty) + " empty lines skipped" +
-        (context.value("min_length", int64_t{0}) > 0
-             ? "; " + std::to_string(context.value("shorter_than_min_length", int64_t{0})) + " sentences of fewer than " +
-                   std::to_string(context.value("min_length", int64_t{0})) + " tokens left out (--min-length)"
-             : std::string()) +
-        ").\n\n";
-  md += std::string("Kendall τ-b per sentence (mean ± sd over sentences, share with p < 0.05), as in Jain & Wallace "
-                    "(2019), Table 2; tokens ranked by attention, |gradient × input| (") +
+  md +=
+      ": " + std::to_string(r.sentences.size()) + " sentences explained (" + std::to_string(r.one_token_sentences) +
+      " of one token, where τ is undefined and they are left out of the τ figures; " + std::to_string(r.skipped_empty) +
+      " empty lines skipped" +
+      (context.value("min_length", int64_t{0}) > 0
+           ? "; " + std::to_string(context.value("shorter_than_min_length", int64_t{0})) + " sentences of fewer than " +
+                 std::to_string(context.value("min_length", int64_t{0})) + " tokens left out (--min-length)"
+           : std::string()) +
+      ").\n\n";
+  md += std::string(
+            "Kendall τ-b per sentence (mean ± sd over sentences, share with p < 0.05), as in Jain & Wallace "
+            "(2019), Table 2; tokens ranked by attention, |gradient × input| (") +
         (r.transformer ? "the full gradient: a Transformer's self-attention is not held constant"
                        : "attention held constant") +
         "), leave-one-out |Δŷ|.\n\n";
@@ -393,26 +401,30 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
   md += "|---|---|---|---|---|\n";
   md += "| attn (this model) | " + cell(ag) + " | " + cell(al) + " | " + cell(gl) + " | " +
         (r.labelled > 0 ? format("%.3f", r.accuracy) : std::string("n/a")) + " |\n";
-  md += "| Jain & Wallace, SST BiLSTM+tanh | 0.35 ± 0.21, 49 % sig. | 0.29 ± 0.19, 36 % sig. | 0.66 ± 0.16, 91 % sig. "
-        "| 0.808 |\n\n";
+  md +=
+      "| Jain & Wallace, SST BiLSTM+tanh | 0.35 ± 0.21, 49 % sig. | 0.29 ± 0.19, 36 % sig. | 0.66 ± 0.16, 91 % sig. "
+      "| 0.808 |\n\n";
   md += "Integrated gradients (zero baseline): attention–IG " + cell(find(r, "attention", "ig")) + "; IG–LOO " +
         cell(find(r, "ig", "loo")) + "; gradient–IG " + cell(find(r, "gradient", "ig")) +
         format("; completeness error mean %.2g, max %.2g.\n\n", r.ig_completeness_mean, r.ig_completeness_max) +
         format("%.1f %% of the attention weights are exactly 0 (a sparse normaliser gives them, softmax does not).\n\n",
                100.0 * r.attention_zero_share);
   if (r.with_permutations > 0)
-    md += format("Random permutation of the attention weights (encoder states fixed): the median over sentences of "
-                 "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "
-                 "report.json holds each sentence's median beside its maximum attention weight.\n\n",
-                 r.permutation_median_of_medians, 100.0 * r.share_permutation_median_below_001);
+    md += format(
+        "Random permutation of the attention weights (encoder states fixed): the median over sentences of "
+        "the per-sentence median |Δŷ| is %.3g; %.0f %% of sentences change by less than 0.01. "
+        "report.json holds each sentence's median beside its maximum attention weight.\n\n",
+        r.permutation_median_of_medians, 100.0 * r.share_permutation_median_below_001);
   if (r.with_adversarial > 0)
-    md += format("Adversarial attention (Jain & Wallace; encoder states fixed, candidates optimised to maximise the "
-                 "JS divergence from the attention while a hinge keeps |Δŷ| ≤ 0.01): the largest JSD found with "
-                 "|Δŷ| ≤ 0.05 has mean %.3f and median %.3f nats (ln 2 ≈ 0.693 is the maximum); ",
-                 r.adversarial_jsd_mean, r.adversarial_jsd_median) +
-          format("%.0f %% of sentences have an adversary above 0.5 nats; the reported candidates' mean |Δŷ| is "
-                 "%.4f. report.json holds each sentence's JSD beside its maximum attention weight.\n\n",
-                 100.0 * r.share_adversarial_jsd_above_05, r.adversarial_delta_mean);
+    md += format(
+              "Adversarial attention (Jain & Wallace; encoder states fixed, candidates optimised to maximise the "
+              "JS divergence from the attention while a hinge keeps |Δŷ| ≤ 0.01): the largest JSD found with "
+              "|Δŷ| ≤ 0.05 has mean %.3f and median %.3f nats (ln 2 ≈ 0.693 is the maximum); ",
+              r.adversarial_jsd_mean, r.adversarial_jsd_median) +
+          format(
+              "%.0f %% of sentences have an adversary above 0.5 nats; the reported candidates' mean |Δŷ| is "
+              "%.4f. report.json holds each sentence's JSD beside its maximum attention weight.\n\n",
+              100.0 * r.share_adversarial_jsd_above_05, r.adversarial_delta_mean);
   if (r.erasure.defined > 0) md += erasure_markdown(r.erasure);
   if (r.transformer) md += transformer_markdown(r);
   md += "## Verdict\n\n";
@@ -422,20 +434,23 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
   }
   const double best_attention = std::max(ag.mean, al.mean);
   if (gl.mean - best_attention > 0.1)
-    md += format("The two importance measures agree with each other (gradient–LOO τ %.2f) much more than "
-                 "attention agrees with either (%.2f with the gradient, %.2f with LOO): read this model's attention "
-                 "as a weak hint about which tokens matter, not as an explanation.\n",
-                 gl.mean, ag.mean, al.mean);
+    md += format(
+        "The two importance measures agree with each other (gradient–LOO τ %.2f) much more than "
+        "attention agrees with either (%.2f with the gradient, %.2f with LOO): read this model's attention "
+        "as a weak hint about which tokens matter, not as an explanation.\n",
+        gl.mean, ag.mean, al.mean);
   else if (best_attention >= 0.5)
-    md += format("Attention tracks the importance measures about as well as they track each other "
-                 "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f): on this evidence its "
-                 "ranking of tokens is a fair guide to what the model uses.\n",
-                 ag.mean, al.mean, gl.mean);
+    md += format(
+        "Attention tracks the importance measures about as well as they track each other "
+        "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f): on this evidence its "
+        "ranking of tokens is a fair guide to what the model uses.\n",
+        ag.mean, al.mean, gl.mean);
   else
-    md += format("Attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
-                 "attention–LOO τ %.2f, gradient–LOO τ %.2f): treat the attention map as suggestive, and check "
-                 "it with erasure before relying on it.\n",
-                 ag.mean, al.mean, gl.mean);
+    md += format(
+        "Attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
+        "attention–LOO τ %.2f, gradient–LOO τ %.2f): treat the attention map as suggestive, and check "
+        "it with erasure before relying on it.\n",
+        ag.mean, al.mean, gl.mean);
   return md;
 }
 

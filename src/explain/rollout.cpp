@@ -1,11 +1,11 @@
 // Attention rollout and attention flow (see attn/explain/rollout.h).
 #include "attn/explain/rollout.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <queue>
-
-#include <fmt/format.h>
 
 #include "attn/error.h"
 #include "attn/shape.h"

@@ -41,7 +41,8 @@ std::vector<std::vector<float>> emitted_log_probs(const Tensor& logits, const st
   std::vector<std::vector<float>> out(static_cast<size_t>(R), std::vector<float>(static_cast<size_t>(T)));
   for (int64_t r = 0; r < R; ++r)
     for (int64_t t = 0; t < T; ++t)
-      out[static_cast<size_t>(r)][static_cast<size_t>(t)] = lp.f32()[(r * T + t) * V + hypothesis[static_cast<size_t>(t)]];
+      out[static_cast<size_t>(r)][static_cast<size_t>(t)] =
+          lp.f32()[(r * T + t) * V + hypothesis[static_cast<size_t>(t)]];
   return out;
 }
 
@@ -62,16 +63,20 @@ std::vector<std::vector<float>> head_averaged(const std::vector<std::vector<floa
 
 SourceEmbeddingSeq2Seq source_embedding_model(models::Seq2Seq& model) {
   if (model.config().attention == models::AttentionKind::none)
-    throw ValueError("the model has no attention (--attention none): attn explain compares attention with importance "
-                     "and supports seq2seq models with bahdanau or luong attention");
+    throw ValueError(
+        "the model has no attention (--attention none): attn explain compares attention with importance "
+        "and supports seq2seq models with bahdanau or luong attention");
   SourceEmbeddingSeq2Seq m;
   m.module = &model;
-  m.attention = std::string(models::to_string(model.config().attention)) + " (" + model.config().effective_score() + ")" +
-                (model.config().effective_score() == "multihead" ? ", averaged over heads" : "");
-  m.embed = [&model](const Tensor& src) { return transpose_01(model.encoder.embedding.forward(models::time_major_ids(src))); };
+  m.attention = std::string(models::to_string(model.config().attention)) + " (" + model.config().effective_score() +
+                ")" + (model.config().effective_score() == "multihead" ? ", averaged over heads" : "");
+  m.embed = [&model](const Tensor& src) {
+    return transpose_01(model.encoder.embedding.forward(models::time_major_ids(src)));
+  };
   m.logits = [&model](const Tensor& e, const models::Batch& batch) {
-    const models::EncoderOutput enc = model.encoder.forward_embedded(transpose_01(e), batch.src_lengths);  // e (S, B, emb)
-    return transpose_01(model.decoder.forward(batch.tgt_in, enc, batch.src_lengths).logits);             // (B, T, V)
+    const models::EncoderOutput enc =
+        model.encoder.forward_embedded(transpose_01(e), batch.src_lengths);                   // e (S, B, emb)
+    return transpose_01(model.decoder.forward(batch.tgt_in, enc, batch.src_lengths).logits);  // (B, T, V)
   };
   m.greedy = [&model](const Tensor& src, const Tensor& lengths, int max_len, std::vector<int32_t>& hypothesis,
                       std::vector<std::vector<float>>& attention) {
@@ -87,7 +92,9 @@ SourceEmbeddingSeq2Seq source_embedding_model(models::TransformerSeq2Seq& model)
   m.module = &model;
   m.attention = "cross-attention of the last decoder layer, averaged over heads";
   m.embed = [&model](const Tensor& src) { return model.embed_source(src); };
-  m.logits = [&model](const Tensor& e, const models::Batch& batch) { return model.logits_from_source_embeddings(e, batch); };
+  m.logits = [&model](const Tensor& e, const models::Batch& batch) {
+    return model.logits_from_source_embeddings(e, batch);
+  };
   m.greedy = [&model](const Tensor& src, const Tensor& lengths, int max_len, std::vector<int32_t>& hypothesis,
                       std::vector<std::vector<float>>& attention) {
     const models::DecodeResult r = model.greedy(src, lengths, max_len, {.layer = -1, .head = -1});

@@ -104,8 +104,8 @@ Seq2SeqReport summarise_seq2seq(std::vector<ExplainedPair> pairs, int64_t skippe
 json seq2seq_report_json(const Seq2SeqReport& r, const json& context) {
   json taus = json::object(), agreement = json::object();
   for (const auto& t : r.taus)
-    taus[pair_name(t.pair)] = {{"mean", t.mean}, {"sd", t.sd}, {"share_significant", t.share_significant},
-                               {"defined", t.defined}};
+    taus[pair_name(t.pair)] = {
+        {"mean", t.mean}, {"sd", t.sd}, {"share_significant", t.share_significant}, {"defined", t.defined}};
   for (const auto& a : r.agreement)
     agreement[pair_name(a.pair)] = {{"share", a.share()}, {"agreed", a.agreed}, {"target_tokens", a.tokens}};
   json pairs = json::array();
@@ -117,7 +117,8 @@ json seq2seq_report_json(const Seq2SeqReport& r, const json& context) {
       json tau = json::object();
       for (const auto& t : r.taus) {
         const KendallTau& k = t.per_sentence.at(token);
-        tau[pair_name(t.pair)] = k.defined ? json{{"tau", k.tau}, {"p", k.p_value}} : json{{"undefined", k.undefined_reason}};
+        tau[pair_name(t.pair)] =
+            k.defined ? json{{"tau", k.tau}, {"p", k.p_value}} : json{{"undefined", k.undefined_reason}};
       }
       targets.push_back({{"token", p.target_tokens.at(i)},
                          {"id", m.hypothesis[i]},
@@ -127,8 +128,8 @@ json seq2seq_report_json(const Seq2SeqReport& r, const json& context) {
                          {"loo", m.has_leave_one_out() ? json(m.leave_one_out.at(i)) : json(nullptr)},
                          {"tau", tau}});
     }
-    pairs.push_back({{"source", p.text}, {"source_tokens", p.source_tokens}, {"source_ids", m.source},
-                     {"targets", targets}});
+    pairs.push_back(
+        {{"source", p.text}, {"source_tokens", p.source_tokens}, {"source_ids", m.source}, {"targets", targets}});
   }
   return {{"run", context},
           {"sources_explained", r.pairs.size()},
@@ -139,8 +140,9 @@ json seq2seq_report_json(const Seq2SeqReport& r, const json& context) {
           {"attention_zero_share", r.attention_zero_share},
           {"measures",
            {{"attention", context.value("attention", std::string())},
-            {"gradient", "sum_d d log p(y_t)/d e_{s,d} * e_{s,d}, full gradient (attention not held constant), "
-                         "teacher-forced on the greedy hypothesis; tau ranks |gradient|"},
+            {"gradient",
+             "sum_d d log p(y_t)/d e_{s,d} * e_{s,d}, full gradient (attention not held constant), "
+             "teacher-forced on the greedy hypothesis; tau ranks |gradient|"},
             {"loo", "|log p(y_t) - log p(y_t | source without token s)|, hypothesis held fixed"}}},
           {"tau", taus},
           {"alignment_agreement", agreement},
@@ -166,8 +168,8 @@ std::string seq2seq_report_markdown(const Seq2SeqReport& r, const json& context)
         "), by |gradient × input| of log p(y_t) over the source embeddings (the full gradient, teacher-forced on the "
         "hypothesis) and by leave-one-out |Δ log p(y_t)| (the source token removed, the hypothesis held fixed).\n\n";
   md += "| | attention–gradient | attention–LOO | gradient–LOO |\n|---|---|---|---|\n";
-  md += "| Kendall τ-b per target token (mean ± sd, share p < 0.05) | " + cell(ag) + " | " + cell(al) + " | " + cell(gl) +
-        " |\n";
+  md += "| Kendall τ-b per target token (mean ± sd, share p < 0.05) | " + cell(ag) + " | " + cell(al) + " | " +
+        cell(gl) + " |\n";
   md += "| alignment agreement (same argmax source position) | " +
         format("%.1f %% of %.0f", 100.0 * aag.share(), static_cast<double>(aag.tokens)) + " | " +
         format("%.1f %% of %.0f", 100.0 * aal.share(), static_cast<double>(aal.tokens)) + " | " +
@@ -181,20 +183,24 @@ std::string seq2seq_report_markdown(const Seq2SeqReport& r, const json& context)
   const double best = std::max(ag.mean, al.mean);
   const double best_agreement = std::max(aag.share(), aal.share());
   if (gl.mean - best > 0.1)
-    md += format("The two importance measures agree with each other (gradient–LOO τ %.2f) clearly more than the "
-                 "attention agrees with either (%.2f with the gradient, %.2f with LOO)",
-                 gl.mean, ag.mean, al.mean);
+    md += format(
+        "The two importance measures agree with each other (gradient–LOO τ %.2f) clearly more than the "
+        "attention agrees with either (%.2f with the gradient, %.2f with LOO)",
+        gl.mean, ag.mean, al.mean);
   else if (best >= 0.5)
-    md += format("The attention ranks the source tokens about as the importance measures do (attention–gradient τ "
-                 "%.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f)",
-                 ag.mean, al.mean, gl.mean);
+    md += format(
+        "The attention ranks the source tokens about as the importance measures do (attention–gradient τ "
+        "%.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f)",
+        ag.mean, al.mean, gl.mean);
   else
-    md += format("The attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
-                 "attention–LOO τ %.2f, gradient–LOO τ %.2f)",
-                 ag.mean, al.mean, gl.mean);
-  md += format("; the most-attended source token is the most important one for %.0f %% of the target tokens by the "
-               "gradient and %.0f %% by LOO. ",
-               100.0 * aag.share(), 100.0 * aal.share());
+    md += format(
+        "The attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
+        "attention–LOO τ %.2f, gradient–LOO τ %.2f)",
+        ag.mean, al.mean, gl.mean);
+  md += format(
+      "; the most-attended source token is the most important one for %.0f %% of the target tokens by the "
+      "gradient and %.0f %% by LOO. ",
+      100.0 * aag.share(), 100.0 * aal.share());
   md += best_agreement >= 0.7 ? "As an alignment (which source token a target token comes from) the attention is a "
                                 "fair guide for this model; as a full ranking of the source, check it against LOO.\n"
                               : "Read the attention map as a hint about alignment, not as an explanation of the "

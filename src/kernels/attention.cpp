@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/blas.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
+#include "kernels/blas.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
@@ -13,7 +13,9 @@ namespace {
 // Rows whose total work is below this many multiply-adds are not worth a thread.
 constexpr int64_t kMinWork = 1 << 15;
 
-int64_t grain_for(int64_t work_per_item) { return std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, work_per_item)); }
+int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinWork / std::max<int64_t>(1, work_per_item));
+}
 
 // Runs fn(b) for each batch row. Small per-row products: thread-chunks of batch rows (BLAS
 // runs single-threaded inside our parallel region). Large products: one at a time, and
@@ -35,7 +37,7 @@ void additive_row_scores(const float* u, const float* keys, const float* v, int6
     const float* ks = keys + s * A;
     float acc = 0.0f;
     ATTN_SIMD_SUM_ACC  // reduces into `acc`
-    for (int64_t a = 0; a < A; ++a) acc += v[a] * tanh_approx(u[a] + ks[a]);
+        for (int64_t a = 0; a < A; ++a) acc += v[a] * tanh_approx(u[a] + ks[a]);
     e[s] = acc;
   }
 }
@@ -129,8 +131,8 @@ void row_product_tn_add(const float* w, const float* a, int64_t T, int64_t S, in
 }  // namespace
 
 // c_t = Σ_s w_ts v_s
-void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B,
-                               int64_t T, int64_t S, int64_t E, float* context) {
+void attention_context_forward(const float* weights, const float* values, const int32_t* lengths, int64_t B, int64_t T,
+                               int64_t S, int64_t E, float* context) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
     row_product_nn(weights + b * T * S, values + b * S * E, T, S, E, lengths[b], false, context + b * T * E);
   });
@@ -138,8 +140,8 @@ void attention_context_forward(const float* weights, const float* values, const 
 
 // dW = dC Vᵀ, dV = Wᵀ dC (per batch row, over the first L_b positions)
 void attention_context_backward(const float* weights, const float* values, const float* dcontext,
-                                const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E,
-                                float* dweights, float* dvalues) {
+                                const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dweights,
+                                float* dvalues) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
     const float* dc = dcontext + b * T * E;
     if (dweights) row_product_nt(dc, values + b * S * E, T, S, E, lengths[b], true, dweights + b * T * S);
@@ -150,17 +152,16 @@ void attention_context_backward(const float* weights, const float* values, const
 // ---- dot scores (Luong dot / general) -----------------------------------------------------------
 
 // e_ts = q_t · k_s
-void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B,
-                                  int64_t T, int64_t S, int64_t E, float* scores) {
+void attention_dot_scores_forward(const float* q, const float* keys, const int32_t* lengths, int64_t B, int64_t T,
+                                  int64_t S, int64_t E, float* scores) {
   for_each_batch(B, T * S * E, [=](int64_t b) {
     row_product_nt(q + b * T * E, keys + b * S * E, T, S, E, lengths[b], false, scores + b * T * S);
   });
 }
 
 // dq = dE K, dK = dEᵀ q
-void attention_dot_scores_backward(const float* q, const float* keys, const float* dscores,
-                                   const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dq,
-                                   float* dkeys) {
+void attention_dot_scores_backward(const float* q, const float* keys, const float* dscores, const int32_t* lengths,
+                                   int64_t B, int64_t T, int64_t S, int64_t E, float* dq, float* dkeys) {
   for_each_batch(B, 2 * T * S * E, [=](int64_t b) {
     const float* de = dscores + b * T * S;
     if (dq) row_product_nn(de, keys + b * S * E, T, S, E, lengths[b], true, dq + b * T * E);
@@ -183,10 +184,10 @@ void attention_additive_scores_forward(const float* u, const float* keys, const 
 
 // h = tanh(u_t + k_s), e = v·h:  dv += de h,  du_t += de v (1 - h²),  dk_s += de v (1 - h²)
 void attention_additive_scores_backward(const float* u, const float* keys, const float* v, const float* dscores,
-                                        const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A,
-                                        float* du, float* dkeys, float* dv_partial) {
-  using Fn = void (*)(const float*, const float*, const float*, const float*, const int32_t*, int64_t, int64_t,
-                      int64_t, int64_t, int64_t, float*, float*, float*);
+                                        const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A, float* du,
+                                        float* dkeys, float* dv_partial) {
+  using Fn = void (*)(const float*, const float*, const float*, const float*, const int32_t*, int64_t, int64_t, int64_t,
+                      int64_t, int64_t, float*, float*, float*);
   static constexpr Fn kVariants[8] = {
       additive_backward_batches<false, false, false>, additive_backward_batches<false, false, true>,
       additive_backward_batches<false, true, false>,  additive_backward_batches<false, true, true>,
@@ -242,4 +243,4 @@ void attention_scale_inplace(float* x, float alpha, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -22,32 +22,35 @@ namespace attn::kernels {
 // context[b, t] = Σ_{s<L_b} weights[b, t, s] · values[b, s]            // (B, T, E)
 // (one GEMM per batch row over its real length; L_b = 0 gives a zero context).
 ATTN_KERNEL(attention_context_forward, void(const float* weights, const float* values, const int32_t* lengths,
-            int64_t B, int64_t T, int64_t S, int64_t E, float* context));
+                                            int64_t B, int64_t T, int64_t S, int64_t E, float* context));
 // dweights[b, t, s] += dcontext[b, t] · values[b, s];  dvalues[b, s] += Σ_t weights[b, t, s] dcontext[b, t]
 // for s < L_b. Either gradient pointer may be null.
-ATTN_KERNEL(attention_context_backward, void(const float* weights, const float* values, const float* dcontext,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dweights, float* dvalues));
+ATTN_KERNEL(attention_context_backward,
+            void(const float* weights, const float* values, const float* dcontext, const int32_t* lengths, int64_t B,
+                 int64_t T, int64_t S, int64_t E, float* dweights, float* dvalues));
 
 // Dot scores: scores[b, t, s] = q[b, t] · keys[b, s] for s < L_b (others untouched).
 // q (B, T, E), keys (B, S, E).
 ATTN_KERNEL(attention_dot_scores_forward, void(const float* q, const float* keys, const int32_t* lengths, int64_t B,
-            int64_t T, int64_t S, int64_t E, float* scores));
+                                               int64_t T, int64_t S, int64_t E, float* scores));
 // dq[b, t] += Σ_{s<L_b} dscores[b, t, s] keys[b, s];  dkeys[b, s] += Σ_t dscores[b, t, s] q[b, t].
-ATTN_KERNEL(attention_dot_scores_backward, void(const float* q, const float* keys, const float* dscores,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t E, float* dq, float* dkeys));
+ATTN_KERNEL(attention_dot_scores_backward,
+            void(const float* q, const float* keys, const float* dscores, const int32_t* lengths, int64_t B, int64_t T,
+                 int64_t S, int64_t E, float* dq, float* dkeys));
 
 // Additive scores without materialising (B, T, S, A):
 //   scores[b, t, s] = Σ_a v_a tanh(u[b, t, a] + keys[b, s, a]) for s < L_b (others untouched).
 // u (B, T, A) is the projected query (bias folded in), keys (B, S, A) the projected keys.
-ATTN_KERNEL(attention_additive_scores_forward, void(const float* u, const float* keys, const float* v,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A, float* scores));
+ATTN_KERNEL(attention_additive_scores_forward,
+            void(const float* u, const float* keys, const float* v, const int32_t* lengths, int64_t B, int64_t T,
+                 int64_t S, int64_t A, float* scores));
 // Recomputes h = tanh(u[b, t] + keys[b, s]); with g = dscores[b, t, s] v ⊙ (1 - h²):
 //   du[b, t] += Σ_s g;  dkeys[b, s] += Σ_t g;  dv_partial[b] += Σ_{t,s} dscores[b, t, s] h.
 // dv_partial is (B, A): one partial per batch row, so the caller can reduce it over b in a
 // fixed order (results do not depend on the thread count). Any output may be null.
-ATTN_KERNEL(attention_additive_scores_backward, void(const float* u, const float* keys, const float* v,
-            const float* dscores, const int32_t* lengths, int64_t B, int64_t T, int64_t S, int64_t A, float* du,
-            float* dkeys, float* dv_partial));
+ATTN_KERNEL(attention_additive_scores_backward,
+            void(const float* u, const float* keys, const float* v, const float* dscores, const int32_t* lengths,
+                 int64_t B, int64_t T, int64_t S, int64_t A, float* du, float* dkeys, float* dv_partial));
 
 // Small helpers the attention ops share.
 // y[r, :] += bias for each of `rows` rows of n.
@@ -59,7 +62,7 @@ ATTN_KERNEL(attention_add_bias_rows, void(float* y, const float* bias, int64_t r
 // equal to it when Σ a = 1, so near-one-hot rows do not lose the result to cancellation in
 // float dz (a ≈ 1 makes da − Σ a da tiny). Rows whose weights are all 0 add nothing.
 ATTN_KERNEL(attention_softmax_scale_grad, double(const float* weights, const float* dweights, const float* scores,
-            const int32_t* lengths, int64_t B, int64_t T, int64_t S));
+                                                 const int32_t* lengths, int64_t B, int64_t T, int64_t S));
 // x *= alpha
 ATTN_KERNEL(attention_scale_inplace, void(float* x, float alpha, int64_t n));
 

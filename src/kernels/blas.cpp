@@ -55,8 +55,8 @@ bool use_onednn_f32(bool transpose_a, int64_t m, int64_t n, int64_t k) {
   return level == IsaLevel::avx512 || m <= 512;
 }
 
-void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     // BLAS leaves C untouched only for beta == 1; make k == 0 mean C = beta * C.
@@ -78,9 +78,9 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, f
               static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
-void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
-                  int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c) {
+void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+                  float beta, float* c, int64_t ldc, int64_t stride_c) {
   // Small products: one BLAS call per thread-chunk of the batch (BLAS runs single-threaded
   // inside our parallel region). Large products: let BLAS thread each one.
   const int64_t work = m * n * k;
@@ -121,7 +121,8 @@ const char* blas_core_for(const CpuFeatures& cpu) {
 
 int blas_cpu_level(const CpuFeatures& cpu) {
   if (!cpu.x86) return -1;
-  if (has_avx512(cpu)) return cpu.amx_tile && cpu.amx_bf16 && cpu.os_amx && cpu.avx512_bf16 ? 8 : cpu.avx512_bf16 ? 7 : 6;
+  if (has_avx512(cpu))
+    return cpu.amx_tile && cpu.amx_bf16 && cpu.os_amx && cpu.avx512_bf16 ? 8 : cpu.avx512_bf16 ? 7 : 6;
   if (has_avx2(cpu)) return 5;
   if (cpu.avx && cpu.os_ymm) return 4;
   if (cpu.ssse3 && cpu.sse4_1) return 3;
@@ -135,12 +136,11 @@ int blas_core_level(const std::string& core) {
   };
   // Every core name OpenBLAS 0.3.21 reports on x86, and SapphireRapids (0.3.22+).
   static constexpr Entry kLevels[] = {
-      {"Unknown", 0},     {"Katmai", 0},      {"Coppermine", 0},   {"Northwood", 0},    {"Banias", 0},
-      {"Athlon", 0},      {"Opteron", 0},     {"Prescott", 1},     {"Opteron_SSE3", 1}, {"Nano", 1},
-      {"Core2", 2},       {"Atom", 2},        {"Bobcat", 2},       {"Penryn", 3},       {"Dunnington", 3},
-      {"Nehalem", 3},     {"Barcelona", 3},   {"Sandybridge", 4},  {"Bulldozer", 4},    {"Piledriver", 4},
-      {"Steamroller", 4}, {"Haswell", 5},     {"Zen", 5},          {"Excavator", 5},    {"SkylakeX", 6},
-      {"Cooperlake", 7},  {"SapphireRapids", 8}};
+      {"Unknown", 0},   {"Katmai", 0},     {"Coppermine", 0},    {"Northwood", 0}, {"Banias", 0},    {"Athlon", 0},
+      {"Opteron", 0},   {"Prescott", 1},   {"Opteron_SSE3", 1},  {"Nano", 1},      {"Core2", 2},     {"Atom", 2},
+      {"Bobcat", 2},    {"Penryn", 3},     {"Dunnington", 3},    {"Nehalem", 3},   {"Barcelona", 3}, {"Sandybridge", 4},
+      {"Bulldozer", 4}, {"Piledriver", 4}, {"Steamroller", 4},   {"Haswell", 5},   {"Zen", 5},       {"Excavator", 5},
+      {"SkylakeX", 6},  {"Cooperlake", 7}, {"SapphireRapids", 8}};
   for (const auto& e : kLevels)
     if (strcasecmp(core.c_str(), e.name) == 0) return e.level;
   return -1;

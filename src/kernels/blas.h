@@ -14,8 +14,8 @@ namespace attn::kernels {
 
 // Under Precision::bf16 (attn/precision.h) it calls gemm_bf16. In fp32 it calls
 // gemm_f32_onednn where use_onednn_f32 says so, else OpenBLAS.
-void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // ---- fp32 through oneDNN (src/kernels/gemm_onednn.cpp) ----
 // Whether kernels::gemm sends this fp32 product to oneDNN's matmul rather than OpenBLAS, as
@@ -33,8 +33,8 @@ bool use_onednn_f32(bool transpose_a, int64_t m, int64_t n, int64_t k);
 enum class Fp32Gemm { automatic, openblas, onednn };
 Fp32Gemm fp32_gemm_choice();
 // The same product as gemm, in fp32, by oneDNN's matmul reading A and B in place; k >= 1.
-void gemm_f32_onednn(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm_f32_onednn(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // A weight op(B) (K, N) copied once into the layout oneDNN's fp32 matmul reads fastest: the
 // decoders' thin products (a few rows to a few hundred) ran 1.1-3× faster from it than from
 // the weight as stored (docs/performance.md, "GEMM kernel selection").
@@ -52,8 +52,8 @@ std::string gemm_f32_implementation(bool transpose_a, bool transpose_b, int64_t 
 // The same product with A and B rounded to bfloat16 (round to nearest even) and multiplied by
 // oneDNN's matmul, accumulated and written in fp32; k >= 1. Only on a CPU where bf16 runs
 // (attn::bf16_missing is ""): the precision setting checks that before any call comes here.
-void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm_bf16(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // oneDNN's implementation of the op(A) (M, K) x op(B) (K, N) product ("brg:avx512_core_bf16");
 // builds (and caches) its primitive.
 std::string gemm_bf16_implementation(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k);
@@ -67,9 +67,9 @@ using attn::prepare_blas_threads;
 
 // Batched GEMM over `batch` independent products, each operand advancing by its stride
 // (in elements) from one product to the next.
-void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                  float alpha, const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb,
-                  int64_t stride_b, float beta, float* c, int64_t ldc, int64_t stride_c);
+void gemm_batched(bool transpose_a, bool transpose_b, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha,
+                  const float* a, int64_t lda, int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+                  float beta, float* c, int64_t ldc, int64_t stride_c);
 
 // ---- Which OpenBLAS kernels run (OpenBLAS "core types") ----------------------------------------
 // Debian's OpenBLAS 0.3.21 picks its kernels from a table of CPU models; a model it does not
@@ -92,16 +92,16 @@ int blas_cpu_level(const CpuFeatures& cpu);
 bool blas_core_should_switch(const char* user_coretype, const std::string& detected, const std::string& best);
 
 struct BlasCoreState {
-  std::string library;      // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." (openblas_get_config)
-  std::string detected;     // OpenBLAS's pick when it loaded (from its model table or OPENBLAS_CORETYPE)
-  std::string best;         // blas_core_for(this CPU)
-  int cpu_level = -1;       // blas_cpu_level(this CPU)
-  std::string active;       // the kernels in use now (openblas_get_corename)
-  bool user_set = false;    // OPENBLAS_CORETYPE was set when attn loaded
-  std::string user_value;   // its value
+  std::string library;            // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ..." (openblas_get_config)
+  std::string detected;           // OpenBLAS's pick when it loaded (from its model table or OPENBLAS_CORETYPE)
+  std::string best;               // blas_core_for(this CPU)
+  int cpu_level = -1;             // blas_cpu_level(this CPU)
+  std::string active;             // the kernels in use now (openblas_get_corename)
+  bool user_set = false;          // OPENBLAS_CORETYPE was set when attn loaded
+  std::string user_value;         // its value
   bool user_value_known = false;  // it names a core this OpenBLAS has
-  bool switched = false;    // attn re-initialised OpenBLAS with `best`
-  std::string switch_error; // why attn could not switch (no DYNAMIC_ARCH OpenBLAS), else ""
+  bool switched = false;          // attn re-initialised OpenBLAS with `best`
+  std::string switch_error;       // why attn could not switch (no DYNAMIC_ARCH OpenBLAS), else ""
 };
 // Applies the choice on the first call (done at load time by a static initialiser) and
 // returns what happened.

@@ -83,4 +83,4 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -8,11 +8,11 @@
 
 namespace attn::kernels {
 
-ATTN_KERNEL(add_into, void(float* dst, const float* src, int64_t n));  // dst += src
+ATTN_KERNEL(add_into, void(float* dst, const float* src, int64_t n));                     // dst += src
 ATTN_KERNEL(scale_add_into, void(float* dst, const float* src, float alpha, int64_t n));  // dst += alpha * src
-ATTN_KERNEL(add, void(const float* a, const float* b, float* y, int64_t n));  // y = a + b
-ATTN_KERNEL(mul, void(const float* a, const float* b, float* y, int64_t n));  // y = a * b
-ATTN_KERNEL(mul_add_into, void(float* dst, const float* a, const float* b, int64_t n));  // dst += a * b
+ATTN_KERNEL(add, void(const float* a, const float* b, float* y, int64_t n));              // y = a + b
+ATTN_KERNEL(mul, void(const float* a, const float* b, float* y, int64_t n));              // y = a * b
+ATTN_KERNEL(mul_add_into, void(float* dst, const float* a, const float* b, int64_t n));   // dst += a * b
 
 ATTN_KERNEL(tanh_forward, void(const float* x, float* y, int64_t n));
 ATTN_KERNEL(tanh_backward, void(const float* y, const float* dy, float* dx, int64_t n));  // dx += dy (1 - y²)
@@ -22,9 +22,9 @@ ATTN_KERNEL(relu_forward, void(const float* x, float* y, int64_t n));
 ATTN_KERNEL(exp_forward, void(const float* x, float* y, int64_t n));
 ATTN_KERNEL(exp_backward, void(const float* y, const float* dy, float* dx, int64_t n));  // dx += dy y
 ATTN_KERNEL(log_forward, void(const float* x, float* y, int64_t n));
-ATTN_KERNEL(log_backward, void(const float* x, const float* dy, float* dx, int64_t n));  // dx += dy / x
+ATTN_KERNEL(log_backward, void(const float* x, const float* dy, float* dx, int64_t n));   // dx += dy / x
 ATTN_KERNEL(relu_backward, void(const float* x, const float* dy, float* dx, int64_t n));  // dx += dy [x > 0]
-ATTN_KERNEL(gelu_forward, void(const float* x, float* y, int64_t n));  // x Φ(x), exact erf form
+ATTN_KERNEL(gelu_forward, void(const float* x, float* y, int64_t n));                     // x Φ(x), exact erf form
 ATTN_KERNEL(gelu_backward, void(const float* x, const float* dy, float* dx, int64_t n));  // dx += dy (Φ(x) + x φ(x))
 
 }  // namespace attn::kernels
@@ -38,4 +38,4 @@ inline float sigmoid(float x) {
   return e / (1.0f + e);
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -32,4 +32,4 @@ void embedding_backward(const int32_t* ids, const float* dy, float* dweight, int
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

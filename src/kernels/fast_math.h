@@ -1,7 +1,7 @@
 #pragma once
 // Vectorisable float transcendental functions for the fused kernels, and the `omp simd`
-// loop hints. In the per-level namespace: each ISA level keeps its own copy. std::tanh / std::exp are libm calls that keep a loop scalar; these are plain
-// arithmetic, so GCC vectorises the loops that use them (AVX2: 8 lanes).
+// loop hints. In the per-level namespace: each ISA level keeps its own copy. std::tanh / std::exp are libm calls that
+// keep a loop scalar; these are plain arithmetic, so GCC vectorises the loops that use them (AVX2: 8 lanes).
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -113,4 +113,4 @@ inline float tanh_accurate(float x) {
   return ax < 0.625f ? tanh_approx(x) : signed_tail;
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -50,8 +50,8 @@ void hard_attention_gather_forward(const int32_t* positions, const float* weight
 }
 
 void hard_attention_gather_backward(const int32_t* positions, const float* weights, const float* dcontext,
-                                    const float* dlog_prob, int64_t B, int64_t T, int64_t S, int64_t E,
-                                    float* dvalues, float* dweights) {
+                                    const float* dlog_prob, int64_t B, int64_t T, int64_t S, int64_t E, float* dvalues,
+                                    float* dweights) {
   // Batch rows own their values' gradient; steps t in order.
   parallel_for(0, B, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, T * E)), [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b)

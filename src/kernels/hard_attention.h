@@ -21,8 +21,8 @@ void hard_attention_gather_forward(const int32_t* positions, const float* weight
 // (d log w_k / d w_k = 1 / w_k; nothing for k_r = −1). Any pointer but positions, weights
 // may be null.
 void hard_attention_gather_backward(const int32_t* positions, const float* weights, const float* dcontext,
-                                    const float* dlog_prob, int64_t B, int64_t T, int64_t S, int64_t E,
-                                    float* dvalues, float* dweights);
+                                    const float* dlog_prob, int64_t B, int64_t T, int64_t S, int64_t E, float* dvalues,
+                                    float* dweights);
 
 // Σ_r H_r in double, H_r = −Σ_s w_{r,s} log w_{r,s} (0 log 0 = 0), summed in row order.
 double reinforce_entropy_sum(const float* weights, int64_t rows, int64_t S);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "kernels/blas.h"
 #include "attn/parallel.h"
+#include "kernels/blas.h"
 
 namespace attn::kernels {
 namespace {
@@ -15,8 +15,7 @@ int64_t grain_for(int64_t width) { return std::max<int64_t>(1, (int64_t{1} << 14
 // (B, H, T, Dh), either way (ToHeads: rows to blocks): a copy, or an addition into the
 // destination when Accumulate. Work items are (b, h) pairs; no two write the same element.
 template <bool ToHeads, bool Accumulate>
-void move_heads(const float* src, float* dst, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W,
-                int64_t offset) {
+void move_heads(const float* src, float* dst, int64_t B, int64_t T, int64_t H, int64_t Dh, int64_t W, int64_t offset) {
   parallel_for(0, B * H, grain_for(T * Dh), [=](int64_t lo, int64_t hi) {
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t b = item / H, h = item % H;
@@ -54,8 +53,7 @@ void merge_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int6
   move_heads<true, true>(dy, dx, B, T, H, Dh, H * Dh, 0);
 }
 
-void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K,
-                          int64_t N) {
+void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K, int64_t N) {
   parallel_for(0, B * K, grain_for(N), [=](int64_t lo, int64_t hi) {
     for (int64_t item = lo; item < hi; ++item) {
       const int64_t b = item / K, i = item % K;
@@ -109,23 +107,23 @@ void mean_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int64
 void head_matmul_forward(const float* x, const float* w, float* y, int64_t B, int64_t H, int64_t T, int64_t M,
                          int64_t K) {
   for (int64_t b = 0; b < B; ++b)
-    gemm_batched(false, false, H, T, K, M, 1.0f, x + b * H * T * M, M, T * M, w, K, M * K, 0.0f,
-                 y + b * H * T * K, K, T * K);
+    gemm_batched(false, false, H, T, K, M, 1.0f, x + b * H * T * M, M, T * M, w, K, M * K, 0.0f, y + b * H * T * K, K,
+                 T * K);
 }
 
 void head_matmul_backward_x(const float* dy, const float* w, float* dx, int64_t B, int64_t H, int64_t T, int64_t M,
                             int64_t K) {
   for (int64_t b = 0; b < B; ++b)
-    gemm_batched(false, true, H, T, M, K, 1.0f, dy + b * H * T * K, K, T * K, w, K, M * K, 1.0f,
-                 dx + b * H * T * M, M, T * M);
+    gemm_batched(false, true, H, T, M, K, 1.0f, dy + b * H * T * K, K, T * K, w, K, M * K, 1.0f, dx + b * H * T * M, M,
+                 T * M);
 }
 
 // Batch rows in order, so the sum over b is the same whatever the thread count.
 void head_matmul_backward_w(const float* dy, const float* x, float* dw, int64_t B, int64_t H, int64_t T, int64_t M,
                             int64_t K) {
   for (int64_t b = 0; b < B; ++b)
-    gemm_batched(true, false, H, M, K, T, 1.0f, x + b * H * T * M, M, T * M, dy + b * H * T * K, K, T * K, 1.0f,
-                 dw, K, M * K);
+    gemm_batched(true, false, H, M, K, T, 1.0f, x + b * H * T * M, M, T * M, dy + b * H * T * K, K, T * K, 1.0f, dw, K,
+                 M * K);
 }
 
 }  // namespace attn::kernels

@@ -20,8 +20,7 @@ void merge_heads_forward(const float* x, float* y, int64_t B, int64_t H, int64_t
 void merge_heads_backward(const float* dy, float* dx, int64_t B, int64_t H, int64_t T, int64_t Dh);
 
 // y (B, K, N) from x (B, H, N): y[b, i] = x[b, heads[i]] for i < K, heads in [0, H).
-void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K,
-                          int64_t N);
+void select_heads_forward(const float* x, const int32_t* heads, float* y, int64_t B, int64_t H, int64_t K, int64_t N);
 // dx[b, heads[i]] += dy[b, i], in order of i (duplicates add up)
 void select_heads_backward(const float* dy, const int32_t* heads, float* dx, int64_t B, int64_t H, int64_t K,
                            int64_t N);

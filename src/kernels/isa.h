@@ -30,9 +30,12 @@ struct Dispatched {
   using Function = decltype(Baseline);
   operator Function() const {
     switch (kernel_isa_level()) {
-      case IsaLevel::avx512: return Avx512;
-      case IsaLevel::avx2: return Avx2;
-      case IsaLevel::baseline: break;
+      case IsaLevel::avx512:
+        return Avx512;
+      case IsaLevel::avx2:
+        return Avx2;
+      case IsaLevel::baseline:
+        break;
     }
     return Baseline;
   }
@@ -45,8 +48,10 @@ struct Dispatched {
 namespace attn::kernels {
 inline namespace ATTN_ISA_NS {}
 }  // namespace attn::kernels
-#define ATTN_KERNEL(name, ...) \
-  inline namespace ATTN_ISA_NS { std::type_identity_t<__VA_ARGS__> name; }
+#define ATTN_KERNEL(name, ...)            \
+  inline namespace ATTN_ISA_NS {          \
+  std::type_identity_t<__VA_ARGS__> name; \
+  }
 #else
 // The rest of the library: the header helpers' own copy (compiled with the library's flags),
 // and each kernel as a function object over its three copies.
@@ -57,9 +62,15 @@ namespace isa_baseline {}
 namespace isa_avx2 {}
 namespace isa_avx512 {}
 }  // namespace attn::kernels
-#define ATTN_KERNEL(name, ...)                                                  \
-  namespace isa_baseline { std::type_identity_t<__VA_ARGS__> name; }            \
-  namespace isa_avx2 { std::type_identity_t<__VA_ARGS__> name; }                \
-  namespace isa_avx512 { std::type_identity_t<__VA_ARGS__> name; }              \
+#define ATTN_KERNEL(name, ...)            \
+  namespace isa_baseline {                \
+  std::type_identity_t<__VA_ARGS__> name; \
+  }                                       \
+  namespace isa_avx2 {                    \
+  std::type_identity_t<__VA_ARGS__> name; \
+  }                                       \
+  namespace isa_avx512 {                  \
+  std::type_identity_t<__VA_ARGS__> name; \
+  }                                       \
   inline constexpr Dispatched<&isa_baseline::name, &isa_avx2::name, &isa_avx512::name> name {}
 #endif

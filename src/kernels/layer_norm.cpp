@@ -91,7 +91,7 @@ void layer_norm_backward_params(const float* x, const float* mean, const float* 
                                 float* dbeta, int64_t rows, int64_t d, float* scratch) {
   // dγ += Σ_r dy ⊙ x̂, dβ += Σ_r dy
   const int64_t blocks = layer_norm_param_blocks(rows);
-  float* pg = scratch;              // (blocks, D) partial dγ
+  float* pg = scratch;               // (blocks, D) partial dγ
   float* pb = scratch + blocks * d;  // (blocks, D) partial dβ
   // Each block sums its rows in row order; blocks are fixed by `rows` alone.
   const int64_t block_grain = row_grain(d * kLayerNormParamBlock);
@@ -125,4 +125,4 @@ void layer_norm_backward_params(const float* x, const float* mean, const float* 
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

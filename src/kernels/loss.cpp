@@ -1,16 +1,16 @@
 #include "kernels/loss.h"
 
-#include "kernels/softmax.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
+#include "kernels/softmax.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
 int64_t row_grain(int64_t v) { return v >= 16384 ? 1 : 16384 / (v < 1 ? 1 : v); }
 }  // namespace
 
-void cross_entropy_forward(const float* logits, const int32_t* targets, int64_t rows, int64_t v,
-                           int32_t ignore_index, float smoothing, float* lse, float* loss) {
+void cross_entropy_forward(const float* logits, const int32_t* targets, int64_t rows, int64_t v, int32_t ignore_index,
+                           float smoothing, float* lse, float* loss) {
   parallel_for(0, rows, row_grain(v), [=](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int32_t t = targets[r];
@@ -53,4 +53,4 @@ void cross_entropy_backward(const float* logits, const int32_t* targets, const f
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -13,11 +13,12 @@ namespace attn::kernels {
 // and loss[r] = 0, lse[r] = 0 when t == ignore_index. Targets must be valid (checked by
 // the op). Threaded over rows.
 ATTN_KERNEL(cross_entropy_forward, void(const float* logits, const int32_t* targets, int64_t rows, int64_t v,
-            int32_t ignore_index, float smoothing, float* lse, float* loss));
+                                        int32_t ignore_index, float smoothing, float* lse, float* loss));
 
 // dlogits[r] += scale · (softmax(logits[r]) − (1 − ε) onehot(t) − ε / V) for every row
 // whose target is not ignore_index; ignored rows get nothing. softmax = exp(logits − lse).
-ATTN_KERNEL(cross_entropy_backward, void(const float* logits, const int32_t* targets, const float* lse, int64_t rows,
-            int64_t v, int32_t ignore_index, float smoothing, float scale, float* dlogits));
+ATTN_KERNEL(cross_entropy_backward,
+            void(const float* logits, const int32_t* targets, const float* lse, int64_t rows, int64_t v,
+                 int32_t ignore_index, float smoothing, float scale, float* dlogits));
 
 }  // namespace attn::kernels

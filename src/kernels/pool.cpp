@@ -10,8 +10,8 @@ namespace {
 int64_t batch_grain(int64_t S, int64_t E) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, S * E)); }
 }  // namespace
 
-void masked_max_time_forward(const float* x, const int32_t* lengths, float* y, int32_t* argmax, int64_t B,
-                             int64_t S, int64_t E) {
+void masked_max_time_forward(const float* x, const int32_t* lengths, float* y, int32_t* argmax, int64_t B, int64_t S,
+                             int64_t E) {
   parallel_for(0, B, batch_grain(S, E), [=](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       const int64_t L = lengths[b];

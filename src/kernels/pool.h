@@ -9,8 +9,8 @@ namespace attn::kernels {
 
 // y[b, e] = max_{s < L_b} x[b, s, e]; argmax[b, e] = the first s reaching it.
 // L_b == 0: y = 0, argmax = -1.
-void masked_max_time_forward(const float* x, const int32_t* lengths, float* y, int32_t* argmax, int64_t B,
-                             int64_t S, int64_t E);
+void masked_max_time_forward(const float* x, const int32_t* lengths, float* y, int32_t* argmax, int64_t B, int64_t S,
+                             int64_t E);
 // dx[b, argmax[b, e], e] += dy[b, e] (nothing where argmax is -1).
 void masked_max_time_backward(const float* dy, const int32_t* argmax, float* dx, int64_t B, int64_t S, int64_t E);
 

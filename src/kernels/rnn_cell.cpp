@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "kernels/elementwise.h"
 #include "attn/parallel.h"
 #include "fast_math.h"
+#include "kernels/elementwise.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
 namespace {
@@ -55,7 +55,8 @@ void gru_cell_forward(int64_t batch, int64_t hidden, const float* gates_x, const
                   : (b_hh ? gru_row_forward<false, true> : gru_row_forward<false, false>);
   parallel_for(0, batch, row_grain(H), [&](int64_t lo, int64_t hi) {
     // gates_x row (3H) [x_r, x_z, x_n]; saved row in: (3H) h W_hhᵀ, out: (4H) [r, z, n, gh_n]
-    for (int64_t b = lo; b < hi; ++b) row(H, gates_x + b * 3 * H, b_ih, b_hh, h + b * H, saved + b * 4 * H, h_out + b * H);
+    for (int64_t b = lo; b < hi; ++b)
+      row(H, gates_x + b * 3 * H, b_ih, b_hh, h + b * H, saved + b * 4 * H, h_out + b * H);
   });
 }
 
@@ -72,9 +73,9 @@ void gru_cell_backward(int64_t batch, int64_t hidden, const float* saved, const 
       for (int64_t j = 0; j < H; ++j) {
         const float r = s[j], z = s[H + j], n = s[2 * H + j], hn = s[3 * H + j];
         // h' = (1 − z) n + z h
-        const float dn_pre = g[j] * (1.0f - z) * (1.0f - n * n);  // through n = tanh(·)
-        const float dz_pre = g[j] * (hb[j] - n) * z * (1.0f - z);   // through z = σ(·)
-        const float dr_pre = dn_pre * hn * r * (1.0f - r);          // n's argument holds r ⊙ gh_n
+        const float dn_pre = g[j] * (1.0f - z) * (1.0f - n * n);   // through n = tanh(·)
+        const float dz_pre = g[j] * (hb[j] - n) * z * (1.0f - z);  // through z = σ(·)
+        const float dr_pre = dn_pre * hn * r * (1.0f - r);         // n's argument holds r ⊙ gh_n
         dgx[j] = dr_pre;
         dgx[H + j] = dz_pre;
         dgx[2 * H + j] = dn_pre;
@@ -156,5 +157,4 @@ void lstm_cell_backward(int64_t batch, int64_t hidden, const float* saved, const
   });
 }
 
-
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

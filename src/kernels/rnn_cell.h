@@ -23,7 +23,7 @@ namespace attn::kernels {
 // saved (B, 4H): on entry columns [0, 3H) hold h W_hhᵀ (without b_hh); on exit it holds
 // [r, z, n, gh_n] where gh_n = W_hn h + b_hn, everything backward needs. h_out (B, H).
 ATTN_KERNEL(gru_cell_forward, void(int64_t batch, int64_t hidden, const float* gates_x, const float* b_ih,
-            const float* b_hh, const float* h, float* saved, float* h_out));
+                                   const float* b_hh, const float* h, float* saved, float* h_out));
 
 // GRU backward, gate part. From dh_out (B, H) and `saved` of the forward pass writes (=)
 // the gradients of the pre-activations:
@@ -32,13 +32,13 @@ ATTN_KERNEL(gru_cell_forward, void(int64_t batch, int64_t hidden, const float* g
 // with dn̂ = dh' (1 − z)(1 − n²), dẑ = dh' (h − n) z (1 − z), dr̂ = dn̂ gh_n r (1 − r),
 // and accumulates the direct term dh += dh' ⊙ z when dh is not null.
 ATTN_KERNEL(gru_cell_backward, void(int64_t batch, int64_t hidden, const float* saved, const float* h,
-            const float* dh_out, float* dgates_x, float* dgates_h, float* dh));
+                                    const float* dh_out, float* dgates_x, float* dgates_h, float* dh));
 
 // LSTM forward. gates_x (B, 4H): x W_ihᵀ, plus b_ih when b_ih is null. b_ih, b_hh (4H) may
 // be null. c (B, H). saved (B, 5H): on entry columns [0, 4H) hold h W_hhᵀ; on exit it holds
 // [i, f, g, o, tanh(c')]. h_out, c_out (B, H).
 ATTN_KERNEL(lstm_cell_forward, void(int64_t batch, int64_t hidden, const float* gates_x, const float* b_ih,
-            const float* b_hh, const float* c, float* saved, float* h_out, float* c_out));
+                                    const float* b_hh, const float* c, float* saved, float* h_out, float* c_out));
 
 // LSTM backward, gate part. dh_out and dc_out (B, H) may each be null (no gradient).
 // Writes (=) dgates (B, 4H), the gradient of the pre-activations a = gx + gh:
@@ -47,6 +47,6 @@ ATTN_KERNEL(lstm_cell_forward, void(int64_t batch, int64_t hidden, const float* 
 //   dô = dh' tanh(c') o (1 − o),
 // and accumulates dc += dc'_total ⊙ f when dc is not null.
 ATTN_KERNEL(lstm_cell_backward, void(int64_t batch, int64_t hidden, const float* saved, const float* c,
-            const float* dh_out, const float* dc_out, float* dgates, float* dc));
+                                     const float* dh_out, const float* dc_out, float* dgates, float* dc));
 
 }  // namespace attn::kernels

@@ -171,8 +171,8 @@ int64_t workers_for(int64_t items) {
 // Tile products written by hand. In the forward, queries lie along the vector lanes: a
 // query tile is kept transposed (Dh, Bq), so the score tile comes out as
 // sᵀ (keys, Bq) = K_tile · Qᵀ, the online-softmax statistics of 8 queries sit in one vector,
-// and the output accumulates as Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per element),
-// so nothing is packed; the tiles stay in L1/L2.
+// and the output accumulates as Oᵀ (Dv, Bq) += V_tileᵀ · Pᵀ. K and V are read where they lie (one broadcast per
+// element), so nothing is packed; the tiles stay in L1/L2.
 //
 // c[r][0, 16) (+)= Σ_k a(r, k) · b[k][0, 16) for r < R, with a(r, k) = a[r·a_rs + k·a_ks]
 // broadcast and b's rows ldb apart. 2R accumulators stay in registers for the whole k loop.
@@ -207,20 +207,32 @@ __attribute__((always_inline)) inline void broadcast_tile(const float* a, int64_
 template <class... Args>
 __attribute__((always_inline)) inline void broadcast_block(int64_t R, Args... args) {
   switch (R) {
-    case 1: broadcast_tile<1>(args...); break;
-    case 2: broadcast_tile<2>(args...); break;
-    case 3: broadcast_tile<3>(args...); break;
-    case 4: broadcast_tile<4>(args...); break;
-    case 5: broadcast_tile<5>(args...); break;
-    default: broadcast_tile<6>(args...); break;
+    case 1:
+      broadcast_tile<1>(args...);
+      break;
+    case 2:
+      broadcast_tile<2>(args...);
+      break;
+    case 3:
+      broadcast_tile<3>(args...);
+      break;
+    case 4:
+      broadcast_tile<4>(args...);
+      break;
+    case 5:
+      broadcast_tile<5>(args...);
+      break;
+    default:
+      broadcast_tile<6>(args...);
+      break;
   }
 }
 
 // C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; B and C
 // row-major (ldb, ldc). Blocks of 6 rows × 16 columns; the last cols % 16 columns go
 // through a zero-padded copy of B's columns (in chunks of K) and of C's.
-void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs, int64_t a_ks,
-                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs, int64_t a_ks, const float* b,
+                    int64_t ldb, float* c, int64_t ldc, bool accumulate) {
   constexpr int64_t kR = 6, kW = 2 * kLanes, kPanelK = 128;
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t R = std::min(kR, rows - r0);
@@ -249,8 +261,7 @@ void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64
 //   Oᵀ (Dv, ld) *= 2^(m - m').
 // A lane with nothing visible yet (m' = -inf) subtracts 0 instead, so its P is 0. Two
 // vectors of lanes go together: two independent chains keep the pipelines busy.
-void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l, float* ot,
-                         int64_t Dv) {
+void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l, float* ot, int64_t Dv) {
   const v8f ninf = splat(-kInf);
   for (int64_t c = 0; c < cols; c += 2 * kLanes) {
     v8f mx0 = ninf, mx1 = ninf;
@@ -331,9 +342,9 @@ void forward_one_query(const SdpaProblem& p, int64_t bh, int64_t t0, const float
   const float* kh = k + bh * p.S * p.Dh;  // (S, Dh)
   const float* vh = v + bh * p.S * p.Dv;  // (S, Dv)
   float* o = out + (bh * p.T + t0) * p.Dv;
-  float* s_row = scratch;          // (Bk) scores, then probabilities
-  float* qs = s_row + kBk;         // (Dh) scale · log2 e · q
-  float* k_t = qs + p.Dh;          // (Dh, Bk) the key tile transposed
+  float* s_row = scratch;   // (Bk) scores, then probabilities
+  float* qs = s_row + kBk;  // (Dh) scale · log2 e · q
+  float* k_t = qs + p.Dh;   // (Dh, Bk) the key tile transposed
   const float scale2 = p.scale * kLog2e;
   const float* qt = q + (bh * p.T + t0) * p.Dh;
   for (int64_t d = 0; d < p.Dh; ++d) qs[d] = scale2 * qt[d];
@@ -405,17 +416,17 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   const int64_t rows = std::min(kBq, p.T - t0);
   if (rows == 1 && p.Dh <= kBq) return forward_one_query(p, bh, t0, q, k, v, out, lse, weights, scratch);
   const int64_t cols = ceil_div(rows, 2 * kLanes) * 2 * kLanes;  // lanes computed: rows rounded up to 16
-  const float* qt = q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
-  const float* kh = k + bh * p.S * p.Dh;         // (S, Dh)
-  const float* vh = v + bh * p.S * p.Dv;         // (S, Dv)
-  float* o = out + (bh * p.T + t0) * p.Dv;       // (rows, Dv)
-  float* row_lse = lse + bh * p.T + t0;          // (rows)
-  float* m = scratch;                            // (Bq) running max
-  float* l = m + kBq;                            // (Bq) running sum
-  float* z = l + kBq;                            // (Bq) base-2 lse, +inf in the padding lanes
-  float* q_t = z + kBq;                          // (Dh, Bq) scale · log2 e · qᵀ, zero padding lanes
-  float* o_t = q_t + p.Dh * kBq;                 // (Dv, Bq) output accumulator
-  float* s_t = o_t + p.Dv * kBq;                 // (Bk, Bq) scores, then probabilities
+  const float* qt = q + (bh * p.T + t0) * p.Dh;                  // (rows, Dh)
+  const float* kh = k + bh * p.S * p.Dh;                         // (S, Dh)
+  const float* vh = v + bh * p.S * p.Dv;                         // (S, Dv)
+  float* o = out + (bh * p.T + t0) * p.Dv;                       // (rows, Dv)
+  float* row_lse = lse + bh * p.T + t0;                          // (rows)
+  float* m = scratch;                                            // (Bq) running max
+  float* l = m + kBq;                                            // (Bq) running sum
+  float* z = l + kBq;                                            // (Bq) base-2 lse, +inf in the padding lanes
+  float* q_t = z + kBq;                                          // (Dh, Bq) scale · log2 e · qᵀ, zero padding lanes
+  float* o_t = q_t + p.Dh * kBq;                                 // (Dv, Bq) output accumulator
+  float* s_t = o_t + p.Dv * kBq;                                 // (Bk, Bq) scores, then probabilities
 
   // Only the first `cols` lanes of each row are used: a one-query item (decoding) touches 16.
   std::fill(m, m + cols, -kInf);
@@ -495,10 +506,10 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   const int64_t n = std::min(kBkb, kend - s0);
   if (!tile_has_keys(p, b, s0, n)) return;
 
-  float* P = scratch;                // (Bq, Bkb) probabilities
-  float* dS = P + kBq * kBkb;        // (Bq, Bkb) dP, then scale · dS
-  float* k_t = dS + kBq * kBkb;      // (Dh, Bkb) scale · log2 e · Kᵀ
-  float* v_t = k_t + p.Dh * kBkb;    // (Dv, Bkb) Vᵀ
+  float* P = scratch;                               // (Bq, Bkb) probabilities
+  float* dS = P + kBq * kBkb;                       // (Bq, Bkb) dP, then scale · dS
+  float* k_t = dS + kBq * kBkb;                     // (Dh, Bkb) scale · log2 e · Kᵀ
+  float* v_t = k_t + p.Dh * kBkb;                   // (Dv, Bkb) Vᵀ
   const float* qt = in.q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
   const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
   const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
@@ -556,9 +567,8 @@ int64_t sdpa_backward_scratch_floats(const SdpaProblem& p) { return (2 * kBq + p
 void sdpa_forward(const SdpaProblem& p, const float* q, const float* k, const float* v, float* out, float* lse,
                   float* weights, float* scratch, int64_t workers) {
   const int64_t items = p.B * p.H * ceil_div(p.T, kBq);
-  run_items(items, workers, scratch, sdpa_forward_scratch_floats(p), [&](int64_t item, float* s) {
-    forward_item(p, item, q, k, v, out, lse, weights, s);
-  });
+  run_items(items, workers, scratch, sdpa_forward_scratch_floats(p),
+            [&](int64_t item, float* s) { forward_item(p, item, q, k, v, out, lse, weights, s); });
 }
 
 void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const float* v, const float* out,
@@ -619,4 +629,4 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
   }
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

@@ -36,9 +36,9 @@ struct SdpaProblem {
   const int32_t* key_padding_mask = nullptr;  // (B, S), nonzero = keep, or null
 };
 
-constexpr int64_t kSdpaQueryTile = 128;         // query rows per tile (forward and backward)
-constexpr int64_t kSdpaKeyTile = 256;           // keys per tile in the forward
-constexpr int64_t kSdpaBackwardKeyTile = 128;   // keys per tile in the backward
+constexpr int64_t kSdpaQueryTile = 128;        // query rows per tile (forward and backward)
+constexpr int64_t kSdpaKeyTile = 256;          // keys per tile in the forward
+constexpr int64_t kSdpaBackwardKeyTile = 128;  // keys per tile in the backward
 
 // Number of workers the kernels split their work into (>= 1), and the scratch floats
 // each worker needs; the op allocates workers × per-worker floats.
@@ -52,7 +52,7 @@ ATTN_KERNEL(sdpa_backward_scratch_floats, int64_t(const SdpaProblem& p));  // pe
 // exp(s - lse) = 0 there). weights (B, H, T, S) is filled with exp(s - lse) from the
 // final statistics when non-null.
 ATTN_KERNEL(sdpa_forward, void(const SdpaProblem& p, const float* q, const float* k, const float* v, float* out,
-            float* lse, float* weights, float* scratch, int64_t workers));
+                               float* lse, float* weights, float* scratch, int64_t workers));
 
 // Backward. Accumulates (+=) into whichever of dq (B, H, T, Dh), dk (B, H, S, Dh),
 // dv (B, H, S, Dv) is non-null:
@@ -64,7 +64,7 @@ ATTN_KERNEL(sdpa_forward, void(const SdpaProblem& p, const float* q, const float
 // gradient dS = ∂L/∂s (also the bias's: s = scale q·k + bias) is written there (=) for every
 // visible (t, s'); masked entries are left as they are (the op zeroes the buffer).
 ATTN_KERNEL(sdpa_backward, void(const SdpaProblem& p, const float* q, const float* k, const float* v, const float* out,
-            const float* lse, const float* dout, const float* weights, const float* dweights, float* dq, float* dk,
-            float* dv, float* delta, float* scratch, int64_t workers));
+                                const float* lse, const float* dout, const float* weights, const float* dweights,
+                                float* dq, float* dk, float* dv, float* delta, float* scratch, int64_t workers));
 
 }  // namespace attn::kernels

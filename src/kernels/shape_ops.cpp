@@ -43,7 +43,8 @@ void transpose_last2(const float* x, float* y, int64_t batch, int64_t m, int64_t
 
 void copy_2d(const float* src, int64_t src_stride, float* dst, int64_t dst_stride, int64_t rows, int64_t width) {
   parallel_for(0, rows, row_grain(width), [=](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) std::copy(src + r * src_stride, src + r * src_stride + width, dst + r * dst_stride);
+    for (int64_t r = lo; r < hi; ++r)
+      std::copy(src + r * src_stride, src + r * src_stride + width, dst + r * dst_stride);
   });
 }
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "kernels/normalizer.h"
 #include "attn/parallel.h"
+#include "kernels/normalizer.h"
 #include "row_exp.h"
 
 namespace attn::kernels::inline ATTN_ISA_NS {
@@ -80,4 +80,4 @@ void log_softmax_backward(const float* y, const int32_t* mask_or_null, const flo
   });
 }
 
-}  // namespace attn::kernels::ATTN_ISA_NS
+}  // namespace attn::kernels::inline ATTN_ISA_NS

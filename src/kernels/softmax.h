@@ -4,8 +4,8 @@
 //
 // softmax itself is one kind of the masked-normaliser primitive (kernels/normalizer.h),
 // which the fused attention ops call on their score rows; softmax_forward / _backward here
-// are it over rows with a (rows, n) mask. Masks are int32, one entry per element of the row: nonzero = keep, 0 = masked out.
-// A null mask keeps everything.
+// are it over rows with a (rows, n) mask. Masks are int32, one entry per element of the row: nonzero = keep, 0 = masked
+// out. A null mask keeps everything.
 //
 // Conventions shared by every kernel here:
 //   - max-subtracted: exp is only ever taken of (x - max) <= 0, so inputs of any finite
@@ -38,9 +38,8 @@ ATTN_KERNEL(log_softmax_row_backward,
 // backward dx += y ⊙ (dy − Σ dy⊙y) (masked positions have y = 0 and get nothing).
 ATTN_KERNEL(softmax_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
 ATTN_KERNEL(softmax_backward, void(const float* y, const float* dy, float* dx, int64_t rows, int64_t n));
-ATTN_KERNEL(log_softmax_forward,
-            void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
-ATTN_KERNEL(log_softmax_backward, void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx,
-            int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_forward, void(const float* x, const int32_t* mask_or_null, float* y, int64_t rows, int64_t n));
+ATTN_KERNEL(log_softmax_backward,
+            void(const float* y, const int32_t* mask_or_null, const float* dy, float* dx, int64_t rows, int64_t n));
 
 }  // namespace attn::kernels

@@ -25,9 +25,12 @@ PoolingEncoder parse_pooling_encoder(const std::string& name) {
 }
 const char* to_string(PoolingScore pooling) {
   switch (pooling) {
-    case PoolingScore::dot: return "dot";
-    case PoolingScore::uniform: return "uniform";
-    case PoolingScore::additive: break;
+    case PoolingScore::dot:
+      return "dot";
+    case PoolingScore::uniform:
+      return "uniform";
+    case PoolingScore::additive:
+      break;
   }
   return "additive";
 }
@@ -54,9 +57,17 @@ void AttnClassifierConfig::validate() const {
 }
 
 json AttnClassifierConfig::to_json() const {
-  json j{{"kind", "bilstm-attn"}, {"vocab", vocab},         {"emb", emb},         {"hidden", hidden},
-          {"layers", layers},      {"attention", attention}, {"dropout", dropout}, {"classes", classes},
-          {"encoder", to_string(encoder)}, {"pooling", to_string(pooling)},     {"seed", seed}};
+  json j{{"kind", "bilstm-attn"},
+         {"vocab", vocab},
+         {"emb", emb},
+         {"hidden", hidden},
+         {"layers", layers},
+         {"attention", attention},
+         {"dropout", dropout},
+         {"classes", classes},
+         {"encoder", to_string(encoder)},
+         {"pooling", to_string(pooling)},
+         {"seed", seed}};
   detail::write_normalizer(j, normalizer);
   return j;
 }
@@ -65,11 +76,10 @@ AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
   AttnClassifierConfig c;
   std::string encoder = to_string(c.encoder), pooling = to_string(c.pooling);  // the choices' names
   detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {{"vocab", &c.vocab},         {"emb", &c.emb},
-                                             {"hidden", &c.hidden},       {"layers", &c.layers},
-                                             {"attention", &c.attention}, {"dropout", &c.dropout},
-                                             {"classes", &c.classes},     {"encoder", &encoder},
-                                             {"pooling", &pooling},       {"seed", &c.seed}};
+  std::vector<detail::ConfigField> fields = {
+      {"vocab", &c.vocab},         {"emb", &c.emb},         {"hidden", &c.hidden},   {"layers", &c.layers},
+      {"attention", &c.attention}, {"dropout", &c.dropout}, {"classes", &c.classes}, {"encoder", &encoder},
+      {"pooling", &pooling},       {"seed", &c.seed}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
   detail::read_config("bilstm-attn", j, fields, "bilstm-attn");
   c.normalizer = normalizer.normalizer();
@@ -99,7 +109,8 @@ AttnClassifier::AttnClassifier(const AttnClassifierConfig& config)
   const int64_t E = config.state_size();
   register_module("embedding", embedding);
   if (config.encoder == PoolingEncoder::lstm) {
-    rnn = std::make_unique<RnnStack>(/*lstm=*/true, config.emb, config.hidden, config.layers, /*bidirectional=*/true, rng_);
+    rnn = std::make_unique<RnnStack>(/*lstm=*/true, config.emb, config.hidden, config.layers, /*bidirectional=*/true,
+                                     rng_);
     register_module("rnn", *rnn);
   } else {
     projection = std::make_unique<nn::Linear>(config.emb, E, rng_);

@@ -23,11 +23,11 @@ Batch pack_pairs(const IdRows& sources, const IdRows& targets) {
   int64_t T = 0;
   for (const auto& t : targets) T = std::max<int64_t>(T, static_cast<int64_t>(t.size()) + 1);
   Batch batch;
-  batch.src = pad_rows(sources);                                  // (B, S)
-  batch.src_lengths = row_lengths(sources);                       // (B)
-  batch.tgt_in = Tensor::zeros({B, T}, DType::i32);               // (B, T)
-  batch.tgt_out = Tensor::zeros({B, T}, DType::i32);              // (B, T)
-  batch.tgt_lengths = Tensor::empty({B}, DType::i32);             // (B)
+  batch.src = pad_rows(sources);                       // (B, S)
+  batch.src_lengths = row_lengths(sources);            // (B)
+  batch.tgt_in = Tensor::zeros({B, T}, DType::i32);    // (B, T)
+  batch.tgt_out = Tensor::zeros({B, T}, DType::i32);   // (B, T)
+  batch.tgt_lengths = Tensor::empty({B}, DType::i32);  // (B)
   for (int64_t b = 0; b < B; ++b) {
     const auto& t = targets[static_cast<size_t>(b)];
     int32_t* in_row = batch.tgt_in.i32() + b * T;

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "attn/checked_size.h"
-#include "attn/models/batch.h"
 #include "attn/error.h"
+#include "attn/models/batch.h"
 
 namespace attn::models::detail {
 namespace {
@@ -38,8 +38,8 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
     throw ValueError(op + ": length_penalty must be finite and >= 0, got " + std::to_string(options.length_penalty));
   if (!(beta_ >= 0.0f) || !std::isfinite(beta_))
     throw ValueError(op + ": coverage_penalty must be finite and >= 0, got " + std::to_string(beta_));
-  if (beta_ > 0.0f && (W_ == 0 || source_.S < 1 || W_ % source_.S != 0 ||
-                       source_.lengths.size() != static_cast<size_t>(batch)))
+  if (beta_ > 0.0f &&
+      (W_ == 0 || source_.S < 1 || W_ % source_.S != 0 || source_.lengths.size() != static_cast<size_t>(batch)))
     throw ValueError(op + ": coverage_penalty needs the attention weights, and this model has none");
   const size_t BK = static_cast<size_t>(checked_size_product(batch, K_, op + ": batch x beam width"));
   if (beta_ > 0.0f) coverage_.assign(BK * static_cast<size_t>(source_.S), 0.0f);
@@ -152,7 +152,8 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
         tok[j] = c.token;
         par[j] = static_cast<int32_t>(from);
         new_score[j] = c.score;
-        if (beta_ > 0.0f) std::copy(extended.begin(), extended.end(), new_coverage.begin() + static_cast<int64_t>(j) * S);
+        if (beta_ > 0.0f)
+          std::copy(extended.begin(), extended.end(), new_coverage.begin() + static_cast<int64_t>(j) * S);
         ++alive;
       }
     }
@@ -245,7 +246,8 @@ DecodeResult BeamSearch::result() const {
       for (int k = 1; k < K; ++k)
         if (score_[static_cast<size_t>(b * K + k)] > score_[static_cast<size_t>(beam_at)])
           beam_at = static_cast<int>(b * K + k);
-      const float cp = beta_ > 0.0f ? coverage_penalty(b, coverage_.data() + static_cast<int64_t>(beam_at) * source_.S) : 0.0f;
+      const float cp =
+          beta_ > 0.0f ? coverage_penalty(b, coverage_.data() + static_cast<int64_t>(beam_at) * source_.S) : 0.0f;
       list.push_back(trace(steps - 1, beam_at, false, score_[static_cast<size_t>(beam_at)] / lp(steps) + cp));
     }
     result.tokens[static_cast<size_t>(b)] = list.front().tokens;

@@ -95,16 +95,16 @@ class BeamSearch {
   BeamSource source_;
   std::vector<float> coverage_;                  // Σ_t a_t of alive hypotheses (B·K, S); β > 0 only
   std::vector<float> score_;                     // raw log-prob of alive hypotheses (B·K)
-  std::vector<std::vector<int32_t>> tokens_;      // per step, per new beam (B·K)
-  std::vector<std::vector<int32_t>> parents_;     // per step, per new beam (B·K)
-  std::vector<std::vector<float>> weights_;       // per step, (B·K, W) by source beam
-  std::vector<std::vector<float>> copies_;        // per step, (B·K) by source beam; the pointer only
-  std::vector<std::vector<Finished>> finished_;   // per row
-  std::vector<char> done_;                        // per row
-  std::vector<int32_t> next_;                     // per hypothesis
+  std::vector<std::vector<int32_t>> tokens_;     // per step, per new beam (B·K)
+  std::vector<std::vector<int32_t>> parents_;    // per step, per new beam (B·K)
+  std::vector<std::vector<float>> weights_;      // per step, (B·K, W) by source beam
+  std::vector<std::vector<float>> copies_;       // per step, (B·K) by source beam; the pointer only
+  std::vector<std::vector<Finished>> finished_;  // per row
+  std::vector<char> done_;                       // per row
+  std::vector<int32_t> next_;                    // per hypothesis
   bool live_only_;
-  std::vector<int64_t> live_;                     // the source rows the decoder steps (L)
-  std::vector<Candidate> candidates_;             // one row's best 2K proposals per hypothesis, reused
+  std::vector<int64_t> live_;          // the source rows the decoder steps (L)
+  std::vector<Candidate> candidates_;  // one row's best 2K proposals per hypothesis, reused
   Tensor reorder_;
 };
 

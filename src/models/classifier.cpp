@@ -23,7 +23,8 @@ void BiLstmConfig::validate() const {
   auto positive = [](const char* name, int64_t v) {
     if (v < 1) throw ValueError(std::string("bilstm config: '") + name + "' must be >= 1, got " + std::to_string(v));
   };
-  if (vocab < 3) throw ValueError("bilstm config: 'vocab' must be >= 3 (<pad>, <unk> and a word), got " + std::to_string(vocab));
+  if (vocab < 3)
+    throw ValueError("bilstm config: 'vocab' must be >= 3 (<pad>, <unk> and a word), got " + std::to_string(vocab));
   positive("emb", emb);
   positive("hidden", hidden);
   positive("layers", layers);
@@ -39,9 +40,15 @@ json BiLstmConfig::to_json() const {
 
 BiLstmConfig BiLstmConfig::from_json(const json& j) {
   BiLstmConfig c;
-  detail::read_config("bilstm", j, {{"vocab", &c.vocab}, {"emb", &c.emb}, {"hidden", &c.hidden},
-                                    {"layers", &c.layers}, {"dropout", &c.dropout}, {"classes", &c.classes},
-                                    {"seed", &c.seed}}, "bilstm");
+  detail::read_config("bilstm", j,
+                      {{"vocab", &c.vocab},
+                       {"emb", &c.emb},
+                       {"hidden", &c.hidden},
+                       {"layers", &c.layers},
+                       {"dropout", &c.dropout},
+                       {"classes", &c.classes},
+                       {"seed", &c.seed}},
+                      "bilstm");
   c.validate();
   return c;
 }
@@ -80,9 +87,9 @@ Tensor BiLstmClassifier::logits(const Tensor& ids, const Tensor& lengths, Tensor
 
   Tensor x = embedding_dropout_.forward(embedding.forward(time_major_ids(ids)));  // (S, B, emb)
   RnnStackOutput stack = run_rnn_stack(rnn, x, keep, all_kept, &layer_dropout_);
-  const Tensor states = transpose_01(stack.outputs);                      // (B, S, 2H)
+  const Tensor states = transpose_01(stack.outputs);                       // (B, S, 2H)
   MaxTimeResult max_pool = masked_max_time_with_indices(states, lengths);  // (B, 2H)
-  const Tensor mean_pool = masked_mean_time(states, lengths);             // (B, 2H)
+  const Tensor mean_pool = masked_mean_time(states, lengths);              // (B, 2H)
   const Tensor pooled = concat({max_pool.values, mean_pool});              // (B, 4H)
   Tensor result = out.forward(output_dropout_.forward(pooled));            // (B, classes)
 

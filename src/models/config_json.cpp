@@ -12,8 +12,12 @@ using nlohmann::json;
 
 namespace {
 
-bool fits_int64(const json& v) { return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= INT64_MAX); }
-bool fits_int32(const json& v) { return fits_int64(v) && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX; }
+bool fits_int64(const json& v) {
+  return v.is_number_integer() && (!v.is_number_unsigned() || v.get<uint64_t>() <= INT64_MAX);
+}
+bool fits_int32(const json& v) {
+  return fits_int64(v) && v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+}
 bool non_negative(const json& v) { return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0); }
 
 // Whether v fits a field of `target`'s type, and that type in words.

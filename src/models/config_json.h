@@ -2,12 +2,11 @@
 // Reading a model configuration from its JSON object (private to src/models/): every
 // configuration's from_json is one read_config call over its table of fields.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/ops/softmax.h"
 

@@ -107,9 +107,10 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
                             bool need_weights, const Tensor* projected_input) {
   Step s;
   need_weights = need_weights || pointer_gate != nullptr;  // the pointer copies with the weights
-  Tensor x = emb_prev;  // (B, emb)
+  Tensor x = emb_prev;                                     // (B, emb)
   if (kind() == AttentionKind::bahdanau) {
-    nn::StepAttentionResult r = attention->step(state.h.back(), memory, state.attention, need_weights);  // queries with s_{t-1}
+    nn::StepAttentionResult r =
+        attention->step(state.h.back(), memory, state.attention, need_weights);  // queries with s_{t-1}
     s.context = r.context;
     s.weights = r.weights;
     s.coverage_loss = r.coverage_loss;
@@ -146,7 +147,7 @@ Decoder::Step Decoder::step(const Tensor& emb_prev, DecoderState& state, const n
     s.feature = s.top;
   }
   if (!attention) ++state.attention.t;  // an attention module advances it in step()
-  if (pointer_gate) {  // p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b), x_t = emb(y_{t−1})
+  if (pointer_gate) {                   // p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b), x_t = emb(y_{t−1})
     const int64_t B = emb_prev.dim(0);
     s.p_gen = sigmoid(pointer_gate->forward(concat({s.context, s.top, emb_prev}))).reshape({B});  // (B)
   }
@@ -218,8 +219,9 @@ DecoderOutput Decoder::forward(const Tensor& tgt_in, const EncoderOutput& enc, c
   result.logits = kind() == AttentionKind::bahdanau
                       ? out.forward(concat({stack_rows(tops), stack_rows(contexts), emb_all}))  // (T, B, V)
                       : out.forward(stack_rows(features));                                      // (T, B, V)
-  if (pointer_gate) result.logits = pointer_over_steps(result.logits, stack_rows(p_gens), stack_rows(weights), src_ext,
-                                                      extended_vocab);  // (T, B, Vx)
+  if (pointer_gate)
+    result.logits = pointer_over_steps(result.logits, stack_rows(p_gens), stack_rows(weights), src_ext,
+                                       extended_vocab);                             // (T, B, Vx)
   if (!hard_log_probs.empty()) result.hard_log_probs = stack_rows(hard_log_probs);  // (T, B)
   if (!coverage_terms.empty()) result.coverage_terms = stack_rows(coverage_terms);  // (T, B)
   return result;

@@ -47,8 +47,7 @@ int64_t RnnStack::input_size(int layer) const { return layer == 0 ? input_size_ 
 
 Encoder::Encoder(const Seq2SeqConfig& config, Rng& rng)
     : embedding(config.vocab, config.emb, rng, kPad),
-      rnn(config.encoder == RnnCell::lstm, config.emb, config.hidden, config.layers, config.bidirectional,
-          rng),
+      rnn(config.encoder == RnnCell::lstm, config.emb, config.hidden, config.layers, config.bidirectional, rng),
       config_(config),
       dropout_(config.dropout, splitmix64(config.seed ^ 0xE1C0DE5ULL)) {
   register_module("embedding", embedding);
@@ -156,7 +155,8 @@ EncoderOutput Encoder::forward(const Tensor& src, const Tensor& src_lengths) {
 
 EncoderOutput Encoder::forward_embedded(const Tensor& embedded, const Tensor& src_lengths) {
   ShapeContract contract("Encoder.forward_embedded");
-  contract.check("embedded", embedded, {"S", "B", "emb"}, DType::f32).check("src_lengths", src_lengths, {"B"}, DType::i32);
+  contract.check("embedded", embedded, {"S", "B", "emb"}, DType::f32)
+      .check("src_lengths", src_lengths, {"B"}, DType::i32);
   const int64_t S = embedded.dim(0);
   check_lengths_in_range("Encoder", "src_lengths", src_lengths, S);
   Tensor keep;

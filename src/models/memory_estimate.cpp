@@ -45,11 +45,16 @@ int64_t parse_byte_count(const std::string& text) {
   if (errno == ERANGE) return -1;
   int shift = 0;
   const std::string suffix(end);
-  if (suffix == "K" || suffix == "k") shift = 10;
-  else if (suffix == "M" || suffix == "m") shift = 20;
-  else if (suffix == "G" || suffix == "g") shift = 30;
-  else if (suffix == "T" || suffix == "t") shift = 40;
-  else if (!suffix.empty()) return -1;
+  if (suffix == "K" || suffix == "k")
+    shift = 10;
+  else if (suffix == "M" || suffix == "m")
+    shift = 20;
+  else if (suffix == "G" || suffix == "g")
+    shift = 30;
+  else if (suffix == "T" || suffix == "t")
+    shift = 40;
+  else if (!suffix.empty())
+    return -1;
   if (n == 0 || n > (static_cast<unsigned long long>(INT64_MAX) >> shift)) return -1;
   return static_cast<int64_t>(n << shift);
 }
@@ -64,9 +69,10 @@ Budget read_budget() {
   if (const char* env = std::getenv("ATTN_MEMORY_LIMIT")) {
     const int64_t n = parse_byte_count(env);
     if (n < 0)
-      throw ValueError(fmt::format("ATTN_MEMORY_LIMIT must be a positive number of bytes (suffix K, M, G or T "
-                                   "allowed), got '{}'",
-                                   env));
+      throw ValueError(
+          fmt::format("ATTN_MEMORY_LIMIT must be a positive number of bytes (suffix K, M, G or T "
+                      "allowed), got '{}'",
+                      env));
     b.bytes = n;
     b.source = "ATTN_MEMORY_LIMIT";
     return b;
@@ -102,24 +108,36 @@ double rnn_layer_floats(double g, double input, double H) { return g * H * (inpu
 // Bounds
 
 void check_config_bounds(const Seq2SeqConfig& c) {
-  at_most("seq2seq", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
-                      {"heads", c.heads, kMaxWidth}, {"window", c.window, kMaxWidth}, {"vocab", c.vocab, kMaxVocab},
-                      {"max_src_len", c.max_src_len, kMaxLength}, {"location_filters", c.location_filters, kMaxWidth},
+  at_most("seq2seq", {{"layers", c.layers, kMaxLayers},
+                      {"emb", c.emb, kMaxWidth},
+                      {"hidden", c.hidden, kMaxWidth},
+                      {"heads", c.heads, kMaxWidth},
+                      {"window", c.window, kMaxWidth},
+                      {"vocab", c.vocab, kMaxVocab},
+                      {"max_src_len", c.max_src_len, kMaxLength},
+                      {"location_filters", c.location_filters, kMaxWidth},
                       {"location_width", c.location_width, kMaxLength},
                       {"chunk", c.chunk, kMaxLength}});
 }
 
 void check_config_bounds(const TransformerConfig& c) {
   at_most("transformer", {{"encoder_layers", c.encoder_layers, kMaxLayers},
-                          {"decoder_layers", c.decoder_layers, kMaxLayers}, {"d_model", c.d_model, kMaxWidth},
-                          {"heads", c.heads, kMaxWidth}, {"ffn", c.ffn, kMaxFfn},
-                          {"src_vocab", c.src_vocab, kMaxVocab}, {"tgt_vocab", c.tgt_vocab, kMaxVocab},
-                          {"classes", c.classes, kMaxClasses}, {"max_len", c.max_len, kMaxLength}});
+                          {"decoder_layers", c.decoder_layers, kMaxLayers},
+                          {"d_model", c.d_model, kMaxWidth},
+                          {"heads", c.heads, kMaxWidth},
+                          {"ffn", c.ffn, kMaxFfn},
+                          {"src_vocab", c.src_vocab, kMaxVocab},
+                          {"tgt_vocab", c.tgt_vocab, kMaxVocab},
+                          {"classes", c.classes, kMaxClasses},
+                          {"max_len", c.max_len, kMaxLength}});
 }
 
 void check_config_bounds(const BiLstmConfig& c) {
-  at_most("bilstm", {{"layers", c.layers, kMaxLayers}, {"emb", c.emb, kMaxWidth}, {"hidden", c.hidden, kMaxWidth},
-                     {"vocab", c.vocab, kMaxVocab}, {"classes", c.classes, kMaxClasses}});
+  at_most("bilstm", {{"layers", c.layers, kMaxLayers},
+                     {"emb", c.emb, kMaxWidth},
+                     {"hidden", c.hidden, kMaxWidth},
+                     {"vocab", c.vocab, kMaxVocab},
+                     {"classes", c.classes, kMaxClasses}});
 }
 
 // ---------------------------------------------------------------------------------------
@@ -151,9 +169,9 @@ void check_memory(double bytes, const std::string& what, const std::string& advi
 double parameter_bytes(const Seq2SeqConfig& c) {
   const double V = c.vocab, emb = c.emb, H = c.hidden, L = c.layers, g = gates(c);
   const double dirs = c.bidirectional ? 2.0 : 1.0, E = H * dirs;
-  double p = 2.0 * V * emb;                                                       // both embeddings
+  double p = 2.0 * V * emb;                                                           // both embeddings
   p += dirs * (rnn_layer_floats(g, emb, H) + (L - 1.0) * rnn_layer_floats(g, E, H));  // encoder
-  if (c.bidirectional) p += 2.0 * L * (E * H + H);                                // bridge (h and c)
+  if (c.bidirectional) p += 2.0 * L * (E * H + H);                                    // bridge (h and c)
   // Decoder input, output features and attention as the header's equations give them.
   const bool bahdanau = c.attention == AttentionKind::bahdanau, luong = c.attention == AttentionKind::luong;
   const double input = emb + (bahdanau ? E : 0.0) + (luong && c.input_feeding ? H : 0.0);
@@ -161,8 +179,8 @@ double parameter_bytes(const Seq2SeqConfig& c) {
   p += rnn_layer_floats(g, input, H) + (L - 1.0) * rnn_layer_floats(g, H, H);  // decoder
   if (bahdanau || luong)
     p += 2.0 * E * H + H * H + 2.0 * H + static_cast<double>(c.max_src_len) * (H + 1.0);  // attention
-  if (luong) p += (E + H) * H;                                                  // linear_out
-  p += V * (features + 1.0);                                                    // out
+  if (luong) p += (E + H) * H;                                                            // linear_out
+  p += V * (features + 1.0);                                                              // out
   return p * kFloat;
 }
 
@@ -171,7 +189,7 @@ double parameter_bytes(const TransformerConfig& c) {
   const double encoder_layer = 4.0 * d * d + 2.0 * d * f + 9.0 * d + f;
   const double decoder_layer = 8.0 * d * d + 2.0 * d * f + 15.0 * d + f;
   double p = (static_cast<double>(c.src_vocab) + static_cast<double>(c.tgt_vocab)) * d;  // embeddings
-  p += static_cast<double>(c.max_len) * d;                                          // learned positions
+  p += static_cast<double>(c.max_len) * d;                                               // learned positions
   p += c.encoder_layers * encoder_layer + c.decoder_layers * decoder_layer;
   p += static_cast<double>(c.tgt_vocab) * (d + 1.0) + static_cast<double>(c.classes) * (d + 1.0);  // heads
   return p * kFloat;
@@ -186,10 +204,10 @@ double parameter_bytes(const BiLstmConfig& c) {
 }
 
 void check_parameter_memory(const Seq2SeqConfig& c) {
-  check_memory(parameter_bytes(c),
-               fmt::format("a seq2seq model with layers={}, hidden={}, emb={}, vocab={}", c.layers, c.hidden, c.emb,
-                           c.vocab),
-               "make it smaller (--layers, --hidden, --emb; 'layers', 'hidden', 'emb' in a configuration)");
+  check_memory(
+      parameter_bytes(c),
+      fmt::format("a seq2seq model with layers={}, hidden={}, emb={}, vocab={}", c.layers, c.hidden, c.emb, c.vocab),
+      "make it smaller (--layers, --hidden, --emb; 'layers', 'hidden', 'emb' in a configuration)");
 }
 
 void check_parameter_memory(const TransformerConfig& c, const std::string& model) {
@@ -215,23 +233,25 @@ double seq2seq_training_bytes(const Seq2SeqConfig& c, int64_t B, int64_t S, int6
   // Attention: scores and weights over the source per target step; the additive score keeps
   // its tanh(W q + U k) of (S, A = H) per step as well.
   const bool additive = c.attention == AttentionKind::bahdanau;
-  if (c.attention != AttentionKind::none) floats += t * b * s * (2.0 + (additive ? H : 0.0)) * (c.heads > 1 ? c.heads : 1);
+  if (c.attention != AttentionKind::none)
+    floats += t * b * s * (2.0 + (additive ? H : 0.0)) * (c.heads > 1 ? c.heads : 1);
   floats += t * b * 2.0 * c.vocab;  // logits and their softmax
   // The pointer: the vocabulary distribution, the mixture and its log over V (+ the OOVs, not
   // known here), and the logits and weights stacked once more for the one fused op.
   if (c.pointer) floats += t * b * (4.0 * c.vocab + s);
-  return 2.0 * floats * kFloat;     // and a gradient of each
+  return 2.0 * floats * kFloat;  // and a gradient of each
 }
 
 double seq2seq_decoding_bytes(const Seq2SeqConfig& c, int64_t rows, int64_t S, int64_t T) {
   const double H = c.hidden, dirs = c.bidirectional ? 2.0 : 1.0;
   const double r = static_cast<double>(rows), s = static_cast<double>(S), t = static_cast<double>(T);
-  double floats = s * r * (c.emb + 3.0 * dirs * H);  // encoder outputs, keys, projections
+  double floats = s * r * (c.emb + 3.0 * dirs * H);                 // encoder outputs, keys, projections
   if (c.attention == AttentionKind::bahdanau) floats += r * s * H;  // one step's tanh(W q + U k)
   // The result keeps every step's weights over the source (heads of them for multihead),
   // copied once more by whoever draws or scores them.
-  if (c.attention != AttentionKind::none) floats += 2.0 * t * r * s * (c.heads > 1 && c.step_score() == nn::StepScore::multihead ? c.heads : 1);
-  floats += r * 2.0 * c.vocab;  // one step's logits
+  if (c.attention != AttentionKind::none)
+    floats += 2.0 * t * r * s * (c.heads > 1 && c.step_score() == nn::StepScore::multihead ? c.heads : 1);
+  floats += r * 2.0 * c.vocab;                 // one step's logits
   if (c.pointer) floats += r * 3.0 * c.vocab;  // the pointer's vocabulary distribution, mixture and log
   return floats * kFloat;
 }
@@ -253,11 +273,11 @@ double transformer_training_bytes(const TransformerConfig& c, int64_t B, int64_t
 double transformer_decoding_bytes(const TransformerConfig& c, int64_t rows, int64_t S, int64_t T, bool weights) {
   const double d = c.d_model, f = c.ffn, h = c.heads;
   const double r = static_cast<double>(rows), s = static_cast<double>(S), t = static_cast<double>(T);
-  double floats = r * s * (4.0 * d + f + h * s);                     // encoder, one layer at a time
-  floats += c.decoder_layers * r * (2.0 * t + 2.0 * s) * d;         // self and cross key/value caches
+  double floats = r * s * (4.0 * d + f + h * s);                             // encoder, one layer at a time
+  floats += c.decoder_layers * r * (2.0 * t + 2.0 * s) * d;                  // self and cross key/value caches
   floats += r * (h * (s + t) + f + 2.0 * static_cast<double>(c.tgt_vocab));  // one step
   if (c.pointer) floats += r * 3.0 * static_cast<double>(c.tgt_vocab);       // the pointer's mixture, as the RNN's
-  if (weights) floats += 2.0 * t * r * s * h;                        // kept cross-attention weights
+  if (weights) floats += 2.0 * t * r * s * h;                                // kept cross-attention weights
   return floats * kFloat;
 }
 
@@ -305,8 +325,9 @@ void check_training_memory(const BiLstmConfig& c, int64_t B, int64_t S) {
 void note_tokens_cut(int64_t length, int64_t max_tokens, const std::string& kind) {
   static std::atomic<bool> said{false};
   if (said.exchange(true)) return;
-  std::fprintf(stderr, "attn: note: %s reads at most %lld tokens: a text of %lld tokens (and any other longer one) "
-                       "keeps its first %lld\n",
+  std::fprintf(stderr,
+               "attn: note: %s reads at most %lld tokens: a text of %lld tokens (and any other longer one) "
+               "keeps its first %lld\n",
                kind.c_str(), static_cast<long long>(max_tokens), static_cast<long long>(length),
                static_cast<long long>(max_tokens));
 }

@@ -1,19 +1,19 @@
 // Seq2Seq: teacher-forced loss and greedy decoding.
 #include "attn/models/seq2seq.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "attn/autodiff/tape.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/ops/elementwise.h"
+#include "attn/ops/gemm.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
-#include "attn/ops/gemm.h"
 #include "rnn_decoding.h"
-
-#include <algorithm>
-
-#include <fmt/format.h>
 
 namespace attn::models {
 Seq2Seq::Seq2Seq(const Seq2SeqConfig& config)
@@ -44,13 +44,13 @@ Seq2Seq::Loss Seq2Seq::loss_terms(const Batch& batch, float label_smoothing) {
   check_training_memory(config_, batch.src.dim(0), batch.src.dim(1), batch.tgt_out.dim(1));
   // Smoothing toward every extended id would put mass on the OOV slots a row's source lacks.
   if (config_.pointer && label_smoothing != 0.0f)
-    throw ValueError(fmt::format("Seq2Seq: label smoothing ({}) does not apply to the pointer-generator; use 0",
-                                 label_smoothing));
+    throw ValueError(
+        fmt::format("Seq2Seq: label smoothing ({}) does not apply to the pointer-generator; use 0", label_smoothing));
   const DecoderOutput out = forward(batch);
   // With the pointer out.logits is log P over the extended vocabulary: cross_entropy is its NLL.
   const Tensor& targets = config_.pointer && batch.tgt_out_ext.defined() ? batch.tgt_out_ext : batch.tgt_out;
-  const Tensor ce = cross_entropy(out.logits, time_major_ids(targets),
-                                  {.ignore_index = kPad, .label_smoothing = label_smoothing});
+  const Tensor ce =
+      cross_entropy(out.logits, time_major_ids(targets), {.ignore_index = kPad, .label_smoothing = label_smoothing});
   return {with_coverage(with_reinforce(ce, out, batch), out, batch), ce, out.logits};
 }
 
@@ -58,7 +58,7 @@ Tensor Seq2Seq::with_coverage(const Tensor& loss, const DecoderOutput& out, cons
   if (!out.coverage_terms.defined() || config_.coverage_loss == 0.0f) return loss;
   const Tensor targets = time_major_ids(batch.tgt_out);  // (T, B)
   const int64_t n = targets.numel();
-  Tensor real = Tensor::empty(targets.shape());          // 1 for a target token, 0 for padding
+  Tensor real = Tensor::empty(targets.shape());  // 1 for a target token, 0 for padding
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
     real.f32()[i] = targets.i32()[i] == kPad ? 0.0f : 1.0f;
@@ -74,7 +74,7 @@ Tensor Seq2Seq::loss(const Batch& batch, float label_smoothing) { return loss_te
 Tensor Seq2Seq::with_reinforce(const Tensor& ce, const DecoderOutput& out, const Batch& batch) {
   if (!out.hard_log_probs.defined() || !autodiff::grad_enabled()) return ce;
   // REINFORCE for hard attention: reward r(t, b) = log p(target | step t), no gradient.
-  const Tensor& l = out.logits;                           // (T, B, V)
+  const Tensor& l = out.logits;                          // (T, B, V)
   const Tensor targets = time_major_ids(batch.tgt_out);  // (T, B)
   const Tensor& log_probs = out.hard_log_probs;          // (T, B)
   const int64_t T = targets.dim(0), B = targets.dim(1), V = l.dim(2);
@@ -108,8 +108,8 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
   const EncoderOutput enc = encoder.forward(src, src_lengths);
-  return detail::greedy_decode(decoder, config_, enc, src_lengths, max_len, config_.pointer ? source_ext(src, src_ext) : Tensor(),
-                               extended_vocab);
+  return detail::greedy_decode(decoder, config_, enc, src_lengths, max_len,
+                               config_.pointer ? source_ext(src, src_ext) : Tensor(), extended_vocab);
 }
 
 namespace detail {
@@ -135,7 +135,8 @@ DecodeResult greedy_decode(Decoder& decoder, const Seq2SeqConfig& config, const 
   for (int step = 0; step < max_len && remaining > 0; ++step) {
     const Tensor emb = decoder.embedding.forward(in_vocabulary(prev, config.vocab));  // (B, emb)
     const Decoder::Step s = decoder.step(emb, state, memory, with_weights);
-    const Tensor logits = pointer ? decoder.step_pointer_log_probs(s, emb, src_ext, V) : decoder.step_logits(s, emb);  // (B, V)
+    const Tensor logits =
+        pointer ? decoder.step_pointer_log_probs(s, emb, src_ext, V) : decoder.step_logits(s, emb);  // (B, V)
     const float* l = logits.f32();
     for (int64_t b = 0; b < B; ++b) {
       const int32_t best = argmax(l + b * V, V);

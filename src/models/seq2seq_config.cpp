@@ -39,9 +39,7 @@ const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",
 }  // namespace
 
 const char* to_string(RnnCell cell) { return kEncoders.at(static_cast<size_t>(cell)).c_str(); }
-RnnCell parse_rnn_cell(const std::string& name) {
-  return static_cast<RnnCell>(parse_name("encoder", name, kEncoders));
-}
+RnnCell parse_rnn_cell(const std::string& name) { return static_cast<RnnCell>(parse_name("encoder", name, kEncoders)); }
 const char* to_string(AttentionKind kind) { return kAttentions.at(static_cast<size_t>(kind)).c_str(); }
 AttentionKind parse_attention_kind(const std::string& name) {
   return static_cast<AttentionKind>(parse_name("attention", name, kAttentions));
@@ -50,9 +48,12 @@ AttentionKind parse_attention_kind(const std::string& name) {
 const char* to_string(CoverageKind kind) { return kCoverages.at(static_cast<size_t>(kind)).c_str(); }
 nn::StepCoverage step_coverage(CoverageKind kind) {
   switch (kind) {
-    case CoverageKind::none: return nn::StepCoverage::none;
-    case CoverageKind::see: return nn::StepCoverage::see;
-    case CoverageKind::tu: return nn::StepCoverage::tu;
+    case CoverageKind::none:
+      return nn::StepCoverage::none;
+    case CoverageKind::see:
+      return nn::StepCoverage::see;
+    case CoverageKind::tu:
+      return nn::StepCoverage::tu;
   }
   return nn::StepCoverage::none;
 }
@@ -97,7 +98,7 @@ std::string Seq2SeqConfig::effective_score() const {
 std::string Seq2SeqConfig::score_name() const { return score ? nn::step_score_name(*score) : ""; }
 
 void Seq2SeqConfig::validate() const {
-  check_config_bounds(*this);  // upper bounds (memory_estimate.cpp)
+  check_config_bounds(*this);            // upper bounds (memory_estimate.cpp)
   parse_score(attention, score_name());  // the score belongs to the attention
   const std::string s = effective_score();
   auto positive = [](const char* name, int value, int lo) {
@@ -118,10 +119,12 @@ void Seq2SeqConfig::validate() const {
   positive("location_filters", location_filters, 1);
   positive("location_width", location_width, 1);
   if (location_width % 2 == 0)
-    throw ValueError(fmt::format("location_width must be odd (a filter centred on the position), got {}", location_width));
+    throw ValueError(
+        fmt::format("location_width must be odd (a filter centred on the position), got {}", location_width));
   if (!(location_sharpening > 0.0f) || !std::isfinite(location_sharpening))
     throw ValueError(fmt::format("location_sharpening must be finite and > 0, got {}", location_sharpening));
-  if (!std::isfinite(monotonic_bias)) throw ValueError(fmt::format("monotonic_bias must be finite, got {}", monotonic_bias));
+  if (!std::isfinite(monotonic_bias))
+    throw ValueError(fmt::format("monotonic_bias must be finite, got {}", monotonic_bias));
   if (!(monotonic_noise >= 0.0f) || !std::isfinite(monotonic_noise))
     throw ValueError(fmt::format("monotonic_noise must be finite and >= 0, got {}", monotonic_noise));
   positive("chunk", chunk, 1);
@@ -139,42 +142,52 @@ void Seq2SeqConfig::validate() const {
     throw ValueError(fmt::format("coverage_loss must be finite and >= 0, got {}", coverage_loss));
   check_normalizer("seq2seq config", normalizer);
   if (normalizer.kind != NormalizerKind::softmax) {
-    const bool takes = attends && (score_used == nn::StepScore::additive ||
-                                   score_used == nn::StepScore::additive_normalized ||
-                                   score_used == nn::StepScore::dot || score_used == nn::StepScore::general ||
-                                   score_used == nn::StepScore::concat || score_used == nn::StepScore::location ||
-                                   score_used == nn::StepScore::location_aware);
+    const bool takes =
+        attends && (score_used == nn::StepScore::additive || score_used == nn::StepScore::additive_normalized ||
+                    score_used == nn::StepScore::dot || score_used == nn::StepScore::general ||
+                    score_used == nn::StepScore::concat || score_used == nn::StepScore::location ||
+                    score_used == nn::StepScore::location_aware);
     if (!takes)
-      throw ValueError(fmt::format("normalizer '{}' needs bahdanau or luong attention with an additive, dot, general, "
-                                   "concat, location or location_aware score, got {} ({})",
-                                   normalizer_name(normalizer.kind), to_string(attention), s));
+      throw ValueError(
+          fmt::format("normalizer '{}' needs bahdanau or luong attention with an additive, dot, general, "
+                      "concat, location or location_aware score, got {} ({})",
+                      normalizer_name(normalizer.kind), to_string(attention), s));
     if (location_smoothing)
-      throw ValueError(fmt::format(
-          "normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
-          normalizer_name(normalizer.kind)));
+      throw ValueError(
+          fmt::format("normalizer '{}' cannot be combined with location smoothing (it replaces the softmax)",
+                      normalizer_name(normalizer.kind)));
   }
   if (pointer && (!attends || score_used == nn::StepScore::multihead))
-    throw ValueError(fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})",
-                                 to_string(attention), s));
+    throw ValueError(
+        fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})", to_string(attention), s));
 }
 
 nlohmann::json Seq2SeqConfig::to_json() const {
-  nlohmann::json j{{"encoder", to_string(encoder)}, {"layers", layers},
-                        {"bidirectional", bidirectional}, {"emb", emb},
-                        {"hidden", hidden},       {"dropout", dropout},
-                        {"attention", to_string(attention)}, {"score", score_name()},
-                        {"input_feeding", input_feeding}, {"vocab", vocab},
-                        {"max_src_len", max_src_len}, {"heads", heads},
-                        {"window", window}, {"location_filters", location_filters},
-                        {"location_width", location_width}, {"location_sharpening", location_sharpening},
-                        {"location_smoothing", location_smoothing}, {"seed", seed}};
+  nlohmann::json j{{"encoder", to_string(encoder)},
+                   {"layers", layers},
+                   {"bidirectional", bidirectional},
+                   {"emb", emb},
+                   {"hidden", hidden},
+                   {"dropout", dropout},
+                   {"attention", to_string(attention)},
+                   {"score", score_name()},
+                   {"input_feeding", input_feeding},
+                   {"vocab", vocab},
+                   {"max_src_len", max_src_len},
+                   {"heads", heads},
+                   {"window", window},
+                   {"location_filters", location_filters},
+                   {"location_width", location_width},
+                   {"location_sharpening", location_sharpening},
+                   {"location_smoothing", location_smoothing},
+                   {"seed", seed}};
   if (coverage != CoverageKind::none) {  // checkpoints without coverage keep the older form
     j["coverage"] = to_string(coverage);
     j["coverage_loss"] = coverage_loss;
   }
   detail::write_normalizer(j, normalizer);
   if (pointer) j["pointer"] = true;  // likewise for checkpoints without the pointer
-  const Seq2SeqConfig defaults;  // the fields below only when set: older checkpoints keep their form
+  const Seq2SeqConfig defaults;      // the fields below only when set: older checkpoints keep their form
   if (monotonic_bias != defaults.monotonic_bias) j["monotonic_bias"] = monotonic_bias;
   if (monotonic_noise != defaults.monotonic_noise) j["monotonic_noise"] = monotonic_noise;
   if (chunk != defaults.chunk) j["chunk"] = chunk;
@@ -186,20 +199,30 @@ Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
   std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score,
               coverage = to_string(c.coverage);  // the choices' names
   detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {{"encoder", &encoder}, {"layers", &c.layers},
-                                     {"bidirectional", &c.bidirectional}, {"emb", &c.emb},
-                                     {"hidden", &c.hidden}, {"dropout", &c.dropout},
-                                     {"attention", &attention}, {"score", &score},
-                                     {"input_feeding", &c.input_feeding}, {"vocab", &c.vocab},
-                                     {"max_src_len", &c.max_src_len}, {"heads", &c.heads},
-                                     {"window", &c.window}, {"location_filters", &c.location_filters},
-                                     {"location_width", &c.location_width},
-                                     {"location_sharpening", &c.location_sharpening},
-                                     {"location_smoothing", &c.location_smoothing}, {"seed", &c.seed},
-                                     {"coverage", &coverage}, {"coverage_loss", &c.coverage_loss},
-                                     {"pointer", &c.pointer},
-                                     {"monotonic_bias", &c.monotonic_bias}, {"monotonic_noise", &c.monotonic_noise},
-                                     {"chunk", &c.chunk}};
+  std::vector<detail::ConfigField> fields = {{"encoder", &encoder},
+                                             {"layers", &c.layers},
+                                             {"bidirectional", &c.bidirectional},
+                                             {"emb", &c.emb},
+                                             {"hidden", &c.hidden},
+                                             {"dropout", &c.dropout},
+                                             {"attention", &attention},
+                                             {"score", &score},
+                                             {"input_feeding", &c.input_feeding},
+                                             {"vocab", &c.vocab},
+                                             {"max_src_len", &c.max_src_len},
+                                             {"heads", &c.heads},
+                                             {"window", &c.window},
+                                             {"location_filters", &c.location_filters},
+                                             {"location_width", &c.location_width},
+                                             {"location_sharpening", &c.location_sharpening},
+                                             {"location_smoothing", &c.location_smoothing},
+                                             {"seed", &c.seed},
+                                             {"coverage", &coverage},
+                                             {"coverage_loss", &c.coverage_loss},
+                                             {"pointer", &c.pointer},
+                                             {"monotonic_bias", &c.monotonic_bias},
+                                             {"monotonic_noise", &c.monotonic_noise},
+                                             {"chunk", &c.chunk}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
   detail::read_config("seq2seq", j, fields);
   check_config_bounds(c);  // first, as validate() does

@@ -15,7 +15,8 @@ namespace {
 
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
-  if (c.pointer) throw ValueError("TransformerClassifier: pointer applies to the encoder-decoder (TransformerSeq2Seq) only");
+  if (c.pointer)
+    throw ValueError("TransformerClassifier: pointer applies to the encoder-decoder (TransformerSeq2Seq) only");
   if (c.src_vocab < 1)
     throw ValueError(fmt::format("TransformerClassifier: src_vocab must be >= 1, got {}", c.src_vocab));
   if (c.encoder_layers < 1)
@@ -79,7 +80,7 @@ Tensor TransformerClassifier::logits_from_embeddings(const Tensor& embeddings, c
   Tensor key_lengths = Tensor::empty({B}, DType::i32);  // (B): [CLS] + the row's tokens
   for (int64_t b = 0; b < B; ++b) key_lengths.i32()[b] = lengths.i32()[b] + 1;
 
-  const Tensor h = encoder.forward(x, key_lengths, weights);                // (B, S + 1, D)
+  const Tensor h = encoder.forward(x, key_lengths, weights);               // (B, S + 1, D)
   const Tensor first = split(h.reshape({B, (S + 1) * D}), {D, S * D})[0];  // (B, D)
   return head.forward(first);                                              // (B, classes)
 }

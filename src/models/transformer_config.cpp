@@ -14,7 +14,9 @@
 
 namespace attn::models {
 
-FfnActivation parse_ffn_activation(const std::string& name) { return nn::parse_ffn_activation(name, "transformer config"); }
+FfnActivation parse_ffn_activation(const std::string& name) {
+  return nn::parse_ffn_activation(name, "transformer config");
+}
 const char* to_string(PositionKind positions) { return positions == PositionKind::learned ? "learned" : "sinusoidal"; }
 PositionKind parse_position_kind(const std::string& name) {
   if (name == "sinusoidal") return PositionKind::sinusoidal;
@@ -23,8 +25,14 @@ PositionKind parse_position_kind(const std::string& name) {
 }
 
 nn::TransformerLayerOptions TransformerConfig::layer_options() const {
-  return {.d_model = d_model, .heads = heads, .ffn = ffn, .dropout = dropout, .norm_first = norm_first,
-          .activation = activation, .seed = seed, .normalizer = normalizer};
+  return {.d_model = d_model,
+          .heads = heads,
+          .ffn = ffn,
+          .dropout = dropout,
+          .norm_first = norm_first,
+          .activation = activation,
+          .seed = seed,
+          .normalizer = normalizer};
 }
 
 void TransformerConfig::validate() const {
@@ -54,21 +62,21 @@ void TransformerConfig::validate() const {
 
 nlohmann::json TransformerConfig::to_json() const {
   nlohmann::json j{{"src_vocab", src_vocab},
-                        {"tgt_vocab", tgt_vocab},
-                        {"classes", classes},
-                        {"d_model", d_model},
-                        {"heads", heads},
-                        {"ffn", ffn},
-                        {"encoder_layers", encoder_layers},
-                        {"decoder_layers", decoder_layers},
-                        {"dropout", dropout},
-                        {"norm_first", norm_first},
-                        {"activation", to_string(activation)},
-                        {"positions", to_string(positions)},
-                        {"max_len", max_len},
-                        {"share_embeddings", share_embeddings},
-                        {"tie_output", tie_output},
-                        {"seed", seed}};
+                   {"tgt_vocab", tgt_vocab},
+                   {"classes", classes},
+                   {"d_model", d_model},
+                   {"heads", heads},
+                   {"ffn", ffn},
+                   {"encoder_layers", encoder_layers},
+                   {"decoder_layers", decoder_layers},
+                   {"dropout", dropout},
+                   {"norm_first", norm_first},
+                   {"activation", to_string(activation)},
+                   {"positions", to_string(positions)},
+                   {"max_len", max_len},
+                   {"share_embeddings", share_embeddings},
+                   {"tie_output", tie_output},
+                   {"seed", seed}};
   detail::write_normalizer(j, normalizer);
   if (pointer) j["pointer"] = true;  // absent when off: older checkpoints keep their form
   return j;
@@ -78,14 +86,22 @@ TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
   TransformerConfig c;
   std::string activation = to_string(c.activation), positions = to_string(c.positions);  // the choices' names
   detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {{"src_vocab", &c.src_vocab}, {"tgt_vocab", &c.tgt_vocab},
-                                         {"classes", &c.classes}, {"d_model", &c.d_model}, {"heads", &c.heads},
-                                         {"ffn", &c.ffn}, {"encoder_layers", &c.encoder_layers},
-                                         {"decoder_layers", &c.decoder_layers}, {"dropout", &c.dropout},
-                                         {"norm_first", &c.norm_first}, {"activation", &activation},
-                                         {"positions", &positions}, {"max_len", &c.max_len},
-                                         {"share_embeddings", &c.share_embeddings},
-                                         {"tie_output", &c.tie_output}, {"seed", &c.seed}};
+  std::vector<detail::ConfigField> fields = {{"src_vocab", &c.src_vocab},
+                                             {"tgt_vocab", &c.tgt_vocab},
+                                             {"classes", &c.classes},
+                                             {"d_model", &c.d_model},
+                                             {"heads", &c.heads},
+                                             {"ffn", &c.ffn},
+                                             {"encoder_layers", &c.encoder_layers},
+                                             {"decoder_layers", &c.decoder_layers},
+                                             {"dropout", &c.dropout},
+                                             {"norm_first", &c.norm_first},
+                                             {"activation", &activation},
+                                             {"positions", &positions},
+                                             {"max_len", &c.max_len},
+                                             {"share_embeddings", &c.share_embeddings},
+                                             {"tie_output", &c.tie_output},
+                                             {"seed", &c.seed}};
   for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
   fields.push_back({"pointer", &c.pointer});
   detail::read_config("transformer", j, fields);

@@ -7,14 +7,13 @@
 #include "attn/autodiff/tape.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/models/transformer.h"
+#include "attn/ops/gemm.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
 #include "attn/shape.h"
 #include "beam_search.h"
-#include "attn/ops/reduce.h"
-#include "attn/ops/gemm.h"
 #include "transformer_common.h"
 
 namespace attn::models {
@@ -23,8 +22,8 @@ namespace {
 const TransformerConfig& validated(const TransformerConfig& c) {
   c.validate();
   if (c.tgt_vocab <= kEos)
-    throw ValueError(fmt::format("TransformerSeq2Seq: tgt_vocab must be > {} (PAD, BOS, EOS are 0, 1, 2), got {}",
-                                 kEos, c.tgt_vocab));
+    throw ValueError(fmt::format("TransformerSeq2Seq: tgt_vocab must be > {} (PAD, BOS, EOS are 0, 1, 2), got {}", kEos,
+                                 c.tgt_vocab));
   if (c.src_vocab < 1) throw ValueError(fmt::format("TransformerSeq2Seq: src_vocab must be >= 1, got {}", c.src_vocab));
   if (c.encoder_layers < 1 || c.decoder_layers < 1)
     throw ValueError(fmt::format("TransformerSeq2Seq: encoder_layers and decoder_layers must be >= 1, got {} and {}",
@@ -147,8 +146,8 @@ Tensor TransformerSeq2Seq::logits_from_source_embeddings(const Tensor& source_em
   c.check("source_embeddings", source_embeddings, {"B", "S", "D"}, DType::f32);
   c.check("tgt_in", batch.tgt_in, {"B", "T"}, DType::i32);
   check_length_values(c.op(), "src_lengths", batch.src_lengths, 1, "S", c["S"]);
-  const Tensor x = dropout_.forward(positions.forward(source_embeddings, 0));                   // (B, S, D)
-  const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);  // (B, S, D)
+  const Tensor x = dropout_.forward(positions.forward(source_embeddings, 0));  // (B, S, D)
+  const Tensor memory = encoder.forward(x, batch.src_lengths, nullptr);        // (B, S, D)
   // The pointer copies by source ids, which embeddings do not carry: batch.src_ext or an error.
   return teacher_forced_output(memory, batch, batch.src_ext, std::max(config_.tgt_vocab, batch.extended_vocab));
 }
@@ -187,9 +186,7 @@ Tensor TransformerSeq2Seq::loss(const Batch& batch, float label_smoothing) {
   return cross_entropy(logits(batch), targets, {.ignore_index = kPad, .label_smoothing = label_smoothing});
 }
 
-std::vector<Tensor> TransformerSeq2Seq::cross_attention(const Batch& batch) {
-  return attention_maps(batch).cross;
-}
+std::vector<Tensor> TransformerSeq2Seq::cross_attention(const Batch& batch) { return attention_maps(batch).cross; }
 
 TransformerSeq2Seq::AttentionMaps TransformerSeq2Seq::attention_maps(const Batch& batch) {
   autodiff::NoGradGuard no_grad;
@@ -209,9 +206,8 @@ void TransformerDecodingState::reorder(const Tensor& index) {
   if (src_ext.defined()) src_ext = take_rows(src_ext, index);
 }
 
-TransformerDecodingState TransformerSeq2Seq::start_decoding(const Tensor& src, const Tensor& src_lengths,
-                                                            int64_t group, const Tensor& src_ext,
-                                                            int64_t extended_vocab) {
+TransformerDecodingState TransformerSeq2Seq::start_decoding(const Tensor& src, const Tensor& src_lengths, int64_t group,
+                                                            const Tensor& src_ext, int64_t extended_vocab) {
   TransformerDecodingState state;
   state.memory = encode(src, src_lengths);  // (B, S, D)
   // Row b·group + k is hypothesis k of source row b; the group shares its memory (the cache's
@@ -238,8 +234,8 @@ TransformerStepOutput TransformerSeq2Seq::decode_step(const Tensor& tokens, Tran
   // The memory is read on the first step only (the cache then holds its keys and values).
   const Tensor h = decoder.step(x, t == 0 ? state.memory : Tensor(), state.cache, &out.weights,
                                 step_layer(select, config_.decoder_layers, pointer));  // (n, 1, D)
-  out.scores = pointer ? pointer_output(output_logits(h), h, x, out.weights.back(), state.src_ext,
-                                        state.extended_vocab, &out.p_gen)
+  out.scores = pointer ? pointer_output(output_logits(h), h, x, out.weights.back(), state.src_ext, state.extended_vocab,
+                                        &out.p_gen)
                        : output_logits(h);
   return out;
 }
@@ -249,7 +245,7 @@ DecodeResult TransformerSeq2Seq::greedy(const Tensor& src, const Tensor& src_len
   if (max_len < 1) throw ValueError("TransformerSeq2Seq.greedy: max_len must be >= 1, got " + std::to_string(max_len));
   select = checked_select("TransformerSeq2Seq.greedy", select);
   autodiff::NoGradGuard no_grad;
-  ops::FrozenWeights frozen_weights;  // packed fp32 weights for the steps
+  ops::FrozenWeights frozen_weights;                                                // packed fp32 weights for the steps
   const int steps = static_cast<int>(std::min<int64_t>(max_len, config_.max_len));  // positions end at max_len
   check_decoding_memory(config_, src.dim(0), src.dim(1), steps, true);
   TransformerDecodingState state = start_decoding(src, src_lengths, 1, src_ext, extended_vocab);
@@ -313,7 +309,7 @@ DecodeResult TransformerSeq2Seq::beam(const Tensor& src, const Tensor& src_lengt
   TransformerDecodingState state = start_decoding(src, src_lengths, K, src_ext, extended_vocab);
   const bool pointer = pointer_gate != nullptr;
   const int64_t Vx = state.extended_vocab;
-  std::vector<float> copy;  // 1 − p_gen per live hypothesis; the pointer only
+  std::vector<float> copy;                                          // 1 − p_gen per live hypothesis; the pointer only
   std::vector<float> step_weights(static_cast<size_t>(BK * S)), w;  // (n, S): the selected head(s)
   for (int t = 0; t < max_steps; ++t) {
     const Tensor tokens = search.next_tokens();

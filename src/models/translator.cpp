@@ -16,8 +16,11 @@ class ModelTranslator : public Translator {
   nlohmann::json config_json() const override { return model_.config().to_json(); }
   Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
   DecodeResult decode(const Tensor& src, const Tensor& src_lengths, const TranslatorDecodeOptions& o) override {
-    const BeamOptions beam{
-        .width = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len, .coverage_penalty = o.coverage_penalty, .stop = o.stop};
+    const BeamOptions beam{.width = o.beam,
+                           .length_penalty = o.length_penalty,
+                           .max_len = o.max_len,
+                           .coverage_penalty = o.coverage_penalty,
+                           .stop = o.stop};
     if constexpr (std::is_same_v<Model, Seq2Seq>) {  // one attention: nothing to select
       return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.src_ext, o.extended_vocab)
                          : model_.beam(src, src_lengths, beam, o.src_ext, o.extended_vocab);
@@ -52,9 +55,7 @@ class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, Transfo
   int64_t vocab() const override { return model_.config().tgt_vocab; }
   int attention_layers() const override { return model_.config().decoder_layers; }
   int attention_heads() const override { return static_cast<int>(model_.config().heads); }
-  TransformerSeq2Seq::AttentionMaps attention_maps(const Batch& batch) override {
-    return model_.attention_maps(batch);
-  }
+  TransformerSeq2Seq::AttentionMaps attention_maps(const Batch& batch) override { return model_.attention_maps(batch); }
 };
 
 }  // namespace

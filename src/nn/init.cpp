@@ -8,12 +8,14 @@ namespace {
 
 float* checked_data(const char* fn, Tensor& t) {
   if (!t.defined()) throw ValueError(std::string(fn) + ": undefined tensor");
-  if (t.dtype() != DType::f32) throw ValueError(std::string(fn) + ": expected a float32 tensor, got " + dtype_name(t.dtype()));
+  if (t.dtype() != DType::f32)
+    throw ValueError(std::string(fn) + ": expected a float32 tensor, got " + dtype_name(t.dtype()));
   return t.f32();
 }
 
 void check_finite(const char* fn, const char* what, double value) {
-  if (!std::isfinite(value)) throw ValueError(std::string(fn) + ": " + what + " must be finite, got " + std::to_string(value));
+  if (!std::isfinite(value))
+    throw ValueError(std::string(fn) + ": " + what + " must be finite, got " + std::to_string(value));
 }
 
 void fill_uniform(float* p, int64_t n, double lo, double hi, Rng& rng) {
@@ -103,7 +105,8 @@ void linear_default_init_(Tensor& weight, Tensor& bias, Rng& rng) {
   if (bias.defined()) {
     b = checked_data("linear_default_init_", bias);
     if (bias.shape() != Shape{out})
-      throw ValueError("linear_default_init_: 'bias' expected (" + std::to_string(out) + "), got " + bias.shape().str());
+      throw ValueError("linear_default_init_: 'bias' expected (" + std::to_string(out) + "), got " +
+                       bias.shape().str());
   }
   if (in > 0) fill_uniform(w, weight.numel(), -bound, bound, rng);
   if (b != nullptr) fill_uniform(b, bias.numel(), -bound, bound, rng);
@@ -127,8 +130,8 @@ Tensor& embedding_default_init_(Tensor& weight, Rng& rng, int64_t padding_idx) {
   if (weight.rank() != 2)
     throw ValueError("embedding_default_init_: 'weight' expected rank 2 (V, D), got shape " + weight.shape().str());
   if (padding_idx >= weight.dim(0))
-    throw ValueError("embedding_default_init_: padding_idx " + std::to_string(padding_idx) + " is outside the vocabulary of " +
-                     std::to_string(weight.dim(0)));
+    throw ValueError("embedding_default_init_: padding_idx " + std::to_string(padding_idx) +
+                     " is outside the vocabulary of " + std::to_string(weight.dim(0)));
   fill_normal(p, weight.numel(), 0.0, 1.0, rng);
   if (padding_idx >= 0) {
     float* row = p + padding_idx * weight.dim(1);

@@ -13,7 +13,8 @@ namespace attn::nn {
 
 namespace {
 void check_positive(const char* layer, const char* what, int64_t value) {
-  if (value <= 0) throw ValueError(std::string(layer) + ": " + what + " must be positive, got " + std::to_string(value));
+  if (value <= 0)
+    throw ValueError(std::string(layer) + ": " + what + " must be positive, got " + std::to_string(value));
 }
 }  // namespace
 

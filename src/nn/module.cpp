@@ -20,7 +20,8 @@ Module::~Module() {
 }
 
 void Module::check_new_name(const std::string& kind, const std::string& name) const {
-  const std::string where = prefix_.empty() ? std::string("module") : "module '" + prefix_.substr(0, prefix_.size() - 1) + "'";
+  const std::string where =
+      prefix_.empty() ? std::string("module") : "module '" + prefix_.substr(0, prefix_.size() - 1) + "'";
   if (name.empty()) throw ValueError(where + ": " + kind + " name must not be empty");
   if (name.find('.') != std::string::npos)
     throw ValueError(where + ": " + kind + " name '" + name + "' must not contain '.'");

@@ -168,7 +168,8 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& options)
 // Unchecked projections (the public entry points check first).
 Tensor MultiheadAttention::project_query_(const Tensor& query) const {
   const int64_t D = options_.embed_dim, H = options_.num_heads;
-  if (in_proj_weight.defined()) return split_heads(linear(query, rows(in_proj_weight, 0, D), rows(in_proj_bias, 0, D)), H);
+  if (in_proj_weight.defined())
+    return split_heads(linear(query, rows(in_proj_weight, 0, D), rows(in_proj_bias, 0, D)), H);
   return split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
 }
 
@@ -325,8 +326,8 @@ MhaResult MultiheadGeneralAttention::forward(const Tensor& query, const Tensor& 
   // e = q_h W_h k_hᵀ: project the queries once per head (B, H, T, Dk_h), then the fused
   // attention with the score scale given in the options (1 = Luong's general score).
   Tensor qw = head_matmul(q, bilinear_weight);
-  MhaResult r = attend(qw, k, v, call, options_.scale /* 0: 1 / sqrt(Dk_h) */, options_.dropout, is_training(),
-                       dropout_rng_);
+  MhaResult r =
+      attend(qw, k, v, call, options_.scale /* 0: 1 / sqrt(Dk_h) */, options_.dropout, is_training(), dropout_rng_);
   r.out = merge_heads(r.out);  // (B, T, H·Dv_h)
   if (out_proj) r.out = out_proj->forward(r.out);
   return r;

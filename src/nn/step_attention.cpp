@@ -15,8 +15,8 @@
 #include "attn/ops/linear.h"
 #include "attn/ops/local_attention.h"
 #include "attn/ops/monotonic.h"
-#include "attn/ops/select.h"
 #include "attn/ops/sdpa.h"
+#include "attn/ops/select.h"
 #include "attn/ops/shape_ops.h"
 
 namespace attn::nn {
@@ -41,10 +41,15 @@ constexpr std::array<std::pair<StepScore, const char*>, 14> kScoreNames = {{
 
 LuongScore luong_score(StepScore score) {
   switch (score) {
-    case StepScore::dot: return LuongScore::dot;
-    case StepScore::general: return LuongScore::general;
-    case StepScore::concat: return LuongScore::concat;
-    default: throw ValueError(std::string("LuongAttention: score must be dot, general or concat, got ") + step_score_name(score));
+    case StepScore::dot:
+      return LuongScore::dot;
+    case StepScore::general:
+      return LuongScore::general;
+    case StepScore::concat:
+      return LuongScore::concat;
+    default:
+      throw ValueError(std::string("LuongAttention: score must be dot, general or concat, got ") +
+                       step_score_name(score));
   }
 }
 
@@ -86,8 +91,10 @@ bool takes_normalizer(StepScore score) {
     case StepScore::general:
     case StepScore::concat:
     case StepScore::location:
-    case StepScore::location_aware: return true;
-    default: return false;
+    case StepScore::location_aware:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -97,24 +104,33 @@ std::unique_ptr<StepAttention> make_module(const StepAttentionOptions& o, Rng& r
     throw ValueError("make_step_attention: query_size and memory_size must be >= 1, got " + std::to_string(D) + ", " +
                      std::to_string(E));
   if (o.coverage != StepCoverage::none && o.score != StepScore::additive && o.score != StepScore::additive_normalized)
-    throw ValueError(std::string("make_step_attention: coverage needs an additive score, got ") + step_score_name(o.score));
+    throw ValueError(std::string("make_step_attention: coverage needs an additive score, got ") +
+                     step_score_name(o.score));
   switch (o.score) {
     case StepScore::additive:
     case StepScore::additive_normalized:
       return std::make_unique<AdditiveAttention>(D, E, o.score == StepScore::additive_normalized, o.coverage, rng);
     case StepScore::dot:
     case StepScore::general:
-    case StepScore::concat: return std::make_unique<LuongAttention>(o.score, D, E, rng);
-    case StepScore::location: return std::make_unique<LocationAttention>(D, E, o.max_src_len, rng);
-    case StepScore::scaled_dot: return std::make_unique<ScaledDotAttention>(E);
-    case StepScore::multihead: return std::make_unique<MultiheadStepAttention>(D, E, o.heads, rng);
+    case StepScore::concat:
+      return std::make_unique<LuongAttention>(o.score, D, E, rng);
+    case StepScore::location:
+      return std::make_unique<LocationAttention>(D, E, o.max_src_len, rng);
+    case StepScore::scaled_dot:
+      return std::make_unique<ScaledDotAttention>(E);
+    case StepScore::multihead:
+      return std::make_unique<MultiheadStepAttention>(D, E, o.heads, rng);
     case StepScore::local_m:
     case StepScore::local_p:
       return std::make_unique<LocalAttention>(o.score == StepScore::local_p, D, E, o.window, rng);
-    case StepScore::hard: return std::make_unique<HardAttention>(D, E, o.sample_seed, rng);
-    case StepScore::location_aware: return std::make_unique<LocationAwareAttention>(D, E, o, rng);
-    case StepScore::monotonic: return std::make_unique<MonotonicAttention>(D, E, 0, o, rng);
-    case StepScore::mocha: return std::make_unique<MonotonicAttention>(D, E, o.chunk, o, rng);
+    case StepScore::hard:
+      return std::make_unique<HardAttention>(D, E, o.sample_seed, rng);
+    case StepScore::location_aware:
+      return std::make_unique<LocationAwareAttention>(D, E, o, rng);
+    case StepScore::monotonic:
+      return std::make_unique<MonotonicAttention>(D, E, 0, o, rng);
+    case StepScore::mocha:
+      return std::make_unique<MonotonicAttention>(D, E, o.chunk, o, rng);
   }
   throw ValueError("make_step_attention: unknown score " + std::to_string(static_cast<int>(o.score)));
 }
@@ -129,7 +145,8 @@ std::unique_ptr<StepAttention> make_step_attention(const StepAttentionOptions& o
                      step_score_name(o.score));
   if (o.normalizer.kind != NormalizerKind::softmax && o.location_smoothing)
     throw ValueError(std::string("make_step_attention: location smoothing replaces the softmax; it cannot be combined "
-                                 "with the ") + normalizer_name(o.normalizer.kind) + " normaliser");
+                                 "with the ") +
+                     normalizer_name(o.normalizer.kind) + " normaliser");
   std::unique_ptr<StepAttention> attention = make_module(o, rng);
   attention->normalizer_ = o.normalizer;
   return attention;
@@ -177,11 +194,11 @@ StepAttentionResult AdditiveAttention::attend(const Tensor& query, const StepMem
   o.need_weights = need_weights || w_c.defined();  // coverage adds the weights up
   if (!w_c.defined()) return from(additive_attention(query, m.keys, m.values, w_q, bias, v, m.lengths, o));
   Tensor& coverage = state.rows.at(0);  // c_t (B, S): the earlier steps' attention only
-  StepAttentionResult r = from(additive_attention(query, add_outer(m.keys, coverage, w_c), m.values, w_q, bias, v,
-                                                  m.lengths, o));
+  StepAttentionResult r =
+      from(additive_attention(query, add_outer(m.keys, coverage, w_c), m.values, w_q, bias, v, m.lengths, o));
   if (coverage_ == StepCoverage::see) {
     r.coverage_loss = coverage_overlap(r.weights, coverage);  // (B)
-    coverage = add(coverage, r.weights);                       // c_{t+1}
+    coverage = add(coverage, r.weights);                      // c_{t+1}
   } else {
     coverage = add(coverage, mul(r.weights, m.inverse_fertility));  // c_{t+1} = c_t + a_t / Φ
   }
@@ -232,7 +249,8 @@ StepAttentionResult LocationAwareAttention::attend(const Tensor& query, const St
 
 MonotonicAttention::MonotonicAttention(int64_t D, int64_t E, int64_t chunk, const StepAttentionOptions& o, Rng& rng)
     : SingleHeadStepAttention(E), chunk_(chunk), noise_(o.monotonic_noise), noise_rng_(o.sample_seed) {
-  if (chunk < 0) throw ValueError("MonotonicAttention: the chunk width must be >= 1 (mocha) or 0, got " + std::to_string(chunk));
+  if (chunk < 0)
+    throw ValueError("MonotonicAttention: the chunk width must be >= 1 (mocha) or 0, got " + std::to_string(chunk));
   register_random_stream("noise_rng", noise_rng_);  // resumed runs continue the same noise
   AdditiveParams p = additive_attention_init(D, E, /*A=*/D, rng);
   w_q = register_parameter("w_q", p.w_q);
@@ -257,7 +275,7 @@ StepMemory MonotonicAttention::prepare(const Tensor& values, const Tensor& lengt
 StepState MonotonicAttention::start(const StepMemory& m) const {
   const int64_t B = m.values.dim(0), S = m.values.dim(1);
   if (!is_training()) return {0, {Tensor::zeros({B})}};  // every row reads from position 0
-  Tensor delta = Tensor::zeros({B, S});                    // α_0 = δ_0: "attending" before the first position
+  Tensor delta = Tensor::zeros({B, S});                  // α_0 = δ_0: "attending" before the first position
   for (int64_t b = 0; b < B; ++b)
     if (m.lengths.i32()[b] > 0) delta.f32()[b * S] = 1.0f;
   return {0, {delta}};
@@ -315,7 +333,8 @@ StepAttentionResult MonotonicAttention::attend(const Tensor& query, const StepMe
 
 // ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------
 
-LuongAttention::LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng) : SingleHeadStepAttention(E), score_(luong_score(score)) {
+LuongAttention::LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng)
+    : SingleHeadStepAttention(E), score_(luong_score(score)) {
   LuongParams p = luong_attention_init(score_, D, E, /*A=*/D, rng);
   if (p.w.defined()) w = register_parameter("w", p.w);
   if (p.v.defined()) v = register_parameter("v", p.v);
@@ -331,8 +350,7 @@ StepAttentionResult LuongAttention::attend(const Tensor& query, const StepMemory
   return from(luong_attention(query, m.values, m.values, m.lengths, o));
 }
 
-LocationAttention::LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng)
-    : SingleHeadStepAttention(E) {
+LocationAttention::LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng) : SingleHeadStepAttention(E) {
   LocationParams p = location_attention_init(D, max_src_len, rng);
   w_a = register_parameter("w_a", p.w_a);
   b_a = register_parameter("b_a", p.b_a);
@@ -350,12 +368,13 @@ StepMemory ScaledDotAttention::prepare(const Tensor& values, const Tensor& lengt
   return {values, lengths, heads, heads, Tensor()};
 }
 
-StepAttentionResult ScaledDotAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
+StepAttentionResult ScaledDotAttention::attend(const Tensor& query, const StepMemory& m, StepState&,
+                                               bool need_weights) {
   SdpaOptions o;
   o.key_lengths = m.lengths;
   o.need_weights = need_weights;
-  const Tensor q = query.reshape({query.dim(0), 1, 1, query.dim(1)});             // (B, 1, 1, D)
-  const SdpaResult r = sdpa(q, m.keys, m.projected_values, o);                     // scale 1 / √E
+  const Tensor q = query.reshape({query.dim(0), 1, 1, query.dim(1)});  // (B, 1, 1, D)
+  const SdpaResult r = sdpa(q, m.keys, m.projected_values, o);         // scale 1 / √E
   return one_query(r.out, r.weights, context_size(), m.values.dim(1));
 }
 
@@ -380,11 +399,12 @@ StepMemory MultiheadStepAttention::prepare(const Tensor& values, const Tensor& l
   return {values, lengths, k, v, Tensor()};
 }
 
-StepAttentionResult MultiheadStepAttention::attend(const Tensor& query, const StepMemory& m, StepState&, bool need_weights) {
+StepAttentionResult MultiheadStepAttention::attend(const Tensor& query, const StepMemory& m, StepState&,
+                                                   bool need_weights) {
   MhaCallOptions call;
   call.key_lengths = m.lengths;
   call.need_weights = need_weights;
-  const Tensor q = query.reshape({query.dim(0), 1, query.dim(1)});                 // (B, 1, D)
+  const Tensor q = query.reshape({query.dim(0), 1, query.dim(1)});                // (B, 1, D)
   const MhaResult r = mha.attend_projected(q, m.keys, m.projected_values, call);  // (B, 1, D), (B, H, 1, S)
   return one_query(r.out, r.weights, context_size(), weight_heads() * m.values.dim(1));
 }
@@ -402,7 +422,8 @@ LocalAttention::LocalAttention(bool predictive, int64_t D, int64_t E, int64_t wi
   }
 }
 
-StepAttentionResult LocalAttention::attend(const Tensor& query, const StepMemory& m, StepState& state, bool need_weights) {
+StepAttentionResult LocalAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
+                                           bool need_weights) {
   const int64_t B = query.dim(0);
   LocalOptions o;
   o.mode = predictive_ ? LocalMode::predictive : LocalMode::monotonic;

@@ -53,7 +53,9 @@ MultiheadAttentionOptions mha_options(const TransformerLayerOptions& o, uint64_t
   return m;
 }
 
-Tensor activate(const Tensor& x, FfnActivation activation) { return activation == FfnActivation::gelu ? gelu(x) : relu(x); }
+Tensor activate(const Tensor& x, FfnActivation activation) {
+  return activation == FfnActivation::gelu ? gelu(x) : relu(x);
+}
 
 // One residual sublayer: x + f(norm(x)) (pre-LN) or norm(x + f(x)) (post-LN).
 template <typename F>

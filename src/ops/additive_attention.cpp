@@ -8,10 +8,10 @@
 #include <string>
 
 #include "attention_common.h"
+#include "attn/ops/attention.h"
 #include "kernels/blas.h"
 #include "kernels/normalizer.h"
 #include "kernels/reduce.h"
-#include "attn/ops/attention.h"
 #include "weight_gemm.h"
 
 namespace attn {
@@ -24,8 +24,8 @@ Tensor additive_project_keys(const Tensor& keys, const Tensor& w_k) {
   c.check("keys", keys, {"B", "S", "E"}).check("w_k", w_k, {"A", "E"});
   const int64_t rows = c["B"] * c["S"], E = c["E"], A = c["A"];
   Tensor projected = Tensor::empty({c["B"], c["S"], A});  // (B, S, A)
-  detail::weight_gemm("additive_project_keys", w_k, true, rows, A, E, keys.f32(), E, w_k.f32(), E, 0.0f, projected.f32(),
-                      A);
+  detail::weight_gemm("additive_project_keys", w_k, true, rows, A, E, keys.f32(), E, w_k.f32(), E, 0.0f,
+                      projected.f32(), A);
   if (autodiff::needs_grad(keys, w_k)) {
     // P = K W_kᵀ:  dK += dP W_k,  dW_k += dPᵀ K
     autodiff::record("additive_project_keys", {projected}, [keys, w_k, projected, rows, E, A]() {
@@ -81,8 +81,8 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
   const Dims d{B, T, S, E};
   const bool smoothing = options.smoothing;
   Tensor scores = Tensor::empty(q.out(S));  // raw scores; the softmax writes the weights over them
-  kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S,
-                                             A, scores.f32());
+  kernels::attention_additive_scores_forward(u.f32(), projected_keys.f32(), v_eff.f32(), mask.lengths.i32(), B, T, S, A,
+                                             scores.f32());
   const kernels::Normalizer norm = attention_detail::check_attention_normalizer(op, options.normalizer, smoothing);
   // The softmax writes the weights over the scores; the sigmoid's backward reads the scores and
   // the sort-based normalisers sort in the weights, so those get their own.
@@ -97,8 +97,8 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
 
   const Tensor lengths_ = mask.lengths;
   const Tensor smoothing_scores = smoothing ? scores : Tensor();
-  auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths = lengths_, u, v_eff, weights, used,
-                   context, drop, d, D, A, alpha, normalize, norm, smoothing_scores]() {
+  auto backward = [query, projected_keys, values, w_q, bias, v, g, lengths = lengths_, u, v_eff, weights, used, context,
+                   drop, d, D, A, alpha, normalize, norm, smoothing_scores]() {
     const int64_t B = d.B, T = d.T, S = d.S, N = B * T;
     const bool want_u = query.requires_grad() || w_q.requires_grad() || bias.requires_grad();
     const bool want_k = projected_keys.requires_grad();
@@ -109,8 +109,8 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
     if (!de.defined()) return;
     Tensor du = want_u ? Tensor::zeros({N, A}) : Tensor();
     Tensor dv_partial = want_v ? Tensor::zeros({B, A}) : Tensor();
-    kernels::attention_additive_scores_backward(u.f32(), projected_keys.f32(), v_eff.f32(), de.f32(), lengths.i32(),
-                                                B, T, S, A, want_u ? du.f32() : nullptr, grad_or_null(projected_keys),
+    kernels::attention_additive_scores_backward(u.f32(), projected_keys.f32(), v_eff.f32(), de.f32(), lengths.i32(), B,
+                                                T, S, A, want_u ? du.f32() : nullptr, grad_or_null(projected_keys),
                                                 want_v ? dv_partial.f32() : nullptr);
     if (want_u) attention_detail::additive_query_backward(du, query, w_q, bias, N, D, A);
     if (!want_v) return;
@@ -134,8 +134,7 @@ AttentionResult additive_attention(const Tensor& query, const Tensor& projected_
       for (int64_t a = 0; a < A; ++a) dv[a] += static_cast<float>(factor * (dve[a] - vp[a] / norm * proj));
     }
   };
-  attention_detail::record_attention("additive_attention", context, used, options.need_weights,
-                                     std::move(backward));
+  attention_detail::record_attention("additive_attention", context, used, options.need_weights, std::move(backward));
   return result;
 }
 
@@ -172,12 +171,12 @@ AdditiveGradients additive_attention_backward(const Tensor& query, const Tensor&
                                       g.values.f32());
   Tensor de = Tensor::zeros({N * S});
   kernels::normalizer_backward(kernels::Normalizer{},
-                               kernels::NormalizerRows{.rows = N, .n = S, .group = T, .extents = lengths.i32()}, nullptr,
-                               weights.f32(), da.f32(), de.f32());
+                               kernels::NormalizerRows{.rows = N, .n = S, .group = T, .extents = lengths.i32()},
+                               nullptr, weights.f32(), da.f32(), de.f32());
   Tensor du = Tensor::zeros({N, A}), dv_partial = Tensor::zeros({B, A});
   g.projected_keys = Tensor::zeros(pk.shape());
-  kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A,
-                                              du.f32(), g.projected_keys.f32(), dv_partial.f32());
+  kernels::attention_additive_scores_backward(u.f32(), pk.f32(), v.f32(), de.f32(), lengths.i32(), B, T, S, A, du.f32(),
+                                              g.projected_keys.f32(), dv_partial.f32());
   // u = Q W_qᵀ + b:  dQ = dU W_q,  dW_q = dUᵀ Q,  db = Σ_rows dU;  dv = Σ_b dv_partial (in order)
   g.query = Tensor::empty(query.shape());
   g.w_q = Tensor::empty(w_q.shape());

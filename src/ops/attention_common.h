@@ -7,16 +7,16 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/attention.h"
-#include "kernels/dropout.h"
-#include "kernels/normalizer.h"
 #include "attn/ops/softmax.h"
-#include "kernel_normalizer.h"
-#include "kernels/blas.h"
-#include "kernels/reduce.h"
 #include "attn/random.h"
 #include "attn/shape.h"
 #include "attn/tensor.h"
+#include "kernel_normalizer.h"
+#include "kernels/attention.h"
+#include "kernels/blas.h"
+#include "kernels/dropout.h"
+#include "kernels/normalizer.h"
+#include "kernels/reduce.h"
 #include "weight_gemm.h"
 
 namespace attn::attention_detail {
@@ -78,8 +78,9 @@ struct KeyMask {
 inline KeyMask check_key_mask(ShapeContract& c, const Tensor& lengths, const Tensor& mask) {
   const int64_t B = c["B"], S = c["S"];
   if (lengths.defined() && mask.defined())
-    throw ValueError(c.op() + ": 'lengths' and 'key_padding_mask' are exclusive; give one of them (or neither), "
-                              "not both");
+    throw ValueError(c.op() +
+                     ": 'lengths' and 'key_padding_mask' are exclusive; give one of them (or neither), "
+                     "not both");
   if (lengths.defined()) {
     check_lengths(c, lengths, S);
     return {lengths, Tensor()};
@@ -179,8 +180,7 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
   } else {
     used = weights;
   }
-  kernels::attention_context_forward(used.f32(), values.f32(), mask.lengths.i32(), d.B, d.T, d.S, d.E,
-                                     context.f32());
+  kernels::attention_context_forward(used.f32(), values.f32(), mask.lengths.i32(), d.B, d.T, d.S, d.E, context.f32());
 }
 
 // Backward through context = used · values, used = dropout(weights) and weights = masked
@@ -192,9 +192,8 @@ inline void softmax_context_forward(const Tensor& scores, float alpha, const Ten
 // the gradient of the softmax's output (a learned scale's gradient needs it).
 inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used, const Tensor& context,
                                        const Tensor& values, const Tensor& lengths, const WeightDropout& drop,
-                                       const Dims& d, float alpha, bool want_dscores,
-                                       Tensor* dweights_out = nullptr, kernels::Normalizer norm = {},
-                                       const Tensor& scores = Tensor()) {
+                                       const Dims& d, float alpha, bool want_dscores, Tensor* dweights_out = nullptr,
+                                       kernels::Normalizer norm = {}, const Tensor& scores = Tensor()) {
   const float* dcontext = context.has_grad() ? context.grad().f32() : nullptr;
   Tensor dused;
   if (want_dscores) dused = used.has_grad() ? used.grad().clone() : Tensor::zeros(used.shape());

@@ -9,7 +9,8 @@ namespace attn {
 
 Tensor dropout(const Tensor& x, float p, uint64_t seed, bool training) {
   if (!x.defined()) throw ShapeError("dropout: 'x' expected a float32 tensor, got an undefined tensor");
-  if (x.dtype() != DType::f32) throw ShapeError(std::string("dropout: 'x' expected dtype float32, got ") + dtype_name(x.dtype()));
+  if (x.dtype() != DType::f32)
+    throw ShapeError(std::string("dropout: 'x' expected dtype float32, got ") + dtype_name(x.dtype()));
   if (!(p >= 0.0f && p < 1.0f)) throw ValueError(fmt::format("dropout: p must be in [0, 1), got {}", p));
   if (p == 0.0f || !training) return x;
   const int64_t n = x.numel();

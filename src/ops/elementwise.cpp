@@ -13,13 +13,14 @@ void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
     throw ShapeError(std::string(op) + ": operands must be float32, got " + dtype_name(a.dtype()) + " and " +
                      dtype_name(b.dtype()));
   if (a.shape() != b.shape())
-    throw ShapeError(std::string(op) + ": 'b' expected " + a.shape().str() + " (the shape of 'a', no broadcasting), got " +
-                     b.shape().str());
+    throw ShapeError(std::string(op) + ": 'b' expected " + a.shape().str() +
+                     " (the shape of 'a', no broadcasting), got " + b.shape().str());
 }
 
 void check_float(const char* op, const Tensor& x) {
   if (!x.defined()) throw ShapeError(std::string(op) + ": 'x' is undefined");
-  if (x.dtype() != DType::f32) throw ShapeError(std::string(op) + ": 'x' expected float32, got " + dtype_name(x.dtype()));
+  if (x.dtype() != DType::f32)
+    throw ShapeError(std::string(op) + ": 'x' expected float32, got " + dtype_name(x.dtype()));
 }
 
 using UnaryForward = void (*)(const float*, float*, int64_t);

@@ -27,8 +27,8 @@ Tensor embedding(const Tensor& ids, const Tensor& weight, EmbeddingOptions optio
   const int64_t vocab = c["V"], d = c["D"];
   const int32_t padding_idx = options.padding_idx;
   if (padding_idx != -1 && (padding_idx < 0 || padding_idx >= vocab))
-    throw ValueError("embedding: padding_idx " + std::to_string(padding_idx) + " is outside [0, V=" +
-                     std::to_string(vocab) + ") (use -1 for none)");
+    throw ValueError("embedding: padding_idx " + std::to_string(padding_idx) +
+                     " is outside [0, V=" + std::to_string(vocab) + ") (use -1 for none)");
   const int64_t n = ids.numel();
   const int32_t* id = ids.i32();
   for (int64_t p = 0; p < n; ++p)

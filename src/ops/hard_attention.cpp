@@ -7,8 +7,8 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/hard_attention.h"
 #include "attn/shape.h"
+#include "kernels/hard_attention.h"
 
 namespace attn {
 
@@ -56,8 +56,7 @@ HardAttentionSample hard_attention_sample(const Tensor& weights, const Tensor& v
   }
   Tensor context = Tensor::empty(block ? Shape{B, T, E} : Shape{B, E});
   Tensor log_prob = Tensor::empty(block ? Shape{B, T} : Shape{B});
-  kernels::hard_attention_gather_forward(positions.i32(), w, values.f32(), B, T, S, E, context.f32(),
-                                         log_prob.f32());
+  kernels::hard_attention_gather_forward(positions.i32(), w, values.f32(), B, T, S, E, context.f32(), log_prob.f32());
   HardAttentionSample result{positions, context, log_prob};
   if (!autodiff::needs_grad(weights, values)) return result;
 
@@ -68,8 +67,8 @@ HardAttentionSample hard_attention_sample(const Tensor& weights, const Tensor& v
                      const float* dlog = log_prob.has_grad() ? log_prob.grad().f32() : nullptr;
                      float* dvalues = values.requires_grad() && dcontext ? values.grad_accumulator().f32() : nullptr;
                      float* dweights = weights.requires_grad() && dlog ? weights.grad_accumulator().f32() : nullptr;
-                     kernels::hard_attention_gather_backward(positions.i32(), weights.f32(), dcontext, dlog, B, T, S,
-                                                             E, dvalues, dweights);
+                     kernels::hard_attention_gather_backward(positions.i32(), weights.f32(), dcontext, dlog, B, T, S, E,
+                                                             dvalues, dweights);
                    });
   return result;
 }
@@ -141,20 +140,21 @@ Tensor reinforce_loss(const Tensor& log_probs, const Tensor& rewards, const Rein
 
   if (M == 0 || !autodiff::needs_grad(log_probs, with_entropy ? w : Tensor())) return loss;
   Tensor rewards_saved = rewards.detach();
-  autodiff::record("reinforce_loss", {loss}, [log_probs, rewards_saved, w, loss, b, entropy_bonus, with_entropy, M, S]() {
-    const float g = loss.grad().f32()[0];
-    // loss = −(1/M) Σ (r − b) lp − (λ/M) Σ H:  dlp_i = −g (r_i − b) / M
-    if (log_probs.requires_grad()) {
-      float* dlp = log_probs.grad_accumulator().f32();
-      const float* r = rewards_saved.f32();
-      const float scale = -g / static_cast<float>(M);
-      for (int64_t i = 0; i < M; ++i) dlp[i] += scale * (r[i] - b);
-    }
-    // dw = −(gλ/M) dH/dw  (the kernel adds coef · dH/dw)
-    if (with_entropy && w.requires_grad())
-      kernels::reinforce_entropy_backward(w.f32(), M, S, -g * entropy_bonus / static_cast<float>(M),
-                                          w.grad_accumulator().f32());
-  });
+  autodiff::record("reinforce_loss", {loss},
+                   [log_probs, rewards_saved, w, loss, b, entropy_bonus, with_entropy, M, S]() {
+                     const float g = loss.grad().f32()[0];
+                     // loss = −(1/M) Σ (r − b) lp − (λ/M) Σ H:  dlp_i = −g (r_i − b) / M
+                     if (log_probs.requires_grad()) {
+                       float* dlp = log_probs.grad_accumulator().f32();
+                       const float* r = rewards_saved.f32();
+                       const float scale = -g / static_cast<float>(M);
+                       for (int64_t i = 0; i < M; ++i) dlp[i] += scale * (r[i] - b);
+                     }
+                     // dw = −(gλ/M) dH/dw  (the kernel adds coef · dH/dw)
+                     if (with_entropy && w.requires_grad())
+                       kernels::reinforce_entropy_backward(w.f32(), M, S, -g * entropy_bonus / static_cast<float>(M),
+                                                           w.grad_accumulator().f32());
+                   });
   return loss;
 }
 

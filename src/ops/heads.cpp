@@ -16,10 +16,10 @@ int64_t check_split(const char* op, ShapeContract& c, const Tensor& x, int64_t h
   const int64_t N = c["N"];
   if (N % (parts * heads) != 0) {
     if (parts == 1)
-      throw ValueError(std::string(op) + ": last dimension " + std::to_string(N) + " is not divisible by heads=" +
-                       std::to_string(heads));
-    throw ValueError(std::string(op) + ": last dimension " + std::to_string(N) + " is not divisible by parts=" +
-                     std::to_string(parts) + " x heads=" + std::to_string(heads));
+      throw ValueError(std::string(op) + ": last dimension " + std::to_string(N) +
+                       " is not divisible by heads=" + std::to_string(heads));
+    throw ValueError(std::string(op) + ": last dimension " + std::to_string(N) +
+                     " is not divisible by parts=" + std::to_string(parts) + " x heads=" + std::to_string(heads));
   }
   return N / (parts * heads);
 }
@@ -75,8 +75,8 @@ Tensor select_heads(const Tensor& x, const std::vector<int>& heads) {
   std::vector<int32_t> index(heads.size());
   for (size_t i = 0; i < heads.size(); ++i) {
     if (heads[i] < 0 || heads[i] >= H)
-      throw ValueError("select_heads: head " + std::to_string(heads[i]) + " is out of range [0, H=" +
-                       std::to_string(H) + ")");
+      throw ValueError("select_heads: head " + std::to_string(heads[i]) +
+                       " is out of range [0, H=" + std::to_string(H) + ")");
     index[i] = heads[i];
   }
   const int64_t K = static_cast<int64_t>(heads.size());

@@ -1,8 +1,8 @@
 #include "attn/ops/layer_norm.h"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "attn/autodiff/tape.h"
 #include "kernels/layer_norm.h"
@@ -35,17 +35,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Laye
       const float* dy = y.grad().f32();
       // dx += rstd · (g − mean(g) − x̂ · mean(g ⊙ x̂)), g = dy ⊙ γ
       if (x.requires_grad())
-        kernels::layer_norm_backward_input(x.f32(), gamma.defined() ? gamma.f32() : nullptr, mean.f32(), rstd.f32(),
-                                           dy, x.grad_accumulator().f32(), rows, d);
+        kernels::layer_norm_backward_input(x.f32(), gamma.defined() ? gamma.f32() : nullptr, mean.f32(), rstd.f32(), dy,
+                                           x.grad_accumulator().f32(), rows, d);
       // dγ += Σ dy ⊙ x̂, dβ += Σ dy
       const bool want_gamma = gamma.requires_grad();
       const bool want_beta = beta.requires_grad();
       if (want_gamma || want_beta) {
         Tensor scratch = Tensor::empty({2 * kernels::layer_norm_param_blocks(rows) * d});
-        kernels::layer_norm_backward_params(x.f32(), mean.f32(), rstd.f32(), dy,
-                                            want_gamma ? gamma.grad_accumulator().f32() : nullptr,
-                                            want_beta ? beta.grad_accumulator().f32() : nullptr, rows, d,
-                                            scratch.f32());
+        kernels::layer_norm_backward_params(
+            x.f32(), mean.f32(), rstd.f32(), dy, want_gamma ? gamma.grad_accumulator().f32() : nullptr,
+            want_beta ? beta.grad_accumulator().f32() : nullptr, rows, d, scratch.f32());
       }
     });
   }

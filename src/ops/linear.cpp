@@ -18,15 +18,23 @@ Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, MatmulOptio
   const bool tb = options.transpose_b;
   ShapeContract c(op);
   if (batched) {
-    if (ta) c.check("a", a, {"B", "K", "M"});
-    else c.check("a", a, {"B", "M", "K"});
-    if (tb) c.check("b", b, {"B", "N", "K"});
-    else c.check("b", b, {"B", "K", "N"});
+    if (ta)
+      c.check("a", a, {"B", "K", "M"});
+    else
+      c.check("a", a, {"B", "M", "K"});
+    if (tb)
+      c.check("b", b, {"B", "N", "K"});
+    else
+      c.check("b", b, {"B", "K", "N"});
   } else {
-    if (ta) c.check("a", a, {"K", "M"});
-    else c.check("a", a, {"M", "K"});
-    if (tb) c.check("b", b, {"N", "K"});
-    else c.check("b", b, {"K", "N"});
+    if (ta)
+      c.check("a", a, {"K", "M"});
+    else
+      c.check("a", a, {"M", "K"});
+    if (tb)
+      c.check("b", b, {"N", "K"});
+    else
+      c.check("b", b, {"K", "N"});
   }
   const int64_t batch = batched ? c["B"] : 1;
   const int64_t m = c["M"], n = c["N"], k = c["K"];
@@ -89,12 +97,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       const float* dy = y.grad().f32();  // (rows, OUT)
       // dx (rows, IN) += dy (rows, OUT) W (OUT, IN)
       if (x.requires_grad())
-        kernels::gemm(false, false, rows, in, out, 1.0f, dy, out, weight.f32(), in, 1.0f, x.grad_accumulator().f32(), in);
+        kernels::gemm(false, false, rows, in, out, 1.0f, dy, out, weight.f32(), in, 1.0f, x.grad_accumulator().f32(),
+                      in);
       // dW (OUT, IN) += dyᵀ (OUT, rows) x (rows, IN), deferred and stacked when rows are few
-      if (weight.requires_grad())
-        autodiff::accumulate_weight_grad(weight, y.grad(), x);
+      if (weight.requires_grad()) autodiff::accumulate_weight_grad(weight, y.grad(), x);
       // db (OUT) += Σ_rows dy: the column sums of dy
-      if (bias.defined() && bias.requires_grad()) kernels::sum_columns_into(dy, rows, out, bias.grad_accumulator().f32());
+      if (bias.defined() && bias.requires_grad())
+        kernels::sum_columns_into(dy, rows, out, bias.grad_accumulator().f32());
     });
   }
   return y;

@@ -12,11 +12,11 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/error.h"
-#include "kernels/location_aware.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"
 #include "attn/shape.h"
+#include "kernels/location_aware.h"
 
 namespace attn {
 namespace {
@@ -42,7 +42,8 @@ Tensor location_aware_features(const Tensor& prev_weights, const Tensor& filters
   c.check("prev_weights", prev_weights, {"B", "S"}).check("filters", filters, {"K", "r"});
   const int64_t r = c["r"];
   if (r % 2 == 0)
-    throw ValueError(fmt::format("location_aware_features: the filter width r={} must be odd (centred on the position)", r));
+    throw ValueError(
+        fmt::format("location_aware_features: the filter width r={} must be odd (centred on the position)", r));
   return linear(location_windows(prev_weights, r), filters);  // (B, S, r) · (K, r)ᵀ -> (B, S, K)
 }
 

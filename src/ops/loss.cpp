@@ -1,9 +1,9 @@
 #include "attn/ops/loss.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "attn/autodiff/tape.h"
 #include "kernels/loss.h"
@@ -47,8 +47,8 @@ Tensor cross_entropy_impl(const char* op, const Tensor& logits, const Tensor& ta
   const std::pair<int64_t, int64_t> rows_v = check_cross_entropy(op, logits, targets, options);
   const int64_t rows = rows_v.first, v = rows_v.second;
   const int64_t count = cross_entropy_count(targets, options.ignore_index);
-  Tensor lse = Tensor::empty({rows});        // (N) log Σ exp, saved for backward
-  Tensor row_loss = Tensor::empty({rows});   // (N)
+  Tensor lse = Tensor::empty({rows});       // (N) log Σ exp, saved for backward
+  Tensor row_loss = Tensor::empty({rows});  // (N)
   kernels::cross_entropy_forward(logits.f32(), targets.i32(), rows, v, options.ignore_index, options.label_smoothing,
                                  lse.f32(), row_loss.f32());
   // Fixed-order sum in double: independent of the thread count.

@@ -5,9 +5,9 @@
 //   location e_{t,s} = (W_a q_t + b_a)_s      over the first S of S_max positions
 // then a_t = masked softmax(scale · e_t / τ) and c_t = Σ_s a_{t,s} values_s.
 #include "attention_common.h"
+#include "attn/ops/attention.h"
 #include "kernels/blas.h"
 #include "kernels/reduce.h"
-#include "attn/ops/attention.h"
 #include "weight_gemm.h"
 
 namespace attn {
@@ -28,29 +28,30 @@ SoftmaxContext softmax_context(const Tensor& scores, float alpha, const Tensor& 
                                const attention_detail::Dims& d, const attention_detail::QueryShape& q,
                                const kernels::Normalizer& norm) {
   SoftmaxContext r{Tensor::empty(q.out(d.S)), Tensor(), Tensor::empty(q.out(d.E))};
-  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, r.weights, r.used, r.context,
-                                            norm);
+  attention_detail::softmax_context_forward(scores, alpha, values, mask, drop, d, r.weights, r.used, r.context, norm);
   return r;
 }
 
 const char* luong_op_name(LuongScore score) {
   switch (score) {
-    case LuongScore::dot: return "luong_attention(dot)";
-    case LuongScore::general: return "luong_attention(general)";
-    case LuongScore::concat: return "luong_attention(concat)";
+    case LuongScore::dot:
+      return "luong_attention(dot)";
+    case LuongScore::general:
+      return "luong_attention(general)";
+    case LuongScore::concat:
+      return "luong_attention(concat)";
   }
   return "luong_attention";
 }
 
 void require_undefined(const std::string& op, const char* name, const Tensor& t) {
-  if (t.defined())
-    throw ValueError(op + ": '" + name + "' is not used by this score; leave it undefined");
+  if (t.defined()) throw ValueError(op + ": '" + name + "' is not used by this score; leave it undefined");
 }
 
 }  // namespace
 
-AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
-                                const Tensor& lengths, const LuongOptions& options) {
+AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                const LuongOptions& options) {
   const LuongScore score = options.score;
   if (score != LuongScore::dot && score != LuongScore::general && score != LuongScore::concat)
     throw ValueError("luong_attention: unknown score function " + std::to_string(static_cast<int>(score)));
@@ -121,8 +122,8 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, keys, values, w, v, scale)) return result;
 
-  auto backward = [query, keys, values, lengths = mask.lengths, w, v, scale, scores, qw, pq, pk, weights, used,
-                   context, drop, d, D, A, tau, alpha, score, norm]() {
+  auto backward = [query, keys, values, lengths = mask.lengths, w, v, scale, scores, qw, pq, pk, weights, used, context,
+                   drop, d, D, A, tau, alpha, score, norm]() {
     const int64_t B = d.B, T = d.T, S = d.S, E = d.E, N = B * T;
     const bool want_e = query.requires_grad() || keys.requires_grad() || w.requires_grad() || v.requires_grad() ||
                         scale.requires_grad();
@@ -210,13 +211,11 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
   AttentionResult result{context, options.need_weights ? used : Tensor()};
   if (!autodiff::needs_grad(query, values, w_a, b_a)) return result;
 
-  auto backward = [query, values, w_a, b_a, lengths = mask.lengths, weights, used, context, drop, d, D, alpha,
-                   norm]() {
+  auto backward = [query, values, w_a, b_a, lengths = mask.lengths, weights, used, context, drop, d, D, alpha, norm]() {
     const int64_t N = d.B * d.T, S = d.S;
     const bool want_e = query.requires_grad() || w_a.requires_grad() || b_a.requires_grad();
-    Tensor de =
-        attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha, want_e,
-                                                   nullptr, norm);
+    Tensor de = attention_detail::softmax_context_backward(weights, used, context, values, lengths, drop, d, alpha,
+                                                           want_e, nullptr, norm);
     if (!de.defined()) return;
     // e = Q W_a[:S]ᵀ + b_a[:S]:  dQ += dE W_a[:S],  dW_a[:S] += dEᵀ Q,  db_a[:S] += Σ_rows dE
     if (query.requires_grad())
@@ -225,8 +224,7 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
       kernels::gemm(true, false, S, D, N, 1.0f, de.f32(), S, query.f32(), D, 1.0f, w_a.grad_accumulator().f32(), D);
     if (b_a.requires_grad()) kernels::sum_columns_into(de.f32(), N, S, b_a.grad_accumulator().f32());
   };
-  attention_detail::record_attention("location_attention", context, used, options.need_weights,
-                                     std::move(backward));
+  attention_detail::record_attention("location_attention", context, used, options.need_weights, std::move(backward));
   return result;
 }
 

@@ -20,8 +20,8 @@ void check_pool_args(const char* op, const Tensor& x, const Tensor& lengths) {
 MaxTimeResult masked_max_time_with_indices(const Tensor& x, const Tensor& lengths) {
   check_pool_args("masked_max_time", x, lengths);
   const int64_t B = x.dim(0), S = x.dim(1), E = x.dim(2);
-  Tensor y = Tensor::empty({B, E});                    // (B, E)
-  Tensor argmax = Tensor::empty({B, E}, DType::i32);   // (B, E)
+  Tensor y = Tensor::empty({B, E});                   // (B, E)
+  Tensor argmax = Tensor::empty({B, E}, DType::i32);  // (B, E)
   kernels::masked_max_time_forward(x.f32(), lengths.i32(), y.f32(), argmax.i32(), B, S, E);
   if (autodiff::needs_grad(x)) {
     // dx[b, argmax[b, e], e] += dy[b, e]
@@ -32,7 +32,9 @@ MaxTimeResult masked_max_time_with_indices(const Tensor& x, const Tensor& length
   return {y, argmax};
 }
 
-Tensor masked_max_time(const Tensor& x, const Tensor& lengths) { return masked_max_time_with_indices(x, lengths).values; }
+Tensor masked_max_time(const Tensor& x, const Tensor& lengths) {
+  return masked_max_time_with_indices(x, lengths).values;
+}
 
 Tensor masked_mean_time(const Tensor& x, const Tensor& lengths) {
   check_pool_args("masked_mean_time", x, lengths);

@@ -54,21 +54,19 @@ Tensor input_projection(const char* op, const CellInputs& in, int64_t B, int64_t
 void accumulate_input_grads(const CellInputs& in, bool projected, int64_t B, int64_t I, int64_t H, int64_t G,
                             const Tensor& dgates_x, const Tensor& dgates_h) {
   if (in.h.requires_grad())
-    kernels::gemm(false, false, B, H, G, 1.0f, dgates_h.f32(), G, in.w_hh.f32(), H, 1.0f,
-                  in.h.grad_accumulator().f32(), H);
+    kernels::gemm(false, false, B, H, G, 1.0f, dgates_h.f32(), G, in.w_hh.f32(), H, 1.0f, in.h.grad_accumulator().f32(),
+                  H);
   if (in.w_hh.requires_grad()) autodiff::accumulate_weight_grad(in.w_hh, dgates_h, in.h);
-  if (in.b_hh.requires_grad())
-    kernels::sum_columns_into(dgates_h.f32(), B, G, in.b_hh.grad_accumulator().f32());
+  if (in.b_hh.requires_grad()) kernels::sum_columns_into(dgates_h.f32(), B, G, in.b_hh.grad_accumulator().f32());
   if (projected) {
     if (in.gates_x.requires_grad()) kernels::add_into(in.gates_x.grad_accumulator().f32(), dgates_x.f32(), B * G);
     return;
   }
   if (in.x.requires_grad())
-    kernels::gemm(false, false, B, I, G, 1.0f, dgates_x.f32(), G, in.w_ih.f32(), I, 1.0f,
-                  in.x.grad_accumulator().f32(), I);
+    kernels::gemm(false, false, B, I, G, 1.0f, dgates_x.f32(), G, in.w_ih.f32(), I, 1.0f, in.x.grad_accumulator().f32(),
+                  I);
   if (in.w_ih.requires_grad()) autodiff::accumulate_weight_grad(in.w_ih, dgates_x, in.x);
-  if (in.b_ih.requires_grad())
-    kernels::sum_columns_into(dgates_x.f32(), B, G, in.b_ih.grad_accumulator().f32());
+  if (in.b_ih.requires_grad()) kernels::sum_columns_into(dgates_x.f32(), B, G, in.b_ih.grad_accumulator().f32());
 }
 
 bool cell_needs_grad(const CellInputs& in) {
@@ -121,8 +119,8 @@ std::pair<Tensor, Tensor> lstm(const char* op, const CellInputs& in, bool projec
                                h_out.f32(), c_out.f32());
   } else {
     Tensor gx = input_projection(op, in, B, I, G);
-    kernels::lstm_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.c.f32(),
-                               saved.f32(), h_out.f32(), c_out.f32());
+    kernels::lstm_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.c.f32(), saved.f32(),
+                               h_out.f32(), c_out.f32());
   }
 
   if (cell_needs_grad(in)) {

@@ -4,11 +4,11 @@
 #include <string>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/elementwise.h"
-#include "kernels/sdpa.h"
 #include "attn/number_format.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"
+#include "kernels/elementwise.h"
+#include "kernels/sdpa.h"
 
 namespace attn {
 namespace {
@@ -68,8 +68,8 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
                           (d.size() == 4 && d[0] == B && d[1] == H && d[2] == T && d[3] == S);
     if (b.dtype() != DType::f32 || !(per_head || (d.size() == 2 && d[0] == T && d[1] == S)))
       throw ShapeError("sdpa: 'bias' expected float32 (T=" + std::to_string(T) + ", S=" + std::to_string(S) +
-                       "), (B·H=" + std::to_string(B * H) + ", T, S) or (B=" + std::to_string(B) + ", H=" +
-                       std::to_string(H) + ", T, S), got " + b.shape().str() + " " + dtype_name(b.dtype()));
+                       "), (B·H=" + std::to_string(B * H) + ", T, S) or (B=" + std::to_string(B) +
+                       ", H=" + std::to_string(H) + ", T, S), got " + b.shape().str() + " " + dtype_name(b.dtype()));
     if (per_head) bias_head_stride = T * S;
   }
   if (!(options.temperature > 0.0f) || !std::isfinite(options.temperature))
@@ -143,8 +143,7 @@ SdpaResult sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const SdpaOpt
       const int64_t workers = kernels::sdpa_backward_workers(bp);
       Tensor scratch = Tensor::empty({workers * kernels::sdpa_backward_scratch_floats(bp)});
       Tensor delta = Tensor::empty({bp.B, bp.H, bp.T});
-      kernels::sdpa_backward(bp, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(),
-                             dout.defined() ? dout.f32() : nullptr,
+      kernels::sdpa_backward(bp, q.f32(), k.f32(), v.f32(), out.f32(), lse.f32(), dout.defined() ? dout.f32() : nullptr,
                              dweights.defined() ? weights.f32() : nullptr,
                              dweights.defined() ? dweights.f32() : nullptr, dq.defined() ? dq.f32() : nullptr,
                              dk.defined() ? dk.f32() : nullptr, dv.defined() ? dv.f32() : nullptr, delta.f32(),

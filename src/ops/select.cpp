@@ -10,10 +10,12 @@ namespace attn {
 namespace {
 
 void check_defined_f32(const char* op, const char* arg, const Tensor& t, const std::string& expected) {
-  if (!t.defined()) throw ShapeError(std::string(op) + ": '" + arg + "' expected " + expected + ", got an undefined tensor");
+  if (!t.defined())
+    throw ShapeError(std::string(op) + ": '" + arg + "' expected " + expected + ", got an undefined tensor");
   if (t.dtype() != DType::f32)
     throw ShapeError(std::string(op) + ": '" + arg + "' expected dtype float32, got " + dtype_name(t.dtype()));
-  if (t.rank() < 1) throw ShapeError(std::string(op) + ": '" + arg + "' expected " + expected + ", got " + t.shape().str());
+  if (t.rank() < 1)
+    throw ShapeError(std::string(op) + ": '" + arg + "' expected " + expected + ", got " + t.shape().str());
 }
 
 }  // namespace

@@ -122,8 +122,8 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
   for (size_t i = 1; i < parts.size(); ++i) {
     check_float("stack_rows", part_name(i), parts[i], first.str().c_str());
     if (parts[i].shape() != first)
-      throw ShapeError("stack_rows: " + part_name(i) + " expected " + first.str() +
-                       " (the shape of 'parts[0]'), got " + parts[i].shape().str());
+      throw ShapeError("stack_rows: " + part_name(i) + " expected " + first.str() + " (the shape of 'parts[0]'), got " +
+                       parts[i].shape().str());
   }
   const int64_t t = static_cast<int64_t>(parts.size());
   const int64_t n = first.numel();
@@ -150,8 +150,8 @@ Tensor stack_rows(const std::vector<Tensor>& parts) {
 Tensor reshape(const Tensor& x, const Shape& shape) {
   check_float("reshape", "'x'", x, "(...)");
   if (shape.numel() != x.numel())
-    throw ShapeError("reshape: 'shape' " + shape.str() + " holds " + std::to_string(shape.numel()) +
-                     " elements, 'x' " + x.shape().str() + " holds " + std::to_string(x.numel()));
+    throw ShapeError("reshape: 'shape' " + shape.str() + " holds " + std::to_string(shape.numel()) + " elements, 'x' " +
+                     x.shape().str() + " holds " + std::to_string(x.numel()));
   Tensor y = Tensor::empty(shape);
   if (x.numel() > 0) std::memcpy(y.f32(), x.f32(), static_cast<size_t>(x.numel()) * sizeof(float));
   if (autodiff::needs_grad(x)) {

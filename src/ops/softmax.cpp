@@ -6,9 +6,9 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/enum_names.h"
-#include "kernels/softmax.h"
-#include "kernels/normalizer.h"
 #include "kernel_normalizer.h"
+#include "kernels/normalizer.h"
+#include "kernels/softmax.h"
 
 namespace attn {
 namespace {
@@ -23,13 +23,12 @@ void check_softmax_args(const char* op, const Tensor& x, const Tensor& mask) {
   if (mask.dtype() != DType::i32)
     throw ShapeError(name + ": 'mask' expected dtype int32, got " + dtype_name(mask.dtype()));
   if (mask.shape() != x.shape())
-    throw ShapeError(name + ": 'mask' expected " + x.shape().str() + " (exactly the shape of 'x', no broadcasting), got " +
-                     mask.shape().str());
+    throw ShapeError(name + ": 'mask' expected " + x.shape().str() +
+                     " (exactly the shape of 'x', no broadcasting), got " + mask.shape().str());
 }
 
 using RowsForward = void (*)(const float* x, const int32_t* mask, float* y, int64_t rows, int64_t n);
-using RowsBackward = void (*)(const float* y, const int32_t* mask, const float* dy, float* dx, int64_t rows,
-                              int64_t n);
+using RowsBackward = void (*)(const float* y, const int32_t* mask, const float* dy, float* dx, int64_t rows, int64_t n);
 
 // x (..., N) normalised along its last dimension: forward(x, mask, y) over its rows, one tape
 // node calling backward(y, mask, dy, dx) (mask: nullptr when undefined).
@@ -67,9 +66,9 @@ Tensor log_softmax(const Tensor& x, const Tensor& mask) {
 namespace {
 
 constexpr EnumName<NormalizerKind> kNormalizerNames[] = {{NormalizerKind::softmax, "softmax"},
-                                                        {NormalizerKind::sparsemax, "sparsemax"},
-                                                        {NormalizerKind::entmax15, "entmax15"},
-                                                        {NormalizerKind::entmax, "entmax"}};
+                                                         {NormalizerKind::sparsemax, "sparsemax"},
+                                                         {NormalizerKind::entmax15, "entmax15"},
+                                                         {NormalizerKind::entmax, "entmax"}};
 
 // A sparse normaliser over the rows of x: one tape node, dx += g ⊙ (dy − Σ g dy / Σ g).
 Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
@@ -77,8 +76,8 @@ Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& norm
   check_normalizer(op, normalizer);
   const kernels::Normalizer norm = kernel_normalizer(normalizer);
   const int64_t n = x.shape().last();
-  const kernels::NormalizerRows rows{.rows = x.numel() == 0 ? 0 : x.numel() / n, .n = n,
-                                     .mask = mask.defined() ? mask.i32() : nullptr};
+  const kernels::NormalizerRows rows{
+      .rows = x.numel() == 0 ? 0 : x.numel() / n, .n = n, .mask = mask.defined() ? mask.i32() : nullptr};
   Tensor y = Tensor::empty(x.shape());  // never x: the sort-based kinds sort in y
   kernels::normalizer_forward(norm, rows, x.f32(), y.f32());
   if (autodiff::needs_grad(x)) {
@@ -93,10 +92,14 @@ Tensor sparse_normalizer(const char* op, const Tensor& x, const Normalizer& norm
 
 kernels::Normalizer kernel_normalizer(const Normalizer& normalizer) {
   switch (normalizer.kind) {
-    case NormalizerKind::softmax: return {kernels::NormalizerKind::softmax};
-    case NormalizerKind::sparsemax: return {kernels::NormalizerKind::sparsemax};
-    case NormalizerKind::entmax15: return {kernels::NormalizerKind::entmax15};
-    case NormalizerKind::entmax: return {kernels::NormalizerKind::entmax_bisect, 1.0f, normalizer.alpha};
+    case NormalizerKind::softmax:
+      return {kernels::NormalizerKind::softmax};
+    case NormalizerKind::sparsemax:
+      return {kernels::NormalizerKind::sparsemax};
+    case NormalizerKind::entmax15:
+      return {kernels::NormalizerKind::entmax15};
+    case NormalizerKind::entmax:
+      return {kernels::NormalizerKind::entmax_bisect, 1.0f, normalizer.alpha};
   }
   throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
 }
@@ -128,10 +131,15 @@ Tensor entmax_bisect(const Tensor& x, float alpha, const Tensor& mask) {
 
 Tensor normalize(const Tensor& x, const Normalizer& normalizer, const Tensor& mask) {
   switch (normalizer.kind) {
-    case NormalizerKind::softmax: check_normalizer("softmax", normalizer); return softmax(x, mask);
-    case NormalizerKind::sparsemax: return sparsemax(x, mask);
-    case NormalizerKind::entmax15: return entmax15(x, mask);
-    case NormalizerKind::entmax: return entmax_bisect(x, normalizer.alpha, mask);
+    case NormalizerKind::softmax:
+      check_normalizer("softmax", normalizer);
+      return softmax(x, mask);
+    case NormalizerKind::sparsemax:
+      return sparsemax(x, mask);
+    case NormalizerKind::entmax15:
+      return entmax15(x, mask);
+    case NormalizerKind::entmax:
+      return entmax_bisect(x, normalizer.alpha, mask);
   }
   throw ValueError("normalize: unknown normaliser " + std::to_string(static_cast<int>(normalizer.kind)));
 }

@@ -1,8 +1,8 @@
 // Views along the first dimension and reshape: no copies. When recorded, the backward
 // adds the view's gradient into the matching rows of the source's gradient.
 #include "attn/autodiff/tape.h"
-#include "kernels/elementwise.h"
 #include "attn/tensor.h"
+#include "kernels/elementwise.h"
 
 namespace attn {
 namespace {

@@ -1,7 +1,7 @@
-#include "attn/json.h"
 #include "attn/train/checkpoint.h"
 
 #include "attn/error.h"
+#include "attn/json.h"
 
 namespace attn::train {
 namespace {
@@ -20,7 +20,8 @@ void save_run_checkpoint(const std::string& path, NamedTensors parameters, const
   if (optimizer) {
     OptimizerState state = optimizer->state();
     for (auto& entry : state.tensors) parameters.push_back(std::move(entry));
-    parameters.emplace_back(kStepCount, Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
+    parameters.emplace_back(kStepCount,
+                            Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(state.step)}, {1}));
   }
   io::save_safetensors(path, parameters, {{io::kAttnMetadataKey, json_text(metadata)}});
 }
@@ -43,8 +44,8 @@ void load_optimizer_state(const io::SafetensorsFile& file, Optimizer& optimizer,
 
 void check_steps_left(int64_t done, int64_t steps, const std::string& out_dir) {
   if (done >= steps)
-    throw ValueError("--resume: the run in " + out_dir + " has done " + std::to_string(done) + " steps already; --steps " +
-                     std::to_string(steps) + " asks for none more");
+    throw ValueError("--resume: the run in " + out_dir + " has done " + std::to_string(done) +
+                     " steps already; --steps " + std::to_string(steps) + " asks for none more");
 }
 
 }  // namespace attn::train

@@ -8,8 +8,8 @@
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/embeddings.h"
-#include "attn/io/sha256.h"
 #include "attn/io/safetensors.h"
+#include "attn/io/sha256.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/reduce.h"
 #include "attn/random.h"
@@ -25,7 +25,8 @@ void ClassifierTrainOptions::validate() const {
     throw ValueError("unknown --model '" + model + "' (valid: " + models::classifier_kinds() + ")");
   if (!model_config.is_object()) throw ValueError("the model configuration must be a JSON object");
   if (min_freq < 1) throw ValueError("--min-freq must be >= 1, got " + std::to_string(min_freq));
-  if (max_size < 0 || max_size == 1) throw ValueError("--max-vocab must be 0 (all) or >= 2, got " + std::to_string(max_size));
+  if (max_size < 0 || max_size == 1)
+    throw ValueError("--max-vocab must be 0 (all) or >= 2, got " + std::to_string(max_size));
   if (batch < 1) throw ValueError("--batch must be >= 1, got " + std::to_string(batch));
   if (bucket < 1) throw ValueError("--bucket must be >= 1, got " + std::to_string(bucket));
   if (sst2_train != "phrases" && sst2_train != "sentences")
@@ -43,8 +44,8 @@ void shuffle(std::vector<size_t>& v, Rng& rng) {
 
 // The batches of one epoch: a seeded shuffle, pools of bucket·batch sorted by length, cut
 // into batches, batch order shuffled. Depends only on (seed, epoch).
-std::vector<std::vector<size_t>> epoch_batches(const std::vector<decode::EncodedText>& data, const ClassifierTrainOptions& o,
-                                               int64_t epoch) {
+std::vector<std::vector<size_t>> epoch_batches(const std::vector<decode::EncodedText>& data,
+                                               const ClassifierTrainOptions& o, int64_t epoch) {
   std::vector<size_t> order(data.size());
   std::iota(order.begin(), order.end(), size_t{0});
   Rng rng(splitmix64(o.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(epoch)));
@@ -55,7 +56,8 @@ std::vector<std::vector<size_t>> epoch_batches(const std::vector<decode::Encoded
   for (size_t begin = 0; begin < order.size(); begin += pool) {
     const size_t end = std::min(order.size(), begin + pool);
     if (o.bucket > 1)
-      std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin), order.begin() + static_cast<std::ptrdiff_t>(end),
+      std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(begin),
+                       order.begin() + static_cast<std::ptrdiff_t>(end),
                        [&](size_t a, size_t b) { return data[a].ids.size() < data[b].ids.size(); });
     for (size_t b = begin; b < end; b += batch)
       batches.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(b),
@@ -74,7 +76,8 @@ std::vector<std::vector<size_t>> epoch_batches(const std::vector<decode::Encoded
 
 void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab, int64_t step,
                      double dev_accuracy) {
-  save_run_checkpoint(path, model.module().named_parameters(), decode::classifier_metadata(model, vocab, step, dev_accuracy));
+  save_run_checkpoint(path, model.module().named_parameters(),
+                      decode::classifier_metadata(model, vocab, step, dev_accuracy));
 }
 
 json EmbeddingsCoverage::to_json() const {
@@ -100,8 +103,9 @@ json apply_embeddings(const ClassifierTrainOptions& o, const data::Vocab& vocab,
   const data::WordVectors vectors = data::read_word_vectors(o.embeddings, &wanted);
   const char* size_option = model.kind() == "transformer-cls" ? "--d-model" : "--emb";
   if (vectors.dim != E)
-    throw ValueError("--embeddings " + o.embeddings + " has " + std::to_string(vectors.dim) + "-dimensional vectors, but " +
-                     size_option + " is " + std::to_string(E) + "; give " + size_option + " " + std::to_string(vectors.dim));
+    throw ValueError("--embeddings " + o.embeddings + " has " + std::to_string(vectors.dim) +
+                     "-dimensional vectors, but " + size_option + " is " + std::to_string(E) + "; give " + size_option +
+                     " " + std::to_string(vectors.dim));
   EmbeddingsCoverage c;
   std::vector<bool> has(static_cast<size_t>(vocab.size()), false);
   float* w = weight.f32();  // (V, E)
@@ -281,7 +285,10 @@ class ClassifierTask final : public Task {
   }
 
   json resume_checked_options() const override {
-    return {{"--batch", o_.batch}, {"--bucket", o_.bucket}, {"--train-limit", o_.train_limit}, {"--sst2-train", o_.sst2_train},
+    return {{"--batch", o_.batch},
+            {"--bucket", o_.bucket},
+            {"--train-limit", o_.train_limit},
+            {"--sst2-train", o_.sst2_train},
             {"--freeze-embeddings", o_.freeze_embeddings}};
   }
 

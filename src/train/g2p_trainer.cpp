@@ -74,8 +74,7 @@ class G2pTask final : public detail::ErrorRateTask {
   int64_t dev_words() const { return static_cast<int64_t>(dev_.size()); }
 
   StepLoss forward(int64_t step) override {
-    const data::Batch batch =
-        data::make_pair_batch(pairs_, distributed::shard_of(batches_->at(step), shard()));
+    const data::Batch batch = data::make_pair_batch(pairs_, distributed::shard_of(batches_->at(step), shard()));
     const StepLoss out = detail::translator_step(*loaded_.model, batch, limits_.label_smoothing, &window_items_);
     last_loss_ = out.reported;
     return out;
@@ -91,7 +90,8 @@ class G2pTask final : public detail::ErrorRateTask {
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
     const decode::G2pInfo info = decode::load_g2p(file, path).info;
     if (info.kind != loaded_.info.kind || info.config != loaded_.info.config)
-      throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() + ")");
+      throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() +
+                       ")");
     return restore_best(file, path, info.step, info.best_val_per, info.best_val_wer);
   }
 

@@ -3,19 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <unordered_map>
 #include <map>
-#include <unordered_set>
-
 #include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/tasks.h"
 #include "attn/data/tatoeba.h"
 #include "attn/data/text.h"
 #include "attn/error.h"
-#include "attn/models/memory_estimate.h"
 #include "attn/io/safetensors.h"
+#include "attn/models/memory_estimate.h"
 #include "attn/random.h"
 #include "attn/train/checkpoint.h"
 

@@ -12,12 +12,12 @@
 #include <cstring>
 
 #include "attn/cpu.h"
-#include "kernels/blas.h"
-#include "kernels/gemm_int8.h"
-#include "kernels/isa.h"
 #include "attn/parallel.h"
 #include "attn/precision.h"
 #include "attn/version.h"
+#include "kernels/blas.h"
+#include "kernels/gemm_int8.h"
+#include "kernels/isa.h"
 
 namespace attn::train {
 namespace {
@@ -35,8 +35,7 @@ std::string second_word(const std::string& text) {
 std::string kernel_source(const kernels::BlasCoreState& s) {
   if (s.user_set && s.user_value_known) return "OPENBLAS_CORETYPE=" + s.user_value + " set by the user";
   if (s.user_set)
-    return "OPENBLAS_CORETYPE=" + s.user_value + " set by the user names no core in this OpenBLAS; it uses " +
-           s.active;
+    return "OPENBLAS_CORETYPE=" + s.user_value + " set by the user names no core in this OpenBLAS; it uses " + s.active;
   if (s.switched) return "chosen by attn from the CPU features (OpenBLAS's own pick: " + s.detected + ")";
   if (!s.switch_error.empty()) return s.switch_error;
   if (s.best.empty()) return "OpenBLAS's own pick (attn chooses only on x86)";
@@ -54,8 +53,8 @@ std::string kernel_warning(const kernels::BlasCoreState& s) {
     return "warning: GEMM kernels " + s.active + " need instructions this CPU lacks (its best is " + s.best + ")" +
            user + "; GEMM may fault";
   if (active < 0 || active >= best) return "";
-  return "warning: GEMM kernels " + s.active + " are below what this CPU supports (" + s.best + "): " +
-         (s.user_set ? "unset OPENBLAS_CORETYPE or set it to " + s.best : s.switch_error);
+  return "warning: GEMM kernels " + s.active + " are below what this CPU supports (" + s.best +
+         "): " + (s.user_set ? "unset OPENBLAS_CORETYPE or set it to " + s.best : s.switch_error);
 }
 
 SgemmMeasurement measure_sgemm(const MachineReportOptions& o) {
@@ -94,7 +93,9 @@ SgemmMeasurement measure_sgemm(const MachineReportOptions& o) {
   return m;
 }
 
-std::string fmt_version() { return fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100); }
+std::string fmt_version() {
+  return fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
+}
 
 }  // namespace
 
@@ -125,14 +126,16 @@ MachineReport machine_report(const MachineReportOptions& options) {
   else if (kernels::kernel_isa_level() == IsaLevel::baseline)
     r.fp32_gemm = "OpenBLAS for every product (oneDNN's fp32 path is off at the baseline level)";
   else
-    r.fp32_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_f32_implementation(false, true, 64, 1024, 256) +
-                  (kernels::fp32_gemm_choice() == kernels::Fp32Gemm::onednn
-                       ? " for every product but dW (ATTN_FP32_GEMM=onednn)"
-                       : kernels::kernel_isa_level() == IsaLevel::avx2 ? " for products of 4-512 rows (OpenBLAS: the rest, dW)"
-                                                                       : " for products of 4+ rows (OpenBLAS: fewer rows, tiny ones, dW)");
+    r.fp32_gemm =
+        "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_f32_implementation(false, true, 64, 1024, 256) +
+        (kernels::fp32_gemm_choice() == kernels::Fp32Gemm::onednn ? " for every product but dW (ATTN_FP32_GEMM=onednn)"
+         : kernels::kernel_isa_level() == IsaLevel::avx2
+             ? " for products of 4-512 rows (OpenBLAS: the rest, dW)"
+             : " for products of 4+ rows (OpenBLAS: fewer rows, tiny ones, dW)");
   r.bf16_missing = bf16_missing(cpu, kernels::kernel_isa_level());
   if (r.bf16_missing.empty())
-    r.bf16_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
+    r.bf16_gemm =
+        "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_bf16_implementation(false, true, 1024, 1024, 1024);
   r.int8_missing = int8_missing(cpu, kernels::kernel_isa_level());
   if (r.int8_missing.empty())
     r.int8_gemm = "oneDNN " + kernels::onednn_version() + " " + kernels::gemm_int8_implementation(1024, 1024, 1024);
@@ -182,10 +185,14 @@ nlohmann::json MachineReport::to_json() const {
   }
   return {{"attn", {{"version", attn_version}, {"commit", attn_commit}}},
           {"cpu",
-           {{"model", cpu_model}, {"vendor", cpu_vendor}, {"family", cpu_family}, {"model_number", cpu_model_number},
+           {{"model", cpu_model},
+            {"vendor", cpu_vendor},
+            {"family", cpu_family},
+            {"model_number", cpu_model_number},
             {"isa", isa}}},
           {"kernels",
-           {{"isa", kernel_isa}, {"isa_available", kernel_isa_levels},
+           {{"isa", kernel_isa},
+            {"isa_available", kernel_isa_levels},
             {"isa_source", kernel_isa_forced ? "ATTN_ISA" : "best for this CPU"}}},
           {"gemm",
            {{"library", gemm_library},
@@ -213,9 +220,9 @@ std::string kernel_isa_text(const MachineReport& r) {
 }
 
 std::string policy_text(const MachineReport& r) {
-  return (r.omp_wait_policy.empty() ? std::string("OMP_WAIT_POLICY unset")
+  return (r.omp_wait_policy.empty()                  ? std::string("OMP_WAIT_POLICY unset")
           : r.omp_wait_policy.rfind("GOMP_", 0) == 0 ? r.omp_wait_policy
-                                                       : "OMP_WAIT_POLICY=" + r.omp_wait_policy) +
+                                                     : "OMP_WAIT_POLICY=" + r.omp_wait_policy) +
          " (" + r.omp_wait_policy_source + ")";
 }
 }  // namespace
@@ -247,9 +254,10 @@ std::string MachineReport::to_text() const {
   else
     t += fmt::format("int8        --precision int8 is refused: it needs {}\n", int8_missing);
   if (sgemm.measured)
-    t += fmt::format("sgemm       {:.1f} GFLOP/s ({}^3, {} threads, {} calls in {:.2f} s; max error vs float64 {:.1e} "
-                     "of max|C|)\n",
-                     sgemm.gflops_per_s, sgemm.size, threads, sgemm.calls, sgemm.seconds, sgemm.max_relative_error);
+    t += fmt::format(
+        "sgemm       {:.1f} GFLOP/s ({}^3, {} threads, {} calls in {:.2f} s; max error vs float64 {:.1e} "
+        "of max|C|)\n",
+        sgemm.gflops_per_s, sgemm.size, threads, sgemm.calls, sgemm.seconds, sgemm.max_relative_error);
   else
     t += fmt::format("sgemm       not measured: {}\n", sgemm.skipped);
   t += fmt::format("threads     {}\n", threads);

@@ -30,7 +30,8 @@ Optimizer::Optimizer(std::vector<Tensor> params, float lr, const char* name)
   if (params_.empty()) throw ValueError(std::string(name_) + ": got an empty parameter list");
   std::unordered_set<const TensorImpl*> seen;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!params_[i].defined()) throw ValueError(std::string(name_) + ": parameter " + std::to_string(i) + " is undefined");
+    if (!params_[i].defined())
+      throw ValueError(std::string(name_) + ": parameter " + std::to_string(i) + " is undefined");
     if (params_[i].dtype() != DType::f32)
       throw ValueError(std::string(name_) + ": parameter " + param_label(i) + " must be float32, got " +
                        dtype_name(params_[i].dtype()));
@@ -47,7 +48,8 @@ std::string Optimizer::param_label(size_t index) const {
 
 void Optimizer::set_lr(float lr) {
   if (!std::isfinite(lr) || lr < 0.0f)
-    throw ValueError(std::string(name_) + ": invalid learning rate " + format_number(lr) + " (must be finite and >= 0)");
+    throw ValueError(std::string(name_) + ": invalid learning rate " + format_number(lr) +
+                     " (must be finite and >= 0)");
   lr_ = lr;
 }
 
@@ -80,8 +82,10 @@ OptimizerState Optimizer::state() const {
     if (s.steps == 0) continue;
     const std::string prefix = "optimizer." + std::to_string(i) + ".";
     const int64_t steps = std::min<int64_t>(s.steps, std::numeric_limits<int32_t>::max());
-    out.tensors.emplace_back(prefix + "step", Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(steps)}, {1}));
-    for (size_t k = 0; k < s.slots.size() && k < names.size(); ++k) out.tensors.emplace_back(prefix + names[k], s.slots[k]);
+    out.tensors.emplace_back(prefix + "step",
+                             Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(steps)}, {1}));
+    for (size_t k = 0; k < s.slots.size() && k < names.size(); ++k)
+      out.tensors.emplace_back(prefix + names[k], s.slots[k]);
   }
   return out;
 }
@@ -111,8 +115,8 @@ void Optimizer::load_state(const OptimizerState& state) {
     }
     if (!ok) throw ValueError(where + "unexpected entry '" + key + "' (expected optimizer.<index>.<slot>)");
     if (index >= params_.size())
-      throw ValueError(where + "entry '" + key + "' refers to parameter " + std::to_string(index) + ", but the optimizer has " +
-                       std::to_string(params_.size()));
+      throw ValueError(where + "entry '" + key + "' refers to parameter " + std::to_string(index) +
+                       ", but the optimizer has " + std::to_string(params_.size()));
     if (!tensor.defined()) throw ValueError(where + "entry '" + key + "' is an undefined tensor");
     Pending& p = pending[index];
     if (p.slots.empty()) p.slots.resize(names.size());
@@ -122,18 +126,21 @@ void Optimizer::load_state(const OptimizerState& state) {
         throw ValueError(where + "entry '" + key + "' expected int32 (1), got " + dtype_name(tensor.dtype()) + " " +
                          tensor.shape().str());
       const int32_t steps = tensor.i32()[0];
-      if (steps < 1) throw ValueError(where + "entry '" + key + "' holds step " + std::to_string(steps) + " (must be >= 1)");
+      if (steps < 1)
+        throw ValueError(where + "entry '" + key + "' holds step " + std::to_string(steps) + " (must be >= 1)");
       p.steps = steps;
       continue;
     }
     size_t k = 0;
     while (k < names.size() && names[k] != slot) ++k;
-    if (k == names.size()) throw ValueError(where + "unexpected entry '" + key + "' (" + name_ + " keeps no '" + slot + "')");
+    if (k == names.size())
+      throw ValueError(where + "unexpected entry '" + key + "' (" + name_ + " keeps no '" + slot + "')");
     if (p.slots[k].defined()) throw ValueError(where + "entry '" + key + "' appears twice");
     const Tensor& param = params_[index];
     if (tensor.dtype() != DType::f32 || tensor.shape() != param.shape())
-      throw ValueError(where + "entry '" + key + "' expected float32 " + param.shape().str() + " (the shape of parameter " +
-                       param_label(index) + "), got " + dtype_name(tensor.dtype()) + " " + tensor.shape().str());
+      throw ValueError(where + "entry '" + key + "' expected float32 " + param.shape().str() +
+                       " (the shape of parameter " + param_label(index) + "), got " + dtype_name(tensor.dtype()) + " " +
+                       tensor.shape().str());
     p.slots[k] = tensor;
   }
   for (const auto& [index, p] : pending) {
@@ -154,7 +161,8 @@ void Optimizer::load_state(const OptimizerState& state) {
 
 // ---------------------------------------------------------------------------- SGD
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params), options.lr, "SGD"), options_(options) {
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : Optimizer(std::move(params), options.lr, "SGD"), options_(options) {
   check_option("SGD", "momentum", options.momentum, options.momentum >= 0.0f);
   check_option("SGD", "dampening", options.dampening, true);
   check_option("SGD", "weight_decay", options.weight_decay, options.weight_decay >= 0.0f);
@@ -281,9 +289,10 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
   }
   const float total = static_cast<float>(std::sqrt(total_sq));
   if (!std::isfinite(total))
-    throw ValueError("clip_grad_norm: the total gradient norm is " + format_number(total) +
-                     (first_bad.empty() ? std::string(" (overflow)") : " (first non-finite gradient: " + first_bad + ")") +
-                     "; gradients left unchanged");
+    throw ValueError(
+        "clip_grad_norm: the total gradient norm is " + format_number(total) +
+        (first_bad.empty() ? std::string(" (overflow)") : " (first non-finite gradient: " + first_bad + ")") +
+        "; gradients left unchanged");
   const float coef = max_norm / (total + 1e-6f);
   if (coef < 1.0f) {
     for (Tensor& gt : grads) {

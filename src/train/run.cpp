@@ -1,4 +1,3 @@
-#include "attn/json.h"
 #include "attn/train/run.h"
 
 #include <fcntl.h>
@@ -7,13 +6,13 @@
 
 #include <cerrno>
 #include <chrono>
-#include <map>
-#include <mutex>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <thread>
@@ -24,13 +23,14 @@
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/output_folder.h"
+#include "attn/json.h"
 #include "attn/parallel.h"
-#include "attn/version.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/progress.h"
 #include "attn/train/run_log.h"
+#include "attn/version.h"
 
 namespace attn::train {
 namespace fs = std::filesystem;
@@ -94,12 +94,8 @@ std::unique_ptr<Optimizer> make_optimizer(const nn::Module& module, const RunOpt
 // "run" fields every checkpoint carries besides the task's, so --resume knows where it
 // stood and with which options.
 json with_run_state(json metadata, const RunState& s, const json& options, int ranks) {
-  metadata["run"] = {{"step", s.step},
-                     {"has_best", s.has_best},
-                     {"best_score", s.best_score},
-                     {"best_step", s.best_step},
-                     {"ranks", ranks},
-                     {"options", options}};
+  metadata["run"] = {{"step", s.step},           {"has_best", s.has_best}, {"best_score", s.best_score},
+                     {"best_step", s.best_step}, {"ranks", ranks},         {"options", options}};
   return metadata;
 }
 
@@ -130,7 +126,8 @@ void refuse_changed_options(const io::SafetensorsFile& file, const json& now, co
   for (const auto& [flag, value] : now.items())
     if (before.contains(flag) && before[flag] != value)
       throw ValueError("--resume: " + flag + " " + show(value) + " differs from the run in " + o.out_dir + " (" + flag +
-                       " " + show(before[flag]) + "); only --steps, --epochs, --max-minutes, --save-every, --log-every "
+                       " " + show(before[flag]) +
+                       "); only --steps, --epochs, --max-minutes, --save-every, --log-every "
                        "and --eval-every may change on resume");
 }
 
@@ -229,8 +226,8 @@ namespace {
 
 // The files of a run that --overwrite replaces: the models, the log, the configuration and
 // a translation run's tokenizer.
-constexpr const char* kRunFiles[] = {"model.safetensors", "last.safetensors", "log.jsonl", "config.toml", "spm.model",
-                                     "spm.vocab"};
+constexpr const char* kRunFiles[] = {"model.safetensors", "last.safetensors", "log.jsonl",
+                                     "config.toml",       "spm.model",        "spm.vocab"};
 
 // The run folder's lock (an flock on DIR/.attn-run.lock, released when the descriptor
 // closes) and, with --overwrite, the old run moved aside into DIR/.attn-replaced-XXXXXX:
@@ -290,7 +287,8 @@ class RunFolder {
 }  // namespace
 
 std::shared_ptr<void> lock_run_folder(const RunOptions& o) {
-  if (o.communicator && o.communicator->rank() != 0) return std::make_shared<RunFolder>("", -1);  // rank 0 owns the folder
+  if (o.communicator && o.communicator->rank() != 0)
+    return std::make_shared<RunFolder>("", -1);  // rank 0 owns the folder
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<RunFolder>> held;  // folders this process has locked
   const std::lock_guard<std::mutex> guard(mutex);
@@ -356,7 +354,8 @@ RunResult run(Task& task, const RunOptions& o) {
   task.set_shard({dp ? dp->comm.rank() : 0, ranks});
   const json options_now = checked_options(task, o);
   if (dp) {
-    distributed::require_same_configuration(dp->comm, configuration_description(task, o, options_now, total_steps, module));
+    distributed::require_same_configuration(dp->comm,
+                                            configuration_description(task, o, options_now, total_steps, module));
     warn_about_oversubscription(dp->comm, o);
   }
   if (o.resume && !fs::exists(result.last_path))  // before the folder is made or locked
@@ -376,10 +375,11 @@ RunResult run(Task& task, const RunOptions& o) {
   }
   if (dp) {
     distributed::broadcast_parameters(dp->comm, module.parameters());  // one starting point
-    dp->reducer.emplace(dp->comm, module.parameters(),
-                        distributed::GradientReduceOptions{.deterministic = o.deterministic_reduce,
-                                                          .overlap = !o.reduce_after_backward,
-                                                          .bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20))});
+    dp->reducer.emplace(
+        dp->comm, module.parameters(),
+        distributed::GradientReduceOptions{.deterministic = o.deterministic_reduce,
+                                           .overlap = !o.reduce_after_backward,
+                                           .bucket_bytes = static_cast<size_t>(o.bucket_mb * (1 << 20))});
   }
   std::optional<JsonlLog> log;
   if (rank0) {
@@ -397,7 +397,8 @@ RunResult run(Task& task, const RunOptions& o) {
     NamedTensors tensors = module.named_parameters();
     for (auto& entry : random_stream_tensors(module)) tensors.push_back(std::move(entry));
     save_run_checkpoint(result.last_path, std::move(tensors),
-                        with_run_state(task.checkpoint_metadata(state, false), state, options_now, ranks), optimizer.get());
+                        with_run_state(task.checkpoint_metadata(state, false), state, options_now, ranks),
+                        optimizer.get());
     keep_new_run(folder);
     last_save = std::chrono::steady_clock::now();
   };
@@ -486,7 +487,7 @@ RunResult run(Task& task, const RunOptions& o) {
       if (dp) {  // the task's fields are rank 0's shard; these are the whole run's
         line["ranks"] = ranks;
         line["global_loss"] = global_loss;
-        line["allreduce_s"] = dp->reducer->seconds();  // gradient all-reduce time so far
+        line["allreduce_s"] = dp->reducer->seconds();            // gradient all-reduce time so far
         line["allreduce_wait_s"] = dp->reducer->wait_seconds();  // of it, after backward
         // the share of the gradient bytes so far whose all-reduce completed before backward ended
         line["allreduce_done_in_backward"] =
@@ -497,7 +498,8 @@ RunResult run(Task& task, const RunOptions& o) {
       progress.update(step, shown);
     }
     if (step % eval_every == 0 || step == total_steps) validate_and_keep_best();
-    if (rank0 && o.save_every_minutes > 0 && seconds_since(last_save) > 60.0 * o.save_every_minutes && step < total_steps)
+    if (rank0 && o.save_every_minutes > 0 && seconds_since(last_save) > 60.0 * o.save_every_minutes &&
+        step < total_steps)
       save_last();
   }
   progress.finish();

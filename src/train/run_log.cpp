@@ -77,9 +77,9 @@ RunLogRecords read_run_log(const std::string& path) {
     const bool last = i + 1 == lines.size();
     const bool before_session = !last && lines[i + 1].record && lines[i + 1].record->contains("run");
     if (!last && !before_session) throw IoError(path + ": " + l.problem);
-    out.warnings.push_back(path + ": " + l.problem + "; skipped (" +
-                           (last ? "the last line: cut short by a kill or a full disk?" : "cut short before a resumed session") +
-                           ")");
+    out.warnings.push_back(
+        path + ": " + l.problem + "; skipped (" +
+        (last ? "the last line: cut short by a kill or a full disk?" : "cut short before a resumed session") + ")");
   }
   return out;
 }

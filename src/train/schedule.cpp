@@ -35,12 +35,17 @@ LrSchedule::LrSchedule(LrScheduleOptions o) : options_(o) {
   if (!std::isfinite(o.min_lr) || o.min_lr < 0.0f)
     throw ValueError("lr schedule: min_lr must be finite and >= 0, got " + format_number(o.min_lr));
   if (o.min_lr > o.base_lr)
-    throw ValueError("lr schedule: min_lr " + format_number(o.min_lr) + " is larger than base_lr " + format_number(o.base_lr));
-  if (o.warmup_steps < 0) throw ValueError("lr schedule: warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
-  if (o.total_steps < 0) throw ValueError("lr schedule: total_steps must be >= 0, got " + std::to_string(o.total_steps));
-  if ((o.kind == LrScheduleKind::linear_warmup_decay || o.kind == LrScheduleKind::cosine) && o.total_steps <= o.warmup_steps)
-    throw ValueError(std::string("lr schedule: ") + lr_schedule_kind_name(o.kind) + " needs total_steps > warmup_steps, got total_steps " +
-                     std::to_string(o.total_steps) + " and warmup_steps " + std::to_string(o.warmup_steps));
+    throw ValueError("lr schedule: min_lr " + format_number(o.min_lr) + " is larger than base_lr " +
+                     format_number(o.base_lr));
+  if (o.warmup_steps < 0)
+    throw ValueError("lr schedule: warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
+  if (o.total_steps < 0)
+    throw ValueError("lr schedule: total_steps must be >= 0, got " + std::to_string(o.total_steps));
+  if ((o.kind == LrScheduleKind::linear_warmup_decay || o.kind == LrScheduleKind::cosine) &&
+      o.total_steps <= o.warmup_steps)
+    throw ValueError(std::string("lr schedule: ") + lr_schedule_kind_name(o.kind) +
+                     " needs total_steps > warmup_steps, got total_steps " + std::to_string(o.total_steps) +
+                     " and warmup_steps " + std::to_string(o.warmup_steps));
 }
 
 float LrSchedule::lr_at(int64_t step) const {
@@ -51,7 +56,8 @@ float LrSchedule::lr_at(int64_t step) const {
   const double w = static_cast<double>(o.warmup_steps);
   if (o.warmup_steps > 0 && s <= w) return static_cast<float>(base * s / w);
   switch (o.kind) {
-    case LrScheduleKind::constant: return o.base_lr;
+    case LrScheduleKind::constant:
+      return o.base_lr;
     case LrScheduleKind::linear_warmup_decay: {
       const double p = std::clamp((s - w) / (static_cast<double>(o.total_steps) - w), 0.0, 1.0);
       return static_cast<float>(base + (low - base) * p);

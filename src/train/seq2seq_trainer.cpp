@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/checked_size.h"
@@ -43,8 +42,9 @@ void check_run_memory(const models::Seq2SeqConfig& config, const TrainOptions& o
   const double source_bytes = 32.0 + 4.0 * o.max_len;
   const int64_t pool = checked_size_product(o.bucket, o.batch, "--bucket x --batch");
   models::check_memory(static_cast<double>(pool) * source_bytes,
-                       "--bucket " + std::to_string(o.bucket) + " x --batch " + std::to_string(o.batch) + ": a pool of " +
-                           std::to_string(pool) + " sources of up to " + std::to_string(o.max_len) + " symbols",
+                       "--bucket " + std::to_string(o.bucket) + " x --batch " + std::to_string(o.batch) +
+                           ": a pool of " + std::to_string(pool) + " sources of up to " + std::to_string(o.max_len) +
+                           " symbols",
                        "lower --bucket or --batch");
   models::check_memory(static_cast<double>(o.eval_samples) * source_bytes,
                        "--eval-samples " + std::to_string(o.eval_samples) + " sources of up to " +
@@ -75,9 +75,12 @@ data::Batch batch_for_step(data::TaskKind kind, const TrainOptions& o, int64_t s
   std::vector<int> order(static_cast<size_t>(o.bucket));
   for (int i = 0; i < o.bucket; ++i) order[static_cast<size_t>(i)] = i;
   Rng rng(splitmix64(o.seed ^ (static_cast<uint64_t>(pool) * 0x9E3779B97F4A7C15ull)));
-  for (int i = o.bucket - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
-  const auto first = sources.begin() + static_cast<std::ptrdiff_t>(order[static_cast<size_t>(step % o.bucket)]) * o.batch;
-  return data::make_batch(kind, distributed::shard_of(std::vector<std::vector<int32_t>>(first, first + o.batch), shard));
+  for (int i = o.bucket - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i) + 1)]);
+  const auto first =
+      sources.begin() + static_cast<std::ptrdiff_t>(order[static_cast<size_t>(step % o.bucket)]) * o.batch;
+  return data::make_batch(kind,
+                          distributed::shard_of(std::vector<std::vector<int32_t>>(first, first + o.batch), shard));
 }
 
 // Fraction of non-PAD target tokens whose argmax logit is right (teacher forcing).
@@ -119,7 +122,7 @@ class Seq2SeqTask final : public Task {
   StepLoss forward(int64_t step) override {
     const data::Batch batch = batch_for_step(kind_, o_, step, shard());
     const models::Seq2Seq::Loss terms = model_.loss_terms(batch);  // CE (+ hard attention's REINFORCE term)
-    logits_ = terms.logits;                                           // (T, B, V)
+    logits_ = terms.logits;                                        // (T, B, V)
     targets_ = models::time_major_ids(batch.tgt_out);
     int64_t tokens = 0;  // non-PAD targets: what the cross-entropy is the mean over
     for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
@@ -144,7 +147,8 @@ class Seq2SeqTask final : public Task {
   }
   bool higher_is_better() const override { return true; }
   json checkpoint_metadata(const RunState& s, bool best) const override {
-    json j = decode::seq2seq_metadata({model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
+    json j = decode::seq2seq_metadata(
+        {model_.config(), o_.task, o_.min_len, o_.max_len, best ? s.best_step : s.step, s.best_score});
     // Hard attention's REINFORCE baseline is run state too: a moving average, not a parameter.
     const ReinforceBaseline& b = model_.decoder.hard_baseline;
     j["hard_baseline"] = {{"value", b.value}, {"updates", b.updates}};
@@ -155,7 +159,8 @@ class Seq2SeqTask final : public Task {
     if (info.config.to_json() != model_.config().to_json())
       throw ValueError("--resume: the options describe a different model than " + path + " (" +
                        info.config.to_json_string() + ")");
-    if (info.task != o_.task) throw ValueError("--resume: the run in " + o_.out_dir + " trains task '" + info.task + "'");
+    if (info.task != o_.task)
+      throw ValueError("--resume: the run in " + o_.out_dir + " trains task '" + info.task + "'");
     load_model_parameters(file, model_.named_parameters(), path);
     const json j = read_run_metadata(file, path, decode::kSeq2SeqFormat, "an attn seq2seq checkpoint");
     if (j.contains("hard_baseline")) {
@@ -165,7 +170,10 @@ class Seq2SeqTask final : public Task {
     return {.step = info.step, .has_best = true, .best_score = info.best_token_accuracy, .best_step = info.step};
   }
   json resume_checked_options() const override {
-    return {{"--task", o_.task}, {"--min-len", o_.min_len}, {"--max-len", o_.max_len}, {"--batch", o_.batch},
+    return {{"--task", o_.task},
+            {"--min-len", o_.min_len},
+            {"--max-len", o_.max_len},
+            {"--batch", o_.batch},
             {"--bucket", o_.bucket}};
   }
   int64_t tokens_seen() const { return total_tokens_ + window_tokens_; }

@@ -27,13 +27,15 @@ void TranslationOptions::validate() const {
   const char* task = summarization ? "summarize" : "translate";
   if (data_dir.empty()) throw ValueError(std::string("a data directory (--data) is required for --task ") + task);
   if (src_lang.empty() || tgt_lang.empty() || src_lang == tgt_lang)
-    throw ValueError(std::string("--src and --tgt must name two different ") + (summarization ? "file suffixes" : "languages") +
-                     ", got '" + src_lang + "' and '" + tgt_lang + "'");
+    throw ValueError(std::string("--src and --tgt must name two different ") +
+                     (summarization ? "file suffixes" : "languages") + ", got '" + src_lang + "' and '" + tgt_lang +
+                     "'");
   if (vocab_size < 16 || vocab_size > models::kMaxVocab)
     throw ValueError("--vocab-size must be in [16, " + std::to_string(models::kMaxVocab) + "], got " +
                      std::to_string(vocab_size));
   if (max_len < 2 || max_len > models::kMaxLength)
-    throw ValueError("--max-len must be in [2, " + std::to_string(models::kMaxLength) + "], got " + std::to_string(max_len));
+    throw ValueError("--max-len must be in [2, " + std::to_string(models::kMaxLength) + "], got " +
+                     std::to_string(max_len));
   if (train_limit < 0) throw ValueError("--train-limit must be >= 0");
   if (max_tokens < 2 * int64_t{max_len} + 1)
     throw ValueError("--max-tokens " + std::to_string(max_tokens) + " cannot hold one pair of --max-len " +
@@ -68,7 +70,8 @@ class TranslationTask final : public Task {
     }
     if (!o.tokenizer.empty()) data::SubwordModel::load(o.tokenizer);  // IoError naming it when it is not one
     // The data before the folder: a bad corpus file leaves no run folder behind.
-    data::ParallelCorpus train_text = data::load_corpus(o.corpus, o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
+    data::ParallelCorpus train_text =
+        data::load_corpus(o.corpus, o.data_dir, "train", o.src_lang, o.tgt_lang, o.train_limit);
     val_text_ = data::load_corpus(o.corpus, o.data_dir, "val", o.src_lang, o.tgt_lang, o.eval_sentences);
     folder_ = lock_run_folder(o);  // before the tokenizer is written into it
 
@@ -81,8 +84,9 @@ class TranslationTask final : public Task {
         io::copy_file_atomically(o.tokenizer, spm_path);
       }
     } else if (writes_folder && !(o.resume && data::file_exists(spm_path))) {
-      if (say) std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
-                            train_text.src.size(), train_text.tgt.size());
+      if (say)
+        std::fprintf(say, "learning a shared %d-piece SentencePiece model on %zu + %zu lines\n", o.vocab_size,
+                     train_text.src.size(), train_text.tgt.size());
       std::vector<std::string> lines = train_text.src;
       lines.insert(lines.end(), train_text.tgt.begin(), train_text.tgt.end());
       data::train_subword_model(lines, spm_prefix, {.vocab_size = o.vocab_size});
@@ -92,8 +96,8 @@ class TranslationTask final : public Task {
     const int64_t V = run_.tokenizer->vocab_size();
     models::set_translator_vocab(kind, config, V);
     // The pointer-generator trains on the extended ids of each pair (models/pointer.h).
-    train_data_ = data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len,
-                                        config.value("pointer", false));
+    train_data_ =
+        data::encode_parallel(train_text, *run_.tokenizer, *run_.tokenizer, o.max_len, config.value("pointer", false));
     if (say)
       std::fprintf(say, "%zu training pairs (%lld truncated to %d pieces), %zu validation sentences, vocabulary %lld\n",
                    train_data_.pairs.size(), static_cast<long long>(train_data_.truncated), o.max_len,
@@ -111,10 +115,9 @@ class TranslationTask final : public Task {
 
   StepLoss forward(int64_t step) override {
     seek(step);
-    const data::Batch batch =
-        data::make_pair_batch(train_data_.pairs,
-                              distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
-                              run_.model->vocab());
+    const data::Batch batch = data::make_pair_batch(
+        train_data_.pairs, distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
+        run_.model->vocab());
     const StepLoss out = detail::translator_step(*run_.model, batch, o_.label_smoothing, &window_tokens_);
     last_loss_ = out.reported;
     return out;
@@ -131,7 +134,8 @@ class TranslationTask final : public Task {
   Validation validate(int64_t step) override {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::string> hypotheses;
-    for (auto& t : decode::translate(run_, val_text_.src, {.beam = 1, .batch = 100})) hypotheses.push_back(std::move(t.text));
+    for (auto& t : decode::translate(run_, val_text_.src, {.beam = 1, .batch = 100}))
+      hypotheses.push_back(std::move(t.text));
     const data::BleuResult bleu = data::corpus_bleu(hypotheses, val_text_.tgt);
     json fields = {{"val_bleu", bleu.score}, {"val_bleu_line", bleu.to_string()}};
     std::string scores = bleu.to_string();
@@ -159,7 +163,8 @@ class TranslationTask final : public Task {
   RunState restore(const io::SafetensorsFile& file, const std::string& path) override {
     const decode::TranslationInfo info = decode::load_translator(file, path).info;
     if (info.kind != run_.info.kind || info.config != run_.info.config)
-      throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() + ")");
+      throw ValueError("--resume: the options describe a different model than " + path + " (" + info.config.dump() +
+                       ")");
     if (info.corpus != run_.info.corpus)
       throw ValueError("--resume: " + path + " was trained on " + data::to_string(info.corpus) + ", --data gives " +
                        data::to_string(run_.info.corpus));
@@ -167,8 +172,11 @@ class TranslationTask final : public Task {
     return {.step = info.step, .has_best = true, .best_score = info.best_val_bleu, .best_step = info.step};
   }
   json resume_checked_options() const override {
-    return {{"--max-len", o_.max_len},           {"--max-tokens", o_.max_tokens}, {"--max-sentences", o_.max_sentences},
-            {"--label-smoothing", o_.label_smoothing}, {"--train-limit", o_.train_limit}};
+    return {{"--max-len", o_.max_len},
+            {"--max-tokens", o_.max_tokens},
+            {"--max-sentences", o_.max_sentences},
+            {"--label-smoothing", o_.label_smoothing},
+            {"--train-limit", o_.train_limit}};
   }
   int64_t tokens_seen() const { return total_tokens_ + window_tokens_; }
 

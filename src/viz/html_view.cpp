@@ -1,11 +1,11 @@
 #include "attn/viz/html_view.h"
 
+#include <zlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string_view>
-
-#include <zlib.h>
 
 #include "attn/error.h"
 #include "attn/io/atomic_file.h"
@@ -84,7 +84,8 @@ std::string json_for_script(const nlohmann::json& data) {
       out += "\\u003e";
     } else if (c == '&') {
       out += "\\u0026";
-    } else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' && (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
+    } else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' &&
+               (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
       out += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";  // line and paragraph separators
       i += 2;
     } else {

@@ -46,19 +46,29 @@ Tensor holey_mask() {
 
 // The ops under test, as one call each with the same (query, keys, values) and parameters.
 enum class Kind { additive, additive_normalized, dot, general, concat, scaled_general, location, local_m, local_p };
-const Kind kAllKinds[] = {Kind::additive, Kind::additive_normalized, Kind::dot,     Kind::general, Kind::concat,
-                          Kind::scaled_general, Kind::location, Kind::local_m, Kind::local_p};
+const Kind kAllKinds[] = {Kind::additive, Kind::additive_normalized, Kind::dot,      Kind::general,
+                          Kind::concat,   Kind::scaled_general,      Kind::location, Kind::local_m,
+                          Kind::local_p};
 const char* kind_name(Kind k) {
   switch (k) {
-    case Kind::additive: return "additive";
-    case Kind::additive_normalized: return "additive_normalized";
-    case Kind::dot: return "dot";
-    case Kind::general: return "general";
-    case Kind::concat: return "concat";
-    case Kind::scaled_general: return "scaled_general";
-    case Kind::location: return "location";
-    case Kind::local_m: return "local_m";
-    case Kind::local_p: return "local_p";
+    case Kind::additive:
+      return "additive";
+    case Kind::additive_normalized:
+      return "additive_normalized";
+    case Kind::dot:
+      return "dot";
+    case Kind::general:
+      return "general";
+    case Kind::concat:
+      return "concat";
+    case Kind::scaled_general:
+      return "scaled_general";
+    case Kind::location:
+      return "location";
+    case Kind::local_m:
+      return "local_m";
+    case Kind::local_p:
+      return "local_p";
   }
   return "?";
 }
@@ -100,9 +110,12 @@ std::vector<Tensor> make_inputs(Kind k, bool block = true, int64_t Dq = D) {
       in.push_back(leaf({A}, 17));      // v
       if (k == Kind::additive_normalized) in.push_back(Tensor::scalar(0.8f).set_requires_grad(true));
       break;
-    case Kind::dot: break;
+    case Kind::dot:
+      break;
     case Kind::general:
-    case Kind::local_m: in.push_back(leaf({Dq, E}, 18)); break;
+    case Kind::local_m:
+      in.push_back(leaf({Dq, E}, 18));
+      break;
     case Kind::scaled_general:
       in.push_back(leaf({Dq, E}, 18));
       in.push_back(Tensor::scalar(1.3f).set_requires_grad(true));
@@ -194,16 +207,15 @@ std::vector<std::vector<float>> grads_of(Kind k, const std::vector<Tensor>& prot
   if (a.shape() != b.shape()) return ::testing::AssertionFailure() << a.shape().str() << " vs " << b.shape().str();
   const auto x = a.to_vector(), y = b.to_vector();
   for (size_t i = 0; i < x.size(); ++i)
-    if (!(x[i] == y[i]))
-      return ::testing::AssertionFailure() << "index " << i << ": " << x[i] << " vs " << y[i];
+    if (!(x[i] == y[i])) return ::testing::AssertionFailure() << "index " << i << ": " << x[i] << " vs " << y[i];
   return ::testing::AssertionSuccess();
 }
 
 // ---- normalisers ----------------------------------------------------------------------------
 
 // The kinds whose ops take options.normalizer.
-const Kind kNormalizerKinds[] = {Kind::additive, Kind::additive_normalized, Kind::dot,
-                                 Kind::general,  Kind::concat,              Kind::location};
+const Kind kNormalizerKinds[] = {Kind::additive, Kind::additive_normalized, Kind::dot, Kind::general, Kind::concat,
+                                 Kind::location};
 const Normalizer kSparseNormalizers[] = {
     {NormalizerKind::sparsemax}, {NormalizerKind::entmax15}, {NormalizerKind::entmax, 1.3f}};
 
@@ -310,7 +322,7 @@ TEST(AttentionMask, NeitherLengthsNorMaskMeansEveryPositionIsReal) {
 // weights of the global ops follow from the unmasked ones (checked against references in
 // the per-op tests). The context is then recomputed in double.
 TEST(AttentionMask, ArbitraryMaskGivesRenormalisedWeightsAndExactZeros) {
-  const Kind global[] = {Kind::additive, Kind::additive_normalized, Kind::dot, Kind::general,
+  const Kind global[] = {Kind::additive, Kind::additive_normalized, Kind::dot,     Kind::general,
                          Kind::concat,   Kind::scaled_general,      Kind::location};
   const std::vector<int32_t> keep = holey_mask().to_vector_i32();
   for (Kind k : global) {
@@ -566,7 +578,8 @@ TEST(AttentionDropout, ErrorPaths) {
     const std::vector<Tensor> x = make_inputs(k);
     Common cm;
     cm.dropout = 1.0f;
-    EXPECT_THROW_MSG(call(k, x, Tensor(), cm), ValueError, "dropout must be in [0, 1), got 1: p = 1 would drop every weight");
+    EXPECT_THROW_MSG(call(k, x, Tensor(), cm), ValueError,
+                     "dropout must be in [0, 1), got 1: p = 1 would drop every weight");
     cm.dropout = -0.1f;
     EXPECT_THROW_MSG(call(k, x, Tensor(), cm), ValueError, "dropout must be in [0, 1), got -0.1");
     cm.dropout = NAN;

@@ -5,6 +5,8 @@
 // seeded samples equals the exact gradient of the expected loss on an enumerable case, with
 // and without a baseline), an end-to-end toy that learns to pick the marked position, and
 // the errors.
+#include "attn/ops/hard_attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,7 +15,6 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
-#include "attn/ops/hard_attention.h"
 #include "attn/ops/softmax.h"
 #include "test_support.h"
 
@@ -159,7 +160,8 @@ TEST(Reinforce, LossValueAndGradients) {
   // loss = −mean((r − b) lp) − λ mean(H(w))
   Tensor lp = Tensor::from_vector(std::vector<float>{-0.5f, -1.5f}, {2}).set_requires_grad(true);
   Tensor r = Tensor::from_vector(std::vector<float>{1.0f, 0.0f}, {2});
-  Tensor w = Tensor::from_vector(std::vector<float>{0.5f, 0.5f, 0.0f, 0.25f, 0.25f, 0.5f}, {2, 3}).set_requires_grad(true);
+  Tensor w =
+      Tensor::from_vector(std::vector<float>{0.5f, 0.5f, 0.0f, 0.25f, 0.25f, 0.5f}, {2, 3}).set_requires_grad(true);
   ReinforceBaseline baseline(0.9f, 0.25f);
   Tensor loss = reinforce_loss(lp, r, baseline, 0.1f, w);
   const double h0 = std::log(2.0), h1 = -(0.5 * std::log(0.25) + 0.5 * std::log(0.5));

@@ -18,7 +18,6 @@ using namespace attn::testing;  // the helpers of tests/support
 
 constexpr int64_t B = 3, S = 6, D = 4, E = 5, A = 3, K = 2;
 
-
 // f[b, s, k] = Σ_j F[k, j] prev[b, s + j − r/2], straight from the definition.
 std::vector<double> features_reference(const Tensor& prev, const Tensor& filters) {
   const int64_t Bn = prev.dim(0), Sn = prev.dim(1), Kn = filters.dim(0), r = filters.dim(1);
@@ -39,9 +38,9 @@ struct Inputs {
 };
 
 Inputs make_inputs(int64_t r, std::vector<int32_t> lengths, uint64_t seed) {
-  Inputs in{leaf({B, D}, seed),      leaf({B, S, A}, seed + 1), leaf({B, S, E}, seed + 2), leaf({B, S}, seed + 3),
-            leaf({A, D}, seed + 4),  leaf({A}, seed + 5),       leaf({A}, seed + 6),       leaf({K, r}, seed + 7),
-            leaf({A, K}, seed + 8),  lengths_of(lengths)};
+  Inputs in{leaf({B, D}, seed),     leaf({B, S, A}, seed + 1), leaf({B, S, E}, seed + 2), leaf({B, S}, seed + 3),
+            leaf({A, D}, seed + 4), leaf({A}, seed + 5),       leaf({A}, seed + 6),       leaf({K, r}, seed + 7),
+            leaf({A, K}, seed + 8), lengths_of(lengths)};
   return in;
 }
 
@@ -76,7 +75,8 @@ void check_against_reference(const Inputs& in, const LocationAwareOptions& o) {
     for (int64_t s = 0; s < L; ++s) norm += p[s] = o.smoothing ? 1.0 / (1.0 + std::exp(-e[s])) : std::exp(e[s] - max);
     for (int64_t s = 0; s < L; ++s) {
       want_w[b * S + s] = static_cast<float>(p[s] / norm);
-      for (int64_t j = 0; j < E; ++j) want_c[b * E + j] += static_cast<float>(p[s] / norm * at(in.values, (b * S + s) * E + j));
+      for (int64_t j = 0; j < E; ++j)
+        want_c[b * E + j] += static_cast<float>(p[s] / norm * at(in.values, (b * S + s) * E + j));
     }
   }
   EXPECT_TRUE(tensors_close(r.weights, Tensor::from_vector(want_w, {B, S}), 2e-5f, 1e-4f));
@@ -104,14 +104,17 @@ TEST(LocationAwareAttention, MatchesThePapersEquations) {
 }
 
 TEST(LocationAwareAttention, GradcheckEveryInput) {
-  for (const LocationAwareOptions o : {LocationAwareOptions{}, LocationAwareOptions{.sharpening = 2.0f},
-                                       LocationAwareOptions{.smoothing = true}}) {
+  for (const LocationAwareOptions o :
+       {LocationAwareOptions{}, LocationAwareOptions{.sharpening = 2.0f}, LocationAwareOptions{.smoothing = true}}) {
     SCOPED_TRACE(o.smoothing ? "smoothing" : o.sharpening != 1.0f ? "sharpening" : "softmax");
     for (int64_t r : {1, 5}) {
       const Inputs in = make_inputs(r, {6, 3, 1}, 20 + static_cast<uint64_t>(r));
       for (bool weights : {false, true})
-        EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& x) { return weights ? run(x, in.lengths, o).weights : run(x, in.lengths, o).context; },
-                              in.leaves()))
+        EXPECT_TRUE(gradcheck(
+            [&](const std::vector<Tensor>& x) {
+              return weights ? run(x, in.lengths, o).weights : run(x, in.lengths, o).context;
+            },
+            in.leaves()))
             << "r=" << r << (weights ? " weights" : " context");
     }
   }

@@ -1,5 +1,4 @@
 #include "attn/ops/sdpa.h"
-#include "attn/ops/softmax.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,10 +7,11 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/sdpa.h"
 #include "attn/memory.h"
+#include "attn/ops/softmax.h"
 #include "attn/parallel.h"
 #include "attn/random.h"
+#include "kernels/sdpa.h"
 #include "test_support.h"
 #include "tolerances.h"
 
@@ -68,8 +68,8 @@ Reference reference(const Tensor& q, const Tensor& k, const Tensor& v, const Sdp
         const float* qr = &qv[(bh * T + t) * Dh];
         double mx = -std::numeric_limits<double>::infinity();
         for (int64_t j = 0; j < S; ++j) {
-          keep[j] = (len.empty() || j < len[b]) && (pad.empty() || pad[b * S + j] != 0) &&
-                    (!o.causal || j <= t + (S - T));
+          keep[j] =
+              (len.empty() || j < len[b]) && (pad.empty() || pad[b * S + j] != 0) && (!o.causal || j <= t + (S - T));
           double acc = 0.0;
           for (int64_t d = 0; d < Dh; ++d) acc += static_cast<double>(qr[d]) * kv[(bh * S + j) * Dh + d];
           s[j] = scale * acc + (bias.empty() ? 0.0 : bias[t * S + j]);
@@ -106,8 +106,8 @@ Reference reference(const Tensor& q, const Tensor& k, const Tensor& v, const Sdp
   auto to_tensor = [](const std::vector<double>& x, const Shape& shape) {
     return Tensor::from_vector(std::vector<float>(x.begin(), x.end()), shape);
   };
-  return {to_tensor(out, {B, H, T, Dv}), to_tensor(w, {B, H, T, S}), to_tensor(dq, q.shape()),
-          to_tensor(dk, k.shape()), to_tensor(dv, v.shape())};
+  return {to_tensor(out, {B, H, T, Dv}), to_tensor(w, {B, H, T, S}), to_tensor(dq, q.shape()), to_tensor(dk, k.shape()),
+          to_tensor(dv, v.shape())};
 }
 
 // ---------------------------------------------------------------------------------------
@@ -289,14 +289,15 @@ TEST(Sdpa, GradientThroughWeights) {
     SdpaResult r = sdpa(in[0], in[1], in[2], oo);
     return weights_output ? r.weights : r.out;
   };
-  return gradcheck(fn, {leaf({B, H, T, Dh}, seed, -a, a), leaf({B, H, S, Dh}, seed + 1, -a, a), leaf({B, H, S, Dv}, seed + 2, -a, a)});
+  return gradcheck(fn, {leaf({B, H, T, Dh}, seed, -a, a), leaf({B, H, S, Dh}, seed + 1, -a, a),
+                        leaf({B, H, S, Dv}, seed + 2, -a, a)});
 }
 
 TEST(Sdpa, Gradcheck) {
   SdpaOptions plain;
   EXPECT_TRUE(check_grads(plain, 2, 2, 3, 4, 3, 2, 1));
-  EXPECT_TRUE(check_grads(plain, 1, 1, 1, 5, 3, 3, 2));   // T = 1
-  EXPECT_TRUE(check_grads(plain, 2, 1, 3, 1, 2, 2, 3));   // S = 1 (weights are 1, dq = dk = 0)
+  EXPECT_TRUE(check_grads(plain, 1, 1, 1, 5, 3, 3, 2));               // T = 1
+  EXPECT_TRUE(check_grads(plain, 2, 1, 3, 1, 2, 2, 3));               // S = 1 (weights are 1, dq = dk = 0)
   EXPECT_TRUE(check_grads(plain, 1, 2, 4, 3, 2, 5, 4, false, 2.5f));  // larger magnitude
   EXPECT_TRUE(check_grads(plain, 2, 1, 3, 4, 2, 2, 5, true));         // gradient through weights
 
@@ -345,7 +346,8 @@ TEST(Sdpa, GradcheckLearnedBias) {
         SdpaResult r = sdpa(in[0], in[1], in[2], o);
         return weights_output ? r.weights : r.out;
       };
-      EXPECT_TRUE(gradcheck(fn, {leaf({B, H, T, 3}, 30), leaf({B, H, S, 3}, 31), leaf({B, H, S, 2}, 32), leaf(shape, 33)}))
+      EXPECT_TRUE(
+          gradcheck(fn, {leaf({B, H, T, 3}, 30), leaf({B, H, S, 3}, 31), leaf({B, H, S, 2}, 32), leaf(shape, 33)}))
           << shape.str() << " weights_output=" << weights_output;
     }
   }
@@ -354,7 +356,8 @@ TEST(Sdpa, GradcheckLearnedBias) {
     SdpaOptions o;
     o.bias = in[0];
     return sdpa(random_tensor({1, 2, 3, 4}, 40, -1, 1), random_tensor({1, 2, 5, 4}, 41, -1, 1),
-                random_tensor({1, 2, 5, 2}, 42, -1, 1), o).out;
+                random_tensor({1, 2, 5, 2}, 42, -1, 1), o)
+        .out;
   };
   EXPECT_TRUE(gradcheck(bias_only, {leaf({1, 2, 3, 5}, 43)}));
 }
@@ -549,7 +552,8 @@ TEST(Sdpa, OneQueryPathIsBitIdenticalToTiledPath) {
     const Tensor v = random_tensor({B, H, S, c.Dv}, 903);
     const std::vector<float> q2v = q2.to_vector();
     std::vector<float> q1v;
-    for (int64_t bh = 0; bh < B * H; ++bh) q1v.insert(q1v.end(), q2v.begin() + bh * 2 * c.Dh, q2v.begin() + (bh * 2 + 1) * c.Dh);
+    for (int64_t bh = 0; bh < B * H; ++bh)
+      q1v.insert(q1v.end(), q2v.begin() + bh * 2 * c.Dh, q2v.begin() + (bh * 2 + 1) * c.Dh);
     const Tensor q1 = Tensor::from_vector(q1v, {B, H, 1, c.Dh});
     SdpaOptions o2;
     o2.need_weights = true;
@@ -560,7 +564,8 @@ TEST(Sdpa, OneQueryPathIsBitIdenticalToTiledPath) {
     auto first_rows = [&](const Tensor& t, int64_t width) {
       const std::vector<float> x = t.to_vector();
       std::vector<float> rows;
-      for (int64_t bh = 0; bh < B * H; ++bh) rows.insert(rows.end(), x.begin() + bh * 2 * width, x.begin() + (bh * 2 + 1) * width);
+      for (int64_t bh = 0; bh < B * H; ++bh)
+        rows.insert(rows.end(), x.begin() + bh * 2 * width, x.begin() + (bh * 2 + 1) * width);
       return Tensor::from_vector(rows, {B, H, 1, width});
     };
     if (c.causal_upper_left) {
@@ -629,7 +634,8 @@ TEST(Sdpa, ErrorsNameArgumentsAndShapes) {
                    "sdpa: 'k' expected (B=2, H=4, S, Dh=16), got (2, 4, 9, 8)");
   EXPECT_THROW_MSG(sdpa(q, k, Tensor::zeros({2, 4, 8, 16})), ShapeError,
                    "sdpa: 'v' expected (B=2, H=4, S=9, Dv), got (2, 4, 8, 16)");
-  EXPECT_THROW_MSG(sdpa(Tensor::zeros({2, 5, 16}), k, v), ShapeError, "sdpa: 'q' expected (B, H, T, Dh), got (2, 5, 16)");
+  EXPECT_THROW_MSG(sdpa(Tensor::zeros({2, 5, 16}), k, v), ShapeError,
+                   "sdpa: 'q' expected (B, H, T, Dh), got (2, 5, 16)");
   EXPECT_THROW_MSG(sdpa(q, Tensor::zeros({3, 4, 9, 16}), v), ShapeError,
                    "sdpa: 'k' expected (B=2, H=4, S, Dh=16), got (3, 4, 9, 16)");
   EXPECT_THROW_MSG(sdpa(q, k, Tensor::zeros({2, 4, 9, 16}, DType::i32)), ShapeError,
@@ -641,9 +647,11 @@ TEST(Sdpa, ErrorsNameArgumentsAndShapes) {
   o.key_lengths = Tensor::zeros({2});
   EXPECT_THROW_MSG(sdpa(q, k, v, o), ShapeError, "sdpa: 'key_lengths' expected dtype int32, got float32");
   o.key_lengths = ints({3, 10}, {2});
-  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: 'key_lengths' value 10 at batch index 1 is out of range [0, S=9]");
+  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError,
+                   "sdpa: 'key_lengths' value 10 at batch index 1 is out of range [0, S=9]");
   o.key_lengths = ints({-1, 2}, {2});
-  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError, "sdpa: 'key_lengths' value -1 at batch index 0 is out of range [0, S=9]");
+  EXPECT_THROW_MSG(sdpa(q, k, v, o), ValueError,
+                   "sdpa: 'key_lengths' value -1 at batch index 0 is out of range [0, S=9]");
 
   SdpaOptions both;
   both.key_lengths = ints({3, 4}, {2});
@@ -656,8 +664,9 @@ TEST(Sdpa, ErrorsNameArgumentsAndShapes) {
 
   SdpaOptions bias;
   bias.bias = Tensor::zeros({2, 5, 9});
-  EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError,
-                   "sdpa: 'bias' expected float32 (T=5, S=9), (B·H=8, T, S) or (B=2, H=4, T, S), got (2, 5, 9) float32");
+  EXPECT_THROW_MSG(
+      sdpa(q, k, v, bias), ShapeError,
+      "sdpa: 'bias' expected float32 (T=5, S=9), (B·H=8, T, S) or (B=2, H=4, T, S), got (2, 5, 9) float32");
   bias.bias = Tensor::zeros({9, 5});
   EXPECT_THROW_MSG(sdpa(q, k, v, bias), ShapeError, "got (9, 5) float32");
   bias.bias = Tensor::zeros({4, 2, 5, 9});
@@ -721,8 +730,8 @@ TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
           log_w[i] = std::log(w[i]);
           kept[i] = 1;
         }
-      const Tensor expected = normalize(Tensor::from_vector(log_w, {B, H, T, S}), n,
-                                        Tensor::from_vector(kept, {B, H, T, S}));
+      const Tensor expected =
+          normalize(Tensor::from_vector(log_w, {B, H, T, S}), n, Tensor::from_vector(kept, {B, H, T, S}));
       o.normalizer = n;
       const SdpaResult r = sdpa(q, k, v, o);
       EXPECT_TRUE(tensors_close(r.weights, expected, kTiledTol)) << normalizer_name(n.kind) << " causal " << causal;
@@ -734,8 +743,7 @@ TEST(SdpaNormalizer, WeightsAreTheNormaliserOfTheScores) {
           for (int64_t s = 0; s < S; ++s)
             for (int64_t d = 0; d < Dh; ++d)
               eo[(bh * T + t) * Dh + d] += ew[(bh * T + t) * S + s] * vv[(bh * S + s) * Dh + d];
-      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kTiledTol))
-          << normalizer_name(n.kind);
+      EXPECT_TRUE(tensors_close(r.out, Tensor::from_vector(eo, {B, H, T, Dh}), kTiledTol)) << normalizer_name(n.kind);
     }
 }
 

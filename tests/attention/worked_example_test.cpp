@@ -8,7 +8,8 @@ namespace attn {
 namespace {
 
 TEST(WorkedExample, LuongDotWeights) {
-  Tensor states = Tensor::from_vector(std::vector<float>{1.0f, 0.0f, 0.2f, 0.5f, 0.5f, 0.1f, 0.1f, 0.9f, 0.3f}, {1, 3, 3});
+  Tensor states =
+      Tensor::from_vector(std::vector<float>{1.0f, 0.0f, 0.2f, 0.5f, 0.5f, 0.1f, 0.1f, 0.9f, 0.3f}, {1, 3, 3});
   Tensor query = Tensor::from_vector(std::vector<float>{0.9f, 0.1f, 0.2f}, {1, 3});
   Tensor lengths = Tensor::from_vector(std::vector<int32_t>{3}, {1});
   LuongOptions options;

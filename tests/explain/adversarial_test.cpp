@@ -71,7 +71,8 @@ TEST(Adversarial, ObjectiveGradientMatchesFiniteDifferences) {
       down[i] -= h;
       const size_t k = i / static_cast<size_t>(p.n);
       const double numeric = (adversarial_objective(p, up, K, epsilon, lambda)[k] -
-                              adversarial_objective(p, down, K, epsilon, lambda)[k]) / (2.0 * h);
+                              adversarial_objective(p, down, K, epsilon, lambda)[k]) /
+                             (2.0 * h);
       EXPECT_NEAR(gradient[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "z[" << i << "]";
     }
     // Only candidate k's own logits move O_k: the rows are independent.

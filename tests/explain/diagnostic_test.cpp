@@ -13,7 +13,8 @@ using models::AttnClassifierConfig;
 
 AttnClassifierConfig config(const std::string& encoder, const std::string& pooling) {
   AttnClassifierConfig c;
-  c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.3f, c.encoder = models::parse_pooling_encoder(encoder), c.pooling = models::parse_pooling_score(pooling), c.seed = 5;
+  c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.3f, c.encoder = models::parse_pooling_encoder(encoder),
+  c.pooling = models::parse_pooling_score(pooling), c.seed = 5;
   return c;
 }
 
@@ -28,8 +29,9 @@ TEST(Diagnostic, OwnWeightsReproduceTheModelAndImposedWeightsChangeIt) {
   std::vector<float> direct;
   {
     autodiff::NoGradGuard no_grad;
-    direct = softmax(average.logits(Tensor::from_vector(ids, {1, 5}), Tensor::from_vector(std::vector<int32_t>{5}, {1})))
-                 .to_vector();
+    direct =
+        softmax(average.logits(Tensor::from_vector(ids, {1, 5}), Tensor::from_vector(std::vector<int32_t>{5}, {1})))
+            .to_vector();
   }
   for (size_t c = 0; c < 2; ++c) EXPECT_NEAR(with_own[c], direct[c], 1e-6);
   // Uniform weights: the average of the states; a one-hot weight: that token's state alone.

@@ -51,7 +51,8 @@ TEST(Erasure, OrdersMatchReclassifyingEachShortenedSentence) {
       EXPECT_DOUBLE_EQ(e.attention.fraction, e.attention.removed_to_flip / 7.0);
     }
     // The top-attended single deletion is leave-one-out's entry for that token.
-    const size_t top = static_cast<size_t>(std::max_element(s.attention.begin(), s.attention.end()) - s.attention.begin());
+    const size_t top =
+        static_cast<size_t>(std::max_element(s.attention.begin(), s.attention.end()) - s.attention.begin());
     EXPECT_FLOAT_EQ(e.top_delta, s.leave_one_out[top]);
     std::vector<int32_t> without = ids;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(top));

@@ -29,9 +29,9 @@ TEST(KendallTau, HandWorkedTable) {
   const std::vector<Row> table = {
       {{1, 2, 3, 4}, {1, 2, 3, 4}, 1.0},
       {{1, 2, 3, 4}, {4, 3, 2, 1}, -1.0},
-      {{1, 2, 3, 4}, {2, 1, 4, 3}, (4.0 - 2.0) / 6.0},            // 4 concordant, 2 discordant
-      {{1, 1, 2, 3}, {1, 2, 3, 4}, 5.0 / std::sqrt(5.0 * 6.0)},   // one x tie: C=5, D=0, n_x=1
-      {{1, 1, 2, 2}, {1, 2, 1, 2}, 0.0},                          // one concordant, one discordant pair
+      {{1, 2, 3, 4}, {2, 1, 4, 3}, (4.0 - 2.0) / 6.0},           // 4 concordant, 2 discordant
+      {{1, 1, 2, 3}, {1, 2, 3, 4}, 5.0 / std::sqrt(5.0 * 6.0)},  // one x tie: C=5, D=0, n_x=1
+      {{1, 1, 2, 2}, {1, 2, 1, 2}, 0.0},                         // one concordant, one discordant pair
   };
   for (size_t i = 0; i < table.size(); ++i) {
     KendallTau r = kendall_tau_b(table[i].x, table[i].y);

@@ -31,13 +31,11 @@ TEST(Rollout, ResidualAttentionByHand) {
 }
 
 TEST(Rollout, RolloutByHand) {
-  EXPECT_TRUE(tensors_close(attention_rollout(hand_layers()),
-                            floats({.5f, .5f, .3125f, .6875f}, {2, 2}), 1e-7f, 0));
+  EXPECT_TRUE(tensors_close(attention_rollout(hand_layers()), floats({.5f, .5f, .3125f, .6875f}, {2, 2}), 1e-7f, 0));
 }
 
 TEST(Rollout, FlowByHand) {
-  EXPECT_TRUE(tensors_close(attention_flow(hand_layers(), {1, 0}),
-                            floats({.3f, .7f, .5f, .5f}, {2, 2}), 1e-6f, 0));
+  EXPECT_TRUE(tensors_close(attention_flow(hand_layers(), {1, 0}), floats({.3f, .7f, .5f, .5f}, {2, 2}), 1e-6f, 0));
 }
 
 // One layer: rollout and flow are both Ã itself (each row of Ã sums to 1, and the only path
@@ -77,14 +75,13 @@ TEST(Rollout, ClassifierWeightsRowsSumToOne) {
   // The padded batch row and the same sentence alone give the same rollout.
   const Tensor alone_ids = Tensor::from_vector(std::vector<int32_t>{7, 8}, {1, 2});
   const Tensor alone_lengths = Tensor::from_vector(std::vector<int32_t>{2}, {1});
-  EXPECT_TRUE(tensors_close(attention_rollout(sentence_layers(model.self_attention(alone_ids, alone_lengths), 0, 3)),
-                            r));
+  EXPECT_TRUE(
+      tensors_close(attention_rollout(sentence_layers(model.self_attention(alone_ids, alone_lengths), 0, 3)), r));
 }
 
 TEST(Rollout, Errors) {
   EXPECT_THROW_MSG(attention_rollout({}), ShapeError, "expected at least one layer");
-  EXPECT_THROW_MSG(attention_rollout({Tensor::zeros({2, 3, 3}), Tensor::zeros({2, 4, 4})}), ShapeError,
-                   "layers[1]");
+  EXPECT_THROW_MSG(attention_rollout({Tensor::zeros({2, 3, 3}), Tensor::zeros({2, 4, 4})}), ShapeError, "layers[1]");
   EXPECT_THROW_MSG(attention_rollout({Tensor::zeros({2, 3, 4})}), ShapeError, "layers[0]");
   EXPECT_THROW_MSG(attention_flow(hand_layers(), {2}), ValueError, "attention_flow: row 2 outside [0, N=2)");
   EXPECT_THROW_MSG(sentence_layers({Tensor::zeros({1, 2, 3, 3})}, 1, 2), ValueError, "row b=1 outside [0, B=1)");

@@ -1,11 +1,12 @@
 // Seq2seq and translation models: the measures of seq2seq_importance.h against a finite
 // difference and against re-running the model (through its token-id path) on the shortened
 // source, and the per-target-token τ and alignment agreement of seq2seq_report.h by hand.
+#include "attn/explain/seq2seq_importance.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "attn/explain/seq2seq_importance.h"
 #include "attn/explain/seq2seq_report.h"
 #include "attn/ops/select.h"
 #include "attn/ops/softmax.h"
@@ -65,7 +66,8 @@ std::vector<float> emitted(const Tensor& logits, const std::vector<int32_t>& hyp
 }
 
 // Through the models' own token-id forward passes (not the embedding path under test).
-std::vector<float> rerun(nn::Module& module, const std::vector<int32_t>& source, const std::vector<int32_t>& hypothesis) {
+std::vector<float> rerun(nn::Module& module, const std::vector<int32_t>& source,
+                         const std::vector<int32_t>& hypothesis) {
   autodiff::NoGradGuard no_grad;
   const models::Batch b = batch_of(source, hypothesis);
   if (auto* rnn = dynamic_cast<models::Seq2Seq*>(&module)) return emitted(transpose_01(rnn->logits(b)), hypothesis);
@@ -87,7 +89,8 @@ void check_leave_one_out(const SourceEmbeddingSeq2Seq& m) {
     shorter.erase(shorter.begin() + static_cast<std::ptrdiff_t>(s));
     const std::vector<float> without = rerun(*m.module, shorter, kHypothesis);
     for (size_t t = 0; t < kHypothesis.size(); ++t)
-      EXPECT_NEAR(loo[t][s], std::fabs(full[t] - without[t]), 1e-5 * (1 + std::fabs(full[t]))) << "t " << t << " s " << s;
+      EXPECT_NEAR(loo[t][s], std::fabs(full[t] - without[t]), 1e-5 * (1 + std::fabs(full[t])))
+          << "t " << t << " s " << s;
   }
 }
 

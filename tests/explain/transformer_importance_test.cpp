@@ -83,7 +83,8 @@ TEST(TransformerImportance, ExplainSentenceFieldsAndCompleteness) {
   bool has_flow_loo = false;
   for (const auto& p : tau_pairs_for(r)) has_flow_loo |= p.first == "flow" && p.second == "loo";
   EXPECT_TRUE(has_flow_loo);
-  EXPECT_THROW_MSG(explain_sentence(model, kIds, {"a"}, options), ShapeError, "'tokens' expected one per id (5), got 1");
+  EXPECT_THROW_MSG(explain_sentence(model, kIds, {"a"}, options), ShapeError,
+                   "'tokens' expected one per id (5), got 1");
 }
 
 // One layer, one head, N = 3 ([CLS], "good", "."), worked by hand.

@@ -15,7 +15,8 @@ TEST(UniformPooling, WeightsAreOneOverLengthAndContextIsTheMean) {
   for (const char* encoder : {"lstm", "average"}) {
     SCOPED_TRACE(encoder);
     AttnClassifierConfig c;
-    c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.0f, c.encoder = parse_pooling_encoder(encoder), c.pooling = PoolingScore::uniform;
+    c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.0f, c.encoder = parse_pooling_encoder(encoder),
+    c.pooling = PoolingScore::uniform;
     AttnClassifier model(c);
     for (const auto& [name, p] : model.named_parameters()) EXPECT_NE(name.rfind("pooling.", 0), 0u) << name;
     const Tensor ids = Tensor::from_vector(std::vector<int32_t>{3, 9, 4, 12, 5, 7, 0, 0}, {2, 4});
@@ -45,7 +46,6 @@ TEST(UniformPooling, WeightsAreOneOverLengthAndContextIsTheMean) {
   }
   EXPECT_THROW_MSG(parse_pooling_score("mean"), ValueError, "'pooling' must be additive, dot or uniform, got 'mean'");
 }
-
 
 // Wiegreffe & Pinter's frozen attention (attn train --attention-from M): the average model
 // pools with M's attention, exactly: the context is the M-weighted average of its projected

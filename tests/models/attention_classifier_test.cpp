@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "attn/autodiff/tape.h"
-#include "attn/ops/loss.h"
 #include "attn/decode/classify.h"
+#include "attn/ops/loss.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/optimizer.h"
 #include "test_support.h"
@@ -128,7 +128,8 @@ TEST(AttnClassifier, PoolWithOwnWeightsReproducesTheLogits) {
     Tensor states = model.encode(model.embed(ids), lengths);
     AttentionPooling p = model.pool(states, lengths);
     EXPECT_TRUE(tensors_close(model.pool_with(p.weights, states), p.context, 1e-6f, 1e-5f));
-    EXPECT_TRUE(tensors_close(model.output(model.pool_with(p.weights, states)), model.logits(ids, lengths), 1e-6f, 1e-5f));
+    EXPECT_TRUE(
+        tensors_close(model.output(model.pool_with(p.weights, states)), model.logits(ids, lengths), 1e-6f, 1e-5f));
   }
 }
 
@@ -260,10 +261,11 @@ TEST(AttnClassifier, ConfigJsonAndErrors) {
                    "'kind' is 'bilstm', expected 'bilstm-attn'");
   EXPECT_THROW_MSG(make_classifier("cnn", j), ValueError, "(valid: bilstm, bilstm-attn, transformer-cls)");
   AttnClassifier model(small_config());
-  EXPECT_THROW_MSG(model.logits(Tensor::zeros({2, 3}, DType::i32), Tensor::from_vector(std::vector<int32_t>{1, 4}, {2})),
-                   ValueError, "AttnClassifier: 'lengths' value 4 at batch index 1 is out of range [1, S=3]");
-  EXPECT_THROW_MSG(model.encode(Tensor::zeros({1, 3, 5}), Tensor::from_vector(std::vector<int32_t>{3}, {1})), ShapeError,
-                   "AttnClassifier: 'embeddings' expected");
+  EXPECT_THROW_MSG(
+      model.logits(Tensor::zeros({2, 3}, DType::i32), Tensor::from_vector(std::vector<int32_t>{1, 4}, {2})), ValueError,
+      "AttnClassifier: 'lengths' value 4 at batch index 1 is out of range [1, S=3]");
+  EXPECT_THROW_MSG(model.encode(Tensor::zeros({1, 3, 5}), Tensor::from_vector(std::vector<int32_t>{3}, {1})),
+                   ShapeError, "AttnClassifier: 'embeddings' expected");
   EXPECT_THROW_MSG(model.pool_with(Tensor::zeros({1, 2}), Tensor::zeros({1, 3, 8})), ShapeError,
                    "AttnClassifier::pool_with: 'weights' expected");
 }

@@ -143,7 +143,8 @@ TEST(BiLstmClassifier, ConfigJsonAndErrors) {
   EXPECT_THROW_MSG(BiLstmConfig::from_json({{"vocab", 2}}), ValueError, "'vocab' must be >= 3");
   EXPECT_THROW_MSG(BiLstmConfig::from_json({{"kind", "gru"}, {"vocab", 50}}), ValueError,
                    "'kind' is 'gru', expected 'bilstm'");
-  EXPECT_THROW_MSG(BiLstmConfig::from_json({{"vocab", 50}, {"classes", 1}}), ValueError, "'classes' must be >= 2, got 1");
+  EXPECT_THROW_MSG(BiLstmConfig::from_json({{"vocab", 50}, {"classes", 1}}), ValueError,
+                   "'classes' must be >= 2, got 1");
 }
 
 TEST(BiLstmClassifier, InputErrors) {

@@ -241,7 +241,8 @@ TEST(Seq2SeqConfig, ChoicesAreParsedIntoEnums) {
   c = {};
   c.attention = AttentionKind::none;
   EXPECT_EQ(c.effective_score(), "none");
-  EXPECT_THROW_MSG(parse_attention_kind("Luong"), ValueError, "unknown attention 'Luong' (valid: none, bahdanau, luong)");
+  EXPECT_THROW_MSG(parse_attention_kind("Luong"), ValueError,
+                   "unknown attention 'Luong' (valid: none, bahdanau, luong)");
   // The model parses once; its modules follow the choice.
   Seq2Seq model(tiny("luong", "multihead"));
   EXPECT_EQ(model.decoder.kind(), AttentionKind::luong);
@@ -253,21 +254,26 @@ TEST(Seq2SeqConfig, ValidationErrorsListValidNames) {
   EXPECT_THROW_MSG(parse_attention_kind("foo"), ValueError, "unknown attention 'foo' (valid: none, bahdanau, luong)");
   EXPECT_THROW_MSG(parse_rnn_cell("rnn"), ValueError, "unknown encoder 'rnn' (valid: gru, lstm)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "dot"), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, "
+                   "monotonic, mocha)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::bahdanau, "none"), ValueError,
-                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
+                   "unknown score for bahdanau attention 'none' (valid: additive, additive_normalized, location_aware, "
+                   "monotonic, mocha)");
   EXPECT_THROW_MSG(parse_score(AttentionKind::luong, "additive"), ValueError,
                    "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
-  EXPECT_THROW_MSG(parse_score(AttentionKind::none, "general"), ValueError, "score 'general' given for attention 'none'");
+  EXPECT_THROW_MSG(parse_score(AttentionKind::none, "general"), ValueError,
+                   "score 'general' given for attention 'none'");
   // A score set in code that does not belong to the attention: validate() says so as the parser does.
   Seq2SeqConfig c;
   c.score = nn::StepScore::dot;
   EXPECT_THROW_MSG(c.validate(), ValueError,
-                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, monotonic, mocha)");
+                   "unknown score for bahdanau attention 'dot' (valid: additive, additive_normalized, location_aware, "
+                   "monotonic, mocha)");
   c = {};
   c.attention = AttentionKind::luong;
   c.score = nn::StepScore::additive;
-  EXPECT_THROW_MSG(c.validate(), ValueError, "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
+  EXPECT_THROW_MSG(c.validate(), ValueError,
+                   "(valid: dot, general, concat, location, scaled_dot, multihead, local_m, local_p, hard)");
   c = {};
   c.attention = AttentionKind::none;
   c.score = nn::StepScore::general;
@@ -324,12 +330,10 @@ TEST(Seq2Seq, ParameterNamesBahdanauGru) {
   Seq2SeqConfig c = tiny("bahdanau");
   Seq2Seq model(c);
   const std::vector<std::string> expected = {
-      "encoder.embedding.weight",   "encoder.rnn.weight_ih_l0",   "encoder.rnn.weight_hh_l0",
-      "encoder.rnn.bias_ih_l0",     "encoder.rnn.bias_hh_l0",     "decoder.embedding.weight",
-      "decoder.rnn.weight_ih_l0",   "decoder.rnn.weight_hh_l0",   "decoder.rnn.bias_ih_l0",
-      "decoder.rnn.bias_hh_l0",     "decoder.attention.w_q",      "decoder.attention.w_k",
-      "decoder.attention.bias",     "decoder.attention.v",        "decoder.out.weight",
-      "decoder.out.bias"};
+      "encoder.embedding.weight", "encoder.rnn.weight_ih_l0", "encoder.rnn.weight_hh_l0", "encoder.rnn.bias_ih_l0",
+      "encoder.rnn.bias_hh_l0",   "decoder.embedding.weight", "decoder.rnn.weight_ih_l0", "decoder.rnn.weight_hh_l0",
+      "decoder.rnn.bias_ih_l0",   "decoder.rnn.bias_hh_l0",   "decoder.attention.w_q",    "decoder.attention.w_k",
+      "decoder.attention.bias",   "decoder.attention.v",      "decoder.out.weight",       "decoder.out.bias"};
   EXPECT_EQ(names_of(model), expected);
   auto params = model.named_parameters();
   // Shapes: E = D = 4, emb 3, V 6, A = D.
@@ -343,18 +347,26 @@ TEST(Seq2Seq, ParameterNamesLuongBidirectionalLstm) {
   Seq2Seq model(c);
   const std::vector<std::string> names = names_of(model);
   auto has = [&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); };
-  for (const char* n : {"encoder.rnn.weight_ih_l0", "encoder.rnn.weight_ih_l0_reverse", "encoder.rnn.weight_hh_l1_reverse",
-                        "encoder.rnn.bias_hh_l1_reverse", "encoder.bridge.h_l0.weight", "encoder.bridge.c_l1.bias",
-                        "decoder.rnn.weight_ih_l1", "decoder.attention.w", "decoder.linear_out.weight",
-                        "decoder.out.weight"})
+  for (const char* n :
+       {"encoder.rnn.weight_ih_l0", "encoder.rnn.weight_ih_l0_reverse", "encoder.rnn.weight_hh_l1_reverse",
+        "encoder.rnn.bias_hh_l1_reverse", "encoder.bridge.h_l0.weight", "encoder.bridge.c_l1.bias",
+        "decoder.rnn.weight_ih_l1", "decoder.attention.w", "decoder.linear_out.weight", "decoder.out.weight"})
     EXPECT_TRUE(has(n)) << n;
   EXPECT_FALSE(has("decoder.rnn.weight_ih_l0_reverse"));
   EXPECT_FALSE(has("decoder.linear_out.bias"));
   for (const auto& [name, t] : model.named_parameters()) {
-    if (name == "encoder.rnn.weight_ih_l1") { EXPECT_EQ(t.shape(), Shape({16, 8})); }  // input = 2H
-    if (name == "decoder.attention.w") { EXPECT_EQ(t.shape(), Shape({4, 8})); }        // (D, E)
-    if (name == "decoder.rnn.weight_ih_l0") { EXPECT_EQ(t.shape(), Shape({16, 3 + 4})); }  // [emb; h̃]
-    if (name == "decoder.linear_out.weight") { EXPECT_EQ(t.shape(), Shape({4, 8 + 4})); }
+    if (name == "encoder.rnn.weight_ih_l1") {
+      EXPECT_EQ(t.shape(), Shape({16, 8}));
+    }  // input = 2H
+    if (name == "decoder.attention.w") {
+      EXPECT_EQ(t.shape(), Shape({4, 8}));
+    }  // (D, E)
+    if (name == "decoder.rnn.weight_ih_l0") {
+      EXPECT_EQ(t.shape(), Shape({16, 3 + 4}));
+    }  // [emb; h̃]
+    if (name == "decoder.linear_out.weight") {
+      EXPECT_EQ(t.shape(), Shape({4, 8 + 4}));
+    }
   }
   // encoder: embedding 1, rnn 2 layers x 2 directions x 4, bridge 2 layers x (h, c) x 2;
   // decoder: embedding 1, rnn 2 x 4, attention.w 1, linear_out 1, out 2.
@@ -390,7 +402,8 @@ void expect_encoder_padding_invariant(const Seq2SeqConfig& c) {
   ASSERT_EQ(full.outputs.shape(), Shape({4, S, E}));
   for (int64_t b = 0; b < 4; ++b) {
     const int64_t len = batch.src_lengths.i32()[b];
-    const EncoderOutput alone = model.encoder.forward(row_ids(batch.src, b, len), Tensor::from_vector(std::vector<int32_t>{int32_t(len)}, {1}));
+    const EncoderOutput alone =
+        model.encoder.forward(row_ids(batch.src, b, len), Tensor::from_vector(std::vector<int32_t>{int32_t(len)}, {1}));
     const Tensor row = full.outputs.select(b);  // (S, E)
     EXPECT_TRUE(tensors_close(row.slice(0, len).clone(), alone.outputs.select(0).clone(), 1e-6f, 1e-5f)) << "row " << b;
     for (int64_t i = len * E; i < S * E; ++i) ASSERT_EQ(row.f32()[i], 0.0f) << "row " << b << " padded output " << i;
@@ -502,7 +515,7 @@ TEST(Seq2Seq, HardAttentionLogProbsComeWithTheLogits) {
   ASSERT_TRUE(train.hard_log_probs.defined());
   EXPECT_EQ(train.hard_log_probs.shape(), Shape({T, B}));
   for (float lp : train.hard_log_probs.to_vector()) EXPECT_LE(lp, 0.0f);  // log π(k) of a sampled position
-  autodiff::tape().clear();  // nothing to backpropagate here
+  autodiff::tape().clear();                                               // nothing to backpropagate here
   // The loss adds the REINFORCE term to the cross-entropy it reports, once, in training.
   const Seq2Seq::Loss terms = model.loss_terms(batch);
   EXPECT_EQ(terms.logits.shape(), Shape({T, B, int64_t{model.config().vocab}}));
@@ -525,7 +538,8 @@ void expect_same_decode(const DecodeResult& a, const DecodeResult& b) {
   for (size_t r = 0; r < a.attention.size(); ++r) {
     ASSERT_EQ(a.attention[r].size(), b.attention[r].size());
     for (size_t t = 0; t < a.attention[r].size(); ++t)
-      for (size_t s = 0; s < a.attention[r][t].size(); ++s) ASSERT_NEAR(a.attention[r][t][s], b.attention[r][t][s], 1e-6f);
+      for (size_t s = 0; s < a.attention[r][t].size(); ++s)
+        ASSERT_NEAR(a.attention[r][t][s], b.attention[r][t][s], 1e-6f);
   }
 }
 
@@ -656,8 +670,10 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
         EXPECT_NEAR(sum, 1.0, 1e-5);
       }
     }
-    expect_same_decode(g, model.beam(batch.src, batch.src_lengths, {.width = 1, .length_penalty = 0.0f, .max_len = 10}));
-    const DecodeResult b4 = model.beam(batch.src, batch.src_lengths, {.width = 4, .length_penalty = 1.0f, .max_len = 10});
+    expect_same_decode(g,
+                       model.beam(batch.src, batch.src_lengths, {.width = 1, .length_penalty = 0.0f, .max_len = 10}));
+    const DecodeResult b4 =
+        model.beam(batch.src, batch.src_lengths, {.width = 4, .length_penalty = 1.0f, .max_len = 10});
     EXPECT_EQ(b4.tokens, g.tokens);
     for (size_t r = 0; r < sources.size(); ++r) EXPECT_EQ(b4.attention[r].size(), b4.tokens[r].size());
     // The n-best list: at most 4 hypotheses per row, best first, the first the winner.
@@ -817,8 +833,8 @@ TEST(Seq2Seq, BatchedBeamWithCoveragePenaltyEqualsRowByRow) {
 TEST(Seq2Seq, CoveragePenaltyEdgeCases) {
   const data::Batch one = batch_of({{5}});
   Seq2Seq none(tiny("none"));
-  EXPECT_THROW_MSG(none.beam(one.src, one.src_lengths, {.width = 2, .max_len = 4, .coverage_penalty = 1.0f}), ValueError,
-                   "coverage_penalty needs the attention weights, and this model has none");
+  EXPECT_THROW_MSG(none.beam(one.src, one.src_lengths, {.width = 2, .max_len = 4, .coverage_penalty = 1.0f}),
+                   ValueError, "coverage_penalty needs the attention weights, and this model has none");
   Seq2Seq model(tiny_coverage());
   EXPECT_THROW_MSG(model.beam(one.src, one.src_lengths, {.width = 2, .max_len = 4, .coverage_penalty = -1.0f}),
                    ValueError, "coverage_penalty must be finite and >= 0, got -1");

@@ -22,9 +22,9 @@ namespace attn::models {
 namespace {
 
 using attn::testing::gradcheck;
+using attn::testing::kOpTol;  // the same computation on two paths (padding, cache vs full)
 using attn::testing::random_ids;
 using attn::testing::tensors_close;
-using attn::testing::kOpTol;  // the same computation on two paths (padding, cache vs full)
 
 TransformerConfig tiny_config() {
   TransformerConfig c;
@@ -513,9 +513,9 @@ TEST(TransformerSeq2Seq, CoveragePenaltyOnCrossAttention) {
       testing::expect_scores_move_by_coverage_penalty(model, batch.src, batch.src_lengths, plain, beta);
   for (size_t r = 0; r < 3; ++r) {
     const int32_t length = batch.src_lengths.i32()[r];
-    const data::Batch alone = data::make_batch(
-        data::TaskKind::copy, {std::vector<int32_t>(batch.src.i32() + r * batch.src.dim(1),
-                                                    batch.src.i32() + r * batch.src.dim(1) + length)});
+    const data::Batch alone =
+        data::make_batch(data::TaskKind::copy, {std::vector<int32_t>(batch.src.i32() + r * batch.src.dim(1),
+                                                                     batch.src.i32() + r * batch.src.dim(1) + length)});
     const DecodeResult one = model.beam(alone.src, alone.src_lengths, covered);
     EXPECT_EQ(one.tokens[0], run.with.tokens[r]) << "row " << r;
     EXPECT_NEAR(one.hypotheses[0][0].score, run.with.hypotheses[r][0].score, 1e-4) << "row " << r;

@@ -156,8 +156,10 @@ TEST(Module, DestroyingAChildUnregistersIt) {
 TEST(Module, RegistrationErrors) {
   Open m, other, child;
   m.register_parameter("w", Tensor::zeros({2}));
-  EXPECT_THROW_MSG(m.register_parameter("w", Tensor::zeros({2})), ValueError, "parameter name 'w' is already a parameter");
-  EXPECT_THROW_MSG(m.register_parameter("a.b", Tensor::zeros({2})), ValueError, "parameter name 'a.b' must not contain '.'");
+  EXPECT_THROW_MSG(m.register_parameter("w", Tensor::zeros({2})), ValueError,
+                   "parameter name 'w' is already a parameter");
+  EXPECT_THROW_MSG(m.register_parameter("a.b", Tensor::zeros({2})), ValueError,
+                   "parameter name 'a.b' must not contain '.'");
   EXPECT_THROW_MSG(m.register_parameter("", Tensor::zeros({2})), ValueError, "parameter name must not be empty");
   EXPECT_THROW_MSG(m.register_parameter("u", Tensor()), ValueError, "parameter 'u' is an undefined tensor");
   EXPECT_THROW_MSG(m.register_parameter("ids", Tensor::zeros({2}, DType::i32)), ValueError,
@@ -171,7 +173,8 @@ TEST(Module, RegistrationErrors) {
   child.register_module("g", grandchild);
   EXPECT_THROW_MSG(grandchild.register_module("m", m), ValueError, "is an ancestor (cycle)");
   // Errors inside a registered module name it by its path.
-  EXPECT_THROW_MSG(grandchild.register_parameter("", Tensor::zeros({1})), ValueError, "module 'child.g': parameter name");
+  EXPECT_THROW_MSG(grandchild.register_parameter("", Tensor::zeros({1})), ValueError,
+                   "module 'child.g': parameter name");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // implementation written here from basic ops (per-head linear on weight-row slices,
 // materialised scores, masked softmax, bmm, concat), on outputs, weights and the
 // gradients of every input and parameter; gradchecks on tiny modules; errors.
+#include "attn/nn/multihead_attention.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
-#include "attn/nn/multihead_attention.h"
 #include "attn/ops/attention.h"
 #include "attn/ops/elementwise.h"
 #include "attn/ops/linear.h"
@@ -251,7 +252,8 @@ TEST(MultiheadAttention, SeparateProjectionsEqualPacked) {
   MultiheadAttention packed({.embed_dim = D, .num_heads = 2, .seed = 4});
   MultiheadAttention separate({.embed_dim = D, .num_heads = 2, .seed = 5, .separate_projections = true});
   const std::vector<float> w = packed.in_proj_weight.to_vector();
-  for (auto [dst, row] : {std::pair{separate.q_proj_weight, 0}, {separate.k_proj_weight, 1}, {separate.v_proj_weight, 2}})
+  for (auto [dst, row] :
+       {std::pair{separate.q_proj_weight, 0}, {separate.k_proj_weight, 1}, {separate.v_proj_weight, 2}})
     std::copy(w.begin() + row * D * D, w.begin() + (row + 1) * D * D, dst.f32());
   std::copy_n(packed.out_proj.weight.f32(), D * D, separate.out_proj.weight.f32());
   const Tensor x = random_tensor({2, 3, D}, 6), kv = random_tensor({2, 4, D}, 7);
@@ -344,10 +346,10 @@ TEST(MultiheadAttention, MasksMatchNaive) {
   expect_mha_matches(m, q, k, v, {.key_padding_mask = kpm, .need_weights = true}, "key_padding_mask");
   expect_mha_matches(m, q, k, v, {.causal = true, .need_weights = true}, "causal T < S");
   expect_mha_matches(m, q, k, v, {.attn_bias = bias, .need_weights = true}, "bias");
-  expect_mha_matches(m, q, k, v,
-                     {.key_lengths = lengths, .causal = true, .attn_bias = bias, .temperature = 2.0f,
-                      .need_weights = true},
-                     "lengths + causal + bias + temperature");
+  expect_mha_matches(
+      m, q, k, v,
+      {.key_lengths = lengths, .causal = true, .attn_bias = bias, .temperature = 2.0f, .need_weights = true},
+      "lengths + causal + bias + temperature");
   expect_mha_matches(m, q, k, v, {.key_padding_mask = kpm, .causal = true, .attn_bias = bias}, "kpm + causal + bias");
   Tensor x = input({B, S, 8}, 18);
   expect_mha_matches(m, x, x, x, {.causal = true, .need_weights = true}, "self, causal T == S");
@@ -533,8 +535,10 @@ TEST(MultiheadAttention, DropoutDropsWeightsAndMatchesNaive) {
 TEST(MultiheadAttention, Errors) {
   EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 10, .num_heads = 3}), ValueError,
                    "MultiheadAttention: embed_dim=10 is not divisible by num_heads=3");
-  EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 0, .num_heads = 1}), ValueError, "embed_dim must be positive, got 0");
-  EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 8, .num_heads = 0}), ValueError, "num_heads must be positive, got 0");
+  EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 0, .num_heads = 1}), ValueError,
+                   "embed_dim must be positive, got 0");
+  EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 8, .num_heads = 0}), ValueError,
+                   "num_heads must be positive, got 0");
   EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 8, .num_heads = 2, .dropout = 1.0f}), ValueError,
                    "MultiheadAttention: dropout must be in [0, 1), got 1");
   EXPECT_THROW_MSG(MultiheadAttention({.embed_dim = 8, .num_heads = 2, .kdim = -1}), ValueError, "kdim must be >= 0");
@@ -559,14 +563,17 @@ TEST(MultiheadAttention, Errors) {
                    "'key_padding_mask' expected dtype int32, got float32");
   EXPECT_THROW_MSG(m.forward(q, k, k, {.key_padding_mask = Tensor::zeros({2, 1}, DType::i32)}), ShapeError,
                    "multihead_attention: 'key_padding_mask' expected (B=2, S=7), got (2, 1)");
-  EXPECT_THROW_MSG(m.forward(q, k, k, {.key_lengths = i32({1, 1}, {2}), .key_padding_mask = Tensor::zeros({2, 7}, DType::i32)}),
-                   ValueError, "key_lengths and key_padding_mask are exclusive");
+  EXPECT_THROW_MSG(
+      m.forward(q, k, k, {.key_lengths = i32({1, 1}, {2}), .key_padding_mask = Tensor::zeros({2, 7}, DType::i32)}),
+      ValueError, "key_lengths and key_padding_mask are exclusive");
   // A (B, T, S) bias is not "made to fit" one of the documented shapes.
   EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = Tensor::zeros({2, 5, 7})}), ShapeError,
                    "multihead_attention: 'attn_bias' expected float32 (T=5, S=7), (B·H=8, T, S) or (B=2, H=4, T, S), "
                    "got (2, 5, 7) float32");
-  EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = Tensor::zeros({5, 7}, DType::i32)}), ShapeError, "got (5, 7) int32");
-  EXPECT_THROW_MSG(m.forward(q, k, k, {.temperature = 0.0f}), ValueError, "temperature must be a finite value > 0, got 0");
+  EXPECT_THROW_MSG(m.forward(q, k, k, {.attn_bias = Tensor::zeros({5, 7}, DType::i32)}), ShapeError,
+                   "got (5, 7) int32");
+  EXPECT_THROW_MSG(m.forward(q, k, k, {.temperature = 0.0f}), ValueError,
+                   "temperature must be a finite value > 0, got 0");
 }
 
 // ---- Luong general, multi-head ---------------------------------------------------------------------------
@@ -613,8 +620,8 @@ TEST(MultiheadGeneralAttention, MultiHeadMatchesNaive) {
   Tensor q = input({2, 3, 8}, 45), k = input({2, 5, 6}, 46), v = input({2, 5, 4}, 47);
   MhaCallOptions call{.key_lengths = i32({5, 3}, {2}), .causal = true, .need_weights = true};
   expect_matches(
-      proj, [&] { return proj.forward(q, k, v, call); }, [&] { return naive_general(proj, q, k, v, call); },
-      {q, k, v}, true, "general, projections");
+      proj, [&] { return proj.forward(q, k, v, call); }, [&] { return naive_general(proj, q, k, v, call); }, {q, k, v},
+      true, "general, projections");
 
   MultiheadGeneralAttention raw(
       {.embed_dim = 6, .num_heads = 3, .kdim = 9, .vdim = 3, .in_proj = false, .scale = 0.0f, .seed = 15});
@@ -648,8 +655,8 @@ TEST(MultiheadGeneralAttention, ParameterNamesAndGradcheck) {
 TEST(MultiheadGeneralAttention, Errors) {
   EXPECT_THROW_MSG(MultiheadGeneralAttention({.embed_dim = 8, .num_heads = 3}), ValueError,
                    "MultiheadGeneralAttention: embed_dim=8 is not divisible by num_heads=3");
-  EXPECT_THROW_MSG(MultiheadGeneralAttention({.embed_dim = 8, .num_heads = 2, .kdim = 5, .in_proj = false}),
-                   ValueError, "MultiheadGeneralAttention: kdim=5 is not divisible by num_heads=2");
+  EXPECT_THROW_MSG(MultiheadGeneralAttention({.embed_dim = 8, .num_heads = 2, .kdim = 5, .in_proj = false}), ValueError,
+                   "MultiheadGeneralAttention: kdim=5 is not divisible by num_heads=2");
   MultiheadGeneralAttention m({.embed_dim = 4, .num_heads = 2});
   EXPECT_THROW_MSG(m.forward(Tensor::zeros({1, 2, 3}), Tensor::zeros({1, 2, 4}), Tensor::zeros({1, 2, 4})), ShapeError,
                    "multihead_general_attention: 'query' expected (B, T, D=4), got (1, 2, 3)");

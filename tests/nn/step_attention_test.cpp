@@ -30,10 +30,10 @@ using attn::testing::tensors_close;
 
 constexpr int64_t B = 3, S = 5, D = 4, E = 6;
 
-const std::vector<StepScore> kAll = {StepScore::additive, StepScore::additive_normalized, StepScore::dot,
-                                     StepScore::general,  StepScore::concat,              StepScore::location,
-                                     StepScore::scaled_dot, StepScore::multihead,         StepScore::local_m,
-                                     StepScore::local_p,  StepScore::hard,              StepScore::location_aware};
+const std::vector<StepScore> kAll = {
+    StepScore::additive, StepScore::additive_normalized, StepScore::dot,       StepScore::general, StepScore::concat,
+    StepScore::location, StepScore::scaled_dot,          StepScore::multihead, StepScore::local_m, StepScore::local_p,
+    StepScore::hard,     StepScore::location_aware};
 
 // dot and scaled_dot need D == E.
 int64_t memory_size(StepScore s) { return s == StepScore::dot || s == StepScore::scaled_dot ? D : E; }
@@ -125,8 +125,10 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
           if (j >= len[static_cast<size_t>(b)]) EXPECT_EQ(w, 0.0f);
           sum += w;
         }
-        if (s == StepScore::local_p) EXPECT_LE(sum, 1.0 + 1e-5);  // scaled by the Gaussian around p_t
-        else EXPECT_NEAR(sum, 1.0, 1e-5);
+        if (s == StepScore::local_p)
+          EXPECT_LE(sum, 1.0 + 1e-5);  // scaled by the Gaussian around p_t
+        else
+          EXPECT_NEAR(sum, 1.0, 1e-5);
       }
     const StepAttentionResult no_weights = step_at(*a, q, m, 2, false);
     EXPECT_EQ(no_weights.weights.defined(), s == StepScore::hard);
@@ -190,7 +192,8 @@ TEST(StepAttention, LocalMonotonicAlignsWithTheStepInsideEachRow) {
   o.w = a.w;
   o.positions = Tensor::from_vector(std::vector<int32_t>{3, 2, 0}, {B});  // min(t, L_b − 1)
   const AttentionResult expected = local_attention(q, values, values, lengths(), o);
-  EXPECT_TRUE(tensors_close(step_at(a, q, a.prepare(values, lengths()), t, true).weights, expected.weights, 0.0f, 0.0f));
+  EXPECT_TRUE(
+      tensors_close(step_at(a, q, a.prepare(values, lengths()), t, true).weights, expected.weights, 0.0f, 0.0f));
 }
 
 TEST(StepAttention, MultiheadStepIsMultiheadAttention) {
@@ -259,9 +262,9 @@ TEST(StepAttention, Errors) {
   Rng rng(1);
   EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = 0, .memory_size = E}, rng),
                    ValueError, "make_step_attention: query_size and memory_size must be >= 1, got 0, 6");
-  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::multihead, .query_size = 5, .memory_size = E, .heads = 2},
-                                       rng),
-                   ValueError, "embed_dim=5 is not divisible by num_heads=2");
+  EXPECT_THROW_MSG(
+      make_step_attention({.score = StepScore::multihead, .query_size = 5, .memory_size = E, .heads = 2}, rng),
+      ValueError, "embed_dim=5 is not divisible by num_heads=2");
   EXPECT_THROW_MSG(make_step_attention({.score = StepScore::location, .query_size = D, .memory_size = E}, rng),
                    ValueError, "location_attention_init: sizes must be >= 1, got D=4, S_max=0");
   EXPECT_THROW_MSG(LuongAttention(StepScore::hard, D, E, rng), ValueError,
@@ -298,9 +301,9 @@ TEST(StepAttention, LocationAwareCarriesThePreviousAlignment) {
   const StepMemory m = a.prepare(values, lengths());
   StepState state = a.start(m);
   ASSERT_EQ(state.rows.size(), 1u);
-  EXPECT_EQ(state.rows[0].to_vector(), (std::vector<float>{0.2f, 0.2f, 0.2f, 0.2f, 0.2f,  // L = 5
+  EXPECT_EQ(state.rows[0].to_vector(), (std::vector<float>{0.2f, 0.2f, 0.2f, 0.2f, 0.2f,        // L = 5
                                                            1 / 3.0f, 1 / 3.0f, 1 / 3.0f, 0, 0,  // L = 3
-                                                           1, 0, 0, 0, 0}));                  // L = 1
+                                                           1, 0, 0, 0, 0}));                    // L = 1
   const Tensor a0 = state.rows[0];
   auto op = [&](const Tensor& q, const Tensor& prev) {
     return location_aware_attention(q, m.keys, values, prev, a.w_q, a.bias, a.v, a.filters, a.w_loc, lengths(),
@@ -341,7 +344,8 @@ TEST(StepAttention, StateReordersRows) {
 // ---- coverage (See et al. 2017) -------------------------------------------------------------
 
 std::unique_ptr<StepAttention> make_coverage(Rng& rng, StepCoverage coverage = StepCoverage::see) {
-  auto a = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = coverage}, rng);
+  auto a =
+      make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = coverage}, rng);
   // w_c (and tu's w_f) start at zeros; give them values so that the coverage shows in the scores.
   auto& module = dynamic_cast<AdditiveAttention&>(*a);
   module.w_c.copy_from(random_tensor({D}, 41, -2.0f, 2.0f));
@@ -354,10 +358,12 @@ Tensor expected_weights(const AdditiveAttention& a, const Tensor& q, const StepM
   std::vector<float> keys = m.keys.to_vector();
   const std::vector<float> w = a.w_c.to_vector();
   for (int64_t r = 0; r < B * S; ++r)
-    for (int64_t i = 0; i < D; ++i) keys[static_cast<size_t>(r * D + i)] += c[static_cast<size_t>(r)] * w[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < D; ++i)
+      keys[static_cast<size_t>(r * D + i)] += c[static_cast<size_t>(r)] * w[static_cast<size_t>(i)];
   AdditiveOptions o;
   o.need_weights = true;
-  return additive_attention(q, Tensor::from_vector(keys, {B, S, D}), m.values, a.w_q, a.bias, a.v, m.lengths, o).weights;
+  return additive_attention(q, Tensor::from_vector(keys, {B, S, D}), m.values, a.w_q, a.bias, a.v, m.lengths, o)
+      .weights;
 }
 
 // OpenNMT-py #2013: the coverage a step scores with is the attention of the EARLIER steps only.
@@ -379,7 +385,8 @@ TEST(StepAttention, CoverageExcludesTheCurrentStep) {
     const std::vector<float> w = r.weights.to_vector();
     for (int64_t b = 0; b < B; ++b) {
       double overlap = 0.0;
-      for (int64_t i = 0; i < S; ++i) overlap += std::min(w[static_cast<size_t>(b * S + i)], coverage[static_cast<size_t>(b * S + i)]);
+      for (int64_t i = 0; i < S; ++i)
+        overlap += std::min(w[static_cast<size_t>(b * S + i)], coverage[static_cast<size_t>(b * S + i)]);
       EXPECT_NEAR(r.coverage_loss.to_vector()[static_cast<size_t>(b)], overlap, 1e-6) << "row " << b;
       if (t == 0) {
         EXPECT_EQ(r.coverage_loss.to_vector()[static_cast<size_t>(b)], 0.0f);
@@ -394,7 +401,8 @@ TEST(StepAttention, CoverageExcludesTheCurrentStep) {
 // A new coverage model (w_c = 0) scores as plain Bahdanau, and draws the same parameters.
 TEST(StepAttention, CoverageStartsAsPlainBahdanau) {
   Rng r1(7), r2(7);
-  auto with = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, r1);
+  auto with = make_step_attention(
+      {.score = StepScore::additive, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, r1);
   auto without = make_step_attention({.score = StepScore::additive, .query_size = D, .memory_size = E}, r2);
   EXPECT_EQ(dynamic_cast<AdditiveAttention&>(*with).w_c.to_vector(), std::vector<float>(D, 0.0f));
   const Tensor values = random_tensor({B, S, E}, 8), q = random_tensor({B, D}, 9);
@@ -417,7 +425,8 @@ TEST(StepAttention, TuCoverageDividesByTheFertility) {
   std::vector<float> inverse_fertility(static_cast<size_t>(B * S));
   for (int64_t r = 0; r < B * S; ++r) {
     double x = 0.0;
-    for (int64_t e = 0; e < E; ++e) x += static_cast<double>(h[static_cast<size_t>(r * E + e)]) * wf[static_cast<size_t>(e)];
+    for (int64_t e = 0; e < E; ++e)
+      x += static_cast<double>(h[static_cast<size_t>(r * E + e)]) * wf[static_cast<size_t>(e)];
     inverse_fertility[static_cast<size_t>(r)] = static_cast<float>(1.0 / (2.0 / (1.0 + std::exp(-x))));
   }
   EXPECT_TRUE(tensors_close(m.inverse_fertility, Tensor::from_vector(inverse_fertility, {B, S}), 1e-6f, 1e-5f));
@@ -467,8 +476,10 @@ TEST(StepAttention, CoverageGradients) {
 
 TEST(StepAttention, CoverageNeedsAnAdditiveScore) {
   Rng rng(1);
-  EXPECT_THROW_MSG(make_step_attention({.score = StepScore::general, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, rng),
-                   ValueError, "coverage needs an additive score, got general");
+  EXPECT_THROW_MSG(
+      make_step_attention(
+          {.score = StepScore::general, .query_size = D, .memory_size = E, .coverage = StepCoverage::see}, rng),
+      ValueError, "coverage needs an additive score, got general");
 }
 
 }  // namespace

@@ -132,7 +132,8 @@ Seq ref_norm(Seq x, const LayerNorm& ln) {
 
 Seq ref_ffn(const Seq& x, const Linear& l1, const Linear& l2, FfnActivation act) {
   Seq h = ref_linear(x, l1.weight, l1.bias, 0, l1.weight.dim(0));
-  for (double& v : h.v) v = act == FfnActivation::gelu ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::max(v, 0.0);
+  for (double& v : h.v)
+    v = act == FfnActivation::gelu ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))) : std::max(v, 0.0);
   return ref_linear(h, l2.weight, l2.bias, 0, l2.weight.dim(0));
 }
 
@@ -412,8 +413,7 @@ TEST(TransformerCache, DecoderStepEqualsFullPass) {
       EXPECT_EQ(cache.layers[1].self_v.shape(), Shape({B, 2, t, 4}));
       EXPECT_EQ(cache.layers[1].cross_k.shape(), Shape({B, 2, 6, 4}));
       Tensor full = dec.forward(positions(tgt, 0, t), mem, mem_len);
-      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol))
-          << "norm_first " << norm_first << " step " << t;
+      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol)) << "norm_first " << norm_first << " step " << t;
     }
   }
 }
@@ -522,8 +522,7 @@ TEST(TransformerCache, CausalStepEqualsFullPass) {
       EXPECT_EQ(cache.layers[1].self_k.shape()[2], t);
       EXPECT_FALSE(cache.layers[0].cross_k.defined());
       Tensor full = lm.forward(positions(x, 0, t), Tensor());
-      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol))
-          << "norm_first " << norm_first << " step " << t;
+      EXPECT_TRUE(tensors_close(y, positions(full, t - 1, t), kOpTol)) << "norm_first " << norm_first << " step " << t;
       if (t == 3) {
         cache.select_rows(i32({1}));
         x = pick(x, {1});

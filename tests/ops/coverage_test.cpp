@@ -23,7 +23,8 @@ TEST(Coverage, OverlapForwardHandComputed) {
   // Row 0: min(0.5, 0.2) + min(0.3, 0.9) + min(0.2, 0) = 0.5; row 1 (a masked tail of zeros): 0.8.
   Tensor a = Tensor::from_vector(std::vector<float>{0.5f, 0.3f, 0.2f, 0.6f, 0.4f, 0}, {2, 3});
   Tensor c = Tensor::from_vector(std::vector<float>{0.2f, 0.9f, 0, 0.4f, 1.0f, 0}, {2, 3});
-  EXPECT_TRUE(tensors_close(coverage_overlap(a, c), Tensor::from_vector(std::vector<float>{0.5f, 0.8f}, {2}), 1e-7f, 1e-6f));
+  EXPECT_TRUE(
+      tensors_close(coverage_overlap(a, c), Tensor::from_vector(std::vector<float>{0.5f, 0.8f}, {2}), 1e-7f, 1e-6f));
 }
 
 TEST(Coverage, Gradients) {
@@ -66,7 +67,8 @@ TEST(Coverage, BadShapes) {
   Tensor x = random_tensor({2, 3, 4}, 1), c = random_tensor({2, 3}, 2), w = random_tensor({4}, 3);
   EXPECT_THROW_MSG(add_outer(x, random_tensor({2, 4}, 4), w), ShapeError, "add_outer: 'c' expected (B=2, S=3)");
   EXPECT_THROW_MSG(add_outer(x, c, random_tensor({5}, 4)), ShapeError, "add_outer: 'w' expected (A=4)");
-  EXPECT_THROW_MSG(coverage_overlap(c, random_tensor({3, 3}, 4)), ShapeError, "coverage_overlap: 'c' expected (B=2, S=3)");
+  EXPECT_THROW_MSG(coverage_overlap(c, random_tensor({3, 3}, 4)), ShapeError,
+                   "coverage_overlap: 'c' expected (B=2, S=3)");
   EXPECT_THROW_MSG(coverage_overlap(x, x), ShapeError, "coverage_overlap: 'a' expected (B, S)");
 }
 

@@ -103,8 +103,8 @@ TEST(Dropout, Gradcheck) {
     EXPECT_TRUE(gradcheck(fn, {wide_leaf({1}, 8)})) << "p = " << p;
     EXPECT_TRUE(gradcheck(fn, {wide_leaf({2, 3, 4}, 9, 998.0f, 1001.0f)})) << "p = " << p;
   }
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return dropout(in[0], 0.5f, 3, false); },
-                        {wide_leaf({4}, 10)}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return dropout(in[0], 0.5f, 3, false); }, {wide_leaf({4}, 10)}));
 }
 
 TEST(Dropout, NearOneKeepsAlmostNothing) {
@@ -128,7 +128,8 @@ TEST(Dropout, Errors) {
   EXPECT_THROW_MSG(dropout(x, 1.5f, 0, false), ValueError, "dropout: p must be in [0, 1), got 1.5");
   EXPECT_THROW_MSG(dropout(Tensor::zeros({2}, DType::i32), 0.1f, 0), ShapeError,
                    "dropout: 'x' expected dtype float32, got int32");
-  EXPECT_THROW_MSG(dropout(Tensor(), 0.1f, 0), ShapeError, "dropout: 'x' expected a float32 tensor, got an undefined tensor");
+  EXPECT_THROW_MSG(dropout(Tensor(), 0.1f, 0), ShapeError,
+                   "dropout: 'x' expected a float32 tensor, got an undefined tensor");
 }
 
 }  // namespace

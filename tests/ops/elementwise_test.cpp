@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <functional>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "attn/autodiff/tape.h"
 #include "op_table.h"
@@ -12,7 +12,6 @@
 namespace attn {
 namespace {
 using namespace attn::testing;  // the helpers of tests/support
-
 
 TEST(Elementwise, ForwardValues) {
   Tensor a = Tensor::from_vector(std::vector<float>{-1.0f, 0.5f, 2.0f}, {3});
@@ -70,9 +69,11 @@ std::vector<OpRow> elementwise_rows() {
       gradient_row("relu_negative", unary(relu), one({3, 4}, 5, -2.0f, -0.1f)),
       gradient_row("add", binary(add), two(6)),
       gradient_row("mul", binary(mul), two(8)),
-      gradient_row("scale", [](const Tensors& in) { return scale(in[0], -1.5f); }, one({5}, 10)),
+      gradient_row(
+          "scale", [](const Tensors& in) { return scale(in[0], -1.5f); }, one({5}, 10)),
       // The same tensor used twice: gradients add up (d(x*x)/dx = 2x).
-      gradient_row("mul_by_itself", [](const Tensors& in) { return mul(in[0], in[0]); }, one({4}, 11)),
+      gradient_row(
+          "mul_by_itself", [](const Tensors& in) { return mul(in[0], in[0]); }, one({4}, 11)),
   };
 }
 

@@ -1,7 +1,8 @@
 // Head reshaping ops: values against index formulas, gradchecks, errors.
+#include "attn/ops/heads.h"
+
 #include <gtest/gtest.h>
 
-#include "attn/ops/heads.h"
 #include "attn/ops/reduce.h"
 #include "test_support.h"
 
@@ -137,8 +138,10 @@ TEST(Heads, Errors) {
   EXPECT_THROW_MSG(split_heads(Tensor::zeros({2, 3, 10}), 0), ValueError, "split_heads: heads must be positive, got 0");
   EXPECT_THROW_MSG(split_heads_packed(Tensor::zeros({2, 3, 12}), 4, 2), ValueError,
                    "not divisible by parts=2 x heads=4");
-  EXPECT_THROW_MSG(split_heads(Tensor::zeros({2, 10}), 2), ShapeError, "split_heads: 'x' expected (B, T, N), got (2, 10)");
-  EXPECT_THROW_MSG(merge_heads(Tensor::zeros({2, 3, 4})), ShapeError, "merge_heads: 'x' expected (B, H, T, Dh), got (2, 3, 4)");
+  EXPECT_THROW_MSG(split_heads(Tensor::zeros({2, 10}), 2), ShapeError,
+                   "split_heads: 'x' expected (B, T, N), got (2, 10)");
+  EXPECT_THROW_MSG(merge_heads(Tensor::zeros({2, 3, 4})), ShapeError,
+                   "merge_heads: 'x' expected (B, H, T, Dh), got (2, 3, 4)");
   EXPECT_THROW_MSG(select_heads(Tensor::zeros({1, 4, 2, 2}), {1, 4}), ValueError,
                    "select_heads: head 4 is out of range [0, H=4)");
   EXPECT_THROW_MSG(select_heads(Tensor::zeros({1, 4, 2, 2}), {-1}), ValueError, "head -1 is out of range");

@@ -21,10 +21,10 @@
 #include "kernels/layer_norm.h"
 #include "kernels/local_attention.h"
 #include "kernels/loss.h"
+#include "kernels/normalizer.h"
 #include "kernels/rnn_cell.h"
 #include "kernels/sdpa.h"
 #include "kernels/softmax.h"
-#include "kernels/normalizer.h"
 #include "test_support.h"
 
 namespace attn {
@@ -35,7 +35,8 @@ constexpr float kLevelRtol = 1e-5f;
 using Outputs = std::vector<std::vector<float>>;
 
 // The copies of kernel `name`, indexed by level, and the one compiled for `level`.
-#define LEVELS(name) std::array{&kernels::isa_baseline::name, &kernels::isa_avx2::name, &kernels::isa_avx512::name}
+#define LEVELS(name) \
+  std::array { &kernels::isa_baseline::name, &kernels::isa_avx2::name, &kernels::isa_avx512::name }
 #define AT_LEVEL(level, name) (LEVELS(name)[static_cast<int>(level)])
 
 std::vector<float> uniform(int64_t n, uint64_t seed, float lo, float hi) {
@@ -81,15 +82,17 @@ void expect_levels_agree(const std::string& what, const std::function<Outputs(Is
 }
 
 // Skips a comparison test on a CPU that runs no level beyond the baseline.
-#define SKIP_WITHOUT_HIGHER_LEVELS()                                                   \
-  if (best_isa_level(read_cpu_features()) == IsaLevel::baseline)                    \
+#define SKIP_WITHOUT_HIGHER_LEVELS()                             \
+  if (best_isa_level(read_cpu_features()) == IsaLevel::baseline) \
   GTEST_SKIP() << "this CPU runs only the baseline level: nothing to compare"
 
 TEST(IsaLevels, ChosenLevelIsOneThisCpuRuns) {
   const IsaLevel level = kernels::kernel_isa_level();
   EXPECT_EQ(isa_level_missing(level, read_cpu_features()), "");
-  if (std::getenv("ATTN_ISA") == nullptr) EXPECT_EQ(level, best_isa_level(read_cpu_features()));
-  else EXPECT_STREQ(isa_level_name(level), std::getenv("ATTN_ISA"));
+  if (std::getenv("ATTN_ISA") == nullptr)
+    EXPECT_EQ(level, best_isa_level(read_cpu_features()));
+  else
+    EXPECT_STREQ(isa_level_name(level), std::getenv("ATTN_ISA"));
 }
 
 TEST(IsaLevels, DispatchRunsTheChosenLevel) {
@@ -143,9 +146,9 @@ TEST(IsaLevels, Normalizers) {
   const int64_t B = 3, T = 4, S = 37;
   const std::vector<float> x = uniform(B * T * S, 30, -4.0f, 4.0f), dy = uniform(B * T * S, 31, -1.0f, 1.0f);
   const std::vector<int32_t> extents = {37, 20, 0}, keep = ragged_mask(B, S);
-  for (kernels::NormalizerKind kind : {kernels::NormalizerKind::softmax, kernels::NormalizerKind::sigmoid,
-                                       kernels::NormalizerKind::sparsemax, kernels::NormalizerKind::entmax15,
-                                       kernels::NormalizerKind::entmax_bisect}) {
+  for (kernels::NormalizerKind kind :
+       {kernels::NormalizerKind::softmax, kernels::NormalizerKind::sigmoid, kernels::NormalizerKind::sparsemax,
+        kernels::NormalizerKind::entmax15, kernels::NormalizerKind::entmax_bisect}) {
     const kernels::Normalizer norm{kind, 0.7f, 1.3f};
     const kernels::NormalizerRows rows{
         .rows = B * T, .n = S, .group = T, .extents = extents.data(), .mask = keep.data()};
@@ -208,12 +211,12 @@ TEST(IsaLevels, LayerNorm) {
   expect_levels_agree("layer_norm forward and backward", [&](IsaLevel l) {
     std::vector<float> y(rows * d), mean(rows), rstd(rows), dx(rows * d, 0.0f), dgamma(d, 0.0f), dbeta(d, 0.0f);
     std::vector<float> scratch(2 * kernels::layer_norm_param_blocks(rows) * d);
-    AT_LEVEL(l, layer_norm_forward)(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, d,
-                                     1e-5f);
-    AT_LEVEL(l, layer_norm_backward_input)(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), dx.data(), rows,
-                                            d);
-    AT_LEVEL(l, layer_norm_backward_params)(x.data(), mean.data(), rstd.data(), dy.data(), dgamma.data(), dbeta.data(),
-                                             rows, d, scratch.data());
+    AT_LEVEL(l, layer_norm_forward)
+    (x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, d, 1e-5f);
+    AT_LEVEL(l, layer_norm_backward_input)
+    (x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), dx.data(), rows, d);
+    AT_LEVEL(l, layer_norm_backward_params)
+    (x.data(), mean.data(), rstd.data(), dy.data(), dgamma.data(), dbeta.data(), rows, d, scratch.data());
     return Outputs{y, mean, rstd, dx, dgamma, dbeta};
   });
 }
@@ -236,10 +239,10 @@ TEST(IsaLevels, RnnCells) {
     std::vector<float> saved(B * 5 * H), h_out(B * H), c_out(B * H), dgates(B * 4 * H), dc(B * H, 0.0f);
     for (int64_t b = 0; b < B; ++b)
       std::copy(gh.begin() + b * 4 * H, gh.begin() + (b + 1) * 4 * H, saved.begin() + b * 5 * H);
-    AT_LEVEL(l, lstm_cell_forward)(B, H, gx.data(), b_ih.data(), b_hh.data(), h.data(), saved.data(), h_out.data(),
-                                    c_out.data());
-    AT_LEVEL(l, lstm_cell_backward)(B, H, saved.data(), h.data(), dh_out.data(), dh_out.data(), dgates.data(),
-                                     dc.data());
+    AT_LEVEL(l, lstm_cell_forward)
+    (B, H, gx.data(), b_ih.data(), b_hh.data(), h.data(), saved.data(), h_out.data(), c_out.data());
+    AT_LEVEL(l, lstm_cell_backward)
+    (B, H, saved.data(), h.data(), dh_out.data(), dh_out.data(), dgates.data(), dc.data());
     return Outputs{h_out, c_out, saved, dgates, dc};
   });
 }
@@ -263,8 +266,8 @@ TEST(IsaLevels, EmbeddingAndCrossEntropy) {
   expect_levels_agree("cross_entropy forward and backward", [&](IsaLevel l) {
     std::vector<float> lse(n), loss(n), dlogits(n * V, 0.0f);
     AT_LEVEL(l, cross_entropy_forward)(logits.data(), targets.data(), n, V, -100, 0.1f, lse.data(), loss.data());
-    AT_LEVEL(l, cross_entropy_backward)(logits.data(), targets.data(), lse.data(), n, V, -100, 0.1f, 0.5f,
-                                         dlogits.data());
+    AT_LEVEL(l, cross_entropy_backward)
+    (logits.data(), targets.data(), lse.data(), n, V, -100, 0.1f, 0.5f, dlogits.data());
     return Outputs{lse, loss, dlogits};
   });
 }
@@ -280,18 +283,20 @@ TEST(IsaLevels, Attention) {
   expect_levels_agree("additive scores, masked softmax, dot scores", [&](IsaLevel l) {
     std::vector<float> scores(B * T * S, 0.0f), weights(B * T * S), dots(B * T * S, 0.0f), du(B * T * A, 0.0f),
         dkeys(B * S * A, 0.0f), dv(B * A, 0.0f), dsc(B * T * S, 0.0f), dq(B * T * A, 0.0f), dk(B * S * A, 0.0f);
-    AT_LEVEL(l, attention_additive_scores_forward)(u.data(), keys.data(), v.data(), lengths.data(), B, T, S, A,
-                                                    scores.data());
+    AT_LEVEL(l, attention_additive_scores_forward)
+    (u.data(), keys.data(), v.data(), lengths.data(), B, T, S, A, scores.data());
     const kernels::Normalizer softmax{.scale = 1.5f};
-    AT_LEVEL(l, normalizer_forward)(softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data(),
-                                              .mask = keep.data()}, scores.data(), weights.data());
-    AT_LEVEL(l, normalizer_backward)(softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data()}, nullptr,
-                                     weights.data(), dscores.data(), dsc.data());
-    AT_LEVEL(l, attention_additive_scores_backward)(u.data(), keys.data(), v.data(), dsc.data(), lengths.data(), B, T,
-                                                     S, A, du.data(), dkeys.data(), dv.data());
+    AT_LEVEL(l, normalizer_forward)
+    (softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data(), .mask = keep.data()}, scores.data(),
+     weights.data());
+    AT_LEVEL(l, normalizer_backward)
+    (softmax, {.rows = B * T, .n = S, .group = T, .extents = lengths.data()}, nullptr, weights.data(), dscores.data(),
+     dsc.data());
+    AT_LEVEL(l, attention_additive_scores_backward)
+    (u.data(), keys.data(), v.data(), dsc.data(), lengths.data(), B, T, S, A, du.data(), dkeys.data(), dv.data());
     AT_LEVEL(l, attention_dot_scores_forward)(u.data(), keys.data(), lengths.data(), B, T, S, A, dots.data());
-    AT_LEVEL(l, attention_dot_scores_backward)(u.data(), keys.data(), dsc.data(), lengths.data(), B, T, S, A,
-                                                dq.data(), dk.data());
+    AT_LEVEL(l, attention_dot_scores_backward)
+    (u.data(), keys.data(), dsc.data(), lengths.data(), B, T, S, A, dq.data(), dk.data());
     return Outputs{scores, weights, dots, dsc, du, dkeys, dv, dq, dk};
   });
 }
@@ -307,9 +312,16 @@ TEST(IsaLevels, LocalAttentionForward) {
   kernels::local_attention_windows(centres.data(), lengths.data(), B, T, D_w, starts.data(), counts.data());
   expect_levels_agree("local_attention_forward", [&](IsaLevel l) {
     std::vector<float> soft(N * K), weights(N * K), context(N * E);
-    const kernels::LocalAttentionProblem problem{.B = B, .T = T, .S = S, .E = E, .K = K, .q = q.data(),
-                                                 .keys = keys.data(), .values = values.data(),
-                                                 .starts = starts.data(), .counts = counts.data()};
+    const kernels::LocalAttentionProblem problem{.B = B,
+                                                 .T = T,
+                                                 .S = S,
+                                                 .E = E,
+                                                 .K = K,
+                                                 .q = q.data(),
+                                                 .keys = keys.data(),
+                                                 .values = values.data(),
+                                                 .starts = starts.data(),
+                                                 .counts = counts.data()};
     AT_LEVEL(l, local_attention_forward)(problem, soft.data(), weights.data(), context.data());
     return Outputs{soft, weights, context};
   });
@@ -332,8 +344,9 @@ TEST(IsaLevels, Sdpa) {
     std::vector<float> fs(fw * AT_LEVEL(l, sdpa_forward_scratch_floats)(p)),
         bs(bw * AT_LEVEL(l, sdpa_backward_scratch_floats)(p));
     AT_LEVEL(l, sdpa_forward)(p, q.data(), k.data(), v.data(), out.data(), lse.data(), weights.data(), fs.data(), fw);
-    AT_LEVEL(l, sdpa_backward)(p, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(), nullptr, nullptr,
-                                dq.data(), dk.data(), dv.data(), delta.data(), bs.data(), bw);
+    AT_LEVEL(l, sdpa_backward)
+    (p, q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(), nullptr, nullptr, dq.data(), dk.data(),
+     dv.data(), delta.data(), bs.data(), bw);
     return Outputs{out, lse, weights, dq, dk, dv};
   });
 }

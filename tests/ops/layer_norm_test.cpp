@@ -62,8 +62,8 @@ TEST(LayerNorm, ForwardMatchesDoubleReference) {
   EXPECT_TRUE(tensors_close(layer_norm(x), reference(x, Tensor(), Tensor(), Tensor(), 1e-5).y, kFusedTol));
   EXPECT_TRUE(tensors_close(layer_norm(x, gamma), reference(x, gamma, Tensor(), Tensor(), 1e-5).y, kFusedTol));
   EXPECT_TRUE(tensors_close(layer_norm(x, Tensor(), beta), reference(x, Tensor(), beta, Tensor(), 1e-5).y, kFusedTol));
-  EXPECT_TRUE(tensors_close(layer_norm(x, gamma, beta, {.eps = 0.5f}), reference(x, gamma, beta, Tensor(), 0.5).y,
-                            kFusedTol));
+  EXPECT_TRUE(
+      tensors_close(layer_norm(x, gamma, beta, {.eps = 0.5f}), reference(x, gamma, beta, Tensor(), 0.5).y, kFusedTol));
 }
 
 TEST(LayerNorm, HandComputedValues) {

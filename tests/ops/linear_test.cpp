@@ -85,20 +85,20 @@ TEST(Linear, ForwardMatchesReferenceAcrossRanks) {
 TEST(Linear, Gradcheck) {
   auto with_bias = [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); };
   auto no_bias = [](const std::vector<Tensor>& in) { return linear(in[0], in[1]); };
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({4}, 1), leaf({3, 4}, 2), leaf({3}, 3)}));          // rank 1
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({5, 4}, 4), leaf({3, 4}, 5), leaf({3}, 6)}));       // rank 2
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({2, 3, 4}, 7), leaf({3, 4}, 8), leaf({3}, 9)}));    // rank 3
-  EXPECT_TRUE(gradcheck(no_bias, {leaf({2, 3, 4}, 10), leaf({3, 4}, 11)}));                  // no bias
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 4}, 12), leaf({1, 4}, 13), leaf({1}, 14)}));    // OUT = 1
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({1, 4}, 15), leaf({3, 4}, 16), leaf({3}, 17)}));    // rows = 1
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 1}, 18), leaf({2, 1}, 19), leaf({2}, 20)}));    // IN = 1
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({4}, 1), leaf({3, 4}, 2), leaf({3}, 3)}));        // rank 1
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({5, 4}, 4), leaf({3, 4}, 5), leaf({3}, 6)}));     // rank 2
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({2, 3, 4}, 7), leaf({3, 4}, 8), leaf({3}, 9)}));  // rank 3
+  EXPECT_TRUE(gradcheck(no_bias, {leaf({2, 3, 4}, 10), leaf({3, 4}, 11)}));                // no bias
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 4}, 12), leaf({1, 4}, 13), leaf({1}, 14)}));  // OUT = 1
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({1, 4}, 15), leaf({3, 4}, 16), leaf({3}, 17)}));  // rows = 1
+  EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 1}, 18), leaf({2, 1}, 19), leaf({2}, 20)}));  // IN = 1
   // Only some inputs require grad.
   EXPECT_TRUE(gradcheck(with_bias, {random_tensor({3, 4}, 21), leaf({2, 4}, 22), random_tensor({2}, 23)}));
   EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 4}, 24), random_tensor({2, 4}, 25), leaf({2}, 26)}));
   // Large magnitudes: y is linear in each input, so a large step costs no accuracy.
   GradcheckOptions big{.eps = 0.5, .atol = 5e-2, .rtol = 1e-3};
-  EXPECT_TRUE(gradcheck(with_bias, {leaf({3, 4}, 27, -100, 100), leaf({2, 4}, 28, -100, 100), leaf({2}, 29, -100, 100)},
-                        big));
+  EXPECT_TRUE(
+      gradcheck(with_bias, {leaf({3, 4}, 27, -100, 100), leaf({2, 4}, 28, -100, 100), leaf({2}, 29, -100, 100)}, big));
 }
 
 TEST(Linear, BackwardAccumulatesIntoExistingGradients) {
@@ -138,8 +138,10 @@ TEST(Linear, ErrorsNameOpArgumentAndShapes) {
                    "linear: 'x' expected (..., IN), got ()");
   EXPECT_THROW_MSG(linear(Tensor::zeros({2, 4}, DType::i32), Tensor::zeros({2, 4})), ShapeError,
                    "linear: 'x' expected dtype float32, got int32");
-  EXPECT_THROW_MSG(linear(Tensor(), Tensor::zeros({2, 4})), ShapeError, "linear: 'x' expected (..., IN), got an undefined tensor");
-  EXPECT_THROW_MSG(linear(Tensor::zeros({2, 4}), Tensor()), ShapeError, "linear: 'weight' expected (OUT, IN=4), got an undefined tensor");
+  EXPECT_THROW_MSG(linear(Tensor(), Tensor::zeros({2, 4})), ShapeError,
+                   "linear: 'x' expected (..., IN), got an undefined tensor");
+  EXPECT_THROW_MSG(linear(Tensor::zeros({2, 4}), Tensor()), ShapeError,
+                   "linear: 'weight' expected (OUT, IN=4), got an undefined tensor");
 }
 
 TEST(Matmul, EachTransposeMatchesNaiveLoop) {
@@ -162,12 +164,12 @@ TEST(Matmul, EachTransposeMatchesNaiveLoop) {
 TEST(Matmul, GradcheckEachTranspose) {
   for (MatmulOptions o : kAllTransposes) {
     auto fn = [o](const std::vector<Tensor>& in) { return matmul(in[0], in[1], o); };
-    EXPECT_TRUE(gradcheck(fn, {leaf(o.transpose_a ? Shape{4, 3} : Shape{3, 4}, 1),
-                               leaf(o.transpose_b ? Shape{2, 4} : Shape{4, 2}, 2)}))
+    EXPECT_TRUE(gradcheck(
+        fn, {leaf(o.transpose_a ? Shape{4, 3} : Shape{3, 4}, 1), leaf(o.transpose_b ? Shape{2, 4} : Shape{4, 2}, 2)}))
         << describe(o);
     // M = 1, N = 1 edge
-    EXPECT_TRUE(gradcheck(fn, {leaf(o.transpose_a ? Shape{4, 1} : Shape{1, 4}, 3),
-                               leaf(o.transpose_b ? Shape{1, 4} : Shape{4, 1}, 4)}))
+    EXPECT_TRUE(gradcheck(
+        fn, {leaf(o.transpose_a ? Shape{4, 1} : Shape{1, 4}, 3), leaf(o.transpose_b ? Shape{1, 4} : Shape{4, 1}, 4)}))
         << describe(o);
   }
 }
@@ -175,8 +177,8 @@ TEST(Matmul, GradcheckEachTranspose) {
 TEST(Bmm, EachTransposeMatchesNaiveLoop) {
   // Small products run one GEMM per batch item in parallel; 64^3 and larger run
   // one threaded GEMM after another. Cover both paths.
-  for (auto [batch, m, n, k] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 2, 5, 4}, {1, 3, 2, 6},
-                                {2, 64, 65, 66}}) {
+  for (auto [batch, m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{3, 2, 5, 4}, {1, 3, 2, 6}, {2, 64, 65, 66}}) {
     for (MatmulOptions o : kAllTransposes) {
       Tensor a = random_tensor(o.transpose_a ? Shape{batch, k, m} : Shape{batch, m, k}, 1);
       Tensor b = random_tensor(o.transpose_b ? Shape{batch, n, k} : Shape{batch, k, n}, 2);

@@ -12,9 +12,8 @@ namespace {
 using testing::gradcheck;
 using testing::random_ids;
 using testing::random_tensor;
-using testing::wide_leaf;
 using testing::tensors_close;
-
+using testing::wide_leaf;
 
 // Double-precision cross-entropy (PyTorch semantics), returns the sum and the count.
 std::pair<double, int64_t> reference_sum(const Tensor& logits, const Tensor& targets, int32_t ignore, double eps) {
@@ -188,11 +187,12 @@ TEST(CrossEntropy, Errors) {
                    "cross_entropy: label_smoothing must be in [0, 1], got 1.5");
   EXPECT_THROW_MSG(cross_entropy(logits, ok, {.label_smoothing = -0.1f}), ValueError,
                    "label_smoothing must be in [0, 1], got -0.1");
-  EXPECT_THROW_MSG(cross_entropy(logits, ok, {.label_smoothing = std::numeric_limits<float>::quiet_NaN()}),
-                   ValueError, "label_smoothing must be in [0, 1], got nan");
+  EXPECT_THROW_MSG(cross_entropy(logits, ok, {.label_smoothing = std::numeric_limits<float>::quiet_NaN()}), ValueError,
+                   "label_smoothing must be in [0, 1], got nan");
   EXPECT_THROW_MSG(cross_entropy(Tensor::zeros({5}), ok), ShapeError,
                    "cross_entropy: 'logits' expected (N, V) or (B, T, V), got (5)");
-  EXPECT_THROW_MSG(cross_entropy(Tensor(), ok), ShapeError, "cross_entropy: 'logits' expected (N, V) or (B, T, V), got an undefined tensor");
+  EXPECT_THROW_MSG(cross_entropy(Tensor(), ok), ShapeError,
+                   "cross_entropy: 'logits' expected (N, V) or (B, T, V), got an undefined tensor");
   EXPECT_THROW_MSG(cross_entropy(logits, Tensor::from_vector(std::vector<int32_t>{0, 1}, {2})), ShapeError,
                    "cross_entropy: 'targets' expected (N=3), got (2)");
   EXPECT_THROW_MSG(cross_entropy(Tensor::zeros({2, 3, 5}), ok), ShapeError,

@@ -42,7 +42,7 @@ Tensor reference(const Tensor& x, const std::vector<int32_t>& lengths, bool max)
 
 TEST(Pool, ForwardHandComputed) {
   // x (B=2, S=3, E=2); row 1 has length 2, so its third position (value 100) is ignored.
-  Tensor x = Tensor::from_vector(std::vector<float>{1, -4, 3, 2, -5, 0,    //
+  Tensor x = Tensor::from_vector(std::vector<float>{1, -4, 3, 2, -5, 0,  //
                                                     7, 1, -2, 6, 100, 100},
                                  {2, 3, 2});
   Tensor l = lens({3, 2});
@@ -91,7 +91,8 @@ TEST(Pool, Gradcheck) {
     std::vector<float> v(static_cast<size_t>(n));
     Rng rng(seed);
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
-    for (int64_t i = n - 1; i > 0; --i) std::swap(v[static_cast<size_t>(i)], v[rng.below(static_cast<uint64_t>(i) + 1)]);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(v[static_cast<size_t>(i)], v[rng.below(static_cast<uint64_t>(i) + 1)]);
     for (auto& x : v) x = 0.2f * x - 3.0f;  // gaps 0.2 > 2 eps
     return Tensor::from_vector(v, shape).set_requires_grad(true);
   };
@@ -141,7 +142,8 @@ TEST(Pool, ErrorsNameOpArgumentAndShapes) {
                    "masked_max_time: 'lengths' value 8 at batch index 1 is out of range [0, S=7]");
   EXPECT_THROW_MSG(masked_mean_time(x, lens({1, 2, -1, 4})), ValueError,
                    "masked_mean_time: 'lengths' value -1 at batch index 2 is out of range [0, S=7]");
-  EXPECT_THROW_MSG(masked_max_time(Tensor(), lens({1})), ShapeError, "masked_max_time: 'x' expected (B, S, E), got an undefined tensor");
+  EXPECT_THROW_MSG(masked_max_time(Tensor(), lens({1})), ShapeError,
+                   "masked_max_time: 'x' expected (B, S, E), got an undefined tensor");
 }
 
 }  // namespace

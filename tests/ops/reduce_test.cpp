@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/reduce.h"
 #include "attn/parallel.h"
+#include "kernels/reduce.h"
 #include "op_table.h"
 #include "test_support.h"
 

@@ -4,10 +4,10 @@
 #include <vector>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/reduce.h"
-#include "kernels/rnn_cell.h"
 #include "attn/ops/elementwise.h"
 #include "attn/parallel.h"
+#include "kernels/reduce.h"
+#include "kernels/rnn_cell.h"
 #include "op_table.h"
 #include "test_support.h"
 #include "tolerances.h"
@@ -80,9 +80,9 @@ struct Cell {
 // Random inputs for a cell with `gates` stacked gates; all of them require grad.
 Cell make_cell(int64_t B, int64_t I, int64_t H, int gates, uint64_t seed, float scale = 1.0f) {
   const int64_t G = gates * H;
-  return Cell{leaf({B, I}, seed + 1, -scale, scale),    leaf({B, H}, seed + 2, -scale, scale),
-              leaf({B, H}, seed + 3, -scale, scale),    leaf({G, I}, seed + 4, -scale, scale),
-              leaf({G, H}, seed + 5, -scale, scale),    leaf({G}, seed + 6, -scale, scale),
+  return Cell{leaf({B, I}, seed + 1, -scale, scale), leaf({B, H}, seed + 2, -scale, scale),
+              leaf({B, H}, seed + 3, -scale, scale), leaf({G, I}, seed + 4, -scale, scale),
+              leaf({G, H}, seed + 5, -scale, scale), leaf({G}, seed + 6, -scale, scale),
               leaf({G}, seed + 7, -scale, scale)};
 }
 
@@ -126,8 +126,8 @@ TEST(RnnCell, ZeroWeightsHandValues) {
   auto [h1, c1] = lstm_cell(x, h, c, Tensor::zeros({12, 2}), Tensor::zeros({12, 3}));
   EXPECT_TRUE(tensors_close(c1, Tensor::from_vector(std::vector<float>{0.5f, -1.0f, 0.25f}, {1, 3})));
   EXPECT_TRUE(tensors_close(
-      h1, Tensor::from_vector(std::vector<float>{0.5f * std::tanh(0.5f), 0.5f * std::tanh(-1.0f), 0.5f * std::tanh(0.25f)},
-                              {1, 3})));
+      h1, Tensor::from_vector(
+              std::vector<float>{0.5f * std::tanh(0.5f), 0.5f * std::tanh(-1.0f), 0.5f * std::tanh(0.25f)}, {1, 3})));
 }
 
 // The gate order is PyTorch's: saturating one gate through its bias block must have that
@@ -156,9 +156,9 @@ TEST(RnnCell, GateOrderIsPytorchs) {
   Tensor lw_hh = random_tensor({4 * H, H}, 7);
   std::vector<float> b(4 * H, 0.0f);
   for (int64_t j = 0; j < H; ++j) {
-    b[j] = -40.0f;         // i
-    b[H + j] = 40.0f;      // f
-    b[3 * H + j] = -40.0f; // o
+    b[j] = -40.0f;          // i
+    b[H + j] = 40.0f;       // f
+    b[3 * H + j] = -40.0f;  // o
   }
   auto [h1, c1] = lstm_cell(x, h, c, lw_ih, lw_hh, Tensor::from_vector(b, {4 * H}));
   EXPECT_TRUE(tensors_close(c1, c, 1e-6f, 0.0f));
@@ -248,15 +248,16 @@ TEST(RnnCell, GruGradcheckEdgeSizesAndMissingBiases) {
   Cell c = make_cell(2, 3, 2, 3, 130);
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], in[2], in[3]); },
                         {c.x, c.h, c.w_ih, c.w_hh}));
-  EXPECT_TRUE(gradcheck(
-      [](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], in[2], in[3], Tensor(), in[4]); },
-      {c.x, c.h, c.w_ih, c.w_hh, c.b_hh}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return gru_cell(in[0], in[1], in[2], in[3], Tensor(), in[4]); },
+                {c.x, c.h, c.w_ih, c.w_hh, c.b_hh}));
   // Only some inputs require grad (the rest are constants).
   EXPECT_TRUE(gradcheck(gru_fn, {c.x.detach(), c.h, c.w_ih.detach(), c.w_hh.detach(), c.b_ih, c.b_hh.detach()}));
   // The same tensor as x and h (I == H): both gradient paths add up.
   Cell d = make_cell(2, 3, 3, 3, 140);
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return gru_cell(in[0], in[0], in[1], in[2], in[3], in[4]); },
-                        {d.x, d.w_ih, d.w_hh, d.b_ih, d.b_hh}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return gru_cell(in[0], in[0], in[1], in[2], in[3], in[4]); },
+                {d.x, d.w_ih, d.w_hh, d.b_ih, d.b_hh}));
 }
 
 TEST(RnnCell, GruProjectedGradcheck) {
@@ -312,8 +313,8 @@ TEST(RnnCell, LstmGradcheckEdgeSizesAndMissingBiases) {
       },
       {b.x, b.h, b.c, b.w_ih, b.w_hh, b.b_ih}));
   // Only c requires grad.
-  EXPECT_TRUE(gradcheck(lstm_both, {b.x.detach(), b.h.detach(), b.c, b.w_ih.detach(), b.w_hh.detach(),
-                                    b.b_ih.detach(), b.b_hh.detach()}));
+  EXPECT_TRUE(gradcheck(lstm_both, {b.x.detach(), b.h.detach(), b.c, b.w_ih.detach(), b.w_hh.detach(), b.b_ih.detach(),
+                                    b.b_hh.detach()}));
 }
 
 TEST(RnnCell, LstmProjectedGradcheck) {
@@ -324,9 +325,9 @@ TEST(RnnCell, LstmProjectedGradcheck) {
     return add(h, scale(c, 0.8f));
   };
   EXPECT_TRUE(gradcheck(both, {gx, p.h, p.c, p.w_hh, p.b_hh}));
-  EXPECT_TRUE(gradcheck(
-      [](const std::vector<Tensor>& in) { return lstm_cell_projected(in[0], in[1], in[2], in[3]).second; },
-      {gx, p.h, p.c, p.w_hh}));
+  EXPECT_TRUE(
+      gradcheck([](const std::vector<Tensor>& in) { return lstm_cell_projected(in[0], in[1], in[2], in[3]).second; },
+                {gx, p.h, p.c, p.w_hh}));
   EXPECT_TRUE(gradcheck(
       [](const std::vector<Tensor>& in) { return lstm_cell_projected(in[0], in[1], in[2], in[3], in[4]).first; },
       {leaf({1, 4}, 252), leaf({1, 1}, 253), leaf({1, 1}, 254), leaf({4, 1}, 255), leaf({4}, 256)}));
@@ -462,7 +463,8 @@ std::vector<std::vector<float>> run_kernels(int threads) {
     std::vector<float> saved(static_cast<size_t>(B * 4 * H)), h_out(static_cast<size_t>(B * H));
     const auto gh = random_vector(B * 3 * H, 6, -3, 3);
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t k = 0; k < 3 * H; ++k) saved[static_cast<size_t>(b * 4 * H + k)] = gh[static_cast<size_t>(b * 3 * H + k)];
+      for (int64_t k = 0; k < 3 * H; ++k)
+        saved[static_cast<size_t>(b * 4 * H + k)] = gh[static_cast<size_t>(b * 3 * H + k)];
     kernels::gru_cell_forward(B, H, gx.data(), b_ih.data(), b_hh.data(), h.data(), saved.data(), h_out.data());
     std::vector<float> dgx(static_cast<size_t>(B * 3 * H)), dgh(dgx.size()), dh = random_vector(B * H, 7);
     kernels::gru_cell_backward(B, H, saved.data(), h.data(), dh_out.data(), dgx.data(), dgh.data(), dh.data());
@@ -476,8 +478,10 @@ std::vector<std::vector<float>> run_kernels(int threads) {
     std::vector<float> saved(static_cast<size_t>(B * 5 * H)), h_out(static_cast<size_t>(B * H)), c_out(h_out.size());
     const auto gh = random_vector(B * 4 * H, 17, -3, 3);
     for (int64_t b = 0; b < B; ++b)
-      for (int64_t k = 0; k < 4 * H; ++k) saved[static_cast<size_t>(b * 5 * H + k)] = gh[static_cast<size_t>(b * 4 * H + k)];
-    kernels::lstm_cell_forward(B, H, gx.data(), nullptr, b_hh.data(), c.data(), saved.data(), h_out.data(), c_out.data());
+      for (int64_t k = 0; k < 4 * H; ++k)
+        saved[static_cast<size_t>(b * 5 * H + k)] = gh[static_cast<size_t>(b * 4 * H + k)];
+    kernels::lstm_cell_forward(B, H, gx.data(), nullptr, b_hh.data(), c.data(), saved.data(), h_out.data(),
+                               c_out.data());
     std::vector<float> dg(static_cast<size_t>(B * 4 * H)), dc = random_vector(B * H, 18);
     kernels::lstm_cell_backward(B, H, saved.data(), c.data(), dh_out.data(), dc_out.data(), dg.data(), dc.data());
     std::vector<float> dg_only_c(dg.size());

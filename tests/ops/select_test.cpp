@@ -30,7 +30,8 @@ TEST(WhereRows, ForwardPicksRows) {
 }
 
 TEST(WhereRows, Gradcheck) {
-  for (const auto& keep : {std::vector<int32_t>{1, 0, 1, 0}, std::vector<int32_t>{0, 0, 0, 0}, std::vector<int32_t>{1, 1, 1, 1}}) {
+  for (const auto& keep :
+       {std::vector<int32_t>{1, 0, 1, 0}, std::vector<int32_t>{0, 0, 0, 0}, std::vector<int32_t>{1, 1, 1, 1}}) {
     Tensor a = random_tensor({4, 3}, 3).set_requires_grad(true);
     Tensor b = random_tensor({4, 3}, 4).set_requires_grad(true);
     const Tensor k = ints(keep);
@@ -55,13 +56,13 @@ TEST(WhereRows, Errors) {
 TEST(Transpose01, ForwardAndGradcheck) {
   const Tensor x = floats({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2});
   EXPECT_TRUE(tensors_close(transpose_01(x), floats({1, 2, 7, 8, 3, 4, 9, 10, 5, 6, 11, 12}, {3, 2, 2})));
-  EXPECT_TRUE(tensors_close(transpose_01(floats({1, 2, 3, 4, 5, 6}, {2, 3})),
-                            floats({1, 4, 2, 5, 3, 6}, {3, 2})));
+  EXPECT_TRUE(tensors_close(transpose_01(floats({1, 2, 3, 4, 5, 6}, {2, 3})), floats({1, 4, 2, 5, 3, 6}, {3, 2})));
   for (const Shape& s : {Shape{3, 4, 2}, Shape{1, 5, 3}, Shape{4, 1}}) {
     Tensor t = random_tensor(s, 9).set_requires_grad(true);
     EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return transpose_01(in[0]); }, {t}));
   }
-  EXPECT_THROW_MSG(transpose_01(random_tensor({3}, 1)), ShapeError, "transpose_01: 'x' expected (N0, N1, ...), got (3)");
+  EXPECT_THROW_MSG(transpose_01(random_tensor({3}, 1)), ShapeError,
+                   "transpose_01: 'x' expected (N0, N1, ...), got (3)");
 }
 
 TEST(GatherRows, ForwardAndGradcheck) {
@@ -70,7 +71,8 @@ TEST(GatherRows, ForwardAndGradcheck) {
   Tensor t = random_tensor({3, 2, 2}, 4).set_requires_grad(true);
   // Repeated and missing rows: gradients sum over repeats, zero for rows never gathered.
   EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& in) { return gather_rows(in[0], ints({1, 1, 0})); }, {t}));
-  EXPECT_THROW_MSG(gather_rows(x, ints({0, 3})), ValueError, "gather_rows: index 3 at position 1 is out of range [0, N=3)");
+  EXPECT_THROW_MSG(gather_rows(x, ints({0, 3})), ValueError,
+                   "gather_rows: index 3 at position 1 is out of range [0, N=3)");
   EXPECT_THROW_MSG(gather_rows(x, floats({0.0f}, {1})), ShapeError, "'index'");
 }
 

@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "attn/autodiff/tape.h"
-#include "kernels/softmax.h"
-#include "kernels/normalizer.h"
 #include "attn/parallel.h"
+#include "kernels/normalizer.h"
+#include "kernels/softmax.h"
 #include "op_table.h"
 #include "test_support.h"
 #include "tolerances.h"
@@ -59,10 +59,10 @@ TEST(Softmax, HandComputedValues) {
   Tensor x = Tensor::from_vector(std::vector<float>{0.0f, std::log(2.0f), std::log(3.0f)}, {1, 3});
   EXPECT_TRUE(tensors_close(softmax(x), Tensor::from_vector(std::vector<float>{1 / 6.f, 2 / 6.f, 3 / 6.f}, {1, 3}),
                             1e-7f, 1e-6f));
-  EXPECT_TRUE(tensors_close(log_softmax(x),
-                            Tensor::from_vector(std::vector<float>{std::log(1 / 6.f), std::log(2 / 6.f), std::log(3 / 6.f)},
-                                                {1, 3}),
-                            1e-6f, 1e-6f));
+  EXPECT_TRUE(tensors_close(
+      log_softmax(x),
+      Tensor::from_vector(std::vector<float>{std::log(1 / 6.f), std::log(2 / 6.f), std::log(3 / 6.f)}, {1, 3}), 1e-6f,
+      1e-6f));
   // A single element: softmax 1, log-softmax 0.
   Tensor one = Tensor::from_vector(std::vector<float>{123.0f}, {1});
   EXPECT_EQ(softmax(one).to_vector(), std::vector<float>{1.0f});
@@ -71,9 +71,9 @@ TEST(Softmax, HandComputedValues) {
 
 TEST(Softmax, MaskedMatchesReferenceAndZerosMaskedPositions) {
   Tensor x = random_tensor({4, 6}, 2, -3.0f, 3.0f);
-  Tensor mask = Tensor::from_vector(std::vector<int32_t>{1, 0, 1, 1, 0, 1,   //
-                                                         0, 0, 0, 0, 0, 0,   // fully masked
-                                                         0, 0, 0, 0, 0, 7,   // one kept (any nonzero keeps)
+  Tensor mask = Tensor::from_vector(std::vector<int32_t>{1, 0, 1, 1, 0, 1,  //
+                                                         0, 0, 0, 0, 0, 0,  // fully masked
+                                                         0, 0, 0, 0, 0, 7,  // one kept (any nonzero keeps)
                                                          1, 1, 1, 1, 1, 1},
                                     {4, 6});
   Tensor y = softmax(x, mask);
@@ -261,15 +261,28 @@ std::vector<BadRow> softmax_bad_inputs() {
   const Tensor x = Tensor::zeros({2, 3});
   const Throws shape = Throws::shape_error;
   return {
-      {"mask_rows", [=] { softmax(x, Tensor::zeros({2, 1}, DType::i32)); }, shape,
-       "softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)"},
+      {"mask_rows",
+       [=] {
+         softmax(x, Tensor::zeros({2, 1}, DType::i32));
+       },
+       shape, "softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (2, 1)"},
       {"log_softmax_mask_rank_1", [=] { log_softmax(x, Tensor::zeros({3}, DType::i32)); }, shape,
        "log_softmax: 'mask' expected (2, 3) (exactly the shape of 'x', no broadcasting), got (3)"},
-      {"mask_rank_3", [=] { softmax(x, Tensor::zeros({1, 2, 3}, DType::i32)); }, shape, "got (1, 2, 3)"},
-      {"mask_float", [=] { softmax(x, Tensor::zeros({2, 3})); }, shape,
-       "softmax: 'mask' expected dtype int32, got float32"},
-      {"x_int", [] { softmax(Tensor::zeros({2, 3}, DType::i32)); }, shape,
-       "softmax: 'x' expected dtype float32, got int32"},
+      {"mask_rank_3",
+       [=] {
+         softmax(x, Tensor::zeros({1, 2, 3}, DType::i32));
+       },
+       shape, "got (1, 2, 3)"},
+      {"mask_float",
+       [=] {
+         softmax(x, Tensor::zeros({2, 3}));
+       },
+       shape, "softmax: 'mask' expected dtype int32, got float32"},
+      {"x_int",
+       [] {
+         softmax(Tensor::zeros({2, 3}, DType::i32));
+       },
+       shape, "softmax: 'x' expected dtype float32, got int32"},
       {"log_softmax_x_undefined", [] { log_softmax(Tensor()); }, shape,
        "log_softmax: 'x' expected (..., N), got an undefined tensor"},
       {"x_scalar", [] { softmax(Tensor::scalar(1.0f)); }, shape,

@@ -10,7 +10,6 @@
 
 #include "attn/cpu.h"
 #include "attn/error.h"
-#include "attn/cpu.h"
 
 int main(int argc, char** argv) {
   const char* attn_isa = std::getenv("ATTN_ISA");

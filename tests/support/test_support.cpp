@@ -1,9 +1,10 @@
 #include "test_support.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -122,8 +123,8 @@ Tensor ragged_mask(const Shape& shape, const std::vector<int64_t>& lengths) {
   }
   if (worst < 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << "tensors differ, shape " << actual.shape().str() << ", worst flat index "
-                                       << worst << ": actual " << a[worst] << ", expected " << e[worst]
-                                       << " (allowed " << atol << " * scale " << scale << " + " << rtol << " * |expected|)";
+                                       << worst << ": actual " << a[worst] << ", expected " << e[worst] << " (allowed "
+                                       << atol << " * scale " << scale << " + " << rtol << " * |expected|)";
 }
 
 namespace {
@@ -164,8 +165,7 @@ double weighted_sum(const Tensor& y, const std::vector<double>& w) {
       const double got = analytic.f32()[i];
       if (std::fabs(got - numeric) > options.atol + options.rtol * std::fabs(numeric)) {
         return ::testing::AssertionFailure() << "gradcheck: input " << k << " shape " << x.shape().str()
-                                             << ", flat index " << i << ": analytic " << got << ", numeric "
-                                             << numeric;
+                                             << ", flat index " << i << ": analytic " << got << ", numeric " << numeric;
       }
     }
   }

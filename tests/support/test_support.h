@@ -61,7 +61,7 @@ class TempDirTest : public ::testing::Test {
                                          float rtol = 1e-4f);
 
 struct GradcheckOptions {
-  double eps = 1e-2;   // finite-difference step (float32 forward: larger steps, less rounding noise)
+  double eps = 1e-2;  // finite-difference step (float32 forward: larger steps, less rounding noise)
   double atol = 2e-3;
   double rtol = 2e-2;
 };
@@ -76,24 +76,24 @@ struct GradcheckOptions {
 
 // In a test body or SetUp: skips the test (ctest shows it as Skipped) when the data file is
 // missing, or fails it when data_required().
-#define ATTN_SKIP_WITHOUT_DATA(relative_path)                                                      \
-  do {                                                                                            \
-    if (!::attn::testing::data_file_exists(relative_path)) {                                      \
-      if (::attn::testing::data_required())                                                       \
+#define ATTN_SKIP_WITHOUT_DATA(relative_path)                                                              \
+  do {                                                                                                     \
+    if (!::attn::testing::data_file_exists(relative_path)) {                                               \
+      if (::attn::testing::data_required())                                                                \
         FAIL() << "ATTN_REQUIRE_DATA is set but " << ::attn::testing::data_dir() << "/" << (relative_path) \
-               << " is missing";                                                                  \
-      GTEST_SKIP() << "no " << (relative_path) << " under " << ::attn::testing::data_dir();        \
-    }                                                                                             \
+               << " is missing";                                                                           \
+      GTEST_SKIP() << "no " << (relative_path) << " under " << ::attn::testing::data_dir();                \
+    }                                                                                                      \
   } while (0)
 
 // Asserts that `statement` throws `exception_type` whose message contains `substring`.
-#define EXPECT_THROW_MSG(statement, exception_type, substring)                                 \
-  do {                                                                                        \
-    try {                                                                                     \
-      statement;                                                                              \
-      ADD_FAILURE() << "expected " #exception_type " containing \"" << (substring) << "\"";   \
-    } catch (const exception_type& e) {                                                       \
-      EXPECT_NE(std::string(e.what()).find(substring), std::string::npos)                     \
-          << "message was: " << e.what() << "\nexpected to contain: " << (substring);         \
-    }                                                                                         \
+#define EXPECT_THROW_MSG(statement, exception_type, substring)                              \
+  do {                                                                                      \
+    try {                                                                                   \
+      statement;                                                                            \
+      ADD_FAILURE() << "expected " #exception_type " containing \"" << (substring) << "\""; \
+    } catch (const exception_type& e) {                                                     \
+      EXPECT_NE(std::string(e.what()).find(substring), std::string::npos)                   \
+          << "message was: " << e.what() << "\nexpected to contain: " << (substring);       \
+    }                                                                                       \
   } while (0)

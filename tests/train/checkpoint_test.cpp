@@ -1,11 +1,10 @@
 #include "attn/train/checkpoint.h"
 
-#include "attn/decode/checkpoint_kind.h"
-
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
+#include "attn/decode/checkpoint_kind.h"
 #include "test_support.h"
 
 namespace attn::train {
@@ -84,8 +83,9 @@ TEST(Checkpoint, NonFiniteOptimizerStateIsRefused) {
   ASSERT_FALSE(damaged.empty());
   Tensor w = make_param("w", {0, 0, 0}), b = make_param("b", {0});
   Adam resumed({w, b}, AdamOptions{.lr = 0.1f});
-  EXPECT_THROW_MSG(load_optimizer_state(file, resumed, path), ValueError,
-                   path + ": optimizer state '" + damaged + "' holds NaN (a damaged checkpoint: cannot resume from it)");
+  EXPECT_THROW_MSG(
+      load_optimizer_state(file, resumed, path), ValueError,
+      path + ": optimizer state '" + damaged + "' holds NaN (a damaged checkpoint: cannot resume from it)");
 }
 
 // A checkpoint without checksums (another tool, an older attn) loads, with a note.
@@ -100,8 +100,9 @@ TEST(Checkpoint, UnverifiedFileLoadsWithANote) {
   ::testing::internal::CaptureStderr();
   EXPECT_EQ(read_run_metadata(file, path, "attn-test", "x").at("format"), "attn-test");
   const std::string said = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(said.find(path + " has no checksums (written by another tool or an older attn): its tensors are unverified"),
-            std::string::npos)
+  EXPECT_NE(
+      said.find(path + " has no checksums (written by another tool or an older attn): its tensors are unverified"),
+      std::string::npos)
       << said;
   fs::remove(path);
 }
@@ -130,7 +131,8 @@ TEST(Checkpoint, Errors) {
   EXPECT_EQ(checkpoint_format(path), "");
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "not a JSON object");
   io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, "{broken"}});
-  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError, "'attn' metadata is not valid JSON");
+  EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
+                   "'attn' metadata is not valid JSON");
   // Nested deeper than attn/json.h's limit: refused by name (it overflowed the stack later).
   io::save_safetensors(path, trained.parameters(),
                        {{io::kAttnMetadataKey, std::string(100000, '[') + std::string(100000, ']')}});
@@ -138,10 +140,12 @@ TEST(Checkpoint, Errors) {
                    "'attn' metadata nests deeper than 64 levels");
   EXPECT_EQ(checkpoint_format(path), "");
   // A version from a newer attn, or one that is not a version at all.
-  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": 99})"}});
+  io::save_safetensors(path, trained.parameters(),
+                       {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": 99})"}});
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
                    "written by a newer attn (checkpoint version 99; this one reads up to 1)");
-  io::save_safetensors(path, trained.parameters(), {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": "1"})"}});
+  io::save_safetensors(path, trained.parameters(),
+                       {{io::kAttnMetadataKey, R"({"format": "attn-test", "version": "1"})"}});
   EXPECT_THROW_MSG(read_run_metadata(io::load_safetensors(path), path, "attn-test", "x"), IoError,
                    "bad 'attn' metadata: version \"1\"");
   EXPECT_THROW(checkpoint_format("/nonexistent/model.safetensors"), IoError);
@@ -164,14 +168,16 @@ TEST(CheckpointKind, FormatsNameTheirKinds) {
 TEST(CheckpointKind, ReadFromTheFileAndRequired) {
   using decode::CheckpointKind;
   Trained trained;
-  const std::string lm = attn::testing::temp_path("kind_lm.safetensors"), other = attn::testing::temp_path("kind_other.safetensors");
+  const std::string lm = attn::testing::temp_path("kind_lm.safetensors"),
+                    other = attn::testing::temp_path("kind_other.safetensors");
   save_run_checkpoint(lm, trained.parameters(), {{"format", "attn-lm"}, {"step", 2}}, &trained.adam);
   save_run_checkpoint(other, trained.parameters(), {{"format", "attn-test"}}, &trained.adam);
   EXPECT_EQ(decode::checkpoint_kind(lm), CheckpointKind::lm);
   EXPECT_EQ(decode::find_checkpoint_kind(lm), CheckpointKind::lm);
   EXPECT_EQ(decode::require_checkpoint_kind(lm, {CheckpointKind::translation, CheckpointKind::lm}), CheckpointKind::lm);
-  EXPECT_THROW_MSG(decode::require_checkpoint_kind(lm, {CheckpointKind::seq2seq, CheckpointKind::translation}, "; hint"),
-                   ValueError, lm + " is not a seq2seq or translation checkpoint (format 'attn-lm'); hint");
+  EXPECT_THROW_MSG(
+      decode::require_checkpoint_kind(lm, {CheckpointKind::seq2seq, CheckpointKind::translation}, "; hint"), ValueError,
+      lm + " is not a seq2seq or translation checkpoint (format 'attn-lm'); hint");
   EXPECT_THROW_MSG(decode::require_checkpoint_kind(lm, {CheckpointKind::classifier}), ValueError,
                    "is not a classifier checkpoint (format 'attn-lm')");
   EXPECT_FALSE(decode::find_checkpoint_kind(other).has_value());

@@ -1,10 +1,10 @@
 #include "attn/train/classifier_trainer.h"
 
-#include <filesystem>
-#include <cstdlib>
-#include <fstream>
-
 #include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
@@ -117,7 +117,8 @@ TEST_F(ClassifierTrainer, StopFlagSavesAndReturns) {
 TEST_F(ClassifierTrainer, OptionAndFileErrors) {
   ClassifierTrainOptions o = small_run();
   o.model = "cnn";
-  EXPECT_THROW_MSG(train_classifier(o), ValueError, "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)");
+  EXPECT_THROW_MSG(train_classifier(o), ValueError,
+                   "unknown --model 'cnn' (valid: bilstm, bilstm-attn, transformer-cls)");
   o = small_run();
   o.batch = 0;
   EXPECT_THROW_MSG(train_classifier(o), ValueError, "--batch must be >= 1, got 0");
@@ -133,7 +134,8 @@ TEST_F(ClassifierTrainer, OptionAndFileErrors) {
   const std::string other = out_ + "/other.safetensors";
   io::save_safetensors(other, {{"w", Tensor::zeros({2})}}, {{io::kAttnMetadataKey, R"({"format": "attn-seq2seq"})"}});
   EXPECT_EQ(checkpoint_format(other), "attn-seq2seq");
-  EXPECT_THROW_MSG(load_classifier(other), IoError, "not an attn classifier checkpoint (metadata format 'attn-seq2seq')");
+  EXPECT_THROW_MSG(load_classifier(other), IoError,
+                   "not an attn classifier checkpoint (metadata format 'attn-seq2seq')");
 }
 
 }  // namespace

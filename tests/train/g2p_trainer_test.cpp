@@ -48,8 +48,12 @@ class G2pTrainer : public testing::TempDirTest {
   }
 };
 
-const nlohmann::json kConfig = {{"emb", 16}, {"hidden", 32}, {"attention", "bahdanau"}, {"score", "location_aware"},
-                                {"location_filters", 3}, {"location_width", 5}};
+const nlohmann::json kConfig = {{"emb", 16},
+                                {"hidden", 32},
+                                {"attention", "bahdanau"},
+                                {"score", "location_aware"},
+                                {"location_filters", 3},
+                                {"location_width", 5}};
 
 TEST_F(G2pTrainer, LearnsAndItsCheckpointPronounces) {
   const G2pResult r = train_g2p(TranslatorKind::rnn, kConfig, options(150));

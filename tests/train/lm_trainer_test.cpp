@@ -1,10 +1,9 @@
 #include "attn/train/lm_trainer.h"
 
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "attn/data/text.h"
 #include "attn/decode/sample.h"
@@ -33,7 +32,9 @@ models::TransformerConfig one_layer_lm(int64_t d_model, int64_t heads, int64_t f
 TEST(CharVocab, Utf8Characters) {
   EXPECT_EQ(utf8_characters("aé€😀"), (std::vector<std::string>{"a", "é", "€", "😀"}));
   EXPECT_EQ(utf8_characters(std::string("a\xC3")), (std::vector<std::string>{"a", "\xEF\xBF\xBD"}));  // truncated é
-  EXPECT_EQ(utf8_characters(std::string("\xFF" "b")), (std::vector<std::string>{"\xEF\xBF\xBD", "b"}));
+  EXPECT_EQ(utf8_characters(std::string("\xFF"
+                                        "b")),
+            (std::vector<std::string>{"\xEF\xBF\xBD", "b"}));
   EXPECT_TRUE(utf8_characters("").empty());
 }
 

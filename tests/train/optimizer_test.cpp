@@ -255,7 +255,8 @@ TEST(Optimizer, LoadStateChecksEverythingFirst) {
   Tensor q = make_param();
   Adam fresh({q});
   EXPECT_THROW_MSG(fresh.load_state(with(1, "optimizer.0.exp_avg", Tensor::zeros({4}))), ValueError,
-                   "Adam: load_state: entry 'optimizer.0.exp_avg' expected float32 (5) (the shape of parameter #0 'p'), got float32 (4)");
+                   "Adam: load_state: entry 'optimizer.0.exp_avg' expected float32 (5) (the shape of parameter #0 "
+                   "'p'), got float32 (4)");
   EXPECT_THROW_MSG(fresh.load_state(with(1, "optimizer.0.momentum_buffer", Tensor::zeros({5}))), ValueError,
                    "unexpected entry 'optimizer.0.momentum_buffer' (Adam keeps no 'momentum_buffer')");
   EXPECT_THROW_MSG(fresh.load_state(with(1, "optimizer.3.exp_avg", Tensor::zeros({5}))), ValueError,
@@ -283,7 +284,8 @@ TEST(Optimizer, ConstructionErrors) {
   EXPECT_THROW_MSG(Adam({Tensor::zeros({2}, DType::i32)}), ValueError, "Adam: parameter #0 must be float32, got int32");
   EXPECT_THROW_MSG(SGD({p}, {.lr = -0.1f}), ValueError, "SGD: invalid learning rate -0.1");
   EXPECT_THROW_MSG(SGD({p}, {.momentum = -0.5f}), ValueError, "SGD: invalid momentum -0.5");
-  EXPECT_THROW_MSG(SGD({p}, {.nesterov = true}), ValueError, "nesterov momentum requires momentum > 0 and dampening = 0");
+  EXPECT_THROW_MSG(SGD({p}, {.nesterov = true}), ValueError,
+                   "nesterov momentum requires momentum > 0 and dampening = 0");
   EXPECT_THROW_MSG(SGD({p}, {.momentum = 0.9f, .dampening = 0.1f, .nesterov = true}), ValueError,
                    "nesterov momentum requires");
   EXPECT_THROW_MSG(Adam({p}, {.beta1 = 1.0f}), ValueError, "Adam: invalid beta1 1");

@@ -1,9 +1,8 @@
 // The run folder (train/run.h: lock_run_folder) and the seq2seq trainer's size checks:
 // --overwrite keeps the old run until the new one has saved a model, --resume into a missing
 // folder makes nothing, and products of user-given sizes are checked before any allocation.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -99,7 +98,8 @@ TEST(Seq2SeqSizes, ProductsOfOptionsAreCheckedBeforeAllocating) {
     o.validate();
     FAIL() << "a pool of 4,294,971,392 sources was accepted";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("--bucket 1048577 x --batch 4096: more than 2147483647 sources"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--bucket 1048577 x --batch 4096: more than 2147483647 sources"),
+              std::string::npos)
         << e.what();
   }
   o.batch = 64;
@@ -111,7 +111,8 @@ TEST(Seq2SeqSizes, ProductsOfOptionsAreCheckedBeforeAllocating) {
     check_run_memory(config, o);
     FAIL() << "a pool of 1.92e9 sources was accepted";
   } catch (const ValueError& e) {
-    EXPECT_NE(std::string(e.what()).find("--bucket 30000000 x --batch 64: a pool of 1920000000 sources"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("--bucket 30000000 x --batch 64: a pool of 1920000000 sources"),
+              std::string::npos)
         << e.what();
   }
   o.bucket = 1;

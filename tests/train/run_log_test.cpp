@@ -5,7 +5,6 @@
 // warning; a damaged line anywhere else is still an error naming it.
 #include "attn/train/run_log.h"
 
-
 #include "test_support.h"
 
 namespace attn::train {
@@ -25,13 +24,15 @@ TEST_F(RunLogTest, ResumeAfterAPartialLineStartsAFreshLine) {
     log.write({{"run", nlohmann::json::object()}, {"step", 10}, {"resume", true}});
     log.write({{"step", 15}, {"loss", 1.25}});
   }
-  EXPECT_EQ(read(), "{\"run\": {}, \"step\": 0, \"resume\": false}\n{\"step\": 5, \"loss\": 1.5}\n{\"step\": 10, \"lo\n"
-                    "{\"resume\":true,\"run\":{},\"step\":10}\n{\"loss\":1.25,\"step\":15}\n");
+  EXPECT_EQ(read(),
+            "{\"run\": {}, \"step\": 0, \"resume\": false}\n{\"step\": 5, \"loss\": 1.5}\n{\"step\": 10, \"lo\n"
+            "{\"resume\":true,\"run\":{},\"step\":10}\n{\"loss\":1.25,\"step\":15}\n");
   const RunLogRecords read_back = read_run_log(log_path());
   ASSERT_EQ(read_back.records.size(), 4u);  // the partial line skipped, every other record kept
   EXPECT_EQ(read_back.records[3]["step"], 15);
   ASSERT_EQ(read_back.warnings.size(), 1u);
-  EXPECT_NE(read_back.warnings[0].find("log.jsonl: line 3 is not valid JSON: "), std::string::npos) << read_back.warnings[0];
+  EXPECT_NE(read_back.warnings[0].find("log.jsonl: line 3 is not valid JSON: "), std::string::npos)
+      << read_back.warnings[0];
   // A whole log resumed gets no extra blank line.
   put("{\"step\": 1}\n");
   JsonlLog(log_path(), true).write({{"step", 2}});

@@ -2,17 +2,16 @@
 // included (the random streams are saved), and the loop's shared rules.
 #include "attn/train/run.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <cmath>
 #include <limits>
 #include <optional>
-
-#include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include "attn/io/safetensors.h"
 #include "attn/nn/layers.h"
@@ -54,7 +53,8 @@ void expect_identical_checkpoints(const std::string& a_path, const std::string& 
     if (std::memcmp(px, py, bytes) == 0) continue;
     double worst = 0.0;
     if (x.dtype() == DType::f32)
-      for (int64_t k = 0; k < x.numel(); ++k) worst = std::max(worst, static_cast<double>(std::fabs(x.f32()[k] - y->f32()[k])));
+      for (int64_t k = 0; k < x.numel(); ++k)
+        worst = std::max(worst, static_cast<double>(std::fabs(x.f32()[k] - y->f32()[k])));
     if (++differing <= 3) ADD_FAILURE() << "tensor '" << name << "' differs (max |d| " << worst << ")";
   }
   EXPECT_EQ(differing, 0) << "tensors differ between " << a_path << " and " << b_path;
@@ -144,7 +144,8 @@ TEST(RunResume, ClassifierWithDropoutIsBitIdentical) {
   o.warmup = 3;
   o.log_every = 3;
   // Stopped inside the first epoch: the resumed run must find its place in that epoch's batches.
-  expect_resume_is_bit_identical(o, "classifier", 7, [](const ClassifierTrainOptions& x) { return train_classifier(x); });
+  expect_resume_is_bit_identical(o, "classifier", 7,
+                                 [](const ClassifierTrainOptions& x) { return train_classifier(x); });
 }
 
 TEST(RunResume, CharLmWithDropoutIsBitIdentical) {
@@ -187,9 +188,11 @@ TranslationOptions tiny_translation_options() {
 }
 
 TEST(RunResume, TranslationTransformerWithDropoutIsBitIdentical) {
-  if (!testing::data_file_exists("multi30k/raw/train.de.gz")) GTEST_SKIP() << "no Multi30k data under " << testing::data_dir();
-  const nlohmann::json config = {{"d_model", 16}, {"heads", 2}, {"ffn", 32}, {"encoder_layers", 1},
-                                 {"decoder_layers", 1}, {"dropout", 0.3}, {"share_embeddings", true}};
+  if (!testing::data_file_exists("multi30k/raw/train.de.gz"))
+    GTEST_SKIP() << "no Multi30k data under " << testing::data_dir();
+  const nlohmann::json config = {{"d_model", 16},           {"heads", 2},          {"ffn", 32},
+                                 {"encoder_layers", 1},     {"decoder_layers", 1}, {"dropout", 0.3},
+                                 {"share_embeddings", true}};
   const TranslationOptions o = tiny_translation_options();
   expect_resume_is_bit_identical(o, "translation", 5, [&](const TranslationOptions& x) {
     return train_translation(TranslatorKind::transformer, config, x);
@@ -197,7 +200,8 @@ TEST(RunResume, TranslationTransformerWithDropoutIsBitIdentical) {
 }
 
 TEST(RunResume, TranslationRnnWithDropoutIsBitIdentical) {
-  if (!testing::data_file_exists("multi30k/raw/train.de.gz")) GTEST_SKIP() << "no Multi30k data under " << testing::data_dir();
+  if (!testing::data_file_exists("multi30k/raw/train.de.gz"))
+    GTEST_SKIP() << "no Multi30k data under " << testing::data_dir();
   // Two layers, so that the dropout between them draws from its stream; Luong with input feeding.
   const nlohmann::json config = {{"emb", 8}, {"hidden", 8}, {"layers", 2}, {"dropout", 0.3}, {"attention", "luong"}};
   const TranslationOptions o = tiny_translation_options();
@@ -303,7 +307,9 @@ TEST(Run, OneRankCommunicatorReducesEveryStepAndChangesNothing) {
       EXPECT_EQ(v.size(), 1u);  // CountingTask's one parameter, packed
       return single.start_all_reduce_sum(v);
     }
-    void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override { single.all_gather(mine, all); }
+    void all_gather(std::span<const std::byte> mine, std::span<std::byte> all) override {
+      single.all_gather(mine, all);
+    }
     void broadcast(std::span<std::byte>, int) override {}
     void barrier() override {}
     distributed::SingleProcessCommunicator single;

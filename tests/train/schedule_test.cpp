@@ -23,7 +23,8 @@ TEST(LrSchedule, ConstantWithAndWithoutWarmup) {
 }
 
 TEST(LrSchedule, LinearWarmupDecay) {
-  LrSchedule s({.kind = Kind::linear_warmup_decay, .base_lr = 1.0f, .warmup_steps = 2, .total_steps = 10, .min_lr = 0.2f});
+  LrSchedule s(
+      {.kind = Kind::linear_warmup_decay, .base_lr = 1.0f, .warmup_steps = 2, .total_steps = 10, .min_lr = 0.2f});
   EXPECT_FLOAT_EQ(s.lr_at(0), 0.5f);
   EXPECT_FLOAT_EQ(s.lr_at(1), 1.0f);  // peak at s = w
   // s = 6: halfway from s = 2 to s = 10 -> 0.6
@@ -76,13 +77,15 @@ TEST(LrSchedule, KindNames) {
 TEST(LrSchedule, Validation) {
   EXPECT_THROW_MSG(LrSchedule({.base_lr = 0.0f}), ValueError, "base_lr must be finite and > 0, got 0");
   EXPECT_THROW_MSG(LrSchedule({.base_lr = NAN}), ValueError, "base_lr must be finite and > 0, got nan");
-  EXPECT_THROW_MSG(LrSchedule({.base_lr = 1.0f, .min_lr = -0.1f}), ValueError, "min_lr must be finite and >= 0, got -0.1");
+  EXPECT_THROW_MSG(LrSchedule({.base_lr = 1.0f, .min_lr = -0.1f}), ValueError,
+                   "min_lr must be finite and >= 0, got -0.1");
   EXPECT_THROW_MSG(LrSchedule({.base_lr = 1.0f, .min_lr = 2.0f}), ValueError, "min_lr 2 is larger than base_lr 1");
   EXPECT_THROW_MSG(LrSchedule({.warmup_steps = -1}), ValueError, "warmup_steps must be >= 0, got -1");
   EXPECT_THROW_MSG(LrSchedule({.total_steps = -5}), ValueError, "total_steps must be >= 0, got -5");
   EXPECT_THROW_MSG(LrSchedule({.kind = Kind::cosine, .warmup_steps = 10, .total_steps = 10}), ValueError,
                    "cosine needs total_steps > warmup_steps, got total_steps 10 and warmup_steps 10");
-  EXPECT_THROW_MSG(LrSchedule({.kind = Kind::linear_warmup_decay}), ValueError, "linear_warmup_decay needs total_steps");
+  EXPECT_THROW_MSG(LrSchedule({.kind = Kind::linear_warmup_decay}), ValueError,
+                   "linear_warmup_decay needs total_steps");
   EXPECT_THROW_MSG(LrSchedule().lr_at(-1), ValueError, "lr schedule: step must be >= 0, got -1");
 }
 

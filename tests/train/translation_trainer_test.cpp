@@ -1,11 +1,10 @@
 #include "attn/train/translation_trainer.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "attn/data/bleu.h"
 #include "attn/data/parallel.h"
@@ -114,8 +113,13 @@ TEST(TranslationTrainer, RnnBahdanauLearns) {
 
 TEST(TranslationTrainer, TransformerLearns) {
   expect_learns(TranslatorKind::transformer,
-                {{"d_model", 32}, {"heads", 2}, {"ffn", 64}, {"encoder_layers", 1}, {"decoder_layers", 1},
-                 {"dropout", 0.0}, {"share_embeddings", true}},
+                {{"d_model", 32},
+                 {"heads", 2},
+                 {"ffn", 64},
+                 {"encoder_layers", 1},
+                 {"decoder_layers", 1},
+                 {"dropout", 0.0},
+                 {"share_embeddings", true}},
                 150);
 }
 
@@ -177,7 +181,8 @@ TEST(TranslationTrainer, LoadErrors) {
     metadata[io::kAttnMetadataKey] = meta.dump();
     const std::string path = out + "/bad_tokenizer.safetensors";
     io::save_safetensors(path, file.tensors, metadata);
-    EXPECT_THROW_MSG(load_translator(path), IoError, "tokenizer '" + bad + "' is not a file name beside the checkpoint");
+    EXPECT_THROW_MSG(load_translator(path), IoError,
+                     "tokenizer '" + bad + "' is not a file name beside the checkpoint");
   }
 }
 

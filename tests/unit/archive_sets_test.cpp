@@ -101,8 +101,9 @@ TEST(ArchiveMembers, ReadsZipAndTgzMembersByNameOrFolderSuffix) {
     ASSERT_EQ(got.size(), 2u) << path;
     EXPECT_EQ(got.at("fra.txt"), "Go.\tVa !\n");
     EXPECT_EQ(got.at("_about.txt"), "about\n");
-    EXPECT_NE(error_of([&] { io::read_archive_members(path.string(), {"fra.txt", "missing.txt"}, 1 << 20); })
-                  .find("the archive has no member missing.txt"),
+    EXPECT_NE(error_of([&] {
+                io::read_archive_members(path.string(), {"fra.txt", "missing.txt"}, 1 << 20);
+              }).find("the archive has no member missing.txt"),
               std::string::npos);
     EXPECT_NE(error_of([&] { io::read_archive_members(path.string(), {"fra.txt"}, 4); }).find("is larger than 4 bytes"),
               std::string::npos);
@@ -122,16 +123,19 @@ TEST(ArchiveMembers, DamagedOrNotAnArchiveIsAnIoError) {
     EXPECT_NE(error.find("damaged"), std::string::npos) << path << ": " << error;
   }
   std::ofstream(s.dir / "text.zip") << "not an archive at all\n";
-  EXPECT_NE(error_of([&] { io::read_archive_members((s.dir / "text.zip").string(), {"fra.txt"}, 1 << 20); })
-                .find("not a zip or tar archive, or a damaged one"),
+  EXPECT_NE(error_of([&] {
+              io::read_archive_members((s.dir / "text.zip").string(), {"fra.txt"}, 1 << 20);
+            }).find("not a zip or tar archive, or a damaged one"),
             std::string::npos);
 }
 
 TEST(CmudictModule, WritesEachEntryAsALineInTheObjectsOrder) {
-  const std::string js = "/** @type {{ [word: string]: string }} */\nexport const dictionary = {\n"
-                         "  \"'bout\": \"B AW1 T\",\n  \"a(2)\": \"EY1\",\n  \"aaa\": \"T R IH2 P AH0 L EY1\"\n}\n";
+  const std::string js =
+      "/** @type {{ [word: string]: string }} */\nexport const dictionary = {\n"
+      "  \"'bout\": \"B AW1 T\",\n  \"a(2)\": \"EY1\",\n  \"aaa\": \"T R IH2 P AH0 L EY1\"\n}\n";
   EXPECT_EQ(data::cmudict_lines_from_npm_module(js), "'bout  B AW1 T\na(2)  EY1\naaa  T R IH2 P AH0 L EY1\n");
-  EXPECT_EQ(data::cmudict_lines_from_npm_module("export const dictionary = {\"zed\": \"Z EH1 D\"};\n"), "zed  Z EH1 D\n");
+  EXPECT_EQ(data::cmudict_lines_from_npm_module("export const dictionary = {\"zed\": \"Z EH1 D\"};\n"),
+            "zed  Z EH1 D\n");
 }
 
 TEST(CmudictModule, RefusesWhatIsNotThePackagesDictionaryInOneLine) {
@@ -183,12 +187,14 @@ class ArchiveSetFromMirror : public ::testing::Test {
   fs::path zip() const { return s.dir / "mirror/tatoeba-fra-eng/fra-eng.zip"; }
   void make_zip(const std::string& fra) {
     fs::create_directories(zip().parent_path());
-    write_archive(zip(), {{"_about.txt", read_file(testing::data_dir() + "/tatoeba-fra-eng/_about.txt")}, {"fra.txt", fra}},
+    write_archive(zip(),
+                  {{"_about.txt", read_file(testing::data_dir() + "/tatoeba-fra-eng/_about.txt")}, {"fra.txt", fra}},
                   true);
   }
   std::string shared_fra() const {
     std::string fra;
-    for (const std::string& line : data::read_lines(testing::data_dir() + "/tatoeba-fra-eng/fra.txt.gz")) fra += line + "\n";
+    for (const std::string& line : data::read_lines(testing::data_dir() + "/tatoeba-fra-eng/fra.txt.gz"))
+      fra += line + "\n";
     return fra;
   }
   data::GetOptions options(const std::string& pin) const {

@@ -23,14 +23,11 @@ std::string parse_error(const std::vector<std::string>& lines) {
 }
 
 TEST(Cmudict, ReadsEntriesAlternativesAndComments) {
-  const std::vector<CmudictEntry> d = parse_cmudict({";;; a comment line of the old format",
-                                                     "a  AH0",
-                                                     "a(2)  EY1",
-                                                     "",
-                                                     "aalborg  AO1 L B AO0 R G # place, danish",
-                                                     "D'Artagnan D AH0 R T AE1 NG Y AH0 N",  // one space, upper case
-                                                     "aalborg(2)\tAA1 L B AO0 R G"},
-                                                    "dict");
+  const std::vector<CmudictEntry> d = parse_cmudict(
+      {";;; a comment line of the old format", "a  AH0", "a(2)  EY1", "", "aalborg  AO1 L B AO0 R G # place, danish",
+       "D'Artagnan D AH0 R T AE1 NG Y AH0 N",  // one space, upper case
+       "aalborg(2)\tAA1 L B AO0 R G"},
+      "dict");
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].word, "a");
   EXPECT_EQ(d[0].pronunciations, (std::vector<Pron>{{"AH0"}, {"EY1"}}));
@@ -45,7 +42,8 @@ TEST(Cmudict, BadLinesNameTheirLineNumber) {
   EXPECT_EQ(parse_error({"a  AH0", "b"}), "dict:2: 'b' has no phonemes (expected: word  PH ON EMES)");
   EXPECT_EQ(parse_error({"a  AH0", "", "b  B QX1"}),
             "dict:3: unknown phoneme 'QX1' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
-  EXPECT_EQ(parse_error({"b  b iy1"}), "dict:1: unknown phoneme 'b' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
+  EXPECT_EQ(parse_error({"b  b iy1"}),
+            "dict:1: unknown phoneme 'b' (valid: the 84 ARPAbet symbols of cmudict.symbols)");
   EXPECT_EQ(parse_error({"b(1)  B IY1"}), "dict:1: alternative 'b(1)' is not word(N) with N >= 2");
   EXPECT_EQ(parse_error({"b(x)  B IY1"}), "dict:1: alternative 'b(x)' is not word(N) with N >= 2");
   EXPECT_EQ(parse_error({"(2)  B IY1"}), "dict:1: alternative '(2)' is not word(N) with N >= 2");
@@ -66,8 +64,8 @@ TEST(Cmudict, SymbolSets) {
   EXPECT_EQ(p[1], "AA0");
   EXPECT_EQ(p.back(), "ZH");
   EXPECT_EQ(cmudict_letters().size(), 29u);
-  EXPECT_EQ(cmudict_spell("O'Neil-Smith."), (std::vector<std::string>{"o", "'", "n", "e", "i", "l", "-", "s", "m", "i",
-                                                                       "t", "h", "."}));
+  EXPECT_EQ(cmudict_spell("O'Neil-Smith."),
+            (std::vector<std::string>{"o", "'", "n", "e", "i", "l", "-", "s", "m", "i", "t", "h", "."}));
   EXPECT_THROW(cmudict_spell(""), ValueError);
   EXPECT_THROW(cmudict_spell("a b"), ValueError);
 }

@@ -1,5 +1,7 @@
 // CPU features -> OpenBLAS kernels (kernels::blas_core_for), when attn replaces OpenBLAS's own
 // pick, the OpenMP wait-policy default, and that this test executable runs the chosen kernels.
+#include "attn/cpu.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -7,10 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "attn/cpu.h"
 #include "attn/error.h"
-#include "kernels/blas.h"
 #include "attn/parallel.h"
+#include "kernels/blas.h"
 #include "test_support.h"
 
 extern "C" char* openblas_get_corename(void);
@@ -165,11 +166,11 @@ TEST(BlasCoreShouldSwitch, OnlyUpwardsAndNeverOverTheUser) {
   EXPECT_FALSE(kernels::blas_core_should_switch("Prescott", "Prescott", "Cooperlake"));  // the user wins
   EXPECT_FALSE(kernels::blas_core_should_switch("", "Prescott", "Cooperlake"));
   EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Cooperlake", "Cooperlake"));
-  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Zen", "Haswell"));           // same rank: keep
-  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Bulldozer", "Sandybridge"));  // OpenBLAS's model pick
+  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Zen", "Haswell"));                // same rank: keep
+  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Bulldozer", "Sandybridge"));      // OpenBLAS's model pick
   EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "SapphireRapids", "Cooperlake"));  // never down
   EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "SomeFutureCore", "Cooperlake"));  // unknown: keep
-  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Prescott", ""));  // not x86
+  EXPECT_FALSE(kernels::blas_core_should_switch(nullptr, "Prescott", ""));                  // not x86
 }
 
 TEST(BlasCoreState, ThisExecutableRunsTheChosenKernels) {
@@ -197,7 +198,7 @@ TEST(ReadCpuFeatures, IsConsistent) {
   EXPECT_TRUE(f.sse3) << "every x86-64 CPU OpenBLAS supports has SSE3";
 #endif
   if (has_avx512(f)) EXPECT_TRUE(has_avx2(f));
-  // This build's own instruction set must be there (the library is x86-64-v2; CXXFLAGS may ask for more).
+    // This build's own instruction set must be there (the library is x86-64-v2; CXXFLAGS may ask for more).
 #ifdef __AVX2__
   EXPECT_TRUE(has_avx2(f));
 #endif
@@ -225,8 +226,9 @@ TEST(IsaLevel, BestLevelFollowsTheFeatures) {
   with_avx2(g).bmi2 = false;
   EXPECT_EQ(best_isa_level(g), IsaLevel::baseline);
   EXPECT_EQ(isa_level_missing(IsaLevel::avx2, g), "BMI2");
-  EXPECT_EQ(isa_level_missing(IsaLevel::avx512, g), "BMI2, AVX-512F, AVX-512CD, AVX-512DQ, AVX-512BW, AVX-512VL, "
-                                                    "ZMM state saved by the OS");
+  EXPECT_EQ(isa_level_missing(IsaLevel::avx512, g),
+            "BMI2, AVX-512F, AVX-512CD, AVX-512DQ, AVX-512BW, AVX-512VL, "
+            "ZMM state saved by the OS");
   // Not x86: only the baseline (the library's own flags).
   EXPECT_EQ(isa_level_missing(IsaLevel::baseline, CpuFeatures{}), "");
   EXPECT_EQ(best_isa_level(CpuFeatures{}), IsaLevel::baseline);

@@ -3,12 +3,12 @@
 // the wrong count) as one-line errors naming the file and line.
 #include "attn/data/embeddings.h"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <fstream>
-
-#include <zlib.h>
+#include <limits>
 
 #include "attn/error.h"
 #include "test_support.h"
@@ -82,7 +82,8 @@ TEST(WordVectors, MalformedFilesAreOneLineErrors) {
                      "short.vec:3: 'movie' has 2 values, expected 3");
   expect_value_error([] { parse_word_vectors("the 1 2\nmovie nan 2\n", "nan.txt"); },
                      "nan.txt:2: the vector of 'movie' has a value that is not finite");
-  expect_value_error([] { parse_word_vectors("the 1 2\nmovie 1 x\n", "text.txt"); }, "'x' in the vector of 'movie' is not a number");
+  expect_value_error([] { parse_word_vectors("the 1 2\nmovie 1 x\n", "text.txt"); },
+                     "'x' in the vector of 'movie' is not a number");
   expect_value_error([] { parse_word_vectors("the 1 2\nmovie 3 4\nthe 5 6\n", "dup.txt"); },
                      "dup.txt:3: the word 'the' appears twice (first at 1)");
   expect_value_error([] { parse_word_vectors("3 2\nthe 1 2\nmovie 3 4\n", "count.vec"); },

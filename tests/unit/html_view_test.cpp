@@ -43,7 +43,8 @@ std::vector<double> unpack(const std::string& packed, size_t count) {
   std::string raw(3 * count, '\0');
   uLongf size = raw.size();
   EXPECT_EQ(uncompress(reinterpret_cast<Bytef*>(raw.data()), &size, reinterpret_cast<const Bytef*>(deflated.data()),
-                       deflated.size()), Z_OK);
+                       deflated.size()),
+            Z_OK);
   EXPECT_EQ(size, raw.size());
   std::vector<double> out;
   for (size_t i = 0; i < count; ++i) {
@@ -64,7 +65,8 @@ TEST(HtmlView, PackedWeightsRoundTripWithin3e8) {
 }
 
 TEST(HtmlView, PackedWeightsRefuseValuesOutsideTheUnitInterval) {
-  const std::vector<float> too_large = {0.5f, 1.5f}, negative = {-0.25f}, nan = {std::numeric_limits<float>::quiet_NaN()};
+  const std::vector<float> too_large = {0.5f, 1.5f}, negative = {-0.25f},
+                           nan = {std::numeric_limits<float>::quiet_NaN()};
   EXPECT_THROW_MSG(pack_weights(too_large), ValueError, "weight 1 is 1.5");
   EXPECT_THROW_MSG(pack_weights(negative), ValueError, "outside [0, 1]");
   EXPECT_THROW_MSG(pack_weights(nan), ValueError, "outside [0, 1]");
@@ -88,7 +90,8 @@ TEST(HtmlView, PageInlinesTheAssetsAndTheDataOnce) {
   EXPECT_EQ(page.find("/*ATTN_"), std::string::npos) << "a marker is left";
   EXPECT_EQ(page.find("</script><b>"), std::string::npos) << "the data broke out of its <script>";
   EXPECT_NE(page.find("\\u003c/script\\u003e\\u003cb\\u003ex"), std::string::npos);
-  EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg")) << "a network address besides the SVG namespace";
+  EXPECT_EQ(page.find("http://"), page.find("http://www.w3.org/2000/svg"))
+      << "a network address besides the SVG namespace";
 }
 
 TEST(HtmlView, UnwritablePathIsAnIoErrorAndLeavesNoFile) {

@@ -11,7 +11,9 @@
 namespace attn {
 namespace {
 
-std::string nested(int depth) { return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']'); }
+std::string nested(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
 
 TEST(Json, DepthIsLimitedWhileParsing) {
   EXPECT_EQ(parse_json(nested(kMaxJsonDepth), "x").dump().size(), 2u * kMaxJsonDepth);
@@ -56,8 +58,10 @@ TEST(Json, TextReplacesBytesThatAreNotUtf8) {
 TEST(Printable, ControlsAndInvalidBytesAreEscaped) {
   EXPECT_EQ(printable("plain caf\xC3\xA9 \xE2\x82\xAC"), "plain caf\xC3\xA9 \xE2\x82\xAC");  // UTF-8 kept
   EXPECT_EQ(printable("a\nb\x1b[2Jc\x7f"), "a\\x0ab\\x1b[2Jc\\x7f");
-  EXPECT_EQ(printable("caf\xe9"), "caf\\xe9");                  // Latin-1: not UTF-8
-  EXPECT_EQ(printable("x\xC2\x9B" "y"), "x\\xc2\\x9by");        // U+009B, the 8-bit CSI
+  EXPECT_EQ(printable("caf\xe9"), "caf\\xe9");  // Latin-1: not UTF-8
+  EXPECT_EQ(printable("x\xC2\x9B"
+                      "y"),
+            "x\\xc2\\x9by");  // U+009B, the 8-bit CSI
   EXPECT_EQ(printable("\xC3\xA9", true), "\\xc3\\xa9");
   EXPECT_EQ(printable("abcdef", false, 3), "abc...");
 }

@@ -107,8 +107,8 @@ TEST(Metrics, Errors) {
 // Edit distances worked by hand.
 TEST(EditDistance, HandComputed) {
   EXPECT_EQ(edit_distance({}, {}), 0);
-  EXPECT_EQ(edit_distance({1, 2, 3}, {}), 3);         // three deletions
-  EXPECT_EQ(edit_distance({}, {4, 5}), 2);            // two insertions
+  EXPECT_EQ(edit_distance({1, 2, 3}, {}), 3);  // three deletions
+  EXPECT_EQ(edit_distance({}, {4, 5}), 2);     // two insertions
   EXPECT_EQ(edit_distance({1, 2, 3}, {1, 2, 3}), 0);
   EXPECT_EQ(edit_distance({1, 2, 3}, {1, 9, 3}), 1);  // one substitution
   EXPECT_EQ(edit_distance({1, 2, 3}, {2, 3, 4}), 2);  // delete 1, insert 4

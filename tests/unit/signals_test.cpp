@@ -1,11 +1,11 @@
 // DeferredSignals (attn/signals.h): SIGINT, SIGTERM and SIGHUP wait while a set of files is
 // written, and take()n signals are not raised again.
+#include "attn/signals.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <atomic>
-
-#include "attn/signals.h"
 
 namespace {
 

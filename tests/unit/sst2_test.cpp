@@ -2,7 +2,6 @@
 
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/data/text.h"
@@ -15,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(Sst2, ParsesLastTabAndStrips) {
-  const std::string path = attn::testing::temp_file("ok", "it 's a charming journey . \t1\nbleak\tand desperate \t0\n\n  spaced out \t 1 \n");
+  const std::string path = attn::testing::temp_file(
+      "ok", "it 's a charming journey . \t1\nbleak\tand desperate \t0\n\n  spaced out \t 1 \n");
   const auto examples = read_sst2(path);
   ASSERT_EQ(examples.size(), 3u);
   EXPECT_EQ(examples[0].text, "it 's a charming journey .");
@@ -31,14 +31,17 @@ TEST(Sst2, ParsesLastTabAndStrips) {
 // lower-cased and PTB-tokenised), and a byte-order mark became part of a training word.
 TEST(Sst2, RawTextIsTokenisedLikeTheData) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(sst2_tokens("A gorgeous, witty, seductive movie."), (V{"a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."}));
+  EXPECT_EQ(sst2_tokens("A gorgeous, witty, seductive movie."),
+            (V{"a", "gorgeous", ",", "witty", ",", "seductive", "movie", "."}));
   EXPECT_EQ(sst2_tokens("It doesn't work; it's \"Crossroads\" (sadly)..."),
             (V{"it", "does", "n't", "work", ";", "it", "'s", "``", "crossroads", "''", "(", "sadly", ")", "..."}));
   EXPECT_EQ(sst2_tokens("\xEF\xBB\xBFGreat film\xE2\x80\x99s end!"), (V{"great", "film", "'s", "end", "!"}));
-  EXPECT_EQ(sst2_tokens("the u.s. version, by Mr. R. Smith."), (V{"the", "u.s.", "version", ",", "by", "mr.", "r.", "smith", "."}));
+  EXPECT_EQ(sst2_tokens("the u.s. version, by Mr. R. Smith."),
+            (V{"the", "u.s.", "version", ",", "by", "mr.", "r.", "smith", "."}));
   // Text already in the data's form is unchanged.
-  for (const auto& e : std::vector<std::string>{"it 's a charming and often affecting journey .",
-                                                "... a mix of smiles and tears , `` crossroads '' instead provokes -- yawns ."})
+  for (const auto& e :
+       std::vector<std::string>{"it 's a charming and often affecting journey .",
+                                "... a mix of smiles and tears , `` crossroads '' instead provokes -- yawns ."})
     EXPECT_EQ(sst2_tokens(e), whitespace_tokens(e)) << e;
   // Every sentence of the real dev split reads as the same tokens.
   if (testing::data_file_exists("sst2/sentiment-dev"))
@@ -118,7 +121,8 @@ TEST(Vocab, JsonRoundTripAndErrors) {
   EXPECT_THROW_MSG(Vocab::from_json(nlohmann::json{{"tokens", {"<pad>", "<unk>", 3}}}), ValueError,
                    "every token must be a string");
   EXPECT_THROW_MSG(Vocab::build({"a"}, {.min_freq = 0}), ValueError, "min_freq must be >= 1, got 0");
-  EXPECT_THROW_MSG(Vocab::build({"a"}, {.min_freq = 1, .max_size = 1}), ValueError, "max_size must be 0 (unlimited) or >= 2, got 1");
+  EXPECT_THROW_MSG(Vocab::build({"a"}, {.min_freq = 1, .max_size = 1}), ValueError,
+                   "max_size must be 0 (unlimited) or >= 2, got 1");
 }
 
 TEST(Vocab, RealTrainingSplit) {
@@ -127,8 +131,8 @@ TEST(Vocab, RealTrainingSplit) {
   for (const auto& e : read_sst2(sst2_split_path(testing::data_dir(), "train"))) texts.push_back(e.text);
   Vocab v1 = Vocab::build(texts, {.min_freq = 1});
   Vocab v2 = Vocab::build(texts, {.min_freq = 2});
-  std::printf("SST-2 train vocabulary: %lld words (min_freq 1), %lld (min_freq 2)\n",
-              static_cast<long long>(v1.size()), static_cast<long long>(v2.size()));
+  std::printf("SST-2 train vocabulary: %lld words (min_freq 1), %lld (min_freq 2)\n", static_cast<long long>(v1.size()),
+              static_cast<long long>(v2.size()));
   EXPECT_GT(v1.size(), v2.size());
   EXPECT_GT(v2.size(), 5000);
   // The most frequent tokens of English movie reviews come first.
@@ -143,9 +147,13 @@ namespace {
 
 TEST(Sst2Sentences, KeepsOnlyMaximalStringsOnceInFileOrder) {
   const std::vector<LabeledText> lines = {
-      {"a gorgeous , witty movie .", 1}, {"gorgeous", 1},       {"witty movie", 1},
-      {"a  gorgeous ,  witty", 1},        // a span, spaced differently
-      {"bleak and desperate", 0},        {"bleak", 0},          {"a gorgeous , witty movie .", 1},
+      {"a gorgeous , witty movie .", 1},
+      {"gorgeous", 1},
+      {"witty movie", 1},
+      {"a  gorgeous ,  witty", 1},  // a span, spaced differently
+      {"bleak and desperate", 0},
+      {"bleak", 0},
+      {"a gorgeous , witty movie .", 1},
       {"gorgeous , witty movie . and", 1},  // overlaps the first but is not inside it
       {"desperate", 0}};
   const std::vector<LabeledText> s = sst2_sentences(lines);

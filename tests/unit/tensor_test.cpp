@@ -31,8 +31,7 @@ TEST(Tensor, ShapeAndData) {
 // elements and summed to 0.
 TEST(Shape, SizeProductsAreChecked) {
   const int64_t two31 = int64_t{1} << 31, two32 = int64_t{1} << 32;
-  EXPECT_THROW_MSG(Tensor::zeros({two31, two31}), ValueError,
-                   "shape (2147483648, 2147483648): too many elements");
+  EXPECT_THROW_MSG(Tensor::zeros({two31, two31}), ValueError, "shape (2147483648, 2147483648): too many elements");
   EXPECT_THROW_MSG(Tensor::zeros({two32, two32, two32}), ValueError, "shape (4294967296, 4294967296, 4294967296)");
   EXPECT_THROW_MSG(Shape({two32, two32, two32}).numel(), ValueError, "too many elements");
   // A zero size does not hide an overflowing product of the others (rows() would wrap).
@@ -79,7 +78,8 @@ TEST(ShapeContract, BindsNamesAcrossArguments) {
   EXPECT_EQ(c["S"], 7);
   EXPECT_THROW_MSG(c.check("mask", Tensor::zeros({4, 7}), {"B", "S"}, DType::i32), ShapeError,
                    "'mask' expected dtype int32, got float32");
-  EXPECT_THROW_MSG(c.check("w", Tensor::zeros({3, 3}), {"N", "N", "2"}), ShapeError, "'w' expected (N, N, 2), got (3, 3)");
+  EXPECT_THROW_MSG(c.check("w", Tensor::zeros({3, 3}), {"N", "N", "2"}), ShapeError,
+                   "'w' expected (N, N, 2), got (3, 3)");
   EXPECT_THROW_MSG(c.check("sq", Tensor::zeros({3, 4}), {"M", "M"}), ShapeError, "'sq' expected (M, M), got (3, 4)");
   EXPECT_FALSE(c.bound("M")) << "a failed check must not bind names";
 }

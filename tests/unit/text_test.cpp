@@ -49,8 +49,7 @@ class TextTest : public ::testing::Test {
 
 TEST_F(TextTest, ReadsPlainFile) {
   write_raw(path("a.txt"), "Zwei junge Männer.\nA dog runs.\n\nlast\n");
-  EXPECT_EQ(read_lines(path("a.txt")),
-            (std::vector<std::string>{"Zwei junge Männer.", "A dog runs.", "", "last"}));
+  EXPECT_EQ(read_lines(path("a.txt")), (std::vector<std::string>{"Zwei junge Männer.", "A dog runs.", "", "last"}));
 }
 
 TEST_F(TextTest, LastLineWithoutNewlineAndEmptyFile) {
@@ -131,13 +130,13 @@ TEST(Utf8, ValidTextIsUnchanged) {
 TEST(Utf8, InvalidBytesBecomeReplacementCharacters) {
   const std::string R = kReplacement;
   EXPECT_EQ(valid_utf8("good \xFF movie"), "good " + R + " movie");
-  EXPECT_EQ(valid_utf8("\xC0\xAF"), R + R);                    // overlong '/'
-  EXPECT_EQ(valid_utf8("\xE0\x80\xAF"), R + R + R);           // overlong, 3 bytes
-  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), R + R + R);           // a surrogate
+  EXPECT_EQ(valid_utf8("\xC0\xAF"), R + R);                  // overlong '/'
+  EXPECT_EQ(valid_utf8("\xE0\x80\xAF"), R + R + R);          // overlong, 3 bytes
+  EXPECT_EQ(valid_utf8("\xED\xA0\x80"), R + R + R);          // a surrogate
   EXPECT_EQ(valid_utf8("\xF4\x90\x80\x80"), R + R + R + R);  // past U+10FFFF
-  EXPECT_EQ(valid_utf8("a\xC3"), "a" + R);                     // truncated at the end
-  EXPECT_EQ(valid_utf8("\xC3x"), R + "x");                     // a lead byte without its continuation
-  EXPECT_EQ(valid_utf8("\x80"), R);                            // a lone continuation byte
+  EXPECT_EQ(valid_utf8("a\xC3"), "a" + R);                   // truncated at the end
+  EXPECT_EQ(valid_utf8("\xC3x"), R + "x");                   // a lead byte without its continuation
+  EXPECT_EQ(valid_utf8("\x80"), R);                          // a lone continuation byte
   EXPECT_EQ(utf8_length_at("\xC0\xAF", 0), 0u);
 }
 

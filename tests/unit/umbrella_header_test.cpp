@@ -1,7 +1,7 @@
 // The umbrella header compiles on its own and exposes the op families.
-#include "attn/attn.h"
-
 #include <gtest/gtest.h>
+
+#include "attn/attn.h"
 
 TEST(UmbrellaHeader, ExposesOps) {
   attn::Tensor x = attn::Tensor::full({2, 3}, 1.0f);

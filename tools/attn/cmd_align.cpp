@@ -11,23 +11,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
-#include "attn/explain/zero_share.h"
-#include "attn/json.h"
-#include "attn/printable.h"
+#include "alignment.h"
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
 #include "attn/decode/asr.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
+#include "attn/explain/zero_share.h"
 #include "attn/io/atomic_file.h"
+#include "attn/json.h"
+#include "attn/printable.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
 #include "common.h"
-#include "alignment.h"
 
 namespace attn::cli {
 namespace {
@@ -35,10 +34,10 @@ namespace {
 struct AlignArgs {
   std::string model, input, text, out = "align.png", json_out;
   int beam = 1;
-  float length_penalty = 1.0f;  // beam: GNMT's α
+  float length_penalty = 1.0f;    // beam: GNMT's α
   float coverage_penalty = 0.0f;  // beam: GNMT's β
-  int layer = -1;  // Transformer: decoder layer (-1: the last)
-  int head = -2;   // Transformer: one head, -1 the average, -2 every head as its own panel
+  int layer = -1;                 // Transformer: decoder layer (-1: the last)
+  int head = -2;                  // Transformer: one head, -1 the average, -2 every head as its own panel
   std::string speech, utterance;  // ASR: the .speech file and the utterance's id
   int join = 1;                   // ASR: utterances joined from --utterance on (eval --join's groups)
 };
@@ -65,13 +64,13 @@ void write_alignment_json(const viz::Heatmap& map, const std::string& input, con
     }
     // The picture's panel title (heads counted from 1 there, from 0 in "head").
     const std::string title = p < map.panel_titles.size() ? map.panel_titles[p]
-                              : map.panels.size() > 1    ? "head " + std::to_string(p + 1)
-                                                         : std::string();
+                              : map.panels.size() > 1     ? "head " + std::to_string(p + 1)
+                                                          : std::string();
     panels.push_back({{"head", p}, {"title", title}, {"zero_share", panel.share()}, {"weights", std::move(rows)}});
   }
-  nlohmann::json j = {{"input", input},         {"output", output},         {"title", map.title},
-                      {"rows", map.row_labels}, {"cols", map.col_labels},   {"zero_share", all.share()},
-                      {"panels", std::move(panels)}};
+  nlohmann::json j = {
+      {"input", input},         {"output", output},          {"title", map.title},         {"rows", map.row_labels},
+      {"cols", map.col_labels}, {"zero_share", all.share()}, {"panels", std::move(panels)}};
   if (!copy.empty()) j["copy"] = copy;
   j.update(extra);
   io::write_file_atomically(path, json_text(j, 1) + "\n");
@@ -83,7 +82,8 @@ void align_translation(const AlignArgs& a) {
   const int layers = model.model->attention_layers(), heads = model.model->attention_heads();
   if (layers == 0) throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   if (a.layer < -1 || a.layer >= layers)
-    throw UsageError("--layer must be in [0, " + std::to_string(layers) + ") or -1 (the last), got " + std::to_string(a.layer));
+    throw UsageError("--layer must be in [0, " + std::to_string(layers) + ") or -1 (the last), got " +
+                     std::to_string(a.layer));
   if (a.head < -2 || a.head >= heads)
     throw UsageError("--head must be in [0, " + std::to_string(heads) + "), -1 (average) or -2 (every head), got " +
                      std::to_string(a.head));
@@ -99,7 +99,11 @@ void align_translation(const AlignArgs& a) {
   std::string output;
   std::vector<float> copy;  // the pointer-generator's, per output piece
   for (int h : panel_heads) {
-    decode::TranslateOptions options{.beam = a.beam, .length_penalty = a.length_penalty, .coverage_penalty = a.coverage_penalty, .select = {.layer = layer, .head = h}, .attention = true};
+    decode::TranslateOptions options{.beam = a.beam,
+                                     .length_penalty = a.length_penalty,
+                                     .coverage_penalty = a.coverage_penalty,
+                                     .select = {.layer = layer, .head = h},
+                                     .attention = true};
     decode::Translation t = decode::translate(model, {a.text}, options).at(0);
     if (t.src_pieces.empty()) throw UsageError("--text is empty after tokenisation");
     if (map.panels.empty()) {
@@ -113,7 +117,9 @@ void align_translation(const AlignArgs& a) {
     map.panels.push_back(std::move(panel));
   }
   map.title = transformer ? "cross-attention, layer " + std::to_string(layer) +
-                                (a.head == -1 ? ", head average" : a.head >= 0 ? ", head " + std::to_string(a.head) : ", heads 0.." + std::to_string(heads - 1))
+                                (a.head == -1  ? ", head average"
+                                 : a.head >= 0 ? ", head " + std::to_string(a.head)
+                                               : ", heads 0.." + std::to_string(heads - 1))
                           : "attention: " + model.info.config.value("attention", std::string()) +
                                 (heads > 1 ? " (head average)" : "");
   viz::write_heatmap(map, a.out);
@@ -129,13 +135,16 @@ void align_g2p(const AlignArgs& a) {
   if (model.model->attention_layers() == 0)
     throw UsageError("the model has no attention (--attention none): there is no alignment to draw");
   std::vector<decode::Pronunciation> said;
-  as_usage([&] { said = decode::pronounce(model, {a.text}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
+  as_usage([&] {
+    said = decode::pronounce(model, {a.text}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true});
+  });
   viz::Heatmap map;
   map.col_labels = data::cmudict_spell(a.text);
   map.row_labels = said[0].phonemes;
   if (said[0].weights.size() > map.row_labels.size()) map.row_labels.push_back("</s>");  // the step that chose EOS
   std::vector<float> panel;
-  for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), said[0].weights[r].begin(), said[0].weights[r].end());
+  for (size_t r = 0; r < map.row_labels.size(); ++r)
+    panel.insert(panel.end(), said[0].weights[r].begin(), said[0].weights[r].end());
   map.panels.push_back(std::move(panel));
   map.title = "G2P attention: " + (model.info.kind == models::TranslatorKind::transformer
                                        ? std::string("cross-attention, last layer, head average")
@@ -145,8 +154,8 @@ void align_g2p(const AlignArgs& a) {
   for (const std::string& p : said[0].phonemes) output += (output.empty() ? "" : " ") + p;
   viz::write_heatmap(map, a.out);
   // The letters read before each output row (all of them for soft attention): the online-decoding measure.
-  if (!a.json_out.empty()) write_alignment_json(map, a.text, output, a.json_out, {},
-                                               {{"frames_read", said[0].frames_read}});
+  if (!a.json_out.empty())
+    write_alignment_json(map, a.text, output, a.json_out, {}, {{"frames_read", said[0].frames_read}});
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
@@ -164,8 +173,9 @@ data::SpeechUtterance asr_utterance(const AlignArgs& a) {
     throw UsageError("--join " + std::to_string(n) + ": " + a.speech + " has only " +
                      std::to_string(set.utterances.size()) + " utterances");
   if (first != index)
-    throw UsageError("utterance '" + printable(a.utterance) + "' does not start a group of --join " + std::to_string(n) +
-                     " (eval's groups from the set's start); its group starts at '" + printable(set.utterances[first].id) + "'");
+    throw UsageError("utterance '" + printable(a.utterance) + "' does not start a group of --join " +
+                     std::to_string(n) + " (eval's groups from the set's start); its group starts at '" +
+                     printable(set.utterances[first].id) + "'");
   if (first + n > set.utterances.size())
     throw UsageError("utterance '" + printable(a.utterance) + "' starts the last group, of fewer than " +
                      std::to_string(n) + " utterances, which eval --join leaves out");
@@ -199,16 +209,20 @@ void align_asr(const AlignArgs& a) {
   refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
   const data::SpeechUtterance utterance = asr_utterance(a);
   std::vector<decode::Transcript> said;
-  as_usage([&] { said = decode::transcribe(model, {utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true}); });
+  as_usage([&] {
+    said =
+        decode::transcribe(model, {utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true});
+  });
   const decode::Transcript& t = said[0];
   viz::Heatmap map;
   for (int64_t f = 0; f < t.frames; ++f) map.col_labels.push_back(f % 10 == 0 ? std::to_string(f) : "");
   map.row_labels = data::utf8_characters(t.text);
   for (std::string& c : map.row_labels)
-    if (c == " ") c = "_";  // a space, visible
+    if (c == " ") c = "_";                                                         // a space, visible
   if (t.weights.size() > map.row_labels.size()) map.row_labels.push_back("</s>");  // the step that chose EOS
   std::vector<float> panel;
-  for (size_t r = 0; r < map.row_labels.size(); ++r) panel.insert(panel.end(), t.weights[r].begin(), t.weights[r].end());
+  for (size_t r = 0; r < map.row_labels.size(); ++r)
+    panel.insert(panel.end(), t.weights[r].begin(), t.weights[r].end());
   map.panels.push_back(std::move(panel));
   const bool online = model.model->speller.attention->online();
   map.marks = stop_frames(t, online);
@@ -217,15 +231,15 @@ void align_asr(const AlignArgs& a) {
   map.strip.resize(static_cast<size_t>(t.frames * model.info.config.reduction * model.info.config.bins),
                    *std::min_element(utterance.features.begin(), utterance.features.end()));
   map.strip_label = "log-mel";
-  map.title = "ASR attention (" + model.info.config.speller.effective_score() + ") over listener frames: " + utterance.id +
-              (online ? " (red: where each step stopped)" : "");
+  map.title = "ASR attention (" + model.info.config.speller.effective_score() +
+              ") over listener frames: " + utterance.id + (online ? " (red: where each step stopped)" : "");
   viz::write_heatmap(map, a.out);
-  nlohmann::json extra = {{"frames_read", t.frames_read}, {"input_frames", utterance.frames},
-                          {"reduction", model.info.config.reduction}};
+  nlohmann::json extra = {
+      {"frames_read", t.frames_read}, {"input_frames", utterance.frames}, {"reduction", model.info.config.reduction}};
   if (online) extra["stops"] = map.marks;
   if (!a.json_out.empty()) write_alignment_json(map, utterance.text, t.text, a.json_out, {}, extra);
-  std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance.id.c_str(), utterance.text.c_str(), t.text.c_str(),
-              a.out.c_str());
+  std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance.id.c_str(), utterance.text.c_str(),
+              t.text.c_str(), a.out.c_str());
 }
 
 }  // namespace
@@ -234,7 +248,8 @@ void add_align_command(CLI::App& app) {
   auto args = std::make_shared<AlignArgs>();
   CLI::App* cmd = app.add_subcommand("align", "Draw the attention weights of one decoded input as a heatmap");
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
-  auto* input = cmd->add_option("--input", args->input, "Synthetic-task model: source symbols, e.g. \"5 9 3 17 4\" (3..31)");
+  auto* input =
+      cmd->add_option("--input", args->input, "Synthetic-task model: source symbols, e.g. \"5 9 3 17 4\" (3..31)");
   auto* text = cmd->add_option("--text", args->text, "Translation model: the source sentence; G2P model: the word");
   input->excludes(text);
   cmd->add_option("--beam", args->beam, "Beam width (1: greedy)")->capture_default_str();
@@ -247,7 +262,8 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--head", args->head, "Transformer: head to draw (-1: average, -2: one panel per head)")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Output picture (.png or .svg)")->capture_default_str();
-  cmd->add_option("--json", args->json_out, "Also write the drawn weights (every panel, rows x columns) to this JSON file");
+  cmd->add_option("--json", args->json_out,
+                  "Also write the drawn weights (every panel, rows x columns) to this JSON file");
   cmd->add_option("--speech", args->speech, "ASR model: the .speech file holding the utterance");
   cmd->add_option("--utterance", args->utterance, "ASR model: the utterance's id in --speech");
   cmd->add_option("--join", args->join,
@@ -261,10 +277,9 @@ void add_align_command(CLI::App& app) {
     // Only encoder-decoders have alignments: say which kind of model arrived (an LM or a
     // classifier used to be told it "needs --input").
     using decode::CheckpointKind;
-    const CheckpointKind kind =
-        require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p,
-                                         CheckpointKind::asr},
-                           ": align draws encoder-decoder attention; for a classifier use attn classify");
+    const CheckpointKind kind = require_checkpoint(
+        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p, CheckpointKind::asr},
+        ": align draws encoder-decoder attention; for a classifier use attn classify");
     if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
       throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
     if (kind == CheckpointKind::asr) {
@@ -292,7 +307,7 @@ void add_align_command(CLI::App& app) {
     std::string output;
     std::vector<float> copy;
     const viz::Heatmap map = alignment_heatmap(*loaded.model, source, args->beam, args->length_penalty, &output,
-                                                   args->coverage_penalty, &copy);
+                                               args->coverage_penalty, &copy);
     viz::write_heatmap(map, args->out);
     if (!args->json_out.empty())
       write_alignment_json(map, data::symbols_to_string(source), output, args->json_out, copy);

@@ -22,34 +22,33 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "attn/json.h"
 #include "attn/autodiff/tape.h"
 #include "attn/data/parallel.h"
 #include "attn/data/tasks.h"
+#include "attn/json.h"
 #include "attn/models/seq2seq.h"
 #include "attn/models/transformer.h"
 #include "attn/nn/init.h"
 #include "attn/nn/multihead_attention.h"
 #include "attn/ops/attention.h"
+#include "attn/ops/gemm.h"
 #include "attn/ops/loss.h"
 #include "attn/ops/sdpa.h"
 #include "attn/parallel.h"
 #include "attn/precision.h"
-#include "attn/ops/gemm.h"
 #include "attn/train/machine_report.h"
 #include "attn/train/optimizer.h"
 #include "attn/train/run.h"
+#include "commands.h"
+#include "common.h"
 #include "support/flops.h"
 #include "support/measure.h"
 #include "support/synthetic_pairs.h"
-#include "commands.h"
-#include "common.h"
 
 namespace attn::cli {
 namespace {
@@ -100,8 +99,8 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
     if (a.batch < 1 || a.len < 1 || a.steps < 1 || a.warmup < 0 || a.greedy_reps < 0)
       throw ValueError("--batch, --len, --steps must be >= 1 and --warmup, --greedy-reps >= 0");
     if (a.vocab != data::kVocabSize)
-      throw ValueError("--vocab must be " + std::to_string(data::kVocabSize) +
-                       " (the copy task's vocabulary), got " + std::to_string(a.vocab));
+      throw ValueError("--vocab must be " + std::to_string(data::kVocabSize) + " (the copy task's vocabulary), got " +
+                       std::to_string(a.vocab));
     if (a.len > config.max_src_len)
       throw ValueError("--len must be <= " + std::to_string(config.max_src_len) + ", got " + std::to_string(a.len));
   });
@@ -167,7 +166,8 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   const double greedy_runs = a.greedy_reps == 0 ? 1 : a.greedy_reps;
   const double mean_greedy_steps = static_cast<double>(greedy_steps) / greedy_runs;
   const double greedy_flops =
-      bench::seq2seq_forward_flops(config.attention, B, S, mean_greedy_steps, a.emb, a.hidden, a.vocab).total() * greedy_runs;
+      bench::seq2seq_forward_flops(config.attention, B, S, mean_greedy_steps, a.emb, a.hidden, a.vocab).total() *
+      greedy_runs;
 
   json j;
   j["impl"] = "attn";
@@ -197,9 +197,11 @@ void run_seq2seq_bench(const Seq2SeqBenchArgs& a) {
   j["final_loss"] = last_loss;
   j["threads"] = num_threads();
   j["parameters"] = model.num_parameters();
-  j["config"] = {{"batch", a.batch}, {"emb", a.emb},          {"hidden", a.hidden},
-                 {"vocab", a.vocab}, {"len", a.len},          {"target_len", a.len + 1},
-                 {"encoder", "gru"}, {"score", config.effective_score()}, {"seed", a.seed}};
+  j["config"] = {{"batch", a.batch},   {"emb", a.emb},
+                 {"hidden", a.hidden}, {"vocab", a.vocab},
+                 {"len", a.len},       {"target_len", a.len + 1},
+                 {"encoder", "gru"},   {"score", config.effective_score()},
+                 {"seed", a.seed}};
   if (config.attention == models::AttentionKind::bahdanau) j["note"] = kOutputNote;
   j["machine"] = train::machine_report().to_json();  // measured after the benchmark, as attn doctor
   print_json_or_text(a.as_json, j);
@@ -254,7 +256,8 @@ void run_attention_bench(const AttentionBenchArgs& a) {
     SdpaOptions o;
     o.causal = a.mask == "causal";
     if (a.mask == "padding")  // every row's last quarter of keys is padding
-      o.key_lengths = Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T - T / 4)), {B});
+      o.key_lengths =
+          Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T - T / 4)), {B});
     forward = [q, k, v, o] { return sdpa(q, k, v, o).out; };
     seed_grad = random_normal({B, H, T, Dh}, rng, false);
     flops_forward = 4.0 * B * H * T * T * Dh;  // q kᵀ and a v
@@ -344,7 +347,6 @@ void run_attention_bench(const AttentionBenchArgs& a) {
   print_json_or_text(a.as_json, j);
 }
 
-
 // ---- transformer --------------------------------------------------------------------------------
 
 struct TransformerBenchArgs {
@@ -380,7 +382,8 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
     config.validate();
     if (a.steps < 1 || a.warmup < 0 || a.beam < 1 || a.beam_sentences < 1 || a.beam_reps < 1)
       throw ValueError("--steps, --beam, --beam-sentences, --beam-reps must be >= 1 and --warmup >= 0");
-    if (a.vocab < 4) throw ValueError("--vocab must be >= 4 (PAD, BOS, EOS and a token), got " + std::to_string(a.vocab));
+    if (a.vocab < 4)
+      throw ValueError("--vocab must be >= 4 (PAD, BOS, EOS and a token), got " + std::to_string(a.vocab));
     if (a.max_tokens < 2 * 25 + 1)
       throw ValueError("--max-tokens must hold one pair of the longest synthetic lengths (>= 51), got " +
                        std::to_string(a.max_tokens));
@@ -414,8 +417,8 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   std::vector<size_t> first(static_cast<size_t>(a.beam_sentences));
   for (size_t i = 0; i < first.size(); ++i) first[i] = i;
   const data::Batch beam_batch = data::make_pair_batch(pairs, first);
-  const models::BeamOptions beam_options{.width = a.beam, .length_penalty = a.length_penalty,
-                                         .max_len = static_cast<int>(beam_batch.tgt_in.dim(1))};
+  const models::BeamOptions beam_options{
+      .width = a.beam, .length_penalty = a.length_penalty, .max_len = static_cast<int>(beam_batch.tgt_in.dim(1))};
   double beam_seconds = 0, beam_tokens = 0;
   for (int r = 0; r < 1 + a.beam_reps; ++r) {
     const auto t0 = Clock::now();
@@ -472,13 +475,20 @@ void run_transformer_bench(const TransformerBenchArgs& a) {
   j["final_loss"] = last_loss;
   j["threads"] = num_threads();
   j["parameters"] = model.num_parameters();
-  j["config"] = {{"d_model", a.d_model},       {"heads", a.heads},
-                 {"ffn", a.ffn},               {"layers", a.layers},
-                 {"vocab", a.vocab},           {"max_tokens", a.max_tokens},
-                 {"label_smoothing", a.label_smoothing}, {"beam", a.beam},
-                 {"length_penalty", a.length_penalty},   {"beam_sentences", a.beam_sentences},
-                 {"beam_max_len", beam_options.max_len}, {"norm_first", true},
-                 {"tied_embeddings", true},    {"dropout", config.dropout},
+  j["config"] = {{"d_model", a.d_model},
+                 {"heads", a.heads},
+                 {"ffn", a.ffn},
+                 {"layers", a.layers},
+                 {"vocab", a.vocab},
+                 {"max_tokens", a.max_tokens},
+                 {"label_smoothing", a.label_smoothing},
+                 {"beam", a.beam},
+                 {"length_penalty", a.length_penalty},
+                 {"beam_sentences", a.beam_sentences},
+                 {"beam_max_len", beam_options.max_len},
+                 {"norm_first", true},
+                 {"tied_embeddings", true},
+                 {"dropout", config.dropout},
                  {"seed", a.seed}};
   print_json_or_text(a.as_json, j);
 }
@@ -515,7 +525,8 @@ void run_gemm_bench(const GemmBenchArgs& a) {
   Rng rng(1);
   json rows = json::array();
   for (const GemmShape& g : kGemmShapes) {
-    std::vector<float> A(static_cast<size_t>(g.m * g.k)), B(static_cast<size_t>(g.k * g.n)), C(static_cast<size_t>(g.m * g.n));
+    std::vector<float> A(static_cast<size_t>(g.m * g.k)), B(static_cast<size_t>(g.k * g.n)),
+        C(static_cast<size_t>(g.m * g.n));
     for (float& x : A) x = rng.uniform() - 0.5f;
     for (float& x : B) x = rng.uniform() - 0.5f;
     const int64_t lda = g.transpose_a ? g.m : g.k, ldb = g.transpose_b ? g.k : g.n;
@@ -530,9 +541,15 @@ void run_gemm_bench(const GemmBenchArgs& a) {
       ++calls;
     } while (seconds_since(start) < a.seconds);
     const double seconds = seconds_since(start);
-    json row = {{"shape", g.name}, {"m", g.m}, {"n", g.n}, {"k", g.k}, {"transpose_a", g.transpose_a},
-                {"transpose_b", g.transpose_b}, {"calls", calls},
-                {"gflops_per_s", 2.0 * static_cast<double>(g.m * g.n * g.k) * static_cast<double>(calls) / seconds / 1e9}};
+    json row = {
+        {"shape", g.name},
+        {"m", g.m},
+        {"n", g.n},
+        {"k", g.k},
+        {"transpose_a", g.transpose_a},
+        {"transpose_b", g.transpose_b},
+        {"calls", calls},
+        {"gflops_per_s", 2.0 * static_cast<double>(g.m * g.n * g.k) * static_cast<double>(calls) / seconds / 1e9}};
     if (compute_precision() == Precision::bf16)
       row["implementation"] = gemm_bf16_implementation(g.transpose_a, g.transpose_b, g.m, g.n, g.k);
     rows.push_back(row);
@@ -590,8 +607,8 @@ void add_bench_command(CLI::App& app) {
   att->callback([t] { run_attention_bench(*t); });
 
   auto m = std::make_shared<TransformerBenchArgs>();
-  CLI::App* tf = bench->add_subcommand(
-      "transformer", "Transformer (Multi30k recipe shapes) training and beam decoding throughput");
+  CLI::App* tf = bench->add_subcommand("transformer",
+                                       "Transformer (Multi30k recipe shapes) training and beam decoding throughput");
   tf->add_option("--d-model", m->d_model, "Model size")->capture_default_str();
   tf->add_option("--heads", m->heads, "Attention heads")->capture_default_str();
   tf->add_option("--ffn", m->ffn, "Feed-forward width")->capture_default_str();
@@ -612,8 +629,11 @@ void add_bench_command(CLI::App& app) {
   tf->callback([m] { run_transformer_bench(*m); });
 
   auto g = std::make_shared<GemmBenchArgs>();
-  CLI::App* gemm = bench->add_subcommand("gemm", "kernels::gemm GFLOP/s at the Transformer's and the RNN's shapes, and 2048^3");
-  gemm->add_option("--seconds", g->seconds, "Timed seconds per shape")->capture_default_str()->check(CLI::PositiveNumber);
+  CLI::App* gemm =
+      bench->add_subcommand("gemm", "kernels::gemm GFLOP/s at the Transformer's and the RNN's shapes, and 2048^3");
+  gemm->add_option("--seconds", g->seconds, "Timed seconds per shape")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   gemm->add_flag("--json", g->as_json, "One line of JSON");
   add_threads_option(gemm);
   add_precision_option(gemm);

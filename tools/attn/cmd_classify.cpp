@@ -4,13 +4,12 @@
 #include <cstddef>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "attn/json.h"
 #include "attn/data/text.h"
 #include "attn/decode/classify.h"
+#include "attn/json.h"
 #include "attn/train/checkpoint.h"
 #include "commands.h"
 #include "common.h"
@@ -27,8 +26,11 @@ void print_classification(const decode::LoadedClassifier& loaded, const std::str
                  unknown, c.ids.size());
   const std::string& name = loaded.labels.at(static_cast<size_t>(c.label));
   if (json) {
-    nlohmann::json j = {{"text", text},           {"label", c.label},   {"label_name", name},
-                        {"probability", c.probability}, {"probabilities", c.probabilities},
+    nlohmann::json j = {{"text", text},
+                        {"label", c.label},
+                        {"label_name", name},
+                        {"probability", c.probability},
+                        {"probabilities", c.probabilities},
                         {"tokens", c.tokens}};
     j["attention"] = c.attention.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.attention);
     std::printf("%s\n", json_text(j).c_str());
@@ -57,9 +59,12 @@ void add_classify_command(CLI::App& app) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("classify", "Classify text with a classifier checkpoint: label, probability, attention");
+  CLI::App* cmd =
+      app.add_subcommand("classify", "Classify text with a classifier checkpoint: label, probability, attention");
   cmd->add_option("--model", args->model, "Classifier checkpoint (model.safetensors)")->required();
-  cmd->add_option("--text", args->text, "The text (raw text is lower-cased and PTB-tokenised like the training data); default: stdin lines, a blank line answered by a blank line (--json: null)");
+  cmd->add_option("--text", args->text,
+                  "The text (raw text is lower-cased and PTB-tokenised like the training data); default: stdin lines, "
+                  "a blank line answered by a blank line (--json: null)");
   cmd->add_flag("--json", args->json, "One JSON object per text");
   add_threads_option(cmd);
   add_precision_option(cmd, PrecisionUse::inference);
@@ -69,7 +74,9 @@ void add_classify_command(CLI::App& app) {
     // Bytes that are not UTF-8 become U+FFFD, as in the data files, so that --json can print them.
     if (cmd->count("--text")) {
       const std::string text = data::valid_utf8(args->text);
-      as_usage([&] { print_classification(loaded, text, decode::classify_text(*loaded.model, loaded.vocab, text), args->json); });
+      as_usage([&] {
+        print_classification(loaded, text, decode::classify_text(*loaded.model, loaded.vocab, text), args->json);
+      });
       return;
     }
     std::string line;

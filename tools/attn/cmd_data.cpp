@@ -4,11 +4,11 @@
 //   attn data speech --data DIR --out DIR [--sentences N] [--snr DB] [--seed S]
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <sstream>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -85,18 +85,23 @@ void add_data_command(CLI::App& app) {
     int stall_seconds = 30;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* data = app.add_subcommand("data", "Fetch the data sets (SST-2, Multi30k, ...) with pinned checksums; list them");
+  CLI::App* data =
+      app.add_subcommand("data", "Fetch the data sets (SST-2, Multi30k, ...) with pinned checksums; list them");
   data->require_subcommand(1);
-  const std::string to_help = "The data folder (default $XDG_DATA_HOME/attn, or ~/.local/share/attn: " +
-                              data::data_home() + "), where commands look when --data is not given";
-  CLI::App* get = data->add_subcommand("get", "Download data sets into the data folder, checking each file's pinned SHA-256");
+  const std::string to_help =
+      "The data folder (default $XDG_DATA_HOME/attn, or ~/.local/share/attn: " + data::data_home() +
+      "), where commands look when --data is not given";
+  CLI::App* get =
+      data->add_subcommand("get", "Download data sets into the data folder, checking each file's pinned SHA-256");
   get->add_option("names", args->names, "Data sets: " + data::catalog_names());
   get->add_option("--to", args->to, to_help);
-  get->add_option("--mirror", args->mirror,
-                  "A folder or http(s) URL laid out like ../shared/data (NAME/FILE) to fetch from instead of the "
-                  "upstream sources, or for tatoeba-fra-eng and cmudict holding the upstream's archive "
-                  "(NAME/fra-eng.zip, NAME/cmu-pronouncing-dictionary-3.0.0.tgz); the checksums are checked all the same");
-  get->add_option("--stall-timeout", args->stall_seconds, "Give up on a server that sends nothing for this many seconds")
+  get->add_option(
+      "--mirror", args->mirror,
+      "A folder or http(s) URL laid out like ../shared/data (NAME/FILE) to fetch from instead of the "
+      "upstream sources, or for tatoeba-fra-eng and cmudict holding the upstream's archive "
+      "(NAME/fra-eng.zip, NAME/cmu-pronouncing-dictionary-3.0.0.tgz); the checksums are checked all the same");
+  get->add_option("--stall-timeout", args->stall_seconds,
+                  "Give up on a server that sends nothing for this many seconds")
       ->capture_default_str();
   get->add_flag("--list", args->list, "List the known data sets and what is installed (as attn data list)");
   get->callback([args] {
@@ -104,8 +109,10 @@ void add_data_command(CLI::App& app) {
       print_list(args->to.empty() ? data::data_home() : args->to);
       return;
     }
-    if (args->names.empty()) throw UsageError("attn data get needs a data set name (known: " + data::catalog_names() + ")");
-    if (args->stall_seconds < 1) throw UsageError("--stall-timeout must be >= 1 s, got " + std::to_string(args->stall_seconds));
+    if (args->names.empty())
+      throw UsageError("attn data get needs a data set name (known: " + data::catalog_names() + ")");
+    if (args->stall_seconds < 1)
+      throw UsageError("--stall-timeout must be >= 1 s, got " + std::to_string(args->stall_seconds));
     as_usage([&] {
       for (const std::string& name : args->names) data::catalog_entry(name);
     });
@@ -115,8 +122,9 @@ void add_data_command(CLI::App& app) {
     o.mirror = args->mirror;
     o.test_archive_sha256 = test_archive_pins();
     for (const auto& [name, sha] : o.test_archive_sha256)
-      std::fprintf(stderr, "attn data get: ATTN_TEST_ARCHIVE_SHA256: a mirror's archive of %s is checked against the "
-                           "test's SHA-256 %.12s..., its unpacked files against attn's pins\n",
+      std::fprintf(stderr,
+                   "attn data get: ATTN_TEST_ARCHIVE_SHA256: a mirror's archive of %s is checked against the "
+                   "test's SHA-256 %.12s..., its unpacked files against attn's pins\n",
                    name.c_str(), sha.c_str());
     o.stall_seconds = args->stall_seconds;
     o.stop = &install_interrupt_flag();
@@ -128,7 +136,8 @@ void add_data_command(CLI::App& app) {
     }
   });
   add_speech_command(*data);
-  CLI::App* list = data->add_subcommand("list", "The known data sets, which are installed where, and whether they verify");
+  CLI::App* list =
+      data->add_subcommand("list", "The known data sets, which are installed where, and whether they verify");
   list->add_option("--to", args->to, to_help);
   list->callback([args] {
     const std::string home = args->to.empty() ? data::data_home() : args->to;
@@ -151,15 +160,17 @@ void add_speech_command(CLI::App& data) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* speech = data.add_subcommand(
-      "speech", "Speak Tatoeba's English sentences with espeak-ng in 12 voices and cache their 80-bin log-mel "
-                "features: OUT/{train,dev,test}.speech and OUT/manifest.json (docs/data.md, \"Spoken sentences\")");
+      "speech",
+      "Speak Tatoeba's English sentences with espeak-ng in 12 voices and cache their 80-bin log-mel "
+      "features: OUT/{train,dev,test}.speech and OUT/manifest.json (docs/data.md, \"Spoken sentences\")");
   speech->add_option("--data", args->data, "The tatoeba-fra-eng folder (holding fra.txt.gz), or the folder holding it")
       ->capture_default_str();
   speech->add_option("--out", args->out, "The folder to make (it must not exist, or be empty)")->required();
   speech->add_option("--sentences", args->sentences, "How many sentences, the shortest first")->capture_default_str();
   CLI::Option* snr =
       speech->add_option("--snr", args->snr, "Add white noise at this signal-to-noise ratio in dB (default: none)");
-  speech->add_option("--seed", args->seed, "Seeds the split, voice, rate, pitch and noise draws")->capture_default_str();
+  speech->add_option("--seed", args->seed, "Seeds the split, voice, rate, pitch and noise draws")
+      ->capture_default_str();
   speech->callback([args, snr] {
     if (args->sentences < 1) throw UsageError("--sentences must be >= 1, got " + std::to_string(args->sentences));
     data::SpeechBuildOptions o;
@@ -188,7 +199,8 @@ void add_speech_command(CLI::App& data) {
                 static_cast<long long>(args->sentences), r.seconds);
     for (const data::SpeechSplitReport& s : r.splits)
       std::printf("  %-5s %6lld utterances %9lld frames %12lld bytes\n", s.name.c_str(),
-                  static_cast<long long>(s.utterances), static_cast<long long>(s.frames), static_cast<long long>(s.bytes));
+                  static_cast<long long>(s.utterances), static_cast<long long>(s.frames),
+                  static_cast<long long>(s.bytes));
     std::printf("  dropped: %lld with digits, %lld with other characters, %lld repeats (of %lld read)\n",
                 static_cast<long long>(r.dropped_digits), static_cast<long long>(r.dropped_other),
                 static_cast<long long>(r.dropped_repeats), static_cast<long long>(r.sentences_read));

@@ -50,7 +50,7 @@ void add_demo_command(CLI::App& app) {
     o.out_dir = args->out;
     o.stop = &install_interrupt_flag();
     o.overwrite = true;  // a demo / sweep replaces the runs of its previous call
-    as_usage([&] {  // before the banner: a usage error is one line
+    as_usage([&] {       // before the banner: a usage error is one line
       o.validate();
       args->eval.validate();
     });
@@ -62,7 +62,8 @@ void add_demo_command(CLI::App& app) {
     Comparison c = run_comparison({"none", "bahdanau", "luong"}, args->config, "", o, args->eval, args->out);
 
     // One alignment picture from the Bahdanau model.
-    decode::LoadedSeq2Seq bahdanau = decode::load_seq2seq((fs::path(args->out) / "bahdanau" / "model.safetensors").string());
+    decode::LoadedSeq2Seq bahdanau =
+        decode::load_seq2seq((fs::path(args->out) / "bahdanau" / "model.safetensors").string());
     data::TaskGenerator generator(data::TaskKind::copy, 12, 12, 7);
     const std::string heatmap = (fs::path(args->out) / "alignment_bahdanau.png").string();
     write_alignment(*bahdanau.model, generator.random_source(12), 1, 1.0f, heatmap);

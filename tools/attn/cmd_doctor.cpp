@@ -22,7 +22,8 @@ void add_doctor_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("doctor", "What this machine gives attn: CPU, GEMM kernels, sgemm rate, versions");
   auto* json = cmd->add_flag("--json", args->json, "One line of JSON");
-  cmd->add_flag("--summary", args->summary, "One line, as run folders and docs/performance.md record it")->excludes(json);
+  cmd->add_flag("--summary", args->summary, "One line, as run folders and docs/performance.md record it")
+      ->excludes(json);
   cmd->add_option("--seconds", args->seconds, "Seconds spent measuring the 2048^3 sgemm rate (0: skip)")
       ->check(CLI::Range(0.0, 60.0));
   add_threads_option(cmd);

@@ -1,18 +1,17 @@
 // attn eval: accuracy of a trained model — per source length for seq2seq checkpoints, on
 // an SST-2 split for classifier checkpoints (dispatch on the checkpoint's kind, decode/checkpoint_kind.h).
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
-#include "attn/json.h"
 #include "attn/data/sst2.h"
 #include "attn/data/text.h"
-#include "attn/decode/classify.h"
 #include "attn/decode/asr.h"
+#include "attn/decode/classify.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
-#include "attn/train/checkpoint.h"
+#include "attn/json.h"
 #include "attn/train/asr_trainer.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/g2p_trainer.h"
 #include "commands.h"
 #include "common.h"
@@ -51,8 +50,10 @@ nlohmann::json length_buckets_json(const std::vector<data::LengthBucket>& bucket
 void print_length_buckets(const std::vector<data::LengthBucket>& buckets) {
   std::printf("%-14s %9s %7s\n", "source words", "sentences", "BLEU");
   for (const data::LengthBucket& b : buckets) {
-    if (b.bleu) std::printf("%-14s %9lld %7.2f\n", b.label().c_str(), static_cast<long long>(b.sentences), b.bleu->score);
-    else std::printf("%-14s %9lld %7s\n", b.label().c_str(), static_cast<long long>(b.sentences), "-");
+    if (b.bleu)
+      std::printf("%-14s %9lld %7.2f\n", b.label().c_str(), static_cast<long long>(b.sentences), b.bleu->score);
+    else
+      std::printf("%-14s %9lld %7s\n", b.label().c_str(), static_cast<long long>(b.sentences), "-");
   }
 }
 
@@ -62,9 +63,10 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   decode::LoadedTranslator model = decode::load_translator(a.model);
   const bool summaries = model.info.summarization;
   if (a.data.empty())
-    throw UsageError(summaries ? "a summarization checkpoint needs --data DIR (the folder with test.article and test.summary)"
-                               : "a translation checkpoint needs --data DIR (the multi30k or tatoeba-fra-eng folder, or "
-                                 "the folder holding it)");
+    throw UsageError(summaries
+                         ? "a summarization checkpoint needs --data DIR (the folder with test.article and test.summary)"
+                         : "a translation checkpoint needs --data DIR (the multi30k or tatoeba-fra-eng folder, or "
+                           "the folder holding it)");
   refuse_outputs_naming_inputs({{"--hypotheses", a.hypotheses}});  // the checkpoint, its spm.model
   decode::TranslateOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 5;  // the documented Multi30k recipe
@@ -90,10 +92,8 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["kind"] = models::to_string(model.info.kind);
     j["score"] = e.bleu;
     j["metric"] = "bleu";
-    j["copy_accuracy"] = {{"rate", e.copy.rate()},
-                          {"words", e.copy.words},
-                          {"copied", e.copy.copied},
-                          {"sentences", e.copy.sentences}};
+    j["copy_accuracy"] = {
+        {"rate", e.copy.rate()}, {"words", e.copy.words}, {"copied", e.copy.copied}, {"sentences", e.copy.sentences}};
     j["repetition_rate"] = e.repetition;
     j["repetition_ngrams"] = {2, 4};
     j["under_translation"] = {{"rate", e.under.rate()}, {"tokens", e.under.tokens}, {"under", e.under.under}};
@@ -130,35 +130,47 @@ void eval_classifier(EvalArgs& a) {
     j["metric"] = "accuracy";
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
-    std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(),
-                a.split.c_str(), 100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
+    std::printf("%s %s: accuracy %.2f %% (%lld examples), loss %.4f\n", loaded.model->kind().c_str(), a.split.c_str(),
+                100 * e.accuracy, static_cast<long long>(e.examples), e.loss);
   }
 }
 
 // PER and WER on a CMUdict split (the hash split of docs/data.md).
 void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   if (a.split.empty()) a.split = "dev";
-  const std::string data_dir =
-      data_or_default(a.data, "cmudict", "a G2P checkpoint needs --data DIR (the cmudict folder, or the folder holding it)");
+  const std::string data_dir = data_or_default(
+      a.data, "cmudict", "a G2P checkpoint needs --data DIR (the cmudict folder, or the folder holding it)");
   data::CmudictSplit split = data::CmudictSplit::dev;
-  if (a.split == "test") split = data::CmudictSplit::test;
-  else if (a.split == "train") split = data::CmudictSplit::train;
-  else if (a.split != "dev") throw UsageError("unknown --split '" + a.split + "' (valid: dev, test, train)");
+  if (a.split == "test")
+    split = data::CmudictSplit::test;
+  else if (a.split == "train")
+    split = data::CmudictSplit::train;
+  else if (a.split != "dev")
+    throw UsageError("unknown --split '" + a.split + "' (valid: dev, test, train)");
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
   decode::LoadedG2p model = decode::load_g2p(a.model);
-  std::vector<data::CmudictEntry> entries = data::cmudict_subset(data::read_cmudict(train::cmudict_path(data_dir)), split);
+  std::vector<data::CmudictEntry> entries =
+      data::cmudict_subset(data::read_cmudict(train::cmudict_path(data_dir)), split);
   if (a.limit > 0 && static_cast<int64_t>(entries.size()) > a.limit) entries.resize(static_cast<size_t>(a.limit));
   decode::PronounceOptions options;
   options.beam = cmd->count("--beam") ? a.options.beam : 1;
   options.length_penalty = a.options.length_penalty;
   const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
   if (a.json) {
-    nlohmann::json j = {{"model", a.model},      {"kind", models::to_string(model.info.kind)},   {"split", a.split},
-                        {"words", e.score.words}, {"per", e.score.per()},      {"wer", e.score.wer()},
-                        {"phoneme_edits", e.score.edits}, {"reference_phonemes", e.score.phonemes},
-                        {"words_wrong", e.score.words_wrong}, {"beam", options.beam},
-                        {"length_penalty", options.length_penalty}, {"seconds", e.seconds},
-                        {"score", e.score.per()}, {"metric", "per"}};
+    nlohmann::json j = {{"model", a.model},
+                        {"kind", models::to_string(model.info.kind)},
+                        {"split", a.split},
+                        {"words", e.score.words},
+                        {"per", e.score.per()},
+                        {"wer", e.score.wer()},
+                        {"phoneme_edits", e.score.edits},
+                        {"reference_phonemes", e.score.phonemes},
+                        {"words_wrong", e.score.words_wrong},
+                        {"beam", options.beam},
+                        {"length_penalty", options.length_penalty},
+                        {"seconds", e.seconds},
+                        {"score", e.score.per()},
+                        {"metric", "per"}};
     if (e.steps > 0) {  // attention: letters read before each output step, against the word's letters
       j["output_steps"] = e.steps;
       j["frames_read_per_step"] = static_cast<double>(e.frames_read) / static_cast<double>(e.steps);
@@ -167,7 +179,8 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("%s %s (%lld words, beam %d): PER %.2f %%, WER %.2f %%\n", models::to_string(model.info.kind),
-                a.split.c_str(), static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(), 100 * e.score.wer());
+                a.split.c_str(), static_cast<long long>(e.score.words), options.beam, 100 * e.score.per(),
+                100 * e.score.wer());
     if (e.steps > 0)
       std::printf("attention read %.2f of %.2f letters per output step\n",
                   static_cast<double>(e.frames_read) / static_cast<double>(e.steps),
@@ -183,7 +196,8 @@ void eval_asr(EvalArgs& a, const CLI::App* cmd) {
   if (a.join < 1) throw UsageError("--join must be >= 1, got " + std::to_string(a.join));
   decode::LoadedAsr model = decode::load_asr(a.model);
   data::SpeechSet set = data::read_speech_set(train::speech_split_path(a.data, a.split));
-  if (a.limit > 0 && static_cast<int64_t>(set.utterances.size()) > a.limit) set.utterances.resize(static_cast<size_t>(a.limit));
+  if (a.limit > 0 && static_cast<int64_t>(set.utterances.size()) > a.limit)
+    set.utterances.resize(static_cast<size_t>(a.limit));
   if (set.bins != model.info.config.bins)
     throw ValueError(a.data + ": " + std::to_string(set.bins) + " bins a frame, the model takes " +
                      std::to_string(model.info.config.bins));
@@ -196,14 +210,25 @@ void eval_asr(EvalArgs& a, const CLI::App* cmd) {
   const double read = e.steps > 0 ? static_cast<double>(e.frames_read) / static_cast<double>(e.steps) : 0.0;
   const double frames = e.steps > 0 ? static_cast<double>(e.frames) / static_cast<double>(e.steps) : 0.0;
   if (a.json) {
-    nlohmann::json j = {{"model", a.model}, {"score_function", score}, {"split", a.split},
-                        {"join", a.join}, {"utterances", e.score.utterances}, {"cer", e.score.cer()},
-                        {"wer", e.score.wer()}, {"char_edits", e.score.char_edits}, {"reference_chars", e.score.chars},
-                        {"word_edits", e.score.word_edits}, {"reference_words", e.score.words},
-                        {"beam", options.beam}, {"length_penalty", options.length_penalty},
-                        {"output_steps", e.steps}, {"frames_read_per_step", read},
-                        {"frames_per_step", frames}, {"seconds", e.seconds},
-                        {"score", e.score.cer()}, {"metric", "cer"}};
+    nlohmann::json j = {{"model", a.model},
+                        {"score_function", score},
+                        {"split", a.split},
+                        {"join", a.join},
+                        {"utterances", e.score.utterances},
+                        {"cer", e.score.cer()},
+                        {"wer", e.score.wer()},
+                        {"char_edits", e.score.char_edits},
+                        {"reference_chars", e.score.chars},
+                        {"word_edits", e.score.word_edits},
+                        {"reference_words", e.score.words},
+                        {"beam", options.beam},
+                        {"length_penalty", options.length_penalty},
+                        {"output_steps", e.steps},
+                        {"frames_read_per_step", read},
+                        {"frames_per_step", frames},
+                        {"seconds", e.seconds},
+                        {"score", e.score.cer()},
+                        {"metric", "cer"}};
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("asr (%s) %s, join %d (%lld utterances, beam %d): CER %.2f %%, WER %.2f %%\n", score.c_str(),
@@ -242,9 +267,10 @@ void eval_seq2seq(const EvalArgs& a) {
 
 void add_eval_command(CLI::App& app) {
   auto args = std::make_shared<EvalArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "eval", "Evaluate a model: token and sequence accuracy per source length (seq2seq), or accuracy on an "
-              "SST-2 split (classifier)");
+  CLI::App* cmd =
+      app.add_subcommand("eval",
+                         "Evaluate a model: token and sequence accuracy per source length (seq2seq), or accuracy on an "
+                         "SST-2 split (classifier)");
   cmd->add_option("--model", args->model, "Checkpoint (model.safetensors)")->required();
   cmd->add_option("--eval-lengths", args->lengths, "Comma-separated source lengths")->capture_default_str();
   cmd->add_option("--samples", args->options.samples, "Examples per length")->capture_default_str();
@@ -255,42 +281,55 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   add_beam_stop_option(cmd, args->beam_stop);
-  cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")->capture_default_str()->check(integer_at_least(0));
+  cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")
+      ->capture_default_str()
+      ->check(integer_at_least(0));
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");
-  cmd->add_option("--data", args->data,
-                  "Classifier / translation / G2P: the data folder (or its sst2/, multi30k/ or cmudict/); summarization: the "
-                  "folder with <split>.article and <split>.summary");
-  cmd->add_option("--split", args->split,
-                  "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
-                  "mscoco2017, Tatoeba: test (default) | dev | train; summarization: test (default) | val | any <split> with its two files; G2P: dev (default) | test | "
-                  "train (docs/data.md); ASR: test (default) | dev | train");
+  cmd->add_option(
+      "--data", args->data,
+      "Classifier / translation / G2P: the data folder (or its sst2/, multi30k/ or cmudict/); summarization: the "
+      "folder with <split>.article and <split>.summary");
+  cmd->add_option(
+      "--split", args->split,
+      "Classifier: dev (default) | test | train; translation: test2016 (default) | val | test2017 | test2018 | "
+      "mscoco2017, Tatoeba: test (default) | dev | train; summarization: test (default) | val | any <split> with its "
+      "two files; G2P: dev (default) | test | "
+      "train (docs/data.md); ASR: test (default) | dev | train");
   cmd->add_option("--hypotheses", args->hypotheses, "Translation: also write the translations to this file");
   cmd->add_option("--limit", args->limit,
                   "Translation / G2P / ASR: the first N sentences (words, utterances) of the split only (0: all)");
   cmd->add_option("--join", args->join,
                   "ASR: join every N consecutive utterances into one, the long-utterance test (default 1)");
-  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")->capture_default_str()->check(integer_at_least(1));
+  cmd->add_option("--eval-batch", args->batch, "Classifier: examples per batch")
+      ->capture_default_str()
+      ->check(integer_at_least(1));
   add_threads_option(cmd);
   add_precision_option(cmd, PrecisionUse::inference);
   cmd->callback([args, cmd] {
     args->options.lengths = parse_lengths(args->lengths);
     as_usage([&] { args->options.validate(); });  // --samples, --beam
     using decode::CheckpointKind;
-    const CheckpointKind kind = require_checkpoint(
-        args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::classifier, CheckpointKind::g2p,
-                      CheckpointKind::asr});
+    const CheckpointKind kind =
+        require_checkpoint(args->model, {CheckpointKind::seq2seq, CheckpointKind::translation,
+                                         CheckpointKind::classifier, CheckpointKind::g2p, CheckpointKind::asr});
     if (!args->hypotheses.empty() && kind != CheckpointKind::translation)
       throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" +
                        decode::format_name(kind) + "'");
     if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
       throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
     switch (kind) {
-      case CheckpointKind::translation: return eval_translation(*args, cmd);
-      case CheckpointKind::classifier: return eval_classifier(*args);
-      case CheckpointKind::seq2seq: return eval_seq2seq(*args);
-      case CheckpointKind::g2p: return eval_g2p(*args, cmd);
-      case CheckpointKind::asr: return eval_asr(*args, cmd);
-      case CheckpointKind::lm: break;  // refused above
+      case CheckpointKind::translation:
+        return eval_translation(*args, cmd);
+      case CheckpointKind::classifier:
+        return eval_classifier(*args);
+      case CheckpointKind::seq2seq:
+        return eval_seq2seq(*args);
+      case CheckpointKind::g2p:
+        return eval_g2p(*args, cmd);
+      case CheckpointKind::asr:
+        return eval_asr(*args, cmd);
+      case CheckpointKind::lm:
+        break;  // refused above
     }
   });
 }

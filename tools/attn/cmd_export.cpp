@@ -18,22 +18,22 @@
 // model.safetensors without its model.py. DIR must be missing or empty, unless --overwrite
 // (the old one is removed once the new one is in place); a path that cannot become a folder
 // (a file, a device, a dangling link) is refused before the model is read.
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <sys/stat.h>
-#include <sys/wait.h>
-
-#include <nlohmann/json.hpp>
-
 #include "attn/data/text.h"
+#include "attn/decode/translate.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/output_folder.h"
 #include "attn/io/safetensors.h"
@@ -41,7 +41,6 @@
 #include "attn/signals.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/seq2seq_trainer.h"
-#include "attn/decode/translate.h"
 #include "commands.h"
 #include "common.h"
 
@@ -59,7 +58,7 @@ namespace fs = std::filesystem;
 constexpr const char* kKindAndConfig = "KIND, CONFIG = None, None\n";
 
 struct Exported {
-  std::string kind;     // rnn | transformer
+  std::string kind;       // rnn | transformer
   nlohmann::json config;  // every field, defaults included
   train::NamedTensors parameters;
 };
@@ -68,8 +67,8 @@ struct Exported {
 // rather than an export that would silently compute other weights.
 void require_softmax(const std::string& to, const Normalizer& normalizer) {
   if (normalizer.kind != NormalizerKind::softmax)
-    throw ValueError("export --to " + to + ": normaliser '" + normalizer_name(normalizer.kind) +
-                     "' has no " + (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
+    throw ValueError("export --to " + to + ": normaliser '" + normalizer_name(normalizer.kind) + "' has no " +
+                     (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
                      " version here (export a model trained with --normalizer softmax)");
 }
 
@@ -139,7 +138,8 @@ Exported load_exportable(const std::string& path) {
 std::string torch_module_source(const Exported& e) {
   std::string source = kTorchModelSource;
   const size_t at = source.find(kKindAndConfig);
-  if (at == std::string::npos) throw Error("export: tools/attn/torch_model.py lacks the line " + std::string(kKindAndConfig));
+  if (at == std::string::npos)
+    throw Error("export: tools/attn/torch_model.py lacks the line " + std::string(kKindAndConfig));
   source.replace(at, std::string(kKindAndConfig).size(),
                  "KIND = \"" + e.kind + "\"\nCONFIG = json.loads(\"\"\"\n" + e.config.dump(2) + "\n\"\"\")\n");
   return source;
@@ -223,8 +223,8 @@ void publish(TempDir& staging, const fs::path& out) {
 // published and the staging directory goes with `staging`.
 void publish_unless_interrupted(DeferredSignals& held, TempDir& staging, const fs::path& out) {
   if (const int signal = held.take())
-    throw InterruptedError("interrupted (" + signal_name(signal) + ") during export: nothing written to " +
-                               out.string(), signal);
+    throw InterruptedError(
+        "interrupted (" + signal_name(signal) + ") during export: nothing written to " + out.string(), signal);
   publish(staging, out);
 }
 
@@ -279,13 +279,14 @@ void write_ctranslate2_inputs(const decode::LoadedTranslator& loaded, const fs::
   std::vector<int32_t> ids(static_cast<size_t>(loaded.tokenizer->vocab_size()));
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
   const std::vector<std::string> pieces = loaded.tokenizer->pieces(ids);
-  const nlohmann::json j = {
-      {"config", model.config().to_json()},
-      {"layer_norm_epsilon", model.config().layer_options().eps},
-      {"vocabulary", pieces},
-      {"special",
-       {{"pad", pieces.at(models::kPad)}, {"bos", pieces.at(models::kBos)}, {"eos", pieces.at(models::kEos)},
-        {"unk", pieces.at(models::kUnk)}}}};
+  const nlohmann::json j = {{"config", model.config().to_json()},
+                            {"layer_norm_epsilon", model.config().layer_options().eps},
+                            {"vocabulary", pieces},
+                            {"special",
+                             {{"pad", pieces.at(models::kPad)},
+                              {"bos", pieces.at(models::kBos)},
+                              {"eos", pieces.at(models::kEos)},
+                              {"unk", pieces.at(models::kUnk)}}}};
   io::write_file_atomically((work / "export.json").string(), j.dump(1));
   io::write_file_atomically((work / "ctranslate2_export.py").string(), kCtranslate2ExportSource);
 }

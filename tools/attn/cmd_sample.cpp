@@ -24,7 +24,8 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--prompt", args->prompt, "Text to continue (default: start a sentence)");
   cmd->add_option("-n,--count", args->count, "Samples to draw")->capture_default_str();
   cmd->add_option("--max-chars", args->options.max_len, "Characters per sample at most")->capture_default_str();
-  cmd->add_option("--temperature", args->options.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--temperature", args->options.temperature, "Sampling temperature (0: greedy)")
+      ->capture_default_str();
   cmd->add_option("--top-k", args->options.top_k, "Sample among the k likeliest characters (0: all)")
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Random seed")->capture_default_str()->check(integer_at_least(0));

@@ -1,12 +1,11 @@
 // attn sweep: train several attention types, evaluate each against length, compare.
 #include <cstdio>
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
-#include "attn/json.h"
 #include "attn/io/atomic_file.h"
 #include "attn/io/output_folder.h"
+#include "attn/json.h"
 #include "commands.h"
 #include "common.h"
 
@@ -94,7 +93,8 @@ void add_sweep_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   args->names.attention = args->attentions;  // --attention takes the comma-separated list here
-  CLI::App* cmd = app.add_subcommand("sweep", "Train several attention types and compare their accuracy against length");
+  CLI::App* cmd =
+      app.add_subcommand("sweep", "Train several attention types and compare their accuracy against length");
   add_model_options(cmd, args->config, args->names);
   cmd->get_option("--attention")->description("Comma-separated decoders: none, bahdanau, luong");
   add_training_options(cmd, args->options);

@@ -4,14 +4,14 @@
 //   attn tokenize encode --model spm/shared.model < text.txt          # pieces: ▁Zwei ▁junge ...
 //   attn tokenize encode --model spm/shared.model --ids < text.txt    # ids: 412 97 ...
 //   attn tokenize decode --model spm/shared.model [--ids] < pieces.txt
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "attn/data/subword.h"
 #include "attn/data/text.h"
@@ -83,20 +83,24 @@ void add_tokenize_command(CLI::App& app) {
   train_cmd->add_option("--model-type", train->options.model_type, "unigram or bpe")
       ->check(CLI::IsMember({"unigram", "bpe"}))
       ->capture_default_str();
-  train_cmd->add_option("--character-coverage", train->options.character_coverage,
-                        "Share of characters the vocabulary covers, in (0, 1]")
+  train_cmd
+      ->add_option("--character-coverage", train->options.character_coverage,
+                   "Share of characters the vocabulary covers, in (0, 1]")
       ->capture_default_str();
-  train_cmd->add_option("--max-sentences", train->options.max_sentences,
-                        "Train on an evenly spaced sample of this many lines (0: all)")
+  train_cmd
+      ->add_option("--max-sentences", train->options.max_sentences,
+                   "Train on an evenly spaced sample of this many lines (0: all)")
       ->capture_default_str();
   train_cmd->add_flag("--verbose", train->options.verbose, "Show SentencePiece's training log");
   train_cmd->add_option("--out", train->out, "Output prefix: writes PREFIX.model and PREFIX.vocab")->required();
   train_cmd->callback([train] {
     if (train->options.vocab_size < 5 || train->options.vocab_size > models::kMaxVocab) {
-      throw UsageError(fmt::format("--vocab-size must be in [5, {}], got {}", models::kMaxVocab, train->options.vocab_size));
+      throw UsageError(
+          fmt::format("--vocab-size must be in [5, {}], got {}", models::kMaxVocab, train->options.vocab_size));
     }
     if (!(train->options.character_coverage > 0.0f && train->options.character_coverage <= 1.0f)) {
-      throw UsageError(fmt::format("--character-coverage must be in (0, 1], got {}", train->options.character_coverage));
+      throw UsageError(
+          fmt::format("--character-coverage must be in (0, 1], got {}", train->options.character_coverage));
     }
     if (train->options.max_sentences < 0) {
       throw UsageError(fmt::format("--max-sentences must be >= 0, got {}", train->options.max_sentences));
@@ -108,9 +112,8 @@ void add_tokenize_command(CLI::App& app) {
     }
     data::train_subword_model(lines, train->out, train->options);
     const auto model = data::SubwordModel::load(train->out + ".model");
-    std::printf("trained a %s model of %d pieces on %zu lines: %s.model, %s.vocab\n",
-                train->options.model_type.c_str(), model.vocab_size(), lines.size(), train->out.c_str(),
-                train->out.c_str());
+    std::printf("trained a %s model of %d pieces on %zu lines: %s.model, %s.vocab\n", train->options.model_type.c_str(),
+                model.vocab_size(), lines.size(), train->out.c_str(), train->out.c_str());
   });
 
   auto encode = std::make_shared<CodecArgs>();

@@ -38,13 +38,14 @@ void place_shared_options(CLI::App* cmd, const TrainGroups& g, OptionGroups& gro
   place("--clip", {&g.run}, "1; sst2 5");
   place("--seed", {&g.run});
   place("--log-every", {&g.run}, "50; translate and charlm 100");
-  place("--eval-every", {&g.run}, "copy / reverse / sort 250, translate 1000, charlm 500, sst2 200 (transformer-cls 300)");
+  place("--eval-every", {&g.run},
+        "copy / reverse / sort 250, translate 1000, charlm 500, sst2 200 (transformer-cls 300)");
   place("--dropout", {&g.run},
         "copy / reverse / sort and translate --model rnn 0, the Transformers 0.1, sst2 bilstm and bilstm-attn 0.5");
   place("--threads", {&g.run});
   place("--precision", {&g.run});
-  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce", "--bucket-mb",
-                           "--reduce-after-backward"})
+  for (const char* name : {"--resume", "--overwrite", "--max-minutes", "--save-every", "--deterministic-reduce",
+                           "--bucket-mb", "--reduce-after-backward"})
     place(name, {&g.run});
   place("--min-len", {&g.synthetic});
   place("--eval-samples", {&g.synthetic});
@@ -70,16 +71,17 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
                              "sst2: bilstm (default) | bilstm-attn | transformer-cls; translate: rnn (default) | "
                              "transformer; charlm: transformer"),
              {&g.text_data});
-  groups.add(cmd->add_option("--data", c.data,
-                             "The data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)"),
-             {&g.text_data, &g.asr});
+  groups.add(
+      cmd->add_option("--data", c.data, "The data folder (../shared/data, or its sst2/, multi30k/, tatoeba-fra-eng/)"),
+      {&g.text_data, &g.asr});
   groups.add(cmd->add_option("--train-limit", c.train_limit, "Use the first N training examples (default 0: all)"),
              {&g.text_data, &g.asr});
-  groups.add(cmd->add_option("--epochs", c.epochs,
-                             "Epochs over the training split, unless --steps (default 4, transformer-cls 2). The model's "
-                             "recipe in docs/results.md applies to what is not given: see the defaults of --lr, "
-                             "--lr-schedule, --warmup, --eval-every, --d-model, --ffn"),
-             {&g.classifier});
+  groups.add(
+      cmd->add_option("--epochs", c.epochs,
+                      "Epochs over the training split, unless --steps (default 4, transformer-cls 2). The model's "
+                      "recipe in docs/results.md applies to what is not given: see the defaults of --lr, "
+                      "--lr-schedule, --warmup, --eval-every, --d-model, --ffn"),
+      {&g.classifier});
   groups.add(cmd->add_option("--min-freq", c.min_freq, "Vocabulary keeps words seen this often")->capture_default_str(),
              {&g.classifier});
   groups.add(cmd->add_option("--max-vocab", c.max_vocab, "Vocabulary size limit (0: all)")->capture_default_str(),
@@ -114,10 +116,12 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
                              "(same vocabulary) on each sentence, held constant (Wiegreffe & Pinter's frozen "
                              "weights; the model has no pooling parameters of its own)"),
              {&g.pooling});
-  groups.add(cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)"),
-             {&g.transformer});
-  groups.add(cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (default: translate 1024, sst2 and charlm 512)"),
-             {&g.transformer});
+  groups.add(
+      cmd->add_option("--d-model", c.d_model, "Transformer model size (default: translate 256, sst2 and charlm 128)"),
+      {&g.transformer});
+  groups.add(
+      cmd->add_option("--ffn", c.ffn, "Transformer feed-forward size (default: translate 1024, sst2 and charlm 512)"),
+      {&g.transformer});
 }
 
 }  // namespace
@@ -125,8 +129,10 @@ void add_classifier_options(CLI::App* cmd, ClassifierArgs& c, const TrainGroups&
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a model for one of the tasks below (--task). Options outside the task's groups are refused.\n\n"
-               "Tasks:\n" + train_task_help());
+      "train",
+      "Train a model for one of the tasks below (--task). Options outside the task's groups are refused.\n\n"
+      "Tasks:\n" +
+          train_task_help());
   const TrainGroups& g = args->groups;
   OptionGroups& groups = args->registry;
   add_training_options(cmd, args->options);

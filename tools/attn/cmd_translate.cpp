@@ -3,10 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
@@ -50,8 +49,8 @@ void pronounce_stdin(const Args& a) {
     if (!line.empty()) words.push_back(line);
   std::vector<decode::Pronunciation> said;
   as_usage([&] {
-    said = decode::pronounce(model, words, {.beam = a.options.beam, .length_penalty = a.options.length_penalty,
-                                            .batch = a.options.batch});
+    said = decode::pronounce(
+        model, words, {.beam = a.options.beam, .length_penalty = a.options.length_penalty, .batch = a.options.batch});
   });
   // The whole output is built before anything is written: a failure prints no half result.
   std::string out;
@@ -69,8 +68,9 @@ void pronounce_stdin(const Args& a) {
 void add_translate_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "translate", "Translate stdin to stdout, one sentence a line (batched); with a G2P checkpoint, one word a line to "
-                   "its phonemes");
+      "translate",
+      "Translate stdin to stdout, one sentence a line (batched); with a G2P checkpoint, one word a line to "
+      "its phonemes");
   cmd->add_option("--model", args->model,
                   "Translation checkpoint (RUN/model.safetensors; spm.model next to it) or G2P checkpoint")
       ->required();
@@ -90,7 +90,8 @@ void add_translate_command(CLI::App& app) {
   add_threads_option(cmd);
   add_precision_option(cmd, PrecisionUse::inference);
   cmd->callback([args] {
-    if (cmd_beam_invalid(args->options.beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
+    if (cmd_beam_invalid(args->options.beam))
+      throw UsageError("--beam must be >= 1, got " + std::to_string(args->options.beam));
     if (args->options.batch < 1) throw UsageError("--batch must be >= 1");
     const float alpha = args->options.length_penalty;
     if (!(alpha >= 0.0f) || !std::isfinite(alpha))

@@ -3,11 +3,10 @@
 //   ATTN_REGISTER_COMMAND(30, add_eval_command);
 // main() adds the registered commands in ascending order (the order of `attn --help`), so a
 // new command touches no other file.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 namespace attn::cli {
 

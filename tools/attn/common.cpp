@@ -1,16 +1,16 @@
 #include "common.h"
-#include "alignment.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
-#include <iostream>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
+#include "alignment.h"
 #include "attn/data/catalog.h"
 #include "attn/data/tasks.h"
 #include "attn/io/input_file.h"
@@ -64,17 +64,20 @@ void add_model_options(CLI::App* app, models::Seq2SeqConfig& c, ModelChoiceNames
   app->add_option("--location-width", c.location_width,
                   "--score location_aware: filter width r, odd (ESPnet's aconv_filts 100 is width 201)")
       ->capture_default_str();
-  app->add_option("--location-sharpen", c.location_sharpening, "--score location_aware: sharpening beta, a = softmax(beta e)")
+  app->add_option("--location-sharpen", c.location_sharpening,
+                  "--score location_aware: sharpening beta, a = softmax(beta e)")
       ->capture_default_str();
   app->add_flag("--location-smooth", c.location_smoothing,
                 "--score location_aware: smoothing, sigmoid(e) normalised instead of softmax(e)");
   app->add_option("--monotonic-bias", c.monotonic_bias,
                   "--score monotonic | mocha: initial offset r of the selection energy (Raffel et al.: -4)")
       ->capture_default_str();
-  app->add_option("--monotonic-noise", c.monotonic_noise,
-                  "--score monotonic | mocha: std of the Gaussian noise on the selection energies in training (0: none)")
+  app->add_option(
+         "--monotonic-noise", c.monotonic_noise,
+         "--score monotonic | mocha: std of the Gaussian noise on the selection energies in training (0: none)")
       ->capture_default_str();
-  app->add_option("--chunk", c.chunk, "--score mocha: chunk width W, soft attention over the W frames ending at the stop")
+  app->add_option("--chunk", c.chunk,
+                  "--score mocha: chunk width W, soft attention over the W frames ending at the stop")
       ->capture_default_str();
   app->add_option("--normalizer", names.normalizer,
                   "Normaliser of the attention scores: softmax | sparsemax | entmax15 | entmax (alpha-entmax, "
@@ -97,7 +100,8 @@ void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlo
 }
 
 void add_training_options(CLI::App* app, train::TrainOptions& o) {
-  app->add_option("--task", o.task, "Task: " + data::task_names())->capture_default_str();  // attn train lists its registry
+  app->add_option("--task", o.task, "Task: " + data::task_names())
+      ->capture_default_str();  // attn train lists its registry
   app->add_option("--min-len", o.min_len, "Shortest training source")->capture_default_str();
   app->add_option("--max-len", o.max_len, "Longest training source")->capture_default_str();
   app->add_option("--steps", o.steps, "Training steps")->capture_default_str();
@@ -128,10 +132,12 @@ void add_precision_option(CLI::App* app, PrecisionUse use) {
            : "";
   app->add_option_function<std::string>(
          "--precision", [](const std::string& name) { set_compute_precision(parse_precision(name)); },
-         names + " (default fp32): bf16 runs the matrix products as bf16 GEMMs with fp32 "
-         "accumulation (oneDNN; a CPU with AVX512_BF16 or AMX-BF16). Weights, gradients, optimizer state, "
-         "softmax and layer-norm statistics stay fp32, and checkpoints always store fp32: either "
-         "precision reads a checkpoint the other wrote" + int8_help)
+         names +
+             " (default fp32): bf16 runs the matrix products as bf16 GEMMs with fp32 "
+             "accumulation (oneDNN; a CPU with AVX512_BF16 or AMX-BF16). Weights, gradients, optimizer state, "
+             "softmax and layer-norm statistics stay fp32, and checkpoints always store fp32: either "
+             "precision reads a checkpoint the other wrote" +
+             int8_help)
       ->check(CLI::Validator(
           [int8](std::string& name) {
             return !int8 && name == "int8" ? std::string("int8 is for inference: translate, classify and eval only")
@@ -156,7 +162,8 @@ void add_threads_option(CLI::App* app) {
           ""));
 }
 
-decode::CheckpointKind require_checkpoint(const std::string& path, std::initializer_list<decode::CheckpointKind> allowed,
+decode::CheckpointKind require_checkpoint(const std::string& path,
+                                          std::initializer_list<decode::CheckpointKind> allowed,
                                           const std::string& hint) {
   try {
     return decode::require_checkpoint_kind(path, allowed, hint);
@@ -269,7 +276,8 @@ std::string accuracy_table(const std::vector<std::string>& names,
     out << "| " << results.front()[r].length << " |";
     for (const auto& res : results) {
       char cell[64];
-      std::snprintf(cell, sizeof cell, " %.1f %% | %.1f %% |", 100 * res[r].token_accuracy, 100 * res[r].sequence_accuracy);
+      std::snprintf(cell, sizeof cell, " %.1f %% | %.1f %% |", 100 * res[r].token_accuracy,
+                    100 * res[r].sequence_accuracy);
       out << cell;
     }
     out << '\n';
@@ -329,7 +337,8 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
   const auto& tokens = decoded.tokens.at(0);
   const auto& steps = decoded.attention.at(0);
   viz::Heatmap map;
-  map.title = std::string("attention: ") + models::to_string(model.config().attention) + " (" + model.config().effective_score() + ")";
+  map.title = std::string("attention: ") + models::to_string(model.config().attention) + " (" +
+              model.config().effective_score() + ")";
   for (int32_t id : source) map.col_labels.push_back(data::symbol_name(id));
   for (int32_t id : tokens) map.row_labels.push_back(data::symbol_name(id));
   // Each step holds heads × S weights; one panel per head.
@@ -345,8 +354,8 @@ viz::Heatmap alignment_heatmap(models::Seq2Seq& model, const std::vector<int32_t
   return map;
 }
 
-std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam,
-                            float length_penalty, const std::string& path) {
+std::string write_alignment(models::Seq2Seq& model, const std::vector<int32_t>& source, int beam, float length_penalty,
+                            const std::string& path) {
   std::string output;
   viz::write_heatmap(alignment_heatmap(model, source, beam, length_penalty, &output), path);
   return output;

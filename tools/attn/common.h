@@ -1,19 +1,17 @@
 #pragma once
 // Options and helpers shared by the seq2seq subcommands.
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "attn/decode/checkpoint_kind.h"
-
-#include "attn/models/seq2seq.h"
 #include "attn/decode/seq2seq.h"
+#include "attn/models/seq2seq.h"
 #include "attn/train/progress.h"
 #include "attn/train/seq2seq_trainer.h"
 #include "commands.h"
@@ -44,7 +42,8 @@ void add_precision_option(CLI::App* app, PrecisionUse use = PrecisionUse::traini
 // (exit 2) naming the file, the kinds the command needs and the format that arrived, then
 // `hint`. IoError when the file holds no readable attn metadata. Every command refuses a
 // checkpoint of the wrong kind this way (docs/reliability.md).
-decode::CheckpointKind require_checkpoint(const std::string& path, std::initializer_list<decode::CheckpointKind> allowed,
+decode::CheckpointKind require_checkpoint(const std::string& path,
+                                          std::initializer_list<decode::CheckpointKind> allowed,
                                           const std::string& hint = "");
 // --normalizer / --alpha (add_model_options) into a Transformer's or a classifier's JSON
 // configuration: "normalizer" and "alpha", only when not softmax (as the configurations write

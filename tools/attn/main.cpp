@@ -8,14 +8,14 @@
 #include <new>
 #include <string>
 
-#include "attn/distributed/communicator.h"
 #include "attn/cpu.h"
+#include "attn/distributed/communicator.h"
 #include "attn/error.h"
-#include "attn/thread_limits.h"
-#include "attn/signals.h"
 #include "attn/io/input_file.h"
 #include "attn/parallel.h"
 #include "attn/printable.h"
+#include "attn/signals.h"
+#include "attn/thread_limits.h"
 #include "attn/version.h"
 #include "commands.h"
 #include "option_parsing.h"
@@ -48,14 +48,14 @@ int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) 
   return 2;
 }
 
-
 // Every error line is formed here, from the exception's message: nlohmann::json's prefix
 // "[json.exception.type_error.302] " dropped (the message already names the file and the
 // field), and whatever the message quotes from outside (a file name, a metadata string, a
 // line of input) made printable: a newline or an ESC in it would split the line or reach
 // the terminal as an escape sequence (attn::printable).
 std::string error_line(std::string message) {
-  for (size_t at = message.find("[json.exception."); at != std::string::npos; at = message.find("[json.exception.", at)) {
+  for (size_t at = message.find("[json.exception."); at != std::string::npos;
+       at = message.find("[json.exception.", at)) {
     const size_t end = message.find("] ", at);
     if (end == std::string::npos) break;
     message.erase(at, end + 2 - at);
@@ -83,7 +83,8 @@ int run_command_line(int argc, char** argv) {
       return 2;
     }
     if (n > attn::max_threads()) {
-      std::fprintf(stderr, "attn: usage error: ATTN_NUM_THREADS %ld: more than %d threads per CPU (this machine has %d CPUs)\n",
+      std::fprintf(stderr,
+                   "attn: usage error: ATTN_NUM_THREADS %ld: more than %d threads per CPU (this machine has %d CPUs)\n",
                    n, attn::kMaxThreadsPerCpu, attn::machine_cpus());
       return 2;
     }
@@ -121,8 +122,9 @@ int run_command_line(int argc, char** argv) {
     std::fprintf(stderr, "attn: usage error: %s\n", error_line(e.what()).c_str());
     return 2;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "attn: error: out of memory: a size in the options or in the model file is too large for "
-                         "this machine\n");
+    std::fprintf(stderr,
+                 "attn: error: out of memory: a size in the options or in the model file is too large for "
+                 "this machine\n");
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // libstdc++ says "filesystem error: cannot create directories: Not a directory [a/b]".

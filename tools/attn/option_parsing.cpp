@@ -1,14 +1,13 @@
 // Numeric option checks shared by the CLI and its fuzz target (see option_parsing.h).
 #include "option_parsing.h"
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "commands.h"
 
@@ -28,8 +27,9 @@ std::string integer_range_error(const std::string& text, bool is_unsigned) {
 }
 
 std::string integer_at_least_error(const std::string& text, unsigned long long min) {
-  const std::string what = min == 0 ? "a non-negative integer" : min == 1 ? "a positive integer"
-                                                                          : "an integer >= " + std::to_string(min);
+  const std::string what = min == 0   ? "a non-negative integer"
+                           : min == 1 ? "a positive integer"
+                                      : "an integer >= " + std::to_string(min);
   // Digits only, after an optional '+': stoull would take "-1" as 2^64 - 1, and skips
   // leading white space first, so " -1" wrapped too (found by fuzz/option_parsing_fuzz).
   const size_t digits = !text.empty() && text[0] == '+' ? 1 : 0;
@@ -73,8 +73,7 @@ namespace {
 // of range (--steps 99999999999999999999 ran 9223372036854775807 steps): every integer
 // option of every command refuses a decimal number outside its 64-bit range instead.
 CLI::Validator integer_in_range(bool is_unsigned) {
-  return CLI::Validator([is_unsigned](std::string& text) { return integer_range_error(text, is_unsigned); },
-                        "");
+  return CLI::Validator([is_unsigned](std::string& text) { return integer_range_error(text, is_unsigned); }, "");
 }
 
 // A flag given a value (--bidirectional=on, =5, `bidirectional = "on"` in a --config file)
@@ -83,7 +82,9 @@ CLI::Validator integer_in_range(bool is_unsigned) {
 // flag, --no-input-feeding, arrives here already turned into "true" or "false".)
 CLI::Validator true_or_false() {
   return CLI::Validator(
-      [](std::string& text) { return text == "true" || text == "false" ? std::string() : "must be true or false, got '" + text + "'"; },
+      [](std::string& text) {
+        return text == "true" || text == "false" ? std::string() : "must be true or false, got '" + text + "'";
+      },
       "");
 }
 

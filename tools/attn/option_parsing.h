@@ -22,7 +22,8 @@ void add_option_value_checks(CLI::App& app);
 // CLI11's strtoll would clamp it silently). Anything else (not a decimal number) is left to
 // CLI11's own conversion and gives "".
 std::string integer_range_error(const std::string& text, bool is_unsigned);
-// A whole number >= min: digits after an optional '+', nothing else (no white space, no '-') ("must be a positive integer, got '0'").
+// A whole number >= min: digits after an optional '+', nothing else (no white space, no '-') ("must be a positive
+// integer, got '0'").
 std::string integer_at_least_error(const std::string& text, unsigned long long min);
 // "5,10,20" -> {5, 10, 20}; UsageError on an empty list, an empty item, or an item that is
 // not a positive int.

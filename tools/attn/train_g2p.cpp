@@ -22,9 +22,11 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
   const bool transformer = kind == models::TranslatorKind::transformer;
   // Letters in, phonemes out: no source token is a target token to copy.
-  if (c.pointer) throw UsageError("--pointer does not apply to --task g2p (letters and phonemes are different vocabularies)");
+  if (c.pointer)
+    throw UsageError("--pointer does not apply to --task g2p (letters and phonemes are different vocabularies)");
   train::G2pOptions o;
-  o.data_dir = data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
+  o.data_dir =
+      data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
   o.train_limit = s.train_limit;
   o.eval_words = a.eval_sentences;
   o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
@@ -40,9 +42,9 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   }
   as_usage([&] { o.validate(); });
   check_translator_config(kind, config);
-  train_and_report(o, [&] { return train::train_g2p(kind, config, o); }, [](const train::G2pResult& r) {
-    print_error_rate_summary(r, "PER", r.best_val_per, r.dev_words, "words");
-  });
+  train_and_report(
+      o, [&] { return train::train_g2p(kind, config, o); },
+      [](const train::G2pResult& r) { print_error_rate_summary(r, "PER", r.best_val_per, r.dev_words, "words"); });
 }
 
 }  // namespace

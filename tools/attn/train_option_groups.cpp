@@ -21,9 +21,10 @@ TrainGroups::TrainGroups() {
          {T::seq2seq, T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
           T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer, T::asr}};
   synthetic = {"Synthetic seq2seq (--task copy | reverse | sort)", {T::seq2seq}};
-  rnn = {"RNN seq2seq model (--task copy | reverse | sort, --task translate | summarize | g2p --model rnn, --task asr's "
-         "speller)",
-         {T::seq2seq, T::translate_rnn, T::g2p_rnn, T::asr}};
+  rnn = {
+      "RNN seq2seq model (--task copy | reverse | sort, --task translate | summarize | g2p --model rnn, --task asr's "
+      "speller)",
+      {T::seq2seq, T::translate_rnn, T::g2p_rnn, T::asr}};
   text_data = {"Text data (--task sst2 | translate | summarize | charlm | g2p)",
                {T::translate_rnn, T::translate_transformer, T::sst2_bilstm, T::sst2_bilstm_attn,
                 T::sst2_transformer_cls, T::charlm, T::g2p_rnn, T::g2p_transformer}};
@@ -33,9 +34,10 @@ TrainGroups::TrainGroups() {
   translation = {"Translation (--task translate | summarize)", {T::translate_rnn, T::translate_transformer}};
   lm = {"Character LM (--task charlm)", {T::charlm}};
   g2p = {"G2P (--task g2p)", {T::g2p_rnn, T::g2p_transformer}};
-  transformer = {"Transformer (--task translate | g2p --model transformer, --task charlm, --task sst2 --model "
-                 "transformer-cls)",
-                 {T::translate_transformer, T::charlm, T::sst2_transformer_cls, T::g2p_transformer}};
+  transformer = {
+      "Transformer (--task translate | g2p --model transformer, --task charlm, --task sst2 --model "
+      "transformer-cls)",
+      {T::translate_transformer, T::charlm, T::sst2_transformer_cls, T::g2p_transformer}};
   transformer_seq2seq = {"Transformer encoder-decoder (--task translate | g2p --model transformer)",
                          {T::translate_transformer, T::g2p_transformer}};
   transformer_classifier = {"Transformer classifier (--task sst2 --model transformer-cls)", {T::sst2_transformer_cls}};
@@ -100,7 +102,8 @@ void apply_config_file(CLI::App* cmd, const std::string& path) {
     if (option == nullptr || option == cmd->get_help_ptr())
       throw UsageError("--config " + path + ": unknown option '" + item.name + "' (see attn train --help)");
     if (per_invocation(option))
-      throw UsageError("--config " + path + ": " + option->get_name() + " cannot come from a file; give it on the command line");
+      throw UsageError("--config " + path + ": " + option->get_name() +
+                       " cannot come from a file; give it on the command line");
     // (A second line would be taken for the command line's value below, and dropped.)
     if (!seen.insert(option->get_name()).second)
       throw UsageError("--config " + path + ": " + item.name + " is set twice");
@@ -128,10 +131,17 @@ std::string run_config_text(const CLI::App* cmd, const train::Provenance& proven
   std::string out =
       "# attn train run configuration: `attn train --config config.toml --out DIR` repeats this run (options\n"
       "# on the command line override the file). Options not listed had their defaults.\n"
-      "# command line: " + one_line(provenance.command_line) + "\n"
-      "# attn version: " + one_line(provenance.attn_version) + "\n"
-      "# threads: " + std::to_string(provenance.threads) + "\n"
-      "# machine: " + one_line(provenance.machine) + "\n";
+      "# command line: " +
+      one_line(provenance.command_line) +
+      "\n"
+      "# attn version: " +
+      one_line(provenance.attn_version) +
+      "\n"
+      "# threads: " +
+      std::to_string(provenance.threads) +
+      "\n"
+      "# machine: " +
+      one_line(provenance.machine) + "\n";
   for (const CLI::Option* option : cmd->get_options()) {
     if (option->count() == 0 || per_invocation(option) || option->get_name() == "--threads") continue;
     const std::string name = option->get_single_name();

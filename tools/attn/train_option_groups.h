@@ -16,11 +16,10 @@
 // commit, threads, machine) as comments. Options not given are not written: their
 // defaults depend on the task and model, and the same attn applies them again. Paths in the
 // file are as given on the command line (relative ones to the folder attn ran in).
+#include <CLI/CLI.hpp>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "attn/train/run.h"
 
@@ -41,8 +40,8 @@ enum class TrainTarget {
 };
 
 struct OptionGroup {
-  std::string heading;                // --help's section title, naming the targets
-  std::vector<TrainTarget> targets;   // where its options apply
+  std::string heading;               // --help's section title, naming the targets
+  std::vector<TrainTarget> targets;  // where its options apply
 };
 
 // The train command's groups: run (every task), synthetic seq2seq, RNN seq2seq model, text

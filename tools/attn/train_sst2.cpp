@@ -1,7 +1,6 @@
 // attn train --task sst2: a sentence classifier on SST-2 (--model bilstm | bilstm-attn |
 // transformer-cls, --data DIR), registered in the task registry (train_tasks.h).
 #include <cstdio>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/json.h"
@@ -74,7 +73,8 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
       throw UsageError("--layers and --enc-layers both set transformer-cls's encoder layers; give one");
     mc["encoder_layers"] = given("--enc-layers") ? text.encoder_layers : given("--layers") ? config.layers : 2;
     mc["dropout"] = given("--dropout") ? config.dropout : 0.1f;
-    if (text.norm != "pre" && text.norm != "post") throw UsageError("--norm must be pre or post, got '" + text.norm + "'");
+    if (text.norm != "pre" && text.norm != "post")
+      throw UsageError("--norm must be pre or post, got '" + text.norm + "'");
     mc["norm_first"] = text.norm == "pre";
     mc["positions"] = text.positions;
     mc["activation"] = text.activation;
@@ -104,23 +104,27 @@ void run_classifier(CLI::App* cmd, TrainArgs& args) {
     models::make_classifier(o.model, models::classifier_config_with_vocab(o.model, o.model_config, 3, 2));
     if (!o.attention_from.empty()) train::attention_source(o);  // M exists, is bilstm-attn, has our vocabulary
   });
-  train_and_report(o, [&] { return train::train_classifier(o); }, [](const train::ClassifierTrainResult& r) {
-    std::printf("trained %lld steps in %.0f s: final loss %.4f, best dev accuracy %.2f %% (step %lld), %.0f "
-                "examples/s, vocabulary %lld\n",
-                static_cast<long long>(r.steps_done), r.seconds, r.final_loss, 100 * r.best_dev_accuracy,
-                static_cast<long long>(r.best_step), r.examples_per_second, static_cast<long long>(r.vocab_size));
-  });
+  train_and_report(
+      o, [&] { return train::train_classifier(o); },
+      [](const train::ClassifierTrainResult& r) {
+        std::printf(
+            "trained %lld steps in %.0f s: final loss %.4f, best dev accuracy %.2f %% (step %lld), %.0f "
+            "examples/s, vocabulary %lld\n",
+            static_cast<long long>(r.steps_done), r.seconds, r.final_loss, 100 * r.best_dev_accuracy,
+            static_cast<long long>(r.best_step), r.examples_per_second, static_cast<long long>(r.vocab_size));
+      });
 }
 
 }  // namespace
 
-ATTN_REGISTER_TASK({.order = 20,
-                    .name = "sst2",
-                    .summary = "sentence sentiment on SST-2 (--data DIR): --model bilstm | bilstm-attn | transformer-cls",
-                    .writes = decode::CheckpointKind::classifier,
-                    .models = {{"bilstm", TrainTarget::sst2_bilstm},
-                               {"bilstm-attn", TrainTarget::sst2_bilstm_attn},
-                               {"transformer-cls", TrainTarget::sst2_transformer_cls}},
-                    .run = run_classifier});
+ATTN_REGISTER_TASK(
+    {.order = 20,
+     .name = "sst2",
+     .summary = "sentence sentiment on SST-2 (--data DIR): --model bilstm | bilstm-attn | transformer-cls",
+     .writes = decode::CheckpointKind::classifier,
+     .models = {{"bilstm", TrainTarget::sst2_bilstm},
+                {"bilstm-attn", TrainTarget::sst2_bilstm_attn},
+                {"transformer-cls", TrainTarget::sst2_transformer_cls}},
+     .run = run_classifier});
 
 }  // namespace attn::cli

@@ -19,7 +19,8 @@ std::vector<TrainTask>& registry() {
 RegisterTask::RegisterTask(TrainTask task) {
   auto& tasks = registry();
   tasks.push_back(std::move(task));
-  std::stable_sort(tasks.begin(), tasks.end(), [](const TrainTask& a, const TrainTask& b) { return a.order < b.order; });
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const TrainTask& a, const TrainTask& b) { return a.order < b.order; });
 }
 
 const std::vector<TrainTask>& train_tasks() { return registry(); }

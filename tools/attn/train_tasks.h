@@ -12,11 +12,10 @@
 //                       .writes = decode::CheckpointKind::translation,
 //                       .models = {{"rnn", TrainTarget::translate_rnn}}, .run = run_g2p});
 // and give its options a group (train_option_groups.cpp) when it has options of its own.
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "attn/decode/checkpoint_kind.h"
 #include "attn/models/seq2seq.h"
@@ -88,11 +87,11 @@ struct TaskModel {
 };
 
 struct TrainTask {
-  int order = 0;                   // position in --help's list
-  std::string name;                // --task NAME
-  std::string summary;             // one line for --help
-  decode::CheckpointKind writes;   // what its runs write (model.safetensors' format)
-  std::vector<TaskModel> models;   // its --model values; the first is the default
+  int order = 0;                  // position in --help's list
+  std::string name;               // --task NAME
+  std::string summary;            // one line for --help
+  decode::CheckpointKind writes;  // what its runs write (model.safetensors' format)
+  std::vector<TaskModel> models;  // its --model values; the first is the default
   void (*run)(CLI::App* cmd, TrainArgs& args) = nullptr;
 };
 

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "attn/data/parallel.h"
@@ -34,8 +33,8 @@ void report_interrupt(bool interrupted, int64_t steps, const std::string& out) {
   if (!interrupted) return;
   const int signal = interrupt_signal();
   const char* name = signal == SIGTERM ? "SIGTERM" : signal == SIGHUP ? "SIGHUP" : "SIGINT";
-  std::fprintf(stderr, "attn: interrupted (%s) at step %lld; saved %s/last.safetensors (continue with --resume)\n", name,
-               static_cast<long long>(steps), out.c_str());
+  std::fprintf(stderr, "attn: interrupted (%s) at step %lld; saved %s/last.safetensors (continue with --resume)\n",
+               name, static_cast<long long>(steps), out.c_str());
   Interrupted stop;
   stop.exit_code = 128 + (signal ? signal : SIGINT);
   throw stop;
@@ -51,16 +50,20 @@ std::string command_line() {
 
 void add_run_control_options(CLI::App* cmd, train::RunOptions& o) {
   // Not from a --config file: they say how this invocation treats the folder, not what the run is.
-  cmd->add_flag("--resume", o.resume, "Continue the run in --out from last.safetensors: bit-identical to an uninterrupted run of the same --steps. "
-                "With more --steps it is not when the learning rate follows --steps (--lr-schedule cosine or "
-                "linear_warmup_decay, or a default warm-up of a tenth of the run)")
+  cmd->add_flag(
+         "--resume", o.resume,
+         "Continue the run in --out from last.safetensors: bit-identical to an uninterrupted run of the same --steps. "
+         "With more --steps it is not when the learning rate follows --steps (--lr-schedule cosine or "
+         "linear_warmup_decay, or a default warm-up of a tenth of the run)")
       ->configurable(false);
   cmd->add_flag("--overwrite", o.overwrite, "Replace the run that --out holds (its models, log and tokenizer)")
       ->configurable(false);
-  cmd->add_option("--max-minutes", o.max_minutes, "Stop (and save) after this much training time, validation excluded (0: off)")
+  cmd->add_option("--max-minutes", o.max_minutes,
+                  "Stop (and save) after this much training time, validation excluded (0: off)")
       ->capture_default_str();
-  cmd->add_option("--save-every", o.save_every_minutes,
-                  "Write last.safetensors every N minutes, so a killed run loses at most that much (0: only at the end)")
+  cmd->add_option(
+         "--save-every", o.save_every_minutes,
+         "Write last.safetensors every N minutes, so a killed run loses at most that much (0: only at the end)")
       ->capture_default_str();
   // Data-parallel runs (mpirun -np N attn train ...; docs/distributed.md).
   cmd->add_flag("--deterministic-reduce", o.deterministic_reduce,
@@ -90,27 +93,36 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
   const std::vector<const OptionGroup*> translation = {&g.translation};
   groups.add(cmd->add_option("--src", a.src, "Source language")->capture_default_str(), translation);
   groups.add(cmd->add_option("--tgt", a.tgt, "Target language")->capture_default_str(), translation);
-  groups.add(cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece model (default: learn a shared one)"), translation);
-  groups.add(cmd->add_option("--vocab-size", a.vocab_size, "Pieces of the learned SentencePiece model")->capture_default_str(),
+  groups.add(cmd->add_option("--tokenizer", a.tokenizer, "A SentencePiece model (default: learn a shared one)"),
              translation);
+  groups.add(
+      cmd->add_option("--vocab-size", a.vocab_size, "Pieces of the learned SentencePiece model")->capture_default_str(),
+      translation);
   const std::vector<const OptionGroup*> batches = {&g.translation, &g.g2p, &g.asr};
-  groups.add(cmd->add_option("--max-tokens", a.max_tokens, "Padded source + target tokens per batch")->capture_default_str(),
+  groups.add(
+      cmd->add_option("--max-tokens", a.max_tokens, "Padded source + target tokens per batch")->capture_default_str(),
+      batches);
+  groups.add(cmd->add_option("--max-sentences", a.max_sentences,
+                             "Sentences per batch at most (default: translate 128, g2p 256)"),
              batches);
-  groups.add(cmd->add_option("--max-sentences", a.max_sentences, "Sentences per batch at most (default: translate 128, g2p 256)"),
+  groups.add(cmd->add_option("--label-smoothing", a.label_smoothing,
+                             "Label smoothing epsilon (default: translate 0.1, g2p 0)"),
              batches);
-  groups.add(cmd->add_option("--label-smoothing", a.label_smoothing, "Label smoothing epsilon (default: translate 0.1, g2p 0)"),
-             batches);
-  groups.add(cmd->add_option("--eval-sentences", a.eval_sentences,
-                             "Validation sentences (g2p: dev words), 0: all (default: translate 0, charlm 2000, g2p 0)"),
-             {&g.translation, &g.lm, &g.g2p, &g.asr});
+  groups.add(
+      cmd->add_option("--eval-sentences", a.eval_sentences,
+                      "Validation sentences (g2p: dev words), 0: all (default: translate 0, charlm 2000, g2p 0)"),
+      {&g.translation, &g.lm, &g.g2p, &g.asr});
   groups.add(cmd->add_option("--enc-layers", a.encoder_layers,
                              "Transformer encoder layers (default: translate 3, sst2 transformer-cls 2 or --layers)"),
              {&g.transformer_seq2seq, &g.transformer_classifier});
-  groups.add(cmd->add_option("--dec-layers", a.decoder_layers, "Transformer decoder layers (default: translate 3, charlm 4)"),
-             {&g.transformer_seq2seq, &g.lm});
-  groups.add(cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str(), {&g.transformer});
-  groups.add(cmd->add_option("--positions", a.positions, "Transformer positions: sinusoidal | learned")->capture_default_str(),
+  groups.add(
+      cmd->add_option("--dec-layers", a.decoder_layers, "Transformer decoder layers (default: translate 3, charlm 4)"),
+      {&g.transformer_seq2seq, &g.lm});
+  groups.add(cmd->add_option("--norm", a.norm, "Transformer layer norm: pre | post")->capture_default_str(),
              {&g.transformer});
+  groups.add(
+      cmd->add_option("--positions", a.positions, "Transformer positions: sinusoidal | learned")->capture_default_str(),
+      {&g.transformer});
   groups.add(cmd->add_option("--activation", a.activation, "Transformer feed-forward activation: relu | gelu")
                  ->capture_default_str(),
              {&g.transformer});
@@ -140,15 +152,15 @@ nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c,
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (a.norm != "pre" && a.norm != "post") throw UsageError("--norm must be pre or post, got '" + a.norm + "'");
   nlohmann::json j = {{"d_model", s.d_model},
-          {"heads", c.heads},
-          {"ffn", s.ffn},
-          {"encoder_layers", a.encoder_layers},
-          {"decoder_layers", a.decoder_layers},
-          {"dropout", given("--dropout") ? c.dropout : 0.1f},
-          {"norm_first", a.norm == "pre"},
-          {"activation", a.activation},
-          {"positions", a.positions},
-          {"seed", t.seed}};
+                      {"heads", c.heads},
+                      {"ffn", s.ffn},
+                      {"encoder_layers", a.encoder_layers},
+                      {"decoder_layers", a.decoder_layers},
+                      {"dropout", given("--dropout") ? c.dropout : 0.1f},
+                      {"norm_first", a.norm == "pre"},
+                      {"activation", a.activation},
+                      {"positions", a.positions},
+                      {"seed", t.seed}};
   add_normalizer_json(cmd, c, j);
   if (c.pointer) j["pointer"] = true;  // the translation and summarization encoder-decoder only (option groups)
   return j;
@@ -166,8 +178,9 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (summarize && s.data.empty())
-    throw UsageError("--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
-                     "val.summary, plain or .gz)");
+    throw UsageError(
+        "--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
+        "val.summary, plain or .gz)");
   const std::string data_dir =
       summarize ? s.data
                 : data_or_default(s.data, data::is_tatoeba_pair(a.src, a.tgt) ? "tatoeba-fra-eng" : "multi30k",
@@ -219,10 +232,10 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   check_translator_config(kind, config);
   const auto run = [&] { return train::train_translation(kind, config, o); };
   train_and_report(o, run, [](const train::TranslationResult& r) {
-    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target "
-                "tokens/s\n",
-                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu,
-                r.tokens_per_second);
+    std::printf(
+        "trained %lld steps in %.0f s: final loss %.4f, best validation BLEU %.2f (greedy), %.0f target "
+        "tokens/s\n",
+        static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_bleu, r.tokens_per_second);
   });
 }
 
@@ -235,8 +248,9 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
   auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  const std::string data_dir = data_or_default(
-      s.data, "tatoeba-fra-eng", "--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
+  const std::string data_dir =
+      data_or_default(s.data, "tatoeba-fra-eng",
+                      "--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
   train::LmOptions o;
   o.data_dir = task_data_dir(data_dir, "tatoeba-fra-eng", "fra.txt.gz");
   o.max_chars = given("--max-len") ? t.max_len : 128;
@@ -265,11 +279,13 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
     models::check_parameter_memory(config, "the character LM");  // an impossible size: exit 2
     models::check_training_memory(config, o.batch, 0, static_cast<int64_t>(o.max_chars) + 1);
   });
-  train_and_report(o, [&] { return train::train_char_lm(config, o); }, [](const train::LmResult& r) {
-    std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
-                static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
-                r.best_val_bits_per_char);
-  });
+  train_and_report(
+      o, [&] { return train::train_char_lm(config, o); },
+      [](const train::LmResult& r) {
+        std::printf("trained %lld steps in %.0f s: final loss %.4f, best validation %.4f nats/char (%.3f bits/char)\n",
+                    static_cast<long long>(r.steps_done), r.train_seconds, r.final_loss, r.best_val_loss,
+                    r.best_val_bits_per_char);
+      });
 }
 
 }  // namespace
@@ -279,13 +295,15 @@ ATTN_REGISTER_TASK({.order = 30,
                     .summary = "translation on Multi30k, or Tatoeba for --src fr --tgt en (--data DIR; --src --tgt): "
                                "--model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
+                    .models = {{"rnn", TrainTarget::translate_rnn},
+                               {"transformer", TrainTarget::translate_transformer}},
                     .run = run_translation});
 ATTN_REGISTER_TASK({.order = 32,
                     .name = "summarize",
                     .summary = "summarisation of your article/summary files (--data DIR): --model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn}, {"transformer", TrainTarget::translate_transformer}},
+                    .models = {{"rnn", TrainTarget::translate_rnn},
+                               {"transformer", TrainTarget::translate_transformer}},
                     .run = run_summarization});
 ATTN_REGISTER_TASK({.order = 40,
                     .name = "charlm",

@@ -5,10 +5,9 @@
 // --lr-schedule --warmup --clip --seed --log-every --eval-every --emb --hidden --layers
 // --dropout --heads --attention --score --encoder --bidirectional --batch --max-len) keep
 // task-specific defaults unless given on the command line.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "attn/models/seq2seq.h"
 #include "attn/train/seq2seq_trainer.h"

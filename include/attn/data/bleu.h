@@ -34,7 +34,7 @@ struct BleuOptions {
 };
 
 struct BleuResult {
-  bool lowercase = false;  // the signature's case:lc (else case:mixed)
+  bool lowercase = false;                     // the signature's case:lc (else case:mixed)
   double score = 0.0;                         // 0..100
   std::array<double, 4> precisions{};         // 0..100 per n-gram order (smoothed as sacreBLEU)
   double brevity_penalty = 0.0;               // BP

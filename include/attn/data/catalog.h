@@ -42,12 +42,12 @@ struct CatalogArchive {
 };
 
 struct CatalogEntry {
-  const char* name;         // sst2, multi30k, ...
-  const char* title;        // one line
-  const char* upstream;     // URL prefix of the upstream files ("" when attn cannot fetch them itself)
-  const char* origin;       // what the upstream is (repository and commit, or the publisher's page)
-  const char* license;      // as the upstream states it
-  const char* note;         // why a set cannot be fetched from upstream, or ""
+  const char* name;      // sst2, multi30k, ...
+  const char* title;     // one line
+  const char* upstream;  // URL prefix of the upstream files ("" when attn cannot fetch them itself)
+  const char* origin;    // what the upstream is (repository and commit, or the publisher's page)
+  const char* license;   // as the upstream states it
+  const char* note;      // why a set cannot be fetched from upstream, or ""
   std::span<const CatalogFile> files;
   const CatalogArchive* archive;  // the upstream's archive the files are made from, or nullptr
 };
@@ -63,7 +63,7 @@ std::string catalog_names();
 std::string data_home();
 
 struct GetOptions {
-  std::string to;      // the data folder (default data_home())
+  std::string to;  // the data folder (default data_home())
   // "" (upstream), a folder, or an http(s) URL prefix laid out as a data folder (NAME/FILE);
   // for a set with an upstream archive, a mirror holding NAME/<archive file> (laid out like
   // the upstream) is unpacked instead.

@@ -30,7 +30,7 @@
 namespace attn::data {
 
 struct CmudictEntry {
-  std::string word;                                     // lower case, without "(N)"
+  std::string word;                                      // lower case, without "(N)"
   std::vector<std::vector<std::string>> pronunciations;  // each non-empty, ARPAbet symbols
 };
 

@@ -46,8 +46,8 @@ int64_t edit_distance(const std::vector<int32_t>& a, const std::vector<int32_t>&
 //         edit distance; the shorter one on a tie, then the first), the phoneme error rate;
 //   WER = the fraction of words whose hypothesis equals none of their references.
 struct PronunciationScore {
-  int64_t edits = 0;       // Σ d(hyp, r*)
-  int64_t phonemes = 0;    // Σ |r*|
+  int64_t edits = 0;     // Σ d(hyp, r*)
+  int64_t phonemes = 0;  // Σ |r*|
   int64_t words = 0;
   int64_t words_wrong = 0;
 

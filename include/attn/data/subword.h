@@ -19,7 +19,7 @@ namespace attn::data {
 inline constexpr int32_t kSubwordUnk = models::kUnk;  // the unknown piece "<unk>" (PAD 0, BOS 1, EOS 2: models/batch.h)
 
 struct SubwordTrainOptions {
-  int vocab_size = 8000;             // V, including the 4 special pieces
+  int vocab_size = 8000;               // V, including the 4 special pieces
   std::string model_type = "unigram";  // "unigram" or "bpe"
   float character_coverage = 1.0f;     // in (0, 1]; 1.0 keeps every character seen
   int64_t max_sentences = 0;           // 0 = all; else an evenly spaced (deterministic) sample

@@ -15,11 +15,10 @@
 // "tokens": ["<pad>", "<unk>", "the", ...]}.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace attn::data {
 

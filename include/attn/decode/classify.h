@@ -10,10 +10,9 @@
 //    "step": .., "dev_accuracy": ..}
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/data/sst2.h"
 #include "attn/data/vocab.h"
@@ -73,11 +72,11 @@ std::string classifier_eval_json(const ClassifierEval& eval);
 
 struct Classification {
   int32_t label = 0;
-  float probability = 0.0f;               // of `label`
-  std::vector<float> probabilities;       // per class
-  std::vector<std::string> tokens;        // the text's whitespace tokens
-  std::vector<int32_t> ids;               // their ids (<unk> = data::Vocab::kUnk)
-  std::vector<float> attention;           // per token (empty when the model has none)
+  float probability = 0.0f;          // of `label`
+  std::vector<float> probabilities;  // per class
+  std::vector<std::string> tokens;   // the text's whitespace tokens
+  std::vector<int32_t> ids;          // their ids (<unk> = data::Vocab::kUnk)
+  std::vector<float> attention;      // per token (empty when the model has none)
 };
 // Classifies one text (eval mode, no recording). ValueError for a text without tokens.
 Classification classify_text(models::TextClassifier& model, const data::Vocab& vocab, const std::string& text);

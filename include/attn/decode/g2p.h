@@ -10,10 +10,9 @@
 // vocabulary, checked on load), "step", "best_val_per", "best_val_wer"}.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/data/cmudict.h"
 #include "attn/data/metrics.h"
@@ -44,8 +43,8 @@ LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path);
 struct PronounceOptions {
   int beam = 1;
   float length_penalty = 1.0f;
-  int batch = 256;          // words per decoding batch
-  bool attention = false;   // also return the weights (output phoneme × letter; heads averaged)
+  int batch = 256;         // words per decoding batch
+  bool attention = false;  // also return the weights (output phoneme × letter; heads averaged)
 };
 
 struct Pronunciation {

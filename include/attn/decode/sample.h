@@ -6,9 +6,8 @@
 // "step", "best_val_loss", "max_chars"}.
 #include <cstdint>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "attn/data/char_vocab.h"
 #include "attn/io/safetensors.h"

@@ -9,10 +9,9 @@
 // and, written by the trainer, "hard_baseline"}.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/data/metrics.h"
 #include "attn/data/tasks.h"
@@ -61,9 +60,9 @@ struct LengthAccuracy {
 
 struct EvalOptions {
   std::vector<int> lengths = {5, 10, 20, 40, 80};
-  int samples = 500;  // per length
-  int beam = 1;       // 1: greedy; > 1: beam width
-  float length_penalty = 1.0f;  // beam: GNMT's α, scores divided by ((5 + length) / 6)^α
+  int samples = 500;              // per length
+  int beam = 1;                   // 1: greedy; > 1: beam width
+  float length_penalty = 1.0f;    // beam: GNMT's α, scores divided by ((5 + length) / 6)^α
   float coverage_penalty = 0.0f;  // beam: GNMT's β (models::BeamOptions)
   uint64_t seed = 12345;
   int batch = 100;

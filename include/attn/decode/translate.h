@@ -11,16 +11,15 @@
 // (absent: Multi30k, or a summarize run's files; data/parallel.h)}.
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "attn/data/parallel.h"
 #include "attn/data/rouge.h"
-#include "attn/data/translation_metrics.h"
 #include "attn/data/subword.h"
+#include "attn/data/translation_metrics.h"
 #include "attn/io/safetensors.h"
 #include "attn/models/translator.h"
 
@@ -35,7 +34,7 @@ struct TranslationInfo {
   std::string tokenizer;  // absolute path of the SentencePiece model
   int64_t step = 0;
   double best_val_bleu = 0.0;
-  bool summarization = false;  // --task summarize: `attn eval` reports ROUGE-1/2/L
+  bool summarization = false;                    // --task summarize: `attn eval` reports ROUGE-1/2/L
   data::Corpus corpus = data::Corpus::multi30k;  // what `attn eval --data` reads
 };
 
@@ -56,10 +55,10 @@ LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::str
 struct TranslateOptions {
   int beam = 5;
   float length_penalty = 1.0f;
-  float coverage_penalty = 0.0f;  // beam: GNMT's β (models::BeamOptions)
+  float coverage_penalty = 0.0f;                    // beam: GNMT's β (models::BeamOptions)
   models::BeamStop stop = models::BeamStop::bound;  // beam: when a sentence stops
-  int batch = 64;          // sentences per decoding batch
-  int max_len = 0;         // 0: 2 · source pieces + 10
+  int batch = 64;                                   // sentences per decoding batch
+  int max_len = 0;                                  // 0: 2 · source pieces + 10
   models::AttentionSelect select{};
   bool attention = false;  // also return each sentence's pieces and attention weights
 };

@@ -26,21 +26,21 @@
 namespace attn::explain {
 
 struct AdversarialOptions {
-  int candidates = 5;        // K
-  int steps = 500;           // Adam steps (0: only the starting points are measured)
+  int candidates = 5;  // K
+  int steps = 500;     // Adam steps (0: only the starting points are measured)
   float learning_rate = 0.05f;
-  float epsilon = 0.01f;     // the hinge's margin on |Δŷ|
+  float epsilon = 0.01f;        // the hinge's margin on |Δŷ|
   float hinge_weight = 100.0f;  // λ
-  float admissible = 0.05f;  // the reporting bound on |Δŷ|
-  float init_noise = 1.0f;   // sd of the starting logits' noise
+  float admissible = 0.05f;     // the reporting bound on |Δŷ|
+  float init_noise = 1.0f;      // sd of the starting logits' noise
   uint64_t seed = 1;
 };
 
 struct AdversarialResult {
-  std::vector<float> attention;  // the best admissible candidate (n)
-  float jsd = 0.0f;              // its JSD from the original attention (nats)
-  float delta = 0.0f;            // its |Δŷ|
-  float max_attention = 0.0f;    // max_s α_s
+  std::vector<float> attention;               // the best admissible candidate (n)
+  float jsd = 0.0f;                           // its JSD from the original attention (nats)
+  float delta = 0.0f;                         // its |Δŷ|
+  float max_attention = 0.0f;                 // max_s α_s
   std::vector<float> final_jsd, final_delta;  // each candidate after the last step (K)
 };
 
@@ -53,10 +53,10 @@ double jensen_shannon(const std::vector<float>& a, const std::vector<float>& b);
 // original probability. Returns O per candidate and, when `gradient` is given, fills it with
 // ∂O/∂z (K, n). Free of the model so that tests can check it on their own numbers.
 struct AdversarialProblem {
-  std::vector<float> alpha;     // (n)
-  std::vector<float> states;    // (n, E)
-  std::vector<float> weight;    // (C, E)
-  std::vector<float> bias;      // (C)
+  std::vector<float> alpha;   // (n)
+  std::vector<float> states;  // (n, E)
+  std::vector<float> weight;  // (C, E)
+  std::vector<float> bias;    // (C)
   int64_t n = 0, E = 0, C = 0;
   int32_t label = 0;
   float original = 0.0f;  // ŷ0

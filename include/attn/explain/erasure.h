@@ -23,11 +23,11 @@ struct ErasureOrder {
 };
 
 struct SentenceErasure {
-  bool defined = false;                // false for one token (nothing can be erased)
-  float top_delta = 0.0f;              // |Δŷ| deleting the top-attended token
+  bool defined = false;    // false for one token (nothing can be erased)
+  float top_delta = 0.0f;  // |Δŷ| deleting the top-attended token
   bool top_flips = false;
-  float random_delta = 0.0f;           // mean |Δŷ| over the n single deletions
-  double random_flip_share = 0.0;      // share of the n single deletions that flip
+  float random_delta = 0.0f;       // mean |Δŷ| over the n single deletions
+  double random_flip_share = 0.0;  // share of the n single deletions that flip
   ErasureOrder attention, gradient, random;
 };
 

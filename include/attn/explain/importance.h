@@ -44,12 +44,12 @@ struct ImportanceOptions {
 };
 
 struct SentenceImportance {
-  int32_t label = 0;          // c, argmax of the logits
-  float probability = 0.0f;   // ŷ
+  int32_t label = 0;                                                            // c, argmax of the logits
+  float probability = 0.0f;                                                     // ŷ
   std::vector<float> attention, gradient, leave_one_out, integrated_gradients;  // one per token
   float ig_completeness_error = 0.0f;
-  float baseline_probability = 0.0f;       // ŷ at the zero baseline
-  std::vector<float> permutation_deltas;   // |Δŷ| per permutation
+  float baseline_probability = 0.0f;      // ŷ at the zero baseline
+  std::vector<float> permutation_deltas;  // |Δŷ| per permutation
   float permutation_median = 0.0f;
   // A one-token sentence has no leave-one-out (an empty sentence cannot be classified):
   // leave_one_out stays empty and this is false.
@@ -96,8 +96,8 @@ struct IntegratedGradients {
   float completeness_error = 0.0f;
   float baseline_probability = 0.0f;
 };
-IntegratedGradients integrated_gradients(models::AttnClassifier& model, const std::vector<int32_t>& ids,
-                                         int32_t label, int steps);
+IntegratedGradients integrated_gradients(models::AttnClassifier& model, const std::vector<int32_t>& ids, int32_t label,
+                                         int steps);
 // The kind-independent forms: Σ_d ∂ŷ/∂e_{s,d} · e_{s,d} with nothing held constant; LOO; IG.
 std::vector<float> class_probability(const EmbeddingClassifier& model, const Tensor& ids, const Tensor& lengths,
                                      int32_t label);

@@ -12,7 +12,7 @@
 namespace attn::explain {
 
 struct KendallTau {
-  bool defined = false;  // false for n < 2 or a constant ranking (τ undefined)
+  bool defined = false;          // false for n < 2 or a constant ranking (τ undefined)
   std::string undefined_reason;  // "fewer than 2 tokens", "constant ranking"
   double tau = 0.0;
   double p_value = 1.0;

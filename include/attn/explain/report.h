@@ -8,10 +8,9 @@
 //
 // The τ tests rank tokens by attention, |gradient × input|, leave-one-out and |IG|, and for
 // transformer-cls by [CLS]'s rollout and flow too. Sentences of one report are of one kind.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/explain/erasure.h"
 #include "attn/explain/importance.h"
@@ -56,7 +55,7 @@ struct TauSummary {
   TauPair pair;
   std::vector<KendallTau> per_sentence;  // one per sentence, in order
   int64_t defined = 0;
-  double mean = 0.0, sd = 0.0;  // over the defined ones; sd is the population sd (numpy's std)
+  double mean = 0.0, sd = 0.0;     // over the defined ones; sd is the population sd (numpy's std)
   double share_significant = 0.0;  // p < 0.05, over the defined ones
 };
 // Fills defined, mean, sd and share_significant from t.per_sentence.
@@ -66,15 +65,15 @@ struct ExplainReport {
   std::vector<ExplainedSentence> sentences;
   std::vector<TauSummary> taus;  // in tau_pairs() order
   int64_t one_token_sentences = 0;
-  int64_t skipped_empty = 0;     // lines with no tokens, never explained
-  double accuracy = 0.0;         // over sentences with a gold label (0 when none)
+  int64_t skipped_empty = 0;  // lines with no tokens, never explained
+  double accuracy = 0.0;      // over sentences with a gold label (0 when none)
   int64_t labelled = 0;
   double permutation_median_of_medians = 0.0;
   double share_permutation_median_below_001 = 0.0;  // sentences whose median |Δŷ| < 0.01
   double ig_completeness_mean = 0.0, ig_completeness_max = 0.0;
   double attention_zero_share = 0.0;  // exactly-zero weights of the attention measure, over every token
-  bool transformer = false;       // the sentences carry rollout, flow and head statistics
-  int64_t with_permutations = 0;  // sentences with a permutation test (bilstm-attn)
+  bool transformer = false;           // the sentences carry rollout, flow and head statistics
+  int64_t with_permutations = 0;      // sentences with a permutation test (bilstm-attn)
   // Jain & Wallace's adversarial attention (bilstm-attn), over the sentences of 2+ tokens
   // that have it: the per-sentence max JSD (nats) with |Δŷ| ≤ the admissible bound.
   int64_t with_adversarial = 0;

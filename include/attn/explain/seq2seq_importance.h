@@ -28,7 +28,7 @@ namespace attn::explain {
 // What the measures need of an encoder-decoder with attention.
 struct SourceEmbeddingSeq2Seq {
   nn::Module* module = nullptr;
-  std::string attention;  // how the attention row is read, for the reports
+  std::string attention;                           // how the attention row is read, for the reports
   std::function<Tensor(const Tensor& src)> embed;  // (B, S) → e (B, S, E), batch-major
   // Teacher forcing from e: batch.src_lengths and batch.tgt_in are read → logits (B, T, V).
   std::function<Tensor(const Tensor& embeddings, const models::Batch& batch)> logits;
@@ -45,9 +45,9 @@ SourceEmbeddingSeq2Seq source_embedding_model(models::TransformerSeq2Seq& model)
 // One explained source: per target token t (hypothesis.size() rows), per source token s.
 struct PairImportance {
   std::vector<int32_t> source, hypothesis;
-  std::vector<float> log_prob;                         // log p(y_t | y_<t, x), teacher-forced
+  std::vector<float> log_prob;                          // log p(y_t | y_<t, x), teacher-forced
   std::vector<std::vector<float>> attention, gradient;  // [t][s]
-  std::vector<std::vector<float>> leave_one_out;       // [t][s]; empty for a one-token source
+  std::vector<std::vector<float>> leave_one_out;        // [t][s]; empty for a one-token source
   bool has_leave_one_out() const { return !leave_one_out.empty(); }
 };
 

@@ -6,10 +6,9 @@
 // under two rankings (ties: the first maximum). Target tokens of one-token sources have no
 // LOO and no τ (counted, never NaN). As JSON (every figure and every per-token vector) and
 // as Markdown with a plain-language verdict.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/explain/kendall.h"
 #include "attn/explain/report.h"
@@ -18,7 +17,7 @@
 namespace attn::explain {
 
 struct ExplainedPair {
-  std::string text;                              // the source as given (a line or the symbols)
+  std::string text;                                       // the source as given (a line or the symbols)
   std::vector<std::string> source_tokens, target_tokens;  // printable, one per id
   PairImportance importance;
 };
@@ -32,15 +31,15 @@ size_t argmax_position(const std::vector<float>& row);
 
 struct AgreementSummary {
   TauPair pair;
-  int64_t tokens = 0;   // target tokens compared
-  int64_t agreed = 0;   // whose argmax source positions are equal
+  int64_t tokens = 0;  // target tokens compared
+  int64_t agreed = 0;  // whose argmax source positions are equal
   double share() const { return tokens > 0 ? static_cast<double>(agreed) / static_cast<double>(tokens) : 0.0; }
 };
 
 struct Seq2SeqReport {
   std::vector<ExplainedPair> pairs;
-  std::vector<TauSummary> taus;              // per_sentence holds one τ per target token, pairs in order
-  std::vector<AgreementSummary> agreement;   // in seq2seq_tau_pairs() order
+  std::vector<TauSummary> taus;             // per_sentence holds one τ per target token, pairs in order
+  std::vector<AgreementSummary> agreement;  // in seq2seq_tau_pairs() order
   int64_t target_tokens = 0;
   int64_t one_token_sources = 0;
   int64_t skipped_empty = 0;

@@ -35,12 +35,12 @@ const char* to_string(PoolingScore pooling);
 PoolingScore parse_pooling_score(const std::string& name);
 
 struct AttnClassifierConfig {
-  int64_t vocab = 0;     // V (specials included), > 2
+  int64_t vocab = 0;  // V (specials included), > 2
   int64_t emb = 300;
-  int64_t hidden = 150;  // H: per direction for "lstm"; E = 2H for both encoders
-  int layers = 1;        // "lstm" only
-  int64_t attention = 0; // A, the additive attention size (0: E)
-  float dropout = 0.5f;  // embedding, and before the output layer; [0, 1)
+  int64_t hidden = 150;   // H: per direction for "lstm"; E = 2H for both encoders
+  int layers = 1;         // "lstm" only
+  int64_t attention = 0;  // A, the additive attention size (0: E)
+  float dropout = 0.5f;   // embedding, and before the output layer; [0, 1)
   int64_t classes = 2;
   PoolingEncoder encoder = PoolingEncoder::lstm;
   PoolingScore pooling = PoolingScore::additive;
@@ -49,7 +49,7 @@ struct AttnClassifierConfig {
   // (attn/ops/softmax.h). Stored in the JSON only when not softmax; refused with "uniform".
   Normalizer normalizer;
 
-  void validate() const;  // ValueError naming the field and its value
+  void validate() const;           // ValueError naming the field and its value
   nlohmann::json to_json() const;  // with "kind": "bilstm-attn"
   // A subset is fine; "kind" (if present) must be "bilstm-attn"; unknown keys and wrong
   // types throw ValueError.
@@ -102,10 +102,10 @@ class AttnClassifier : public nn::Module, public TextClassifier {
   }
 
   nn::Embedding embedding;
-  std::unique_ptr<RnnStack> rnn;         // encoder "lstm"
+  std::unique_ptr<RnnStack> rnn;           // encoder "lstm"
   std::unique_ptr<nn::Linear> projection;  // encoder "average"
-  Tensor pool_w, pool_bias, pool_v;      // pooling "additive": (A, E), (A), (A)
-  Tensor pool_query;                     // pooling "dot": (E)
+  Tensor pool_w, pool_bias, pool_v;        // pooling "additive": (A, E), (A), (A)
+  Tensor pool_query;                       // pooling "dot": (E)
   nn::Linear out;
 
  private:

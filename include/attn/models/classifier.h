@@ -16,10 +16,9 @@
 // (torch.nn.LSTM names), "out.weight", "out.bias".
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/models/memory_estimate.h"
 #include "attn/models/seq2seq.h"
@@ -56,11 +55,11 @@ class TextClassifier {
 };
 
 struct BiLstmConfig {
-  int64_t vocab = 0;       // word vocabulary size V (specials included), > 2
-  int64_t emb = 300;       // embedding size
-  int64_t hidden = 150;    // H per direction
+  int64_t vocab = 0;     // word vocabulary size V (specials included), > 2
+  int64_t emb = 300;     // embedding size
+  int64_t hidden = 150;  // H per direction
   int layers = 1;
-  float dropout = 0.5f;    // embedding, between layers, before the output layer; [0, 1)
+  float dropout = 0.5f;  // embedding, between layers, before the output layer; [0, 1)
   int64_t classes = 2;
   uint64_t seed = 1;
 
@@ -114,6 +113,6 @@ std::unique_ptr<TextClassifier> make_classifier(const std::string& kind, const n
 // `config` with the vocabulary size set under the key the kind uses ("vocab" for bilstm,
 // "src_vocab" for transformer-cls) and "classes".
 nlohmann::json classifier_config_with_vocab(const std::string& kind, nlohmann::json config, int64_t vocab,
-                                             int64_t classes);
+                                            int64_t classes);
 
 }  // namespace attn::models

@@ -24,7 +24,7 @@ struct BiLstmConfig;
 // (each one alone would need gigabytes); a checkpoint or --model-config beyond them is
 // refused at once, naming the field, before any estimate or allocation.
 inline constexpr int64_t kMaxLayers = 256;
-inline constexpr int64_t kMaxWidth = 1 << 16;   // emb, hidden, d_model, heads, window
+inline constexpr int64_t kMaxWidth = 1 << 16;  // emb, hidden, d_model, heads, window
 inline constexpr int64_t kMaxFfn = 1 << 18;
 inline constexpr int64_t kMaxVocab = 1 << 24;
 inline constexpr int64_t kMaxLength = 1 << 20;  // max_len, max_src_len

@@ -24,11 +24,10 @@
 // "decoder.linear_out.weight", "decoder.out.weight", ...
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "attn/models/batch.h"
 #include "attn/nn/layers.h"
@@ -44,14 +43,14 @@ namespace attn::models {
 // ValueError naming the field and listing the valid values, e.g.
 //   unknown attention 'foo' (valid: none, bahdanau, luong)
 enum class RnnCell { gru, lstm };
-const char* to_string(RnnCell cell);                // "gru" | "lstm"
-RnnCell parse_rnn_cell(const std::string& name);    // "unknown encoder '...'"
+const char* to_string(RnnCell cell);                 // "gru" | "lstm"
+RnnCell parse_rnn_cell(const std::string& name);     // "unknown encoder '...'"
 enum class AttentionKind { none, bahdanau, luong };  // the decoder (see the top of this file)
 enum class CoverageKind { none, see, tu };           // See et al. (2017), Tu et al. (2016)
 const char* to_string(CoverageKind kind);            // "none" | "see" | "tu"
 nn::StepCoverage step_coverage(CoverageKind kind);
-CoverageKind parse_coverage_kind(const std::string& name);  // "unknown coverage '...'"
-const char* to_string(AttentionKind kind);          // "none" | "bahdanau" | "luong"
+CoverageKind parse_coverage_kind(const std::string& name);    // "unknown coverage '...'"
+const char* to_string(AttentionKind kind);                    // "none" | "bahdanau" | "luong"
 AttentionKind parse_attention_kind(const std::string& name);  // "unknown attention '...'"
 // The score of a decoder of kind `attention` called `name`: nullopt for "" (the kind's default)
 // and for "none" with attention none. bahdanau: additive | additive_normalized |
@@ -63,11 +62,11 @@ std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::str
 
 struct Seq2SeqConfig {
   RnnCell encoder = RnnCell::gru;
-  int layers = 1;               // encoder and decoder layers
-  bool bidirectional = false;   // encoder
+  int layers = 1;              // encoder and decoder layers
+  bool bidirectional = false;  // encoder
   int emb = 64;
-  int hidden = 256;             // H per encoder direction; decoder state D = H
-  float dropout = 0.0f;         // between stacked RNN layers, in [0, 1)
+  int hidden = 256;      // H per encoder direction; decoder state D = H
+  float dropout = 0.0f;  // between stacked RNN layers, in [0, 1)
   AttentionKind attention = AttentionKind::bahdanau;
   // The decoder's score; nullopt: the attention's default (bahdanau: additive, luong: general),
   // stored as "" in the JSON. validate() checks that it belongs to `attention` (parse_score).
@@ -152,8 +151,8 @@ struct DecodeResult {
 //   top    at the step whose best candidate ends the sentence (EOS), as CTranslate2's beam
 //          search does: fewer steps, an output that may differ.
 enum class BeamStop { bound, top };
-const char* to_string(BeamStop stop);                // "bound" | "top"
-BeamStop parse_beam_stop(const std::string& name);   // "unknown beam stop '...' (valid: bound, top)"
+const char* to_string(BeamStop stop);               // "bound" | "top"
+BeamStop parse_beam_stop(const std::string& name);  // "unknown beam stop '...' (valid: bound, top)"
 
 struct BeamOptions {
   int width = 4;
@@ -245,8 +244,9 @@ struct DecoderState final : nn::DecodingState {
 
 // Teacher forcing's results.
 struct DecoderOutput {
-  Tensor logits;          // (T, B, V), time-major
-  Tensor hard_log_probs;  // hard attention in training: log π(k_t) of each step's sampled position (T, B); else undefined
+  Tensor logits;  // (T, B, V), time-major
+  Tensor
+      hard_log_probs;  // hard attention in training: log π(k_t) of each step's sampled position (T, B); else undefined
   Tensor coverage_terms;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) of each step (T, B); else undefined
 };
 
@@ -262,11 +262,11 @@ class Decoder : public nn::Module {
   // One decoder step from the embedded previous token emb_prev (B, emb). Returns the
   // output features (B, F) for `out`, and the attention weights (B, S) if asked.
   struct Step {
-    Tensor top;      // s_t (B, D)
-    Tensor context;  // c_t (B, attention->context_size()), undefined for none
-    Tensor feature;  // luong: h̃_t; none: s_t; bahdanau: undefined (see output_features)
-    Tensor weights;  // (B, S) or multihead (B, H·S)
-    Tensor log_prob; // hard attention in training: (B)
+    Tensor top;            // s_t (B, D)
+    Tensor context;        // c_t (B, attention->context_size()), undefined for none
+    Tensor feature;        // luong: h̃_t; none: s_t; bahdanau: undefined (see output_features)
+    Tensor weights;        // (B, S) or multihead (B, H·S)
+    Tensor log_prob;       // hard attention in training: (B)
     Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) (B)
     Tensor p_gen;          // pointer: the generation probability σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b) (B)
     Tensor exhausted;      // online attention (monotonic, mocha) in eval mode: int32 (B), 1 = nothing left to read

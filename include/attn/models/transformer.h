@@ -18,10 +18,9 @@
 // "generator.weight" / ".bias" (absent with tie_output: the target embedding is used).
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "attn/models/batch.h"
 #include "attn/models/seq2seq.h"
@@ -51,9 +50,9 @@ struct TransformerConfig {
   bool norm_first = true;
   FfnActivation activation = FfnActivation::relu;
   PositionKind positions = PositionKind::sinusoidal;
-  int64_t max_len = 256;                 // longest sequence positions cover
-  bool share_embeddings = false;         // one embedding for source and target (shared vocab)
-  bool tie_output = true;                // generator weight = target embedding
+  int64_t max_len = 256;          // longest sequence positions cover
+  bool share_embeddings = false;  // one embedding for source and target (shared vocab)
+  bool tie_output = true;         // generator weight = target embedding
   uint64_t seed = 1;
   // The normaliser of every attention (self and cross): softmax, or sparsemax / entmax15 /
   // entmax(α). Stored in the JSON ("normalizer", "alpha") only when not softmax.
@@ -82,9 +81,9 @@ struct AttentionSelect {
 // nn::DecodingState interface that the RNN decoder's DecoderState shares. n decoder rows,
 // M = n / cache.group memory rows.
 struct TransformerDecodingState final : nn::DecodingState {
-  Tensor memory;      // (M, S, D) the encoder output, read by the first step only (the cache then holds it)
-  nn::KvCache cache;  // per layer the self keys and values (n, H, t, Dh) and the cross ones (M, H, S, Dh)
-  Tensor src_ext;     // the pointer: each row's source in extended ids (n, S) int32; else undefined
+  Tensor memory;               // (M, S, D) the encoder output, read by the first step only (the cache then holds it)
+  nn::KvCache cache;           // per layer the self keys and values (n, H, t, Dh) and the cross ones (M, H, S, Dh)
+  Tensor src_ext;              // the pointer: each row's source in extended ids (n, S) int32; else undefined
   int64_t extended_vocab = 0;  // the pointer: Vx, the ids a step scores; else V
   // Row i becomes row index[i]: the cache (its self keys and values in the next step's append)
   // and src_ext.
@@ -93,8 +92,8 @@ struct TransformerDecodingState final : nn::DecodingState {
 
 // One decode_step's output for n rows.
 struct TransformerStepOutput {
-  Tensor scores;  // the pointer: log P (n, 1, Vx); else the logits (n, 1, V)
-  Tensor p_gen;   // the pointer: p_gen (n); else undefined
+  Tensor scores;                            // the pointer: log P (n, 1, Vx); else the logits (n, 1, V)
+  Tensor p_gen;                             // the pointer: p_gen (n); else undefined
   std::vector<nn::LayerAttention> weights;  // per decoder layer, the selected ones' cross_weights (n, H, 1, S)
 };
 
@@ -173,8 +172,7 @@ class TransformerSeq2Seq : public nn::Module {
                         const Tensor& src_ext, int64_t extended_vocab, Tensor* p_gen = nullptr) const;
   // The teacher-forced output of batch.tgt_in over memory (B, S, D): logits (B, T, V), or the
   // pointer's log P (B, T, Vx) over src_ext's extended ids.
-  Tensor teacher_forced_output(const Tensor& memory, const Batch& batch, const Tensor& src_ext,
-                               int64_t extended_vocab);
+  Tensor teacher_forced_output(const Tensor& memory, const Batch& batch, const Tensor& src_ext, int64_t extended_vocab);
   const nn::Embedding& source_embedding() const;  // src_embedding, or the shared one
   const nn::Embedding& target_embedding() const;  // tgt_embedding, or the shared one
   Tensor output_logits(const Tensor& h) const;    // (..., D) → (..., V)
@@ -186,10 +184,10 @@ class TransformerSeq2Seq : public nn::Module {
 };
 
 struct SampleOptions {
-  int max_len = 200;          // new tokens at most
-  float temperature = 1.0f;   // > 0; 0 = greedy (argmax)
-  int top_k = 0;              // 0 = the whole vocabulary
-  int32_t stop_id = -1;       // stop a row when it samples this id (e.g. EOS); -1 = never
+  int max_len = 200;         // new tokens at most
+  float temperature = 1.0f;  // > 0; 0 = greedy (argmax)
+  int top_k = 0;             // 0 = the whole vocabulary
+  int32_t stop_id = -1;      // stop a row when it samples this id (e.g. EOS); -1 = never
   uint64_t seed = 1;
 };
 

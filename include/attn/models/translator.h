@@ -5,9 +5,8 @@
 //   "transformer"  TransformerSeq2Seq (attn/models/transformer.h)
 // Both read Batch (PAD 0, BOS 1, EOS 2) with one shared source/target vocabulary.
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "attn/models/batch.h"
 #include "attn/models/seq2seq.h"
@@ -27,12 +26,12 @@ TranslatorKind parse_translator_kind(const std::string& name);
 void set_translator_vocab(TranslatorKind kind, nlohmann::json& config, int64_t vocab);
 
 struct TranslatorDecodeOptions {
-  int beam = 1;                 // 1: greedy; > 1: beam width
-  int max_len = 100;            // output tokens at most
-  float length_penalty = 1.0f;  // beam: GNMT's α
-  float coverage_penalty = 0.0f;  // beam: GNMT's β (BeamOptions)
+  int beam = 1;                     // 1: greedy; > 1: beam width
+  int max_len = 100;                // output tokens at most
+  float length_penalty = 1.0f;      // beam: GNMT's α
+  float coverage_penalty = 0.0f;    // beam: GNMT's β (BeamOptions)
   BeamStop stop = BeamStop::bound;  // beam: when a sentence stops (BeamOptions)
-  AttentionSelect select{};     // Transformer: which cross-attention the weights report
+  AttentionSelect select{};         // Transformer: which cross-attention the weights report
   // A model with the pointer-generator: the source in extended ids (B, S) and Vx
   // (Seq2Seq::greedy, TransformerSeq2Seq::greedy); undefined: no OOVs.
   Tensor src_ext = Tensor();

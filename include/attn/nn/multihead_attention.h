@@ -78,11 +78,11 @@ struct MultiheadAttentionOptions {
 };
 
 struct MhaCallOptions {
-  Tensor key_lengths{};          // int32 (B), or undefined
-  Tensor key_padding_mask{};     // int32 (B, S), nonzero = keep (PyTorch: True = ignore), or undefined
+  Tensor key_lengths{};       // int32 (B), or undefined
+  Tensor key_padding_mask{};  // int32 (B, S), nonzero = keep (PyTorch: True = ignore), or undefined
   bool causal = false;
-  Tensor attn_bias{};            // float32 (T, S), (B·H, T, S) or (B, H, T, S), additive, or undefined
-  float temperature = 1.0f;      // τ > 0 divides the scores (not the bias)
+  Tensor attn_bias{};        // float32 (T, S), (B·H, T, S) or (B, H, T, S), additive, or undefined
+  float temperature = 1.0f;  // τ > 0 divides the scores (not the bias)
   bool need_weights = false;
   std::vector<int> heads{};      // return weights only for these heads (in this order); empty = all
   bool average_weights = false;  // average the returned weights over the (selected) heads
@@ -147,16 +147,16 @@ class MultiheadAttention : public Module {
 };
 
 struct MultiheadGeneralAttentionOptions {
-  int64_t embed_dim = 0;     // D: query features (the model size when projecting)
-  int64_t num_heads = 1;     // H
-  int64_t kdim = 0;          // key features; 0 means embed_dim
-  int64_t vdim = 0;          // value features; 0 means embed_dim
-  bool in_proj = true;       // project q, k, v to D features first (then Dq_h = Dk_h = Dv_h = D/H)
-  bool out_proj = true;      // final Linear(Dc → D), Dc = D with in_proj, vdim without
-  bool bias = true;          // biases of the projections
-  float scale = 1.0f;        // multiplies the scores; 1 is Luong's unscaled general score,
-                             // 0 means 1 / sqrt(Dk_h)
-  float dropout = 0.0f;      // on the attention weights, in training mode
+  int64_t embed_dim = 0;  // D: query features (the model size when projecting)
+  int64_t num_heads = 1;  // H
+  int64_t kdim = 0;       // key features; 0 means embed_dim
+  int64_t vdim = 0;       // value features; 0 means embed_dim
+  bool in_proj = true;    // project q, k, v to D features first (then Dq_h = Dk_h = Dv_h = D/H)
+  bool out_proj = true;   // final Linear(Dc → D), Dc = D with in_proj, vdim without
+  bool bias = true;       // biases of the projections
+  float scale = 1.0f;     // multiplies the scores; 1 is Luong's unscaled general score,
+                          // 0 means 1 / sqrt(Dk_h)
+  float dropout = 0.0f;   // on the attention weights, in training mode
   uint64_t seed = 0;
 };
 

@@ -95,9 +95,9 @@ enum class StepScore {
   local_m,
   local_p,
   hard,
-  location_aware,       // Chorowski et al. 2015: additive with a convolution of the previous alignment
-  monotonic,            // Raffel et al. 2017: hard monotonic attention, trained on its expected alignment
-  mocha,                // Chiu & Raffel 2018: monotonic chunkwise attention
+  location_aware,  // Chorowski et al. 2015: additive with a convolution of the previous alignment
+  monotonic,       // Raffel et al. 2017: hard monotonic attention, trained on its expected alignment
+  mocha,           // Chiu & Raffel 2018: monotonic chunkwise attention
 };
 // The configuration name ("additive", "local_m", ...), as checkpoints store it.
 const char* step_score_name(StepScore score);
@@ -133,17 +133,17 @@ struct StepAttentionOptions {
 
 // One batch's attention memory: the values and what prepare() computed once for every step.
 struct StepMemory {
-  Tensor values;            // (B, S, E)
-  Tensor lengths;           // (B) int32
-  Tensor keys;              // additive: values W_kᵀ (B, S, A); multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
-  Tensor projected_values;  // multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
-  Tensor inverse_fertility; // additive with tu coverage: 1 / Φ_i (B, S)
+  Tensor values;             // (B, S, E)
+  Tensor lengths;            // (B) int32
+  Tensor keys;               // additive: values W_kᵀ (B, S, A); multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
+  Tensor projected_values;   // multihead (B, H, S, Dh); scaled_dot (B, 1, S, E)
+  Tensor inverse_fertility;  // additive with tu coverage: 1 / Φ_i (B, S)
 };
 
 struct StepAttentionResult {
-  Tensor context;   // (B, context_size())
-  Tensor weights;   // (B, weight_heads() · S), head-major; when asked for (hard: always)
-  Tensor log_prob;  // hard attention in training: log π(k) of the sampled position (B); else undefined
+  Tensor context;        // (B, context_size())
+  Tensor weights;        // (B, weight_heads() · S), head-major; when asked for (hard: always)
+  Tensor log_prob;       // hard attention in training: log π(k) of the sampled position (B); else undefined
   Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) with c_t before this step (B); else undefined
   Tensor exhausted;      // online attention in eval mode: int32 (B), 1 where an earlier step read to the end
                          // of the input without stopping, nothing is left (the output ends); else undefined
@@ -165,7 +165,9 @@ class StepAttention {
   // The module that holds the parameters (the decoder registers it as "attention").
   virtual Module& module() = 0;
   // Once per batch: values (B, S, E), lengths (B) int32.
-  virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const { return {values, lengths, {}, {}, {}}; }
+  virtual StepMemory prepare(const Tensor& values, const Tensor& lengths) const {
+    return {values, lengths, {}, {}, {}};
+  }
   // At the start of decoding a batch: its sequences' state (only t for a score without one).
   virtual StepState start(const StepMemory& memory) const { return {}; }
   // query (B, D) at step state.t; advances the state to the next step.
@@ -212,7 +214,8 @@ class AdditiveAttention final : public SingleHeadStepAttention {
   AdditiveAttention(int64_t D, int64_t E, bool normalize, StepCoverage coverage, Rng& rng);
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
   StepState start(const StepMemory& memory) const override;
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w_q, w_k, bias, v, g;  // g: additive_normalized only
   Tensor w_c;                   // coverage only
@@ -227,7 +230,8 @@ class LuongAttention final : public SingleHeadStepAttention {
  public:
   // score: dot | general | concat.
   LuongAttention(StepScore score, int64_t D, int64_t E, Rng& rng);
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w, v;  // general: w; concat: w, v; dot: none
 
@@ -238,7 +242,8 @@ class LuongAttention final : public SingleHeadStepAttention {
 class LocationAttention final : public SingleHeadStepAttention {
  public:
   LocationAttention(int64_t D, int64_t E, int64_t max_src_len, Rng& rng);
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w_a, b_a;
 };
@@ -248,7 +253,8 @@ class LocationAwareAttention final : public SingleHeadStepAttention {
   LocationAwareAttention(int64_t D, int64_t E, const StepAttentionOptions& options, Rng& rng);
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
   StepState start(const StepMemory& memory) const override;  // rows[0]: a_0 (B, S)
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w_q, w_k, bias, v, filters, w_loc;
 
@@ -261,9 +267,11 @@ class MonotonicAttention final : public SingleHeadStepAttention {
  public:
   // chunk: 0 for monotonic, W >= 1 for mocha.
   MonotonicAttention(int64_t D, int64_t E, int64_t chunk, const StepAttentionOptions& options, Rng& rng);
-  StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;  // projected_values: mocha's chunk keys
+  StepMemory prepare(const Tensor& values,
+                     const Tensor& lengths) const override;  // projected_values: mocha's chunk keys
   StepState start(const StepMemory& memory) const override;  // rows[0]: training δ_0 (B, S); eval the position (B)
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
   bool online() const override { return true; }
 
   Tensor w_q, w_k, bias, v, r;
@@ -283,7 +291,8 @@ class ScaledDotAttention final : public SingleHeadStepAttention {
  public:
   explicit ScaledDotAttention(int64_t E) : SingleHeadStepAttention(E) {}
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 };
 
 class MultiheadStepAttention final : public StepAttention {
@@ -291,7 +300,8 @@ class MultiheadStepAttention final : public StepAttention {
   MultiheadStepAttention(int64_t D, int64_t E, int64_t heads, Rng& rng);
   Module& module() override { return mha; }
   StepMemory prepare(const Tensor& values, const Tensor& lengths) const override;
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
   int64_t context_size() const override { return mha.options().embed_dim; }
   int64_t weight_heads() const override { return mha.options().num_heads; }
 
@@ -302,7 +312,8 @@ class LocalAttention final : public SingleHeadStepAttention {
  public:
   // predictive: local_p, else local_m.
   LocalAttention(bool predictive, int64_t D, int64_t E, int64_t window, Rng& rng);
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w, w_p, v_p;  // w_p, v_p: local_p only
 
@@ -314,7 +325,8 @@ class LocalAttention final : public SingleHeadStepAttention {
 class HardAttention final : public SingleHeadStepAttention {
  public:
   HardAttention(int64_t D, int64_t E, uint64_t sample_seed, Rng& rng);
-  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights) override;
+  StepAttentionResult attend(const Tensor& query, const StepMemory& memory, StepState& state,
+                             bool need_weights) override;
 
   Tensor w;
 

@@ -52,10 +52,10 @@ const char* to_string(FfnActivation activation);
 FfnActivation parse_ffn_activation(const std::string& name, const std::string& who);
 
 struct TransformerLayerOptions {
-  int64_t d_model = 256;  // D
-  int64_t heads = 4;      // H, dividing D
-  int64_t ffn = 1024;     // F, the feed-forward width
-  float dropout = 0.1f;   // on attention weights, residual branches and inside the FFN
+  int64_t d_model = 256;   // D
+  int64_t heads = 4;       // H, dividing D
+  int64_t ffn = 1024;      // F, the feed-forward width
+  float dropout = 0.1f;    // on attention weights, residual branches and inside the FFN
   bool norm_first = true;  // pre-LN (true) or post-LN (false, the 2017 paper and PyTorch's default)
   FfnActivation activation = FfnActivation::relu;
   float eps = 1e-5f;      // layer norm epsilon
@@ -146,8 +146,8 @@ class TransformerDecoderLayer : public Module {
   // undefined → (B, T, D); causal self-attention. copy (with weights given): only the cross
   // weights and output, the weights taken before attention dropout (a pointer's copy
   // distribution: each row sums to 1 in training too); they are recorded for gradients.
-  Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,
-                 LayerAttention* weights = nullptr, bool copy = false);
+  Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths, LayerAttention* weights = nullptr,
+                 bool copy = false);
   // One step: x (B, 1, D) at position t (the cache's length); appends this step's keys and
   // values to `cache` (cross keys/values are projected from `memory` (M, S, D), M = B / group,
   // on the first call, when cache.cross_k is undefined; later calls do not read memory) →

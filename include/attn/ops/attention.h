@@ -59,17 +59,17 @@ struct AdditiveOptions {
   // "Normed Bahdanau" (TF BahdanauAttention(normalize=True)): v is replaced by g · v / ‖v‖,
   // with g the learned scalar below; gradients flow to g and v.
   bool normalize = false;
-  Tensor g;                 // () scalar, required when normalize, must be undefined otherwise
-  float temperature = 1.0f; // τ > 0: scores are divided by τ
-  bool need_weights = true; // return the weights as a second output of the node
+  Tensor g;                  // () scalar, required when normalize, must be undefined otherwise
+  float temperature = 1.0f;  // τ > 0: scores are divided by τ
+  bool need_weights = true;  // return the weights as a second output of the node
   // Chorowski et al.'s smoothing: a_s = σ(e_s / τ) / Σ_j σ(e_j / τ) over the real positions
   // instead of the softmax (flatter weights: σ does not single out the maximum as exp does).
   bool smoothing = false;
-  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α)
-  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
-  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
-  bool training = true;      // dropout applies only when training (and p > 0)
-  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
+  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α)
+  Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;     // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;       // dropout's seed source (one next() per call); required when it applies
 };
 
 // k̃ = K W_kᵀ, computed once per source sequence and reused at every decoder step (one GEMM,
@@ -112,36 +112,36 @@ struct LuongOptions {
   Tensor scale;  // optional learned scalar () multiplying the scores ("scaled Luong")
   float temperature = 1.0f;
   bool need_weights = true;
-  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α); softmax with `scale`
-  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
-  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
-  bool training = true;      // dropout applies only when training (and p > 0)
-  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
+  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α); softmax with `scale`
+  Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;     // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;       // dropout's seed source (one next() per call); required when it applies
 };
 
 // query (B, D) or (B, T, D); keys (B, S, E); values (B, S, E); lengths int32 (B) or undefined.
 // Gradients: query, keys, values, w, v, scale.
-AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
-                                const Tensor& lengths, const LuongOptions& options = {});
+AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                const LuongOptions& options = {});
 
 // ---- Luong location ---------------------------------------------------------------------------------
 
 struct LocationOptions {
   float temperature = 1.0f;
   bool need_weights = true;
-  Normalizer normalizer;     // softmax (default), sparsemax, entmax15, entmax(α)
-  Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
-  float dropout = 0.0f;      // p in [0, 1): inverted dropout on the weights when training
-  bool training = true;      // dropout applies only when training (and p > 0)
-  Rng* rng = nullptr;        // dropout's seed source (one next() per call); required when it applies
+  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α)
+  Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
+  float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
+  bool training = true;     // dropout applies only when training (and p > 0)
+  Rng* rng = nullptr;       // dropout's seed source (one next() per call); required when it applies
 };
 
 // a_t = softmax over the first S positions of (W_a q_t + b_a), masked to lengths.
 // query (B, D) or (B, T, D); values (B, S, E); w_a (S_max, D) with S <= S_max; b_a (S_max)
 // or undefined; lengths int32 (B) or undefined. Gradients: query, values, w_a, b_a (rows >= S
 // get none).
-AttentionResult location_attention(const Tensor& query, const Tensor& values, const Tensor& w_a,
-                                   const Tensor& b_a, const Tensor& lengths, const LocationOptions& options = {});
+AttentionResult location_attention(const Tensor& query, const Tensor& values, const Tensor& w_a, const Tensor& b_a,
+                                   const Tensor& lengths, const LocationOptions& options = {});
 
 // ---- Chorowski location-aware ----------------------------------------------------------------------
 

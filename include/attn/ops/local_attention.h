@@ -64,8 +64,8 @@ struct LocalOptions {
   // every batch row, or (B, T). For a one-step query (B, D): (1) shared, or (B) / (B, 1) one per
   // row. Undefined: p_t = t (a one-step query is step 0).
   Tensor positions;
-  Tensor w_p;  // local-p only: (A, D)
-  Tensor v_p;  // local-p only: (A)
+  Tensor w_p;                // local-p only: (A, D)
+  Tensor v_p;                // local-p only: (A)
   float temperature = 1.0f;  // τ > 0 divides the content scores
   bool need_weights = true;  // return the dense weights as a second output of the node
   Tensor key_padding_mask;   // int32 (B, S), nonzero = keep; exclusive with `lengths`
@@ -75,7 +75,7 @@ struct LocalOptions {
 };
 
 // lengths int32 (B) or undefined (see Masks).
-AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values,
-                                const Tensor& lengths, const LocalOptions& options = {});
+AttentionResult local_attention(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                const LocalOptions& options = {});
 
 }  // namespace attn

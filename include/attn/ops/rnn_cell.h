@@ -27,8 +27,8 @@
 namespace attn {
 
 // h' (B, H) from x (B, I), h (B, H), w_ih (3H, I), w_hh (3H, H), b_ih (3H), b_hh (3H).
-Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh,
-                const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
+Tensor gru_cell(const Tensor& x, const Tensor& h, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih = Tensor(),
+                const Tensor& b_hh = Tensor());
 
 // h' (B, H) from gates_x (B, 3H) = x W_ihᵀ + b_ih, h (B, H), w_hh (3H, H), b_hh (3H).
 Tensor gru_cell_projected(const Tensor& gates_x, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh = Tensor());
@@ -36,8 +36,7 @@ Tensor gru_cell_projected(const Tensor& gates_x, const Tensor& h, const Tensor& 
 // (h', c'), each (B, H), from x (B, I), h (B, H), c (B, H), w_ih (4H, I), w_hh (4H, H),
 // b_ih (4H), b_hh (4H). Either output, or both, may carry a gradient.
 std::pair<Tensor, Tensor> lstm_cell(const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
-                                    const Tensor& w_hh, const Tensor& b_ih = Tensor(),
-                                    const Tensor& b_hh = Tensor());
+                                    const Tensor& w_hh, const Tensor& b_ih = Tensor(), const Tensor& b_hh = Tensor());
 
 // (h', c') from gates_x (B, 4H) = x W_ihᵀ + b_ih, h (B, H), c (B, H), w_hh (4H, H), b_hh (4H).
 std::pair<Tensor, Tensor> lstm_cell_projected(const Tensor& gates_x, const Tensor& h, const Tensor& c,

@@ -36,9 +36,9 @@ struct SdpaOptions {
   Tensor key_padding_mask;  // int32 (B, S), nonzero = keep, or undefined
   bool causal = false;
   CausalAlign causal_align = CausalAlign::lower_right;
-  Tensor bias;              // float32 (T, S), (B·H, T, S) or (B, H, T, S), added to the scores
-  float scale = 0.0f;       // multiplies q kᵀ; 0 means 1 / sqrt(Dh)
-  float temperature = 1.0f; // divides q kᵀ · scale (not the bias); must be > 0
+  Tensor bias;               // float32 (T, S), (B·H, T, S) or (B, H, T, S), added to the scores
+  float scale = 0.0f;        // multiplies q kᵀ; 0 means 1 / sqrt(Dh)
+  float temperature = 1.0f;  // divides q kᵀ · scale (not the bias); must be > 0
   bool need_weights = false;
   // softmax (the fused kernel above), or sparsemax / entmax15 / entmax(α) (attn/ops/softmax.h):
   // then the (T, S) scores are materialised, normalised under the same masks and multiplied

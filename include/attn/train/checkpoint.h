@@ -8,11 +8,10 @@
 //     are that trainer's business.
 // model.safetensors (the best model) carries no optimizer state; last.safetensors does.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/io/checkpoint_read.h"
 #include "attn/io/safetensors.h"

@@ -12,10 +12,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/data/vocab.h"
 #include "attn/decode/classify.h"
@@ -32,8 +31,8 @@ struct ClassifierTrainOptions : RunOptions {
   // The model's configuration fields (e.g. {"emb": 300, "hidden": 150, "dropout": 0.5});
   // vocab and classes are filled in from the data, seed from `seed` unless given.
   nlohmann::json model_config = nlohmann::json::object();
-  int min_freq = 1;              // vocabulary: words seen at least this often in train
-  int64_t max_size = 0;          // vocabulary: at most this many entries (0 = all)
+  int min_freq = 1;      // vocabulary: words seen at least this often in train
+  int64_t max_size = 0;  // vocabulary: at most this many entries (0 = all)
   int batch = 64;
   // Length bucketing: each epoch's shuffled order is cut into pools of bucket·batch
   // examples, sorted by length within a pool, cut into batches, and the batches shuffled.
@@ -47,8 +46,8 @@ struct ClassifierTrainOptions : RunOptions {
   // and the coverage go into the checkpoint's metadata ("embeddings").
   std::string embeddings;
   bool freeze_embeddings = false;  // the embedding matrix gets no gradient (needs embeddings)
-  int64_t train_limit = 0;       // use only the first N training examples (0 = all; after sst2_train)
-  int64_t dev_limit = 0;         // evaluate on the first N dev examples (0 = all)
+  int64_t train_limit = 0;         // use only the first N training examples (0 = all; after sst2_train)
+  int64_t dev_limit = 0;           // evaluate on the first N dev examples (0 = all)
   // Wiegreffe & Pinter's frozen attention: a bilstm-attn checkpoint M with this run's
   // vocabulary; the model (bilstm-attn, encoder average, pooling uniform: no pooling
   // parameters) pools with M's attention on each sentence, in training and in the dev
@@ -66,8 +65,8 @@ struct ClassifierTrainOptions : RunOptions {
 
 // What --embeddings gave the model: the provenance recorded in the checkpoint.
 struct EmbeddingsCoverage {
-  int64_t words = 0, found = 0;            // vocabulary words (the specials left out), with a vector
-  int64_t tokens = 0, found_tokens = 0;    // training tokens, of a word with a vector
+  int64_t words = 0, found = 0;          // vocabulary words (the specials left out), with a vector
+  int64_t tokens = 0, found_tokens = 0;  // training tokens, of a word with a vector
   nlohmann::json to_json() const;
 };
 
@@ -84,7 +83,7 @@ struct ClassifierTrainResult : TaskResult {
   using TaskResult::TaskResult;
   double best_dev_accuracy = 0.0;
   int64_t best_step = 0;
-  double first_loss = 0.0;        // mean training loss over the first logging window
+  double first_loss = 0.0;  // mean training loss over the first logging window
   double examples_per_second = 0.0;
   int64_t vocab_size = 0;
 };
@@ -98,8 +97,8 @@ ClassifierTrainResult train_classifier(const ClassifierTrainOptions& options);
 models::AttnClassifier::AttentionSource attention_source(const ClassifierTrainOptions& options);
 
 // Saves the model and its metadata (decode::classifier_metadata) atomically.
-void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab,
-                     int64_t step, double dev_accuracy);
+void save_classifier(const std::string& path, models::TextClassifier& model, const data::Vocab& vocab, int64_t step,
+                     double dev_accuracy);
 
 // Loading, evaluation and classification are attn/decode/classify.h (namespace attn::decode).
 

@@ -8,9 +8,8 @@
 // A run directory holds model.safetensors (best dev PER), last.safetensors (with optimizer
 // state, for --resume) and log.jsonl. Checkpoint metadata: decode/g2p.h.
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "attn/models/translator.h"
 #include "attn/train/run.h"
@@ -19,11 +18,11 @@
 namespace attn::train {
 
 struct G2pOptions : RunOptions {
-  std::string data_dir;          // the folder holding cmudict.dict[.gz] (or a cmudict/ folder with it); required
-  int64_t train_limit = 0;       // the first N training words only (0: all)
-  int64_t eval_words = 0;        // dev words validated (0: the whole dev split)
-  int64_t max_tokens = 4096;     // padded tokens per batch (source + target)
-  int max_sentences = 256;       // rows per batch
+  std::string data_dir;       // the folder holding cmudict.dict[.gz] (or a cmudict/ folder with it); required
+  int64_t train_limit = 0;    // the first N training words only (0: all)
+  int64_t eval_words = 0;     // dev words validated (0: the whole dev split)
+  int64_t max_tokens = 4096;  // padded tokens per batch (source + target)
+  int max_sentences = 256;    // rows per batch
   float label_smoothing = 0.0f;
 
   G2pOptions() {

@@ -21,9 +21,9 @@ namespace attn::train {
 
 // The run options (run.h) with the LM's defaults, and the task's own.
 struct LmOptions : RunOptions {
-  std::string data_dir;      // the directory holding fra.txt.gz
-  int max_chars = 128;       // longer sentences are cut to this many characters
-  int64_t train_limit = 0;   // first N distinct sentences only (0: all)
+  std::string data_dir;     // the directory holding fra.txt.gz
+  int max_chars = 128;      // longer sentences are cut to this many characters
+  int64_t train_limit = 0;  // first N distinct sentences only (0: all)
   int batch = 64;
   int64_t eval_sentences = 2000;  // validation sentences (0: all held out)
 
@@ -40,7 +40,7 @@ struct LmOptions : RunOptions {
 struct LmResult : TaskResult {
   // TaskResult: steps_done, interrupted, final_loss, train_seconds, seconds, model_path.
   using TaskResult::TaskResult;
-  double best_val_loss = 0.0;     // nats per character (EOS included)
+  double best_val_loss = 0.0;  // nats per character (EOS included)
   double best_val_bits_per_char = 0.0;
 };
 

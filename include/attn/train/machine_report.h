@@ -4,11 +4,10 @@
 // libraries. `attn doctor` prints it, `attn bench --json` records it, a run folder keeps
 // its summary(). Needs no data, no network and no write access.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace attn::train {
 
@@ -19,9 +18,9 @@ struct MachineReportOptions {
 
 struct SgemmMeasurement {
   bool measured = false;
-  std::string skipped;     // why not measured, when not
-  int64_t size = 0;        // M = N = K
-  int calls = 0;           // timed calls (after one untimed warm-up call)
+  std::string skipped;  // why not measured, when not
+  int64_t size = 0;     // M = N = K
+  int calls = 0;        // timed calls (after one untimed warm-up call)
   double seconds = 0.0;
   double gflops_per_s = 0.0;
   // max |C - C_f64| over 256 sampled entries, relative to max |C_f64| there (inputs uniform
@@ -34,16 +33,16 @@ struct MachineReport {
   std::string cpu_vendor;
   int cpu_family = 0;
   int cpu_model_number = 0;
-  std::string isa;  // "SSE4.2 AVX AVX2 FMA AVX-512 VNNI BF16 FP16 AMX"
-  std::string kernel_isa;                     // the level attn's kernels run at: "avx512"
-  std::vector<std::string> kernel_isa_levels; // the levels this CPU runs: {"baseline", "avx2", "avx512"}
-  bool kernel_isa_forced = false;             // chosen by ATTN_ISA (else: the best the CPU runs)
-  std::string gemm_library;  // "OpenBLAS"
-  std::string gemm_version;  // "0.3.21"
-  std::string gemm_config;   // openblas_get_config()
-  std::string gemm_kernel;   // the kernels in use (openblas_get_corename())
-  std::string gemm_kernel_best;    // the best this CPU's features allow (kernels::blas_core_for)
-  std::string gemm_kernel_source;  // how gemm_kernel was chosen
+  std::string isa;                             // "SSE4.2 AVX AVX2 FMA AVX-512 VNNI BF16 FP16 AMX"
+  std::string kernel_isa;                      // the level attn's kernels run at: "avx512"
+  std::vector<std::string> kernel_isa_levels;  // the levels this CPU runs: {"baseline", "avx2", "avx512"}
+  bool kernel_isa_forced = false;              // chosen by ATTN_ISA (else: the best the CPU runs)
+  std::string gemm_library;                    // "OpenBLAS"
+  std::string gemm_version;                    // "0.3.21"
+  std::string gemm_config;                     // openblas_get_config()
+  std::string gemm_kernel;                     // the kernels in use (openblas_get_corename())
+  std::string gemm_kernel_best;                // the best this CPU's features allow (kernels::blas_core_for)
+  std::string gemm_kernel_source;              // how gemm_kernel was chosen
   std::string warning;  // one line when the kernels in use are below what the CPU supports, else ""
   // --precision bf16 (attn/precision.h): what it needs that this machine or ATTN_ISA level
   // lacks ("" when it runs), and oneDNN's matmul implementation for it when it runs.

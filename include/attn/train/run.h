@@ -43,11 +43,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/distributed/communicator.h"
 #include "attn/distributed/shard.h"
@@ -90,18 +89,18 @@ struct RunOptions {
   float weight_decay = 0.0f;  // > 0: AdamW with this decoupled decay; 0: Adam
   uint64_t seed = 1;
   int64_t log_every = 50;
-  int64_t eval_every = 250;   // validation every N steps; 0: once per epoch
-  double max_minutes = 0.0;   // stop (and save) after this much training time; 0: no limit
-  double save_every_minutes = 10.0;  // write last.safetensors this often (wall time); 0: only at the end
-  std::string out_dir;        // required
-  bool resume = false;        // continue from out_dir/last.safetensors
-  bool overwrite = false;     // replace a run that out_dir already holds
-  std::FILE* progress = stderr;          // nullptr: silent
+  int64_t eval_every = 250;                 // validation every N steps; 0: once per epoch
+  double max_minutes = 0.0;                 // stop (and save) after this much training time; 0: no limit
+  double save_every_minutes = 10.0;         // write last.safetensors this often (wall time); 0: only at the end
+  std::string out_dir;                      // required
+  bool resume = false;                      // continue from out_dir/last.safetensors
+  bool overwrite = false;                   // replace a run that out_dir already holds
+  std::FILE* progress = stderr;             // nullptr: silent
   const std::atomic<bool>* stop = nullptr;  // checked between steps; true: save and return
   // > 0: stop as *stop would once this many steps are done (a session of a longer run;
   // the resume tests interrupt at an exact step with it).
   int64_t stop_at_step = 0;
-  Provenance provenance;      // recorded in log.jsonl's first record
+  Provenance provenance;  // recorded in log.jsonl's first record
   // Not empty: written to out_dir/config.toml (atomically) once the folder is this run's
   // (locked, and a resume accepted): the CLI's configuration that repeats the run.
   std::string config_toml;
@@ -109,7 +108,7 @@ struct RunOptions {
   distributed::Communicator* communicator = nullptr;
   // --deterministic-reduce: gradients added in rank order (gradient_reducer.h).
   bool deterministic_reduce = false;
-  double bucket_mb = 25.0;  // --bucket-mb: gradient all-reduce bucket size (PyTorch DDP: 25 MB)
+  double bucket_mb = 25.0;             // --bucket-mb: gradient all-reduce bucket size (PyTorch DDP: 25 MB)
   bool reduce_after_backward = false;  // --reduce-after-backward: no overlap (for measuring it)
 
   // ValueError naming the bad option (--steps, --lr, ...). Checks the schedule against
@@ -134,8 +133,8 @@ struct LogField {
 
 // The forward half of one step.
 struct StepLoss {
-  Tensor loss;                // what backward() differentiates
-  double reported = 0.0;      // the loss to check and report (e.g. without a REINFORCE term)
+  Tensor loss;            // what backward() differentiates
+  double reported = 0.0;  // the loss to check and report (e.g. without a REINFORCE term)
   // How many items (target tokens, examples) `loss` is the mean over: a data-parallel run
   // weights each rank's gradient by it, so the update equals one process's on the whole batch.
   double weight = 1.0;
@@ -144,13 +143,13 @@ struct StepLoss {
 struct Validation {
   double score = 0.0;
   nlohmann::json fields = nlohmann::json::object();  // written to log.jsonl with the step
-  std::string message;  // printed on the progress stream when not empty
+  std::string message;                               // printed on the progress stream when not empty
 };
 
 // Where a run stands; saved in checkpoints and restored on --resume.
 struct RunState {
-  int64_t step = 0;        // optimizer steps done
-  bool has_best = false;   // a validation has written model.safetensors
+  int64_t step = 0;       // optimizer steps done
+  bool has_best = false;  // a validation has written model.safetensors
   double best_score = 0.0;
   int64_t best_step = 0;
 };
@@ -198,7 +197,7 @@ struct RunResult {
   bool interrupted = false;  // *options.stop
   bool out_of_time = false;  // max_minutes
   int64_t total_steps = 0;
-  double final_loss = 0.0;   // the reported loss of the last step
+  double final_loss = 0.0;     // the reported loss of the last step
   double train_seconds = 0.0;  // training time, validation excluded
   double seconds = 0.0;        // wall time of the whole run
   std::string model_path;      // out_dir/model.safetensors

@@ -2,10 +2,9 @@
 // log.jsonl of a training run: one JSON object per line, flushed at once, so a run that
 // is stopped keeps every line written so far.
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/error.h"
 

@@ -31,7 +31,7 @@ struct TrainOptions : RunOptions {
   int min_len = 5;
   int max_len = 80;
   int batch = 64;
-  int eval_samples = 200;    // validation set size, lengths drawn like training
+  int eval_samples = 200;  // validation set size, lengths drawn like training
   // Length bucketing (a "maxi-batch"): draw bucket·batch examples at once, sort them by
   // length and cut them into `bucket` batches taken in a seeded random order, so a batch
   // holds similar lengths and little padding. The length distribution is unchanged. 1 = off.

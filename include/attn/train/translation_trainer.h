@@ -14,10 +14,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "attn/decode/translate.h"
 #include "attn/train/run.h"
@@ -27,17 +26,17 @@ namespace attn::train {
 
 // The run options (run.h) with translation's defaults, and the task's own.
 struct TranslationOptions : RunOptions {
-  std::string data_dir;            // required
+  std::string data_dir;                          // required
   data::Corpus corpus = data::Corpus::multi30k;  // data::find_corpus; the checkpoint records it
   std::string src_lang = "de", tgt_lang = "en";
-  std::string tokenizer;           // an existing SentencePiece model; empty: train one (shared)
-  int vocab_size = 8000;           // when training the tokenizer
-  int max_len = 100;               // pieces per side in training; longer sides are truncated
-  int64_t train_limit = 0;         // the first N training pairs only (0: all)
-  int64_t max_tokens = 4096;       // padded tokens per batch (source + target)
-  int max_sentences = 128;         // rows per batch
+  std::string tokenizer;      // an existing SentencePiece model; empty: train one (shared)
+  int vocab_size = 8000;      // when training the tokenizer
+  int max_len = 100;          // pieces per side in training; longer sides are truncated
+  int64_t train_limit = 0;    // the first N training pairs only (0: all)
+  int64_t max_tokens = 4096;  // padded tokens per batch (source + target)
+  int max_sentences = 128;    // rows per batch
   float label_smoothing = 0.1f;
-  int64_t eval_sentences = 0;      // validation sentences (0: the whole val split)
+  int64_t eval_sentences = 0;  // validation sentences (0: the whole val split)
   // --task summarize: src_lang/tgt_lang are file suffixes (article, summary), validation also
   // reports ROUGE-1/2/L (the best model is still the one of best validation BLEU), and the
   // checkpoint says so (decode::TranslationInfo::summarization).

@@ -6,10 +6,9 @@
 // The data document (explain/attention_view.h builds it; viewer/viewer.js reads it):
 //   {"kind": "seq2seq" | "transformer" | "classifier" | "run", "title": "...", ...}
 // docs/viewer.md describes each kind's fields.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace attn::viz {
 
