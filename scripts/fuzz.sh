@@ -6,7 +6,8 @@
 # <build>/corpus/<target>/ (the committed corpus is only read); a crash is saved as
 # <build>/crashes/<target>/crash-* and fails the script.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
-# Prints one line per target: executions, executions/s, coverage, result.
+# Prints one line per target: executions, executions/s, coverage, result. Targets run one per core
+# at a time (ATTN_FUZZ_JOBS).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -44,27 +45,47 @@ cmake --build "$build" --target fuzz_targets
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export ATTN_NUM_THREADS=1
-status=0
-for t in "${targets[@]}"; do
+# fuzz_target T: replays T's regression inputs, then fuzzes it for $seconds; writes its result line
+# to $build/T.result and returns non-zero on a finding.
+fuzz_target() {
+  local t="$1" log="$build/$1.log" result="$build/$1.result"
   mkdir -p "$build/corpus/$t" "$build/crashes/$t"
-  log="$build/$t.log"
   # Each input that once found a defect runs once (libFuzzer runs the files it is given).
   if [[ -d "fuzz/regressions/$t" ]] && ! "$build/fuzz/$t" fuzz/regressions/"$t"/* >"$build/$t.regressions.log" 2>&1; then
-    status=1
-    echo "$t: FAILED on a regression input (see $build/$t.regressions.log)"
-    continue
+    echo "$t: FAILED on a regression input (see $build/$t.regressions.log)" >"$result"
+    return 1
   fi
   # -rss_limit_mb: an input that makes a loader allocate more than 2 GiB is a finding.
   if ! "$build/fuzz/$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
       -artifact_prefix="$build/crashes/$t/" "$build/corpus/$t" "fuzz/corpus/$t" >"$log" 2>&1; then
-    status=1
-    echo "$t: FAILED (see $log and $build/crashes/$t/)"
-    grep -a -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true
-    continue
+    { echo "$t: FAILED (see $log and $build/crashes/$t/)"
+      grep -a -m3 -E "ERROR|SUMMARY|runtime error|broken promise" "$log" || true; } >"$result"
+    return 1
   fi
+  local runs speed cov
   runs=$(grep -a -m1 -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   speed=$(grep -a -m1 -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
   cov=$(grep -a -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo '?')
-  echo "$t: ok, $runs executions in ${seconds} s ($speed/s), coverage $cov edges"
+  echo "$t: ok, $runs executions in ${seconds} s ($speed/s), coverage $cov edges" >"$result"
+}
+
+# The targets run ATTN_FUZZ_JOBS at a time (default: one per core). Each is single-threaded, so
+# each still gets a whole core for its $seconds; the results print in the order above.
+jobs="${ATTN_FUZZ_JOBS:-$(nproc)}"
+status=0
+running=0
+for t in "${targets[@]}"; do
+  if ((running >= jobs)); then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  rm -f "$build/$t.result"
+  fuzz_target "$t" &
+  running=$((running + 1))
 done
+while ((running > 0)); do
+  wait -n || status=1
+  running=$((running - 1))
+done
+for t in "${targets[@]}"; do cat "$build/$t.result"; done
 exit $status

@@ -10,7 +10,8 @@
 #      test, and the browser tests of attn view (headless chromium);
 #   2. the same tree with AddressSanitizer + UndefinedBehaviorSanitizer (-O1): the C++ suite,
 #      the CLI tests and the kernel suites at every level, with OpenBLAS's Prescott kernels;
-#   3. the libFuzzer targets of fuzz/ (clang-15, ASan + UBSan), 20 s each (docs/fuzzing.md).
+#   3. the libFuzzer targets of fuzz/ (clang-15, ASan + UBSan), 20 s each, one per core at a
+#      time (docs/fuzzing.md).
 # Each step prints how long it took.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
