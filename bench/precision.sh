@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bf16 against fp32 in one run (docs/performance.md, "bf16"): ROUNDS rounds, each running every
+# bf16 against fp32 in one run (docs/performance.md, "bf16 over fp32"): ROUNDS rounds, each running every
 # benchmark below once per precision, fp32 then bf16, as separate processes with the same
 # threads. One JSON line per run on stdout (the bench's own JSON plus "round").
 #   bench/precision.sh [ATTN_BIN] > bench/results/DATE-precision-MACHINE.jsonl
