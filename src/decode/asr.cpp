@@ -183,9 +183,9 @@ data::SpeechUtterance speech_utterance(const std::string& file, const std::strin
         "at '{}'",
         printable(id), n, printable(set.utterances[first].id)));
   if (first + join > set.utterances.size())
-    throw ValueError(fmt::format(
-        "utterance '{}' starts the last group, of fewer than {} utterances, which eval --join leaves out",
-        printable(id), n));
+    throw ValueError(
+        fmt::format("utterance '{}' starts the last group, of fewer than {} utterances, which eval --join leaves out",
+                    printable(id), n));
   data::SpeechSet group;
   group.bins = set.bins;
   group.utterances.assign(set.utterances.begin() + static_cast<std::ptrdiff_t>(first),

@@ -24,14 +24,13 @@ std::vector<int64_t> stop_frames(const std::vector<std::vector<float>>& steps) {
 AsrAlignment asr_alignment(decode::LoadedAsr& model, const data::SpeechUtterance& utterance, int beam,
                            float length_penalty) {
   const decode::Transcript t =
-      decode::transcribe(model, {utterance}, {.beam = beam, .length_penalty = length_penalty, .attention = true})
-          .at(0);
+      decode::transcribe(model, {utterance}, {.beam = beam, .length_penalty = length_penalty, .attention = true}).at(0);
   AsrAlignment a;
   a.text = t.text;
   a.frames = t.frames;
   a.rows = data::utf8_characters(t.text);
   for (std::string& c : a.rows)
-    if (c == " ") c = "_";                                        // a space, visible
+    if (c == " ") c = "_";                                         // a space, visible
   if (t.weights.size() > a.rows.size()) a.rows.push_back("</s>");  // the step that chose EOS
   a.rows.resize(std::min(a.rows.size(), t.weights.size()));
   const size_t R = a.rows.size();

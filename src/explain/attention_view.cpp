@@ -443,7 +443,8 @@ AttentionView view_asr(const std::string& path, const ViewInput& in) {
     std::vector<std::string> cols;
     for (int64_t f = 0; f < a.frames; ++f) cols.push_back(std::to_string(f));
     AttentionMap cross{"cross", a.rows, std::move(cols), 1, 1, a.weights};
-    ViewHypothesis h{beam == 1 ? "greedy" : "beam " + std::to_string(beam) + " #1", a.text, nullptr, {std::move(cross)}};
+    ViewHypothesis h{
+        beam == 1 ? "greedy" : "beam " + std::to_string(beam) + " #1", a.text, nullptr, {std::move(cross)}};
     h.frames_read = a.frames_read;
     h.stops = a.stops;
     v.hypotheses.push_back(std::move(h));
@@ -457,8 +458,9 @@ AttentionView view_asr(const std::string& path, const ViewInput& in) {
 json speech_json(const ViewSpeech& s, bool packed) {
   const AsrSpectrogram& g = s.spectrogram;
   const int64_t frames = g.bins > 0 ? static_cast<int64_t>(g.values.size()) / g.bins : 0;
-  json j = {{"utterance", s.utterance}, {"reference", s.reference},       {"online", s.online},
-            {"reduction", g.reduction}, {"bins", g.bins},                 {"input_frames", g.input_frames},
+  json j = {{"utterance", s.utterance}, {"reference", s.reference},
+            {"online", s.online},       {"reduction", g.reduction},
+            {"bins", g.bins},           {"input_frames", g.input_frames},
             {"frames", frames},         {"listener_frames", frames / g.reduction}};
   if (!packed) {
     json rows = json::array();

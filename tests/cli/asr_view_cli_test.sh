@@ -113,7 +113,7 @@ expect 2 "utterance 'u3' does not start a group of --join 2" -- "${view_mono[@]}
 expect 2 "utterance 'u20' starts the last group, of fewer than 5 utterances" -- "${view_mono[@]}" \
   --speech "$work/test.speech" --utterance u20 --join 5
 expect 2 "--beam must be >= 1, got 0" -- "${view_mono[@]}" --speech "$work/test.speech" --utterance u0 --beam 0
-expect 2 "--speech excludes --run" -- "$attn" view --run "$work/mono" --speech "$work/test.speech" --out "$bad"
+expect 2 "--run excludes --speech" -- "$attn" view --run "$work/mono" --speech "$work/test.speech" --out "$bad"
 head -c 100 "$work/test.speech" > "$work/cut.speech"
 expect 1 "$work/cut.speech" -- "${view_mono[@]}" --speech "$work/cut.speech" --utterance u0
 expect 1 "$work/none.speech" -- "${view_mono[@]}" --speech "$work/none.speech" --utterance u0

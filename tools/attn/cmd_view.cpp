@@ -117,8 +117,8 @@ void run_view(ViewArgs& a, const CLI::App* cmd) {
     a.speech.check(cmd, kind, a.model);
     if (a.from_stdin) (kind == decode::CheckpointKind::seq2seq ? a.input : a.text) = read_stdin();
     explain::AttentionView v;
-    const explain::ViewInput input{
-        a.input, data::valid_utf8(a.text), a.beam, a.speech.speech, a.speech.utterance, a.speech.join};
+    const explain::ViewInput input{a.input,         data::valid_utf8(a.text), a.beam,
+                                   a.speech.speech, a.speech.utterance,       a.speech.join};
     as_usage([&] { v = explain::attention_view(a.model, kind, input); });
     page = explain::view_json(v, true);
     if (!a.json_out.empty()) raw = explain::view_json(v, false);

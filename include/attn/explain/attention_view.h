@@ -38,8 +38,8 @@ struct ViewHypothesis {
   std::string name, text;
   nlohmann::json score;  // null for greedy
   std::vector<AttentionMap> maps;
-  std::vector<float> copy = {};      // the pointer-generator: 1 − p_gen of each output token; else empty
-  std::vector<float> coverage = {};  // a coverage model: Σ_t a_{t,i} of each source token; else empty
+  std::vector<float> copy = {};       // the pointer-generator: 1 − p_gen of each output token; else empty
+  std::vector<float> coverage = {};   // a coverage model: Σ_t a_{t,i} of each source token; else empty
   std::vector<int> frames_read = {};  // ASR: the listener frames read before each output step; else empty
   std::vector<int64_t> stops = {};    // ASR with online attention: each step's stopping frame (−1: none); else empty
 };
@@ -53,10 +53,10 @@ struct ViewSpeech {
 
 struct AttentionView {
   std::string model_kind, title, input;
-  std::vector<ViewHypothesis> hypotheses;
-  nlohmann::json classifier;  // the token shading (classifiers only)
-  std::vector<std::string> notes;
-  std::optional<ViewSpeech> speech;  // ASR only
+  std::vector<ViewHypothesis> hypotheses = {};
+  nlohmann::json classifier = {};  // the token shading (classifiers only); null for the other kinds
+  std::vector<std::string> notes = {};
+  std::optional<ViewSpeech> speech = {};  // ASR only
 };
 
 // What the page shows the model: a synthetic task's source symbols ("5 9 3"), an ASR model's
