@@ -511,7 +511,7 @@ test('ASR: alignment, log-mel strip and stop marks', async () => {
   await checkCells(page, raw, 1, 0, 0, 0);
   assert.equal((await drawn(page)).stops, raw.hypotheses[1].stops.filter((x) => x >= 0).length);
   await set(page, { hyp: 0 });
-  await screenshot(page, 'asr');
+  await screenshot(page, 'view-asr');
   const json = await checkExports(page, '#controls');
   assert.deepEqual(json.stops, stops);
   assert.deepEqual(problems, []);
