@@ -2,7 +2,8 @@
 // It reads the JSON document in <script id="attn-data"> (src/viz/html_view.cpp writes it,
 // docs/viewer.md describes it) and draws one of two kinds of page:
 //   "attention"  heatmap (matrix), head view and model view of every attention map of each
-//                hypothesis; for classifiers, tokens shaded by attention / importance
+//                hypothesis; for classifiers, tokens shaded by attention / importance; for ASR
+//                (DATA.speech) the log-mel spectrogram under the heatmap and the stop marks
 //   "run"        training curves of log.jsonl files, and a sweep's accuracy by length
 // Token text only ever reaches the page through textContent or canvas fillText, never as
 // HTML. window.attnView exposes the state and the drawn counts to the browser tests.
@@ -232,6 +233,7 @@
         (state.mode === 'heads' ? ' · click a token to pin it' : state.mode === 'model' ? ' · click a panel to open it' : ' · hover a cell');
       if (state.mode === 'heads' && drawn.capped) note.textContent += ` · at most the ${drawn.capped} strongest lines per head`;
       if (previous && previous.unmount) previous.unmount();
+      if (DATA.speech) pieces.unshift(speechInfo(hyps[state.hyp], m.cols.length));
       view.replaceChildren(note, legend, ...pieces);
       previous = current;
       if (current.mounted) current.mounted();
@@ -315,7 +317,10 @@
       const w = matrix(m, state.layer, state.head);
       const R = m.rows.length, C = m.cols.length, cell = cellSize(m);
       const left = labelWidthOf(m.rows), top = labelWidthOf(m.cols);
-      const fullW = left + C * cell, fullH = top + R * cell;
+      // ASR: the spectrogram strip under the cells, on their time axis, and the stop marks.
+      const strip = speechStrip(m), stops = strip ? (hyps[state.hyp].stops || []) : [];
+      const fullW = left + C * cell, fullH = top + R * cell + (strip ? STRIP_GAP + STRIP_H : 0);
+      const stripTop = top + R * cell + STRIP_GAP;
       const small = cellImage(`${state.hyp}/${state.map}/${state.layer}/${state.head}`, w, R, C);
       // Draws the part [x0, x0 + vw) × [y0, y0 + vh) of the picture into g, at g's origin.
       const paint = (g, x0, y0, vw, vh) => {
@@ -329,11 +334,39 @@
         if (c1 > c0 && r1 > r0) g.drawImage(small, c0, r0, c1 - c0, r1 - r0, left + c0 * cell, top + r0 * cell, (c1 - c0) * cell, (r1 - r0) * cell);
         if (x0 < left) drawRowLabels(g, m.rows, left, top, cell, r0, r1);
         if (y0 < top) drawColLabels(g, m.cols, left, top, cell, c0, c1);
+        if (strip) paintStrip(g, c0, c1);
         g.restore();
+      };
+      // Listener frame c covers input frames [c·r, (c + 1)·r): r strip columns to a cell. A red
+      // dot in the cell where each step stopped, and a red tick above its frame on the strip.
+      const paintStrip = (g, c0, c1) => {
+        const r = strip.reduction;
+        g.imageSmoothingEnabled = false;
+        if (c1 > c0) g.drawImage(strip.image, c0 * r, 0, (c1 - c0) * r, strip.bins, left + c0 * cell, stripTop, (c1 - c0) * cell, STRIP_H);
+        g.fillStyle = '#1d1d1f';
+        g.font = LABEL_FONT;
+        g.textBaseline = 'middle';
+        g.textAlign = 'right';
+        g.fillText('log-mel', left - 4, stripTop + STRIP_H / 2, left - 6);
+        g.fillStyle = g.strokeStyle = '#e41a1c';
+        g.lineWidth = 2;
+        stops.forEach((stop, row) => {
+          if (stop < 0 || row >= R || stop < c0 || stop >= c1) return;
+          const x = left + (stop + 0.5) * cell;
+          g.beginPath();
+          g.arc(x, top + (row + 0.5) * cell, Math.max(1.5, cell * 0.22), 0, 2 * Math.PI);
+          g.fill();
+          g.beginPath();
+          g.moveTo(x, stripTop - STRIP_GAP);
+          g.lineTo(x, stripTop + 5);
+          g.stroke();
+        });
       };
       const pic = scrolledPicture('matrix', `attention heatmap, ${R} by ${C}`, fullW, fullH, paint);
       const sizer = pic.sizer;
       drawn.rows = R; drawn.cols = C; drawn.cells = R * C; drawn.thumbnails = 0;
+      drawn.strip = strip ? { frames: strip.frames, bins: strip.bins, width: C * cell, height: STRIP_H } : null;
+      drawn.stops = stops.filter((x) => x >= 0 && x < C).length;
       drawn.cell = cell; drawn.labelPx = cell < 6 ? 0 : Math.min(12, cell - 1);  // label font size, 0: none
       const cellAt = (ev) => {
         const rect = sizer.getBoundingClientRect();
@@ -342,17 +375,42 @@
       };
       // On the sizer, not the canvas: a cell scrolled into view is hoverable before the
       // scroll event has moved the canvas there.
+      // On the strip: the input frame and mel bin under the pointer, and its log-mel value.
+      const stripAt = (ev) => {
+        const rect = sizer.getBoundingClientRect();
+        const x = ev.clientX - rect.left - left, y = ev.clientY - rect.top - stripTop;
+        if (x < 0 || x >= C * cell || y < 0 || y >= STRIP_H) return null;
+        return [Math.floor(x / cell * strip.reduction), strip.bins - 1 - Math.floor(y / STRIP_H * strip.bins)];
+      };
       sizer.addEventListener('mousemove', (ev) => {
         const at = cellAt(ev);
+        const onStrip = !at && strip ? stripAt(ev) : null;
+        if (onStrip) {
+          const [f, b] = onStrip, value = strip.value(f, b);
+          const where = f < strip.inputFrames ? `${(f * 0.01).toFixed(2)} s` : 'padding past the end';
+          return showTip(ev, `input frame ${f} (${where}), listener frame ${Math.floor(f / strip.reduction)}\nmel bin ${b}\nlog-mel: ${value.toPrecision(6)}`,
+            { frame: String(f), bin: String(b), value: String(value) });
+        }
         if (!at) return hideTip();
         const [r, c] = at, value = w[r * C + c];
-        showTip(ev, `query (row ${r}): ${m.rows[r]}\nkey (column ${c}): ${m.cols[c]}\nweight: ${fmt(value)}`,
-          { row: String(r), col: String(c), weight: fmt(value) });
+        let text = `query (row ${r}): ${m.rows[r]}\nkey (column ${c}): ${m.cols[c]}\nweight: ${fmt(value)}`;
+        if (strip) {
+          const read = (hyps[state.hyp].frames_read || [])[r];
+          text += `\nlistener frame ${c}: input frames ${c * strip.reduction}–${(c + 1) * strip.reduction - 1}`;
+          if (read !== undefined) text += `\nstep ${r} read ${read} of ${C} listener frames`;
+          if (stops[r] !== undefined) text += stops[r] >= 0 ? `, stopped at frame ${stops[r]}` : ', stopped nowhere';
+        }
+        showTip(ev, text, { row: String(r), col: String(c), weight: fmt(value) });
       });
       sizer.addEventListener('mouseleave', hideTip);
       api.cellCenter = (r, c) => {
         const rect = sizer.getBoundingClientRect();
         return { x: rect.left + left + (c + 0.5) * cell, y: rect.top + top + (r + 0.5) * cell };
+      };
+      // The middle of input frame f, mel bin b on the strip (in the page's coordinates).
+      api.stripPoint = (f, b) => {
+        const rect = sizer.getBoundingClientRect();
+        return { x: rect.left + left + (f + 0.5) * cell / strip.reduction, y: rect.top + stripTop + (strip.bins - b - 0.5) * STRIP_H / strip.bins };
       };
       const name = `attn-${m.name.replace(/\s+/g, '-')}-layer${state.layer}-${state.head < 0 ? 'mean' : 'head' + state.head}`;
       return {
@@ -367,12 +425,41 @@
             parts.push(`<rect x="${left + c * cell}" y="${top + r * cell}" width="${cell}" height="${cell}" fill="${css(viridis(w[r * C + c]))}"><title>${xml(m.rows[r])} → ${xml(m.cols[c])}: ${fmt(w[r * C + c])}</title></rect>`);
           m.rows.forEach((l, r) => parts.push(`<text x="${left - 4}" y="${top + (r + 0.5) * cell}" text-anchor="end" dominant-baseline="middle">${xml(l)}</text>`));
           m.cols.forEach((l, c) => parts.push(`<text transform="translate(${left + (c + 0.5) * cell},${top - 4}) rotate(-90)" dominant-baseline="middle">${xml(l)}</text>`));
-          return svgDoc(left + C * cell, top + R * cell, parts);
+          if (strip) {
+            parts.push(`<image x="${left}" y="${stripTop}" width="${C * cell}" height="${STRIP_H}" style="image-rendering:pixelated" preserveAspectRatio="none" href="${strip.image.toDataURL('image/png')}"><title>log-mel</title></image>`);
+            stops.forEach((stop, row) => {
+              if (stop >= 0) parts.push(`<circle cx="${left + (stop + 0.5) * cell}" cy="${top + (row + 0.5) * cell}" r="${Math.max(1.5, cell * 0.22)}" fill="#e41a1c"/>`);
+            });
+          }
+          return svgDoc(left + C * cell, fullH, parts);
         },
         toJSON: () => ({ attention: m.name, hypothesis: hyps[state.hyp].name, layer: state.layer,
           head: state.head < 0 ? 'mean' : state.head, rows: m.rows, cols: m.cols,
-          weights: Array.from({ length: R }, (_, r) => Array.from(w.subarray(r * C, (r + 1) * C))) }),
+          weights: Array.from({ length: R }, (_, r) => Array.from(w.subarray(r * C, (r + 1) * C))),
+          ...(strip ? { stops, frames_read: hyps[state.hyp].frames_read } : {}) }),
       };
+    }
+    // ---- ASR: the log-mel strip of an alignment over listener frames (DATA.speech), or null
+    // for any other map. Its image is the features at one pixel a value (input frames across,
+    // bins up), grey from the minimum (black) to the maximum (white), made once.
+    const STRIP_H = 80, STRIP_GAP = 6;
+    let stripCache = null;
+    function speechStrip(m) {
+      const sp = DATA.speech;
+      if (!sp || m.cols.length * sp.reduction !== sp.frames) return null;
+      if (stripCache) return stripCache;
+      const image = document.createElement('canvas');
+      image.width = sp.frames; image.height = sp.bins;
+      const g = image.getContext('2d');
+      const img = g.createImageData(sp.frames, sp.bins);
+      for (let f = 0; f < sp.frames; f++) for (let b = 0; b < sp.bins; b++) {
+        const v = Math.round(255 * sp.unit[f * sp.bins + b]), i = 4 * ((sp.bins - 1 - b) * sp.frames + f);
+        img.data[i] = img.data[i + 1] = img.data[i + 2] = v; img.data[i + 3] = 255;
+      }
+      g.putImageData(img, 0, 0);
+      stripCache = { image, frames: sp.frames, bins: sp.bins, reduction: sp.reduction, inputFrames: sp.input_frames,
+        value: (f, b) => sp.min + sp.unit[f * sp.bins + b] * (sp.max - sp.min) };
+      return stripCache;
     }
     // Labels of rows [r0, r1) left of the cells and of columns [c0, c1) above them (rotated).
     const labelFont = (cell) => `${Math.min(12, cell - 1)}px system-ui, sans-serif`;
@@ -673,6 +760,16 @@
     render();
   }
 
+  // ASR: the hypothesis shown, the reference transcript and the frames each step read.
+  function speechInfo(h, frames) {
+    const lines = [`hypothesis (${h.name}): ${h.text}`, `reference (${DATA.speech.utterance}): ${DATA.speech.reference}`];
+    if (h.frames_read) {
+      const mean = h.frames_read.reduce((a, b) => a + b, 0) / Math.max(1, h.frames_read.length);
+      lines.push(`listener frames read before each step (of ${frames}): ${h.frames_read.join(' ')} (mean ${mean.toFixed(1)})`);
+    }
+    return $('p', { id: 'speech', className: 'speech', text: lines.join('\n') });
+  }
+
   function legendEl() {
     const c = document.createElement('canvas');
     const g = sizedCanvas(c, 160, 10);
@@ -864,6 +961,8 @@
   async function unpackAll() {
     for (const h of DATA.hypotheses)
       for (const m of h.maps) m.values = await unpack(m.data, m.layers * m.heads * m.rows.length * m.cols.length);
+    // ASR: the log-mel features, packed as (value − min) / (max − min).
+    if (DATA.speech) DATA.speech.unit = await unpack(DATA.speech.data, DATA.speech.frames * DATA.speech.bins);
   }
   async function main() {
     window.attnView = { drawn: {} };

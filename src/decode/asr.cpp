@@ -161,6 +161,38 @@ data::SpeechSet join_utterances(const data::SpeechSet& set, int n) {
   return joined;
 }
 
+data::SpeechUtterance speech_utterance(const std::string& file, const std::string& id, int n) {
+  if (file.empty() || id.empty()) throw ValueError("an ASR model needs --speech FILE --utterance ID");
+  if (n < 1) throw ValueError("--join must be >= 1, got " + std::to_string(n));
+  data::SpeechSet set;
+  try {
+    set = data::read_speech_set(file);
+  } catch (const ValueError& e) {
+    throw IoError(e.what());  // a damaged file, not a bad request
+  }
+  size_t index = set.utterances.size();
+  for (size_t i = 0; i < set.utterances.size(); ++i)
+    if (set.utterances[i].id == id) index = i;
+  if (index == set.utterances.size()) throw ValueError("no utterance '" + printable(id) + "' in " + file);
+  const size_t join = static_cast<size_t>(n), first = index / join * join;
+  if (join > set.utterances.size())
+    throw ValueError(fmt::format("--join {}: {} has only {} utterances", n, file, set.utterances.size()));
+  if (first != index)
+    throw ValueError(fmt::format(
+        "utterance '{}' does not start a group of --join {} (eval's groups from the set's start); its group starts "
+        "at '{}'",
+        printable(id), n, printable(set.utterances[first].id)));
+  if (first + join > set.utterances.size())
+    throw ValueError(
+        fmt::format("utterance '{}' starts the last group, of fewer than {} utterances, which eval --join leaves out",
+                    printable(id), n));
+  data::SpeechSet group;
+  group.bins = set.bins;
+  group.utterances.assign(set.utterances.begin() + static_cast<std::ptrdiff_t>(first),
+                          set.utterances.begin() + static_cast<std::ptrdiff_t>(first + join));
+  return join_utterances(group, n).utterances.at(0);
+}
+
 AsrEval evaluate_asr(LoadedAsr& model, const std::vector<data::SpeechUtterance>& utterances,
                      TranscribeOptions options) {
   const auto start = std::chrono::steady_clock::now();

@@ -14,6 +14,7 @@
 #include "attn/data/sst2.h"
 #include "attn/data/tasks.h"
 #include "attn/data/text.h"
+#include "attn/decode/asr.h"
 #include "attn/decode/classify.h"
 #include "attn/decode/sample.h"
 #include "attn/decode/seq2seq.h"
@@ -419,6 +420,69 @@ AttentionView view_classifier(const std::string& path, const std::string& text) 
   return v;
 }
 
+// An ASR model's alignment of one utterance, greedy and, for beam > 1, the beam's best
+// (decode::transcribe keeps the best hypothesis only), over the listener frames, with the
+// log-mel features under them.
+AttentionView view_asr(const std::string& path, const ViewInput& in) {
+  const data::SpeechUtterance utterance = decode::speech_utterance(in.speech, in.utterance, in.join);
+  decode::LoadedAsr model = decode::load_asr(path);
+  AttentionView v{"asr", asr_alignment_title(model, utterance.id), utterance.id};
+  v.speech = ViewSpeech{utterance.id, utterance.text, model.model->speller.attention->online(),
+                        asr_spectrogram(model, utterance)};
+  const int64_t r = v.speech->spectrogram.reduction;
+  v.notes.push_back(fmt::format(
+      "under the alignment: the log-mel spectrogram ({} bins, lowest at the bottom), {} input frames of 10 ms to a "
+      "listener frame",
+      v.speech->spectrogram.bins, r));
+  if (v.speech->online)
+    v.notes.push_back("red: the frame where each output step stopped (online attention reads no further)");
+  std::vector<int> beams = {1};
+  if (in.beam > 1) beams.push_back(in.beam);
+  for (int beam : beams) {
+    const AsrAlignment a = asr_alignment(model, utterance, beam, 1.0f);
+    std::vector<std::string> cols;
+    for (int64_t f = 0; f < a.frames; ++f) cols.push_back(std::to_string(f));
+    AttentionMap cross{"cross", a.rows, std::move(cols), 1, 1, a.weights};
+    ViewHypothesis h{
+        beam == 1 ? "greedy" : "beam " + std::to_string(beam) + " #1", a.text, nullptr, {std::move(cross)}};
+    h.frames_read = a.frames_read;
+    h.stops = a.stops;
+    v.hypotheses.push_back(std::move(h));
+  }
+  return v;
+}
+
+// The log-mel features for the page: min and max, and the values mapped to [0, 1] between them
+// packed as the weights are (viz::pack_weights; an error of at most 3e-8 of the range); for the
+// raw export every value, one list of bins per input frame.
+json speech_json(const ViewSpeech& s, bool packed) {
+  const AsrSpectrogram& g = s.spectrogram;
+  const int64_t frames = g.bins > 0 ? static_cast<int64_t>(g.values.size()) / g.bins : 0;
+  json j = {{"utterance", s.utterance}, {"reference", s.reference},
+            {"online", s.online},       {"reduction", g.reduction},
+            {"bins", g.bins},           {"input_frames", g.input_frames},
+            {"frames", frames},         {"listener_frames", frames / g.reduction}};
+  if (!packed) {
+    json rows = json::array();
+    for (int64_t f = 0; f < frames; ++f) {
+      const auto row = g.values.begin() + f * g.bins;
+      rows.push_back(std::vector<float>(row, row + g.bins));
+    }
+    j["values"] = std::move(rows);
+    return j;
+  }
+  const auto [low, high] = std::minmax_element(g.values.begin(), g.values.end());
+  const float lo = g.values.empty() ? 0.0f : *low, hi = g.values.empty() ? 0.0f : *high;
+  const double range = hi > lo ? static_cast<double>(hi) - lo : 1.0;
+  std::vector<float> unit;
+  unit.reserve(g.values.size());
+  for (float x : g.values) unit.push_back(static_cast<float>((static_cast<double>(x) - lo) / range));
+  j["min"] = lo;
+  j["max"] = hi;
+  j["data"] = viz::pack_weights(unit);
+  return j;
+}
+
 }  // namespace
 
 AttentionView attention_view(const std::string& path, decode::CheckpointKind kind, const ViewInput& input) {
@@ -443,11 +507,9 @@ AttentionView attention_view(const std::string& path, decode::CheckpointKind kin
                        " is a G2P checkpoint: attn view does not show those yet (attn translate "
                        "pronounces words, attn eval scores PER and WER)");
     case CheckpointKind::asr:
-      break;
+      return view_asr(path, input);
   }
-  throw ValueError(path +
-                   " is an ASR checkpoint: attn view does not show those yet (attn align shows one utterance's "
-                   "alignment, attn eval scores CER and WER)");
+  throw ValueError(path + ": attn view does not show this kind of checkpoint");
 }
 
 AttentionView sweep_alignments(const std::vector<std::string>& models, const std::vector<int32_t>& symbols) {
@@ -475,10 +537,13 @@ json view_json(const AttentionView& v, bool packed) {
     hypotheses.push_back({{"name", h.name}, {"text", h.text}, {"score", h.score}, {"maps", maps}});
     if (!h.copy.empty()) hypotheses.back()["copy"] = h.copy;
     if (!h.coverage.empty()) hypotheses.back()["coverage"] = coverage_json(h.coverage);
+    if (!h.frames_read.empty()) hypotheses.back()["frames_read"] = h.frames_read;
+    if (v.speech && v.speech->online) hypotheses.back()["stops"] = h.stops;
   }
   json j = {{"kind", "attention"}, {"model", v.model_kind},    {"title", v.title},
             {"input", v.input},    {"hypotheses", hypotheses}, {"notes", v.notes}};
   if (!v.classifier.is_null()) j["classifier"] = v.classifier;
+  if (v.speech) j["speech"] = speech_json(*v.speech, packed);
   return j;
 }
 

@@ -10,7 +10,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 
 const attn = path.resolve(process.env.ATTN || 'build/attn');
@@ -449,6 +449,71 @@ test('transformer-cls at 200 tokens, 6 layers x 8 heads: size and responsiveness
     shown.forEach((v, i) => assert.ok(Math.abs(v - c.measures[measure][i]) <= TOLERANCE * Math.max(1, Math.abs(v)), `${measure} token ${i}`));
   }
   assert.ok(c.taus.some((t) => t.first === 'rollout'));
+  assert.deepEqual(problems, []);
+  await page.close();
+});
+
+// ---- ASR: one utterance's alignment over listener frames, the log-mel strip under it on the
+// same time axis, and the monotonic attention's stop marks (synthetic speech, a tiny model).
+test('ASR: alignment, log-mel strip and stop marks', async () => {
+  const dir = path.join(work, 'asr');
+  fs.mkdirSync(dir);
+  execFileSync('/usr/bin/python3', [fileURLToPath(new URL('../cli/fixtures/synthetic_speech.py', import.meta.url)), dir]);
+  run('train', '--task', 'asr', '--data', dir, '--attention', 'bahdanau', '--score', 'monotonic', '--steps', '400', '--eval-every', '400',
+    '--lr', '5e-3', '--warmup', '0', '--lr-schedule', 'constant', '--max-tokens', '480', '--max-sentences', '16', '--projection', '32',
+    '--listener-hidden', '32', '--hidden', '64', '--emb', '16', '--threads', '2', '--out', dir);
+  const { out, raw } = view('asr', ['--model', path.join(dir, 'model.safetensors'), '--speech', path.join(dir, 'test.speech'),
+    '--utterance', 'u0', '--join', '2', '--beam', '2']);
+  const { page, problems } = await open(out);
+  const sp = raw.speech, m = raw.hypotheses[0].maps[0];
+  const R = m.rows.length, C = m.cols.length;
+  assert.deepEqual(raw.hypotheses.map((h) => h.name), ['greedy', 'beam 2 #1']);
+  assert.equal(sp.frames, C * sp.reduction, 'the strip covers the listener frames');
+  await checkCells(page, raw, 0, 0, 0, 0);
+  const d = await drawn(page);
+  assert.deepEqual(d.strip, { frames: sp.frames, bins: sp.bins, width: C * d.cell, height: d.strip.height }, 'strip drawn');
+  const stops = raw.hypotheses[0].stops;
+  assert.equal(stops.length, R);
+  assert.equal(d.stops, stops.filter((x) => x >= 0).length, 'a mark per step that stopped');
+  assert.ok(d.stops >= R / 2, `only ${d.stops} of ${R} steps stopped`);
+  // The strip is the spectrogram, time-aligned: input frame f of bin b is drawn under listener
+  // frame floor(f / r) in grey from the minimum (black) to the maximum (white), and hovering it
+  // shows the value.
+  const lo = Math.min(...sp.values.flat()), hi = Math.max(...sp.values.flat());
+  for (const [f, b] of [[0, 0], [sp.input_frames - 1, sp.bins - 1], [Math.floor(sp.frames / 2), 40], [5, 7]]) {
+    const px = await page.evaluate(([f, b]) => {
+      const canvas = document.getElementById('matrix'), rect = canvas.getBoundingClientRect(), r = window.devicePixelRatio || 1;
+      const { x, y } = window.attnView.stripPoint(f, b);
+      return [...canvas.getContext('2d').getImageData(Math.floor((x - rect.left) * r), Math.floor((y - rect.top) * r), 1, 1).data].slice(0, 3);
+    }, [f, b]);
+    const grey = 255 * (sp.values[f][b] - lo) / (hi - lo);
+    assert.ok(px.every((v) => Math.abs(v - grey) <= 3), `strip at frame ${f}, bin ${b}: drawn ${px}, want grey ${grey.toFixed(1)}`);
+    const p = await page.evaluate(([f, b]) => window.attnView.stripPoint(f, b), [f, b]);
+    await page.mouse.move(p.x, p.y);
+    const tip = await tooltip(page);
+    assert.equal(Number(tip.frame), f, tip.text);
+    assert.equal(Number(tip.bin), b, tip.text);
+    assert.ok(Math.abs(Number(tip.value) - sp.values[f][b]) <= 1e-6 * (hi - lo) + 1e-6, `log-mel ${tip.value}, raw ${sp.values[f][b]}`);
+  }
+  // A stop mark is red, in the cell of its step's stopping frame.
+  const row = stops.findIndex((x) => x >= 0);
+  const red = await page.evaluate(([r, c]) => {
+    const canvas = document.getElementById('matrix'), rect = canvas.getBoundingClientRect(), s = window.devicePixelRatio || 1;
+    const { x, y } = window.attnView.cellCenter(r, c);
+    return [...canvas.getContext('2d').getImageData(Math.round((x - rect.left) * s), Math.round((y - rect.top) * s), 1, 1).data].slice(0, 3);
+  }, [row, stops[row]]);
+  assert.ok(red[0] > 200 && red[1] < 60 && red[2] < 60, `stop mark of step ${row} at frame ${stops[row]}: ${red}`);
+  // The hypothesis, the reference and the frames read are on the page.
+  const info = await page.evaluate(() => document.getElementById('speech').textContent);
+  assert.ok(info.includes(raw.hypotheses[0].text) && info.includes(sp.reference), info);
+  assert.ok(info.includes(raw.hypotheses[0].frames_read.join(' ')), info);
+  await page.selectOption('#hypothesis', '1');
+  await checkCells(page, raw, 1, 0, 0, 0);
+  assert.equal((await drawn(page)).stops, raw.hypotheses[1].stops.filter((x) => x >= 0).length);
+  await set(page, { hyp: 0 });
+  await screenshot(page, 'view-asr');
+  const json = await checkExports(page, '#controls');
+  assert.deepEqual(json.stops, stops);
   assert.deepEqual(problems, []);
   await page.close();
 });

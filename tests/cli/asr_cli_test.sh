@@ -1,41 +1,14 @@
 #!/usr/bin/env bash
-# attn train --task asr on synthetic speech this test writes as .speech files (each character a
-# fixed random 80-bin pattern held for 2 to 5 frames, plus noise, never twice in a row: a tiny listen-attend-spell
-# model learns to spell it in seconds): training with content and location-aware attention,
-# eval's CER and WER on single and joined test utterances (greedy and beam), and the bad
-# inputs. Usage: asr_cli_test.sh path/to/attn
+# attn train --task asr on synthetic speech this test writes as .speech files
+# (fixtures/synthetic_speech.py: a tiny listen-attend-spell model learns to spell it in
+# seconds): training with content and location-aware attention, eval's CER and WER on single
+# and joined test utterances (greedy and beam), align, and the bad inputs. Usage: asr_cli_test.sh path/to/attn
 set -uo pipefail
 attn="$1"
 data="${ATTN_DATA_DIR:-$(dirname "$0")/../../../shared/data}"
 source "$(dirname "$0")/lib.sh"
 
-# The .speech format of include/attn/data/speech.h (version 1, fp16 features).
-/usr/bin/python3 - "$work" <<'PY'
-import struct, sys
-import numpy as np
-alphabet = "abcdefgh "
-patterns = np.random.default_rng(4).standard_normal((len(alphabet), 80))
-def write(path, count, seed, chars=(3, 8), hold=(2, 6)):
-    rng = np.random.default_rng(seed)
-    out = [b"ATTNSPCH", struct.pack("<IIII", 1, 80, 1, 9), b"synthetic", struct.pack("<Q", count)]
-    for u in range(count):
-        text, frames, k = "", [], -1
-        for _ in range(rng.integers(*chars)):
-            k = rng.choice([j for j in range(len(alphabet)) if j != k])  # no character twice in a row
-            text += alphabet[k]
-            frames += [patterns[k] + 0.3 * rng.standard_normal(80) for _ in range(rng.integers(*hold))]
-        for s in (f"u{u}", "synthetic", text):
-            b = s.encode()
-            out += [struct.pack("<I", len(b)), b]
-        out += [struct.pack("<I", len(frames)), np.asarray(frames, dtype="<f2").tobytes()]
-    open(path, "wb").write(b"".join(out))
-for split, count, seed in (("train", 480, 1), ("dev", 24, 2), ("test", 24, 3)):
-    write(f"{sys.argv[1]}/{split}.speech", count, seed)
-import os
-os.makedirs(f"{sys.argv[1]}/short")
-for split in ("train", "dev"):  # one-character utterances of 1 frame: fewer than the reduction
-    write(f"{sys.argv[1]}/short/{split}.speech", 2, 5, chars=(1, 2), hold=(1, 2))
-PY
+/usr/bin/python3 "$(dirname "$0")/fixtures/synthetic_speech.py" "$work" || fail "writing the synthetic speech"
 
 expect 0 "speech recognition on spoken sentences" -- "$attn" train --help
 tiny=(--data "$work" --steps 400 --eval-every 200 --log-every 100 --lr 5e-3 --warmup 0 --lr-schedule constant
@@ -142,6 +115,4 @@ expect 2 "--join must be >= 1, got 0" -- "$attn" eval --model "$work/additive/mo
 expect 1 "--join 25: the set has only 24 utterances" -- "$attn" eval --model "$work/additive/model.safetensors" \
   --data "$work" --join 25
 expect 2 "an ASR checkpoint needs --data DIR" -- "$attn" eval --model "$work/additive/model.safetensors"
-expect 2 "attn view does not show those yet" -- "$attn" view --model "$work/additive/model.safetensors" --text x \
-  --out "$work/v.html"
 finish "ASR CLI"

@@ -8,7 +8,6 @@
 // listener frames across ("frames_read" likewise), the log-mel features under them on the same
 // time axis, and for monotonic / MoChA attention each step's stopping frame as a red dot
 // ("stops" in the JSON).
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -19,10 +18,10 @@
 #include "attn/decode/asr.h"
 #include "attn/decode/g2p.h"
 #include "attn/decode/translate.h"
+#include "attn/explain/asr_alignment.h"
 #include "attn/explain/zero_share.h"
 #include "attn/io/atomic_file.h"
 #include "attn/json.h"
-#include "attn/printable.h"
 #include "attn/train/checkpoint.h"
 #include "attn/viz/plot.h"
 #include "commands.h"
@@ -38,8 +37,7 @@ struct AlignArgs {
   float coverage_penalty = 0.0f;  // beam: GNMT's β
   int layer = -1;                 // Transformer: decoder layer (-1: the last)
   int head = -2;                  // Transformer: one head, -1 the average, -2 every head as its own panel
-  std::string speech, utterance;  // ASR: the .speech file and the utterance's id
-  int join = 1;                   // ASR: utterances joined from --utterance on (eval --join's groups)
+  SpeechOptions speech;           // ASR: the .speech file, the utterance's id, --join
 };
 
 // The heatmap's weights as JSON: {input, output, title, rows (output tokens), cols (source
@@ -159,87 +157,35 @@ void align_g2p(const AlignArgs& a) {
   std::printf("input:  %s\noutput: %s\nheatmap: %s\n", a.text.c_str(), output.c_str(), a.out.c_str());
 }
 
-// The utterance --utterance names, joined with the next --join − 1 as eval --join joins them
-// (groups from the set's start, decode::join_utterances): UsageError for an unknown id, a --join
-// past the set, or an id that does not start a group.
-data::SpeechUtterance asr_utterance(const AlignArgs& a) {
-  const data::SpeechSet set = data::read_speech_set(a.speech);
-  size_t index = set.utterances.size();
-  for (size_t i = 0; i < set.utterances.size(); ++i)
-    if (set.utterances[i].id == a.utterance) index = i;
-  if (index == set.utterances.size()) throw UsageError("no utterance '" + printable(a.utterance) + "' in " + a.speech);
-  const size_t n = static_cast<size_t>(a.join), first = index / n * n;
-  if (n > set.utterances.size())
-    throw UsageError("--join " + std::to_string(n) + ": " + a.speech + " has only " +
-                     std::to_string(set.utterances.size()) + " utterances");
-  if (first != index)
-    throw UsageError("utterance '" + printable(a.utterance) + "' does not start a group of --join " +
-                     std::to_string(n) + " (eval's groups from the set's start); its group starts at '" +
-                     printable(set.utterances[first].id) + "'");
-  if (first + n > set.utterances.size())
-    throw UsageError("utterance '" + printable(a.utterance) + "' starts the last group, of fewer than " +
-                     std::to_string(n) + " utterances, which eval --join leaves out");
-  data::SpeechSet group;
-  group.bins = set.bins;
-  group.utterances.assign(set.utterances.begin() + static_cast<std::ptrdiff_t>(first),
-                          set.utterances.begin() + static_cast<std::ptrdiff_t>(first + n));
-  return decode::join_utterances(group, a.join).utterances.at(0);
-}
-
-// The stopping frame of each output step of online attention: the last frame with weight (hard
-// monotonic: the selected one; MoChA: the end of its chunk), −1 for a step that read to the end
-// without stopping (zero weights); none for soft attention.
-std::vector<int64_t> stop_frames(const decode::Transcript& t, bool online) {
-  std::vector<int64_t> stops;
-  if (!online) return stops;
-  for (const std::vector<float>& row : t.weights) {
-    int64_t stop = -1;
-    for (size_t f = 0; f < row.size(); ++f)
-      if (row[f] > 0.0f) stop = static_cast<int64_t>(f);
-    stops.push_back(stop);
-  }
-  return stops;
-}
-
-// An ASR model's alignment of one utterance: the listener frames across (labelled every 10th),
-// the characters (and EOS) down, the log-mel features under them (reduction input frames to a
-// listener frame, the last padded with the features' minimum).
+// An ASR model's alignment of one utterance (explain/asr_alignment.h): the listener frames
+// across (labelled every 10th), the characters (and EOS) down, the log-mel features under them.
 void align_asr(const AlignArgs& a) {
   decode::LoadedAsr model = decode::load_asr(a.model);
   refuse_outputs_naming_inputs({{"--out", a.out}, {"--json", a.json_out}});
-  const data::SpeechUtterance utterance = asr_utterance(a);
-  std::vector<decode::Transcript> said;
+  data::SpeechUtterance utterance;
+  explain::AsrAlignment alignment;
   as_usage([&] {
-    said =
-        decode::transcribe(model, {utterance}, {.beam = a.beam, .length_penalty = a.length_penalty, .attention = true});
+    utterance = decode::speech_utterance(a.speech.speech, a.speech.utterance, a.speech.join);
+    alignment = explain::asr_alignment(model, utterance, a.beam, a.length_penalty);
   });
-  const decode::Transcript& t = said[0];
+  const explain::AsrSpectrogram spectrogram = explain::asr_spectrogram(model, utterance);
   viz::Heatmap map;
-  for (int64_t f = 0; f < t.frames; ++f) map.col_labels.push_back(f % 10 == 0 ? std::to_string(f) : "");
-  map.row_labels = data::utf8_characters(t.text);
-  for (std::string& c : map.row_labels)
-    if (c == " ") c = "_";                                                         // a space, visible
-  if (t.weights.size() > map.row_labels.size()) map.row_labels.push_back("</s>");  // the step that chose EOS
-  std::vector<float> panel;
-  for (size_t r = 0; r < map.row_labels.size(); ++r)
-    panel.insert(panel.end(), t.weights[r].begin(), t.weights[r].end());
-  map.panels.push_back(std::move(panel));
-  const bool online = model.model->speller.attention->online();
-  map.marks = stop_frames(t, online);
-  map.strip = utterance.features;  // [frames, bins]
-  map.strip_rows = model.info.config.bins;
-  map.strip.resize(static_cast<size_t>(t.frames * model.info.config.reduction * model.info.config.bins),
-                   *std::min_element(utterance.features.begin(), utterance.features.end()));
+  for (int64_t f = 0; f < alignment.frames; ++f) map.col_labels.push_back(f % 10 == 0 ? std::to_string(f) : "");
+  map.row_labels = alignment.rows;
+  map.panels.push_back(alignment.weights);
+  map.marks = alignment.stops;
+  map.strip = spectrogram.values;  // [frames, bins]
+  map.strip_rows = spectrogram.bins;
   map.strip_label = "log-mel";
-  map.title = "ASR attention (" + model.info.config.speller.effective_score() +
-              ") over listener frames: " + utterance.id + (online ? " (red: where each step stopped)" : "");
+  map.title = explain::asr_alignment_title(model, utterance.id);
   viz::write_heatmap(map, a.out);
-  nlohmann::json extra = {
-      {"frames_read", t.frames_read}, {"input_frames", utterance.frames}, {"reduction", model.info.config.reduction}};
-  if (online) extra["stops"] = map.marks;
-  if (!a.json_out.empty()) write_alignment_json(map, utterance.text, t.text, a.json_out, {}, extra);
+  nlohmann::json extra = {{"frames_read", alignment.frames_read},
+                          {"input_frames", spectrogram.input_frames},
+                          {"reduction", spectrogram.reduction}};
+  if (alignment.online) extra["stops"] = alignment.stops;
+  if (!a.json_out.empty()) write_alignment_json(map, utterance.text, alignment.text, a.json_out, {}, extra);
   std::printf("input:  %s (%s)\noutput: %s\nheatmap: %s\n", utterance.id.c_str(), utterance.text.c_str(),
-              t.text.c_str(), a.out.c_str());
+              alignment.text.c_str(), a.out.c_str());
 }
 
 }  // namespace
@@ -264,10 +210,7 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--out", args->out, "Output picture (.png or .svg)")->capture_default_str();
   cmd->add_option("--json", args->json_out,
                   "Also write the drawn weights (every panel, rows x columns) to this JSON file");
-  cmd->add_option("--speech", args->speech, "ASR model: the .speech file holding the utterance");
-  cmd->add_option("--utterance", args->utterance, "ASR model: the utterance's id in --speech");
-  cmd->add_option("--join", args->join,
-                  "ASR model: join N utterances from --utterance on, as eval --join does (default 1)");
+  args->speech.add(cmd);
   add_threads_option(cmd);
   cmd->callback([args, cmd] {
     if (cmd_beam_invalid(args->beam)) throw UsageError("--beam must be >= 1, got " + std::to_string(args->beam));
@@ -280,12 +223,8 @@ void add_align_command(CLI::App& app) {
     const CheckpointKind kind = require_checkpoint(
         args->model, {CheckpointKind::seq2seq, CheckpointKind::translation, CheckpointKind::g2p, CheckpointKind::asr},
         ": align draws encoder-decoder attention; for a classifier use attn classify");
-    if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
-      throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
+    args->speech.check(cmd, kind, args->model);
     if (kind == CheckpointKind::asr) {
-      if (args->speech.empty() || args->utterance.empty())
-        throw UsageError("an ASR model needs --speech FILE --utterance ID");
-      if (args->join < 1) throw UsageError("--join must be >= 1, got " + std::to_string(args->join));
       align_asr(*args);
       return;
     }

@@ -1,12 +1,14 @@
 // attn view: one self-contained HTML page (viewer/ inlined, no network) that shows a model's
 // attention for one input, or a run folder's training curves:
 //   attn view --model M (--input "5 9 3" | --text "..." | --stdin) --out view.html
+//   attn view --model ASR --speech FILE --utterance ID [--join N] --out view.html
 //   attn view --run DIR --out view.html
-// Every checkpoint kind with attention: the RNN seq2seq (greedy and each beam hypothesis,
-// one panel per head), the Transformer translation model (encoder self, decoder self and
-// cross-attention, every layer and head, per hypothesis), the character LM and the
+// Every checkpoint kind with attention but G2P: the RNN seq2seq (greedy and each beam
+// hypothesis, one panel per head), the Transformer translation model (encoder self, decoder
+// self and cross-attention, every layer and head, per hypothesis), the character LM, the
 // classifiers (transformer-cls: every layer; bilstm-attn: its attention beside gradient ×
-// input, leave-one-out and integrated gradients with Kendall τ). docs/viewer.md shows them.
+// input, leave-one-out and integrated gradients with Kendall τ) and ASR (one utterance's
+// alignment over the listener frames above its log-mel spectrogram). docs/viewer.md shows them.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +38,7 @@ struct ViewArgs {
   std::string model, input, text, run, out, json_out;
   bool from_stdin = false;
   int beam = 4;
+  SpeechOptions speech;  // ASR: the .speech file, the utterance's id, --join
 };
 
 // --run DIR: every log.jsonl record; for a sweep folder (results.json, as attn sweep and
@@ -103,7 +106,7 @@ std::string read_stdin() {
   return text;
 }
 
-void run_view(ViewArgs& a) {
+void run_view(ViewArgs& a, const CLI::App* cmd) {
   if (a.beam < 1) throw UsageError("--beam must be >= 1, got " + std::to_string(a.beam));
   json page, raw;
   if (!a.run.empty()) {
@@ -111,9 +114,12 @@ void run_view(ViewArgs& a) {
     if (page.contains("sweep")) add_sweep_alignments(page, raw, a);
   } else {
     const decode::CheckpointKind kind = decode::checkpoint_kind(a.model);
+    a.speech.check(cmd, kind, a.model);
     if (a.from_stdin) (kind == decode::CheckpointKind::seq2seq ? a.input : a.text) = read_stdin();
     explain::AttentionView v;
-    as_usage([&] { v = explain::attention_view(a.model, kind, {a.input, data::valid_utf8(a.text), a.beam}); });
+    const explain::ViewInput input{a.input,         data::valid_utf8(a.text), a.beam,
+                                   a.speech.speech, a.speech.utterance,       a.speech.join};
+    as_usage([&] { v = explain::attention_view(a.model, kind, input); });
     page = explain::view_json(v, true);
     if (!a.json_out.empty()) raw = explain::view_json(v, false);
   }
@@ -142,12 +148,13 @@ void add_view_command(CLI::App& app) {
   for (auto* o : {text, from_stdin}) o->excludes(run);  // --input with --run: a sweep's example
   cmd->add_option("--beam", args->beam, "Beam width: the page shows greedy and each beam hypothesis (1: greedy only)")
       ->capture_default_str();
+  for (auto* o : args->speech.add(cmd)) o->excludes(run);
   cmd->add_option("--out", args->out, "The HTML page to write")->required();
   cmd->add_option("--json", args->json_out, "Also write the raw data (every weight as a number) to this JSON file");
   add_threads_option(cmd);
-  cmd->callback([args] {
+  cmd->callback([args, cmd] {
     if (args->model.empty() && args->run.empty()) throw UsageError("give --model CHECKPOINT or --run DIR");
-    run_view(*args);
+    run_view(*args, cmd);
   });
 }
 

@@ -179,6 +179,21 @@ void add_coverage_penalty_option(CLI::App* cmd, float& beta) {
       ->capture_default_str();
 }
 
+std::vector<CLI::Option*> SpeechOptions::add(CLI::App* cmd) {
+  return {cmd->add_option("--speech", speech, "ASR model: the .speech file holding the utterance"),
+          cmd->add_option("--utterance", utterance, "ASR model: the utterance's id in --speech"),
+          cmd->add_option("--join", join,
+                          "ASR model: join N utterances from --utterance on, as eval --join does (default 1)")};
+}
+
+void SpeechOptions::check(const CLI::App* cmd, decode::CheckpointKind kind, const std::string& model) const {
+  if (kind == decode::CheckpointKind::asr) return;
+  for (const char* option : {"--speech", "--utterance", "--join"})
+    if (cmd->count(option) > 0)
+      throw UsageError(std::string(option) + " needs an ASR checkpoint; " + model + " is '" +
+                       decode::format_name(kind) + "'");
+}
+
 void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop) {
   cmd->add_option_function<std::string>(
          "--beam-stop", [&stop](const std::string& name) { stop = models::parse_beam_stop(name); },

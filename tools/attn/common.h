@@ -52,6 +52,15 @@ void add_normalizer_json(CLI::App* cmd, const models::Seq2SeqConfig& config, nlo
 // --coverage-penalty BETA (translate, eval, align), and its check: finite, >= 0, and only with
 // a beam (UsageError otherwise).
 void add_coverage_penalty_option(CLI::App* cmd, float& beta);
+// --speech FILE --utterance ID --join N (align, view): the utterance of an ASR checkpoint
+// (decode::speech_utterance reads it). check() after the checkpoint's kind is known: for any
+// other kind one of them given is a UsageError naming it and the kind that arrived.
+struct SpeechOptions {
+  std::string speech, utterance;
+  int join = 1;
+  std::vector<CLI::Option*> add(CLI::App* cmd);  // the three options
+  void check(const CLI::App* cmd, decode::CheckpointKind kind, const std::string& model) const;
+};
 // --beam-stop bound|top (models::BeamStop) into `stop`.
 void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop);
 void check_coverage_penalty(float beta, int beam);

@@ -81,6 +81,14 @@ std::vector<Transcript> transcribe(LoadedAsr& model, const std::vector<data::Spe
 // last group of fewer than n is left out. ValueError for n < 1 or a set of fewer than n.
 data::SpeechSet join_utterances(const data::SpeechSet& set, int n);
 
+// The utterance `id` of the .speech file `file`, joined with the next n − 1 as eval --join
+// joins them (join_utterances' groups, from the set's start): what attn align and attn view
+// show of an ASR model. ValueError for an empty file or id ("an ASR model needs --speech FILE
+// --utterance ID"), n < 1, an unknown id, an n past the set, an id that does not start a
+// group, or one that starts the last, short group (which eval --join leaves out); IoError for
+// a file it cannot read or a damaged one (data::read_speech_set's errors).
+data::SpeechUtterance speech_utterance(const std::string& file, const std::string& id, int n);
+
 struct AsrEval {
   AsrScore score;
   double seconds = 0.0;
