@@ -196,9 +196,8 @@ def test_rnn_is_refused_and_nothing_written(tmp_path):
     result = export(path, tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"attn: error: export --to ctranslate2: {path} is an RNN encoder-decoder (attn-seq2seq); CTranslate2 runs "
-        "Transformer encoder-decoders only: export an attn-translation checkpoint of --model transformer "
-        "(or use --to torch)")
+        f"attn: error: export --to ctranslate2: {path} is an attn-seq2seq checkpoint; ctranslate2 takes --task "
+        "translate | summarize --model transformer (attn-seq2seq checkpoints go --to torch)")
     assert sorted(os.listdir(tmp_path)) == ["rnn.safetensors"]
 
 
