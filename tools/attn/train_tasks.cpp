@@ -92,7 +92,7 @@ std::string target_list(const std::vector<ExportTarget>& targets) {
   return s.empty() ? "nothing" : s;
 }
 
-// The registry, checked once for contradictions.
+// The registry, checked once for contradictions (an Error at the first export lookup).
 const std::vector<TrainTask>& checked_tasks() {
   static const bool checked = (check_export_targets(train_tasks()), true);
   (void)checked;
@@ -140,7 +140,7 @@ bool exports_kind(decode::CheckpointKind kind, ExportTarget target) {
 std::string export_sources(ExportTarget target) {
   // Tasks whose models going to `target` are the same, in registration order: (tasks, models).
   std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> groups;
-  for (const TrainTask& t : checked_tasks()) {
+  for (const TrainTask& t : train_tasks()) {  // not checked: --help is built for every command line
     std::vector<std::string> models;
     for (const TaskModel& m : t.models)
       if (has(m.exports, target)) models.push_back(t.models.size() > 1 ? m.name : "");
