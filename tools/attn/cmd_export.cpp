@@ -148,8 +148,8 @@ struct Exportable {
   std::optional<decode::LoadedTranslator> translator;  // or an attn-translation one
 };
 
-// The checkpoint at `path` when the task registry sends its kind and --model to `to`: a file of
-// no kind that goes there is refused before its model is read.
+// The checkpoint at `path` when the task registry sends its kind and --model to `to`; one of a
+// kind with no model that goes there is refused before its model is read.
 Exportable load_exportable(const std::string& path, ExportTarget to) {
   using decode::CheckpointKind;
   const std::optional<CheckpointKind> kind = decode::find_checkpoint_kind(path);
@@ -181,7 +181,8 @@ Exportable load_exportable(const std::string& path, ExportTarget to) {
   }
   const std::vector<ExportTarget> targets = export_targets(*kind, model);
   if (std::find(targets.begin(), targets.end(), to) == targets.end())
-    refuse(to, path, checkpoint + " of --model " + model, targets.empty() ? "" : "this one goes " + to_flags(targets));
+    refuse(to, path, model.empty() ? checkpoint : checkpoint + " of --model " + model,
+           targets.empty() ? "" : "this one goes " + to_flags(targets));
   return e;
 }
 

@@ -9,10 +9,10 @@
 //
 // Adding a task (docs/architecture.md, "Adding a task"): write its run in one file and register
 // it there,
-//   ATTN_REGISTER_TASK({.order = 50, .name = "g2p", .summary = "...",
+//   ATTN_REGISTER_TASK({.order = 32, .name = "summarize", .summary = "...",
 //                       .writes = decode::CheckpointKind::translation,
-//                       .models = {{"rnn", TrainTarget::translate_rnn, {ExportTarget::torch}}},
-//                       .run = run_g2p});
+//                       .models = {{"rnn", TrainTarget::translate_rnn, {ExportTarget::torch}}, ...},
+//                       .run = run_summarization});
 // and give its options a group (train_option_groups.cpp) when it has options of its own.
 #include <CLI/CLI.hpp>
 #include <memory>
