@@ -8,7 +8,7 @@ scripts/test-venv-requirements.txt):
   tied or separate output projection, shared or separate embeddings (the trained model and
   a variant of it with every other option): CTranslate2's per-token log-probabilities of
   attn's greedy translations equal attn's teacher-forced ones;
-- the command's errors: an RNN refused with one line naming what CTranslate2 runs, a
+- the command's errors: an RNN refused with one line naming what ctranslate2 takes (the task registry's), a
   non-empty --out refused unless --overwrite, a python without ctranslate2 named with the
   script that installs it; a refused export writes nothing."""
 import gzip
