@@ -86,9 +86,11 @@ assert d["model"].endswith("model.safetensors") and d["beam"] == 5 and d["score"
   "$attn" tokenize decode --model "$work/tf/spm.model" < "$work/tf.pieces" > "$work/tf.decoded"
   cmp -s "$work/tf.decoded" "$work/tf.text" || fail "translate --pieces does not decode to translate's text"
   ! grep -q '</s>' "$work/tf.pieces" || fail "translate --pieces printed EOS"
-  # export --to ctranslate2 takes Transformers only: the RNN translator is refused before
-  # anything is written (tests/parity/test_ctranslate2_export.py checks the export itself).
-  expect 1 "is an RNN translator (attn-translation, --model rnn); CTranslate2 runs Transformer encoder-decoders only" \
+  # export --to ctranslate2 takes Transformers only (the task registry's answer): the RNN
+  # translator is refused, naming what goes there and where it goes, before anything is
+  # written (tests/parity/test_ctranslate2_export.py checks the export itself).
+  refusal="is an attn-translation checkpoint of --model rnn; ctranslate2 takes --task translate | summarize"
+  expect 1 "$refusal --model transformer (this one goes --to torch)" \
     -- "$attn" export --to ctranslate2 --model "$work/rnn/model.safetensors" --out "$work/rnn-ct2"
   [[ ! -e "$work/rnn-ct2" && -z "$(find "$work" -maxdepth 1 -name '.rnn-ct2*')" ]] || fail "a refused export wrote files"
   expect 2 "--python is for --to ctranslate2" -- "$attn" export --to torch --model "$work/tf/model.safetensors" \

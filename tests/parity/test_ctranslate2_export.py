@@ -8,7 +8,7 @@ scripts/test-venv-requirements.txt):
   tied or separate output projection, shared or separate embeddings (the trained model and
   a variant of it with every other option): CTranslate2's per-token log-probabilities of
   attn's greedy translations equal attn's teacher-forced ones;
-- the command's errors: an RNN refused with one line naming what CTranslate2 runs, a
+- the command's errors: an RNN refused with one line naming what ctranslate2 takes (the task registry's), a
   non-empty --out refused unless --overwrite, a python without ctranslate2 named with the
   script that installs it; a refused export writes nothing."""
 import gzip
@@ -196,9 +196,8 @@ def test_rnn_is_refused_and_nothing_written(tmp_path):
     result = export(path, tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        f"attn: error: export --to ctranslate2: {path} is an RNN encoder-decoder (attn-seq2seq); CTranslate2 runs "
-        "Transformer encoder-decoders only: export an attn-translation checkpoint of --model transformer "
-        "(or use --to torch)")
+        f"attn: error: export --to ctranslate2: {path} is an attn-seq2seq checkpoint; ctranslate2 takes --task "
+        "translate | summarize --model transformer (attn-seq2seq checkpoints go --to torch)")
     assert sorted(os.listdir(tmp_path)) == ["rnn.safetensors"]
 
 

@@ -13,6 +13,11 @@
 // with PY) and spm.model, the SentencePiece model that makes its input pieces.
 // tests/parity/test_ctranslate2_export.py checks CTranslate2's greedy output against attn's.
 //
+// Which checkpoints go to which target is declared once, in the task registry (TaskModel::exports,
+// train_tasks.h): a checkpoint of another kind or --model is refused with one line naming what the
+// target takes. The checks of the model's content (softmax only, no pointer, the scores model.py
+// has) are here.
+//
 // Both build the whole directory beside DIR (.<name>.tmp-XXXXXX) and rename it into place, so
 // a failure or a signal (held until the folder is whole or gone) writes nothing and leaves no
 // model.safetensors without its model.py. DIR must be missing or empty, unless --overwrite
@@ -21,12 +26,14 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <utility>
@@ -43,6 +50,7 @@
 #include "attn/train/seq2seq_trainer.h"
 #include "commands.h"
 #include "common.h"
+#include "train_tasks.h"
 
 namespace attn::cli {
 
@@ -63,21 +71,31 @@ struct Exported {
   train::NamedTensors parameters;
 };
 
+// What `to` makes, for messages: "plain-PyTorch", "CTranslate2".
+const char* peer_name(ExportTarget to) {
+  switch (to) {
+    case ExportTarget::torch:
+      return "plain-PyTorch";
+    case ExportTarget::ctranslate2:
+      return "CTranslate2";
+  }
+  return "?";
+}
+
 // The exports' attention is a softmax: ValueError for a model trained with a sparse normaliser,
 // rather than an export that would silently compute other weights.
-void require_softmax(const std::string& to, const Normalizer& normalizer) {
+void require_softmax(ExportTarget to, const Normalizer& normalizer) {
   if (normalizer.kind != NormalizerKind::softmax)
-    throw ValueError("export --to " + to + ": normaliser '" + normalizer_name(normalizer.kind) + "' has no " +
-                     (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
+    throw ValueError(std::string("export --to ") + export_target_name(to) + ": normaliser '" +
+                     normalizer_name(normalizer.kind) + "' has no " + peer_name(to) +
                      " version here (export a model trained with --normalizer softmax)");
 }
 
 // Neither peer has the pointer-generator's output mixture: refused rather than exported without it.
-void require_no_pointer(const std::string& to, bool pointer) {
+void require_no_pointer(ExportTarget to, bool pointer) {
   if (pointer)
-    throw ValueError("export --to " + to + ": the pointer-generator has no " +
-                     (to == "torch" ? "plain-PyTorch" : "CTranslate2") +
-                     " version here (export a model trained without --pointer)");
+    throw ValueError(std::string("export --to ") + export_target_name(to) + ": the pointer-generator has no " +
+                     peer_name(to) + " version here (export a model trained without --pointer)");
 }
 
 // The RNN's configuration with its score resolved; ValueError for the scores model.py lacks.
@@ -93,8 +111,8 @@ nlohmann::json rnn_config(const models::Seq2SeqConfig& c) {
   if (c.coverage != models::CoverageKind::none)
     throw ValueError(std::string("export --to torch: coverage '") + models::to_string(c.coverage) +
                      "' has no plain-PyTorch version here (export a model trained without --coverage)");
-  require_softmax("torch", c.normalizer);
-  require_no_pointer("torch", c.pointer);
+  require_softmax(ExportTarget::torch, c.normalizer);
+  require_no_pointer(ExportTarget::torch, c.pointer);
   nlohmann::json j = c.to_json();
   j["score"] = score;
   return j;
@@ -108,31 +126,79 @@ train::NamedTensors rnn_parameters(train::NamedTensors parameters) {
   return parameters;
 }
 
-// "an attn-lm checkpoint", or "not an attn checkpoint".
-std::string checkpoint_phrase(std::optional<decode::CheckpointKind> kind) {
-  return kind ? "an " + std::string(decode::format_name(*kind)) + " checkpoint" : "not an attn checkpoint";
+// "--to torch or --to ctranslate2" ("" for none).
+std::string to_flags(const std::vector<ExportTarget>& targets) {
+  std::string s;
+  for (ExportTarget t : targets) s += (s.empty() ? "" : " or ") + std::string("--to ") + export_target_name(t);
+  return s;
 }
 
-Exported load_exportable(const std::string& path) {
+// "export --to ctranslate2: PATH is WHAT; ctranslate2 takes --task translate | summarize --model
+// transformer (this one goes --to torch)": what goes to `to` as the task registry says
+// (train_tasks.h), and `where` the checkpoint goes instead ("" for nowhere).
+[[noreturn]] void refuse(ExportTarget to, const std::string& path, const std::string& what, const std::string& where) {
+  const std::string name = export_target_name(to);
+  throw ValueError("export --to " + name + ": " + path + " is " + what + "; " + name + " takes " + export_sources(to) +
+                   (where.empty() ? "" : " (" + where + ")"));
+}
+
+// A checkpoint that goes to a target, loaded.
+struct Exportable {
+  std::optional<decode::LoadedSeq2Seq> seq2seq;        // an attn-seq2seq checkpoint
+  std::optional<decode::LoadedTranslator> translator;  // or an attn-translation one
+};
+
+// The checkpoint at `path` when the task registry sends its kind and --model to `to`; one of a
+// kind with no model that goes there is refused before its model is read.
+Exportable load_exportable(const std::string& path, ExportTarget to) {
   using decode::CheckpointKind;
   const std::optional<CheckpointKind> kind = decode::find_checkpoint_kind(path);
-  if (kind == CheckpointKind::seq2seq) {
-    decode::LoadedSeq2Seq loaded = decode::load_seq2seq(path);
-    return {"rnn", rnn_config(loaded.model->config()), rnn_parameters(loaded.model->named_parameters())};
+  if (!kind) refuse(to, path, "not an attn checkpoint", "");
+  const std::string format = decode::format_name(*kind);
+  const std::string checkpoint = "an " + format + " checkpoint";
+  if (!exports_kind(*kind, to)) {
+    std::vector<ExportTarget> elsewhere;  // of some model of this kind
+    for (ExportTarget t : all_export_targets())
+      if (exports_kind(*kind, t)) elsewhere.push_back(t);
+    refuse(to, path, checkpoint, elsewhere.empty() ? "" : format + " checkpoints go " + to_flags(elsewhere));
   }
-  if (kind == CheckpointKind::translation) {
-    decode::LoadedTranslator loaded = decode::load_translator(path);
-    const models::TranslatorKind model_kind = loaded.model->kind();
-    if (model_kind == models::TranslatorKind::rnn)
-      return {models::to_string(model_kind), rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
-              rnn_parameters(loaded.model->module().named_parameters())};
-    const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
-    require_softmax("torch", config.normalizer);
-    require_no_pointer("torch", config.pointer);
-    return {models::to_string(model_kind), config.to_json(), loaded.model->module().named_parameters()};
+  Exportable e;
+  std::string model;  // the --model the checkpoint records ("" for a kind that records none)
+  switch (*kind) {
+    case CheckpointKind::seq2seq:
+      e.seq2seq = decode::load_seq2seq(path);
+      break;
+    case CheckpointKind::translation:
+      e.translator = decode::load_translator(path);
+      model = models::to_string(e.translator->model->kind());
+      break;
+    case CheckpointKind::classifier:
+    case CheckpointKind::lm:
+    case CheckpointKind::g2p:
+    case CheckpointKind::asr:
+      throw Error("export --to " + std::string(export_target_name(to)) + ": the task registry sends " + format +
+                  " checkpoints here, but export does not read them");
   }
-  throw ValueError("export --to torch: " + path + " is " + checkpoint_phrase(kind) +
-                   "; it exports attn-seq2seq and attn-translation (RNN and Transformer encoder-decoders)");
+  const std::vector<ExportTarget> targets = export_targets(*kind, model);
+  if (std::find(targets.begin(), targets.end(), to) == targets.end())
+    refuse(to, path, model.empty() ? checkpoint : checkpoint + " of --model " + model,
+           targets.empty() ? "" : "this one goes " + to_flags(targets));
+  return e;
+}
+
+// The plain-PyTorch copy of an RNN or Transformer encoder-decoder.
+Exported torch_exported(const std::string& path) {
+  Exportable e = load_exportable(path, ExportTarget::torch);
+  if (e.seq2seq)
+    return {"rnn", rnn_config(e.seq2seq->model->config()), rnn_parameters(e.seq2seq->model->named_parameters())};
+  const decode::LoadedTranslator& loaded = *e.translator;
+  if (loaded.model->rnn() != nullptr)
+    return {"rnn", rnn_config(models::Seq2SeqConfig::from_json(loaded.info.config)),
+            rnn_parameters(loaded.model->module().named_parameters())};
+  const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
+  require_softmax(ExportTarget::torch, config.normalizer);
+  require_no_pointer(ExportTarget::torch, config.pointer);
+  return {"transformer", config.to_json(), loaded.model->module().named_parameters()};
 }
 
 std::string torch_module_source(const Exported& e) {
@@ -232,7 +298,7 @@ void publish_unless_interrupted(DeferredSignals& held, TempDir& staging, const f
 
 void export_torch(const std::string& model_path, const fs::path& out, bool overwrite) {
   io::check_output_folder(out.string(), "--out");  // before the model is read
-  Exported e = load_exportable(model_path);
+  Exported e = torch_exported(model_path);
   check_out_dir(out, overwrite);
   DeferredSignals held;
   TempDir staging = staging_dir(out);
@@ -248,25 +314,16 @@ constexpr const char* kCtranslate2Install =
     "install it with scripts/test-venv.sh in attn's source tree (a venv with ctranslate2==4.8.5; it prints the "
     "python to pass as --python) or pip install ctranslate2";
 
-// Only Transformer encoder-decoders: one line naming what CTranslate2 runs, for the rest.
+// A Transformer translator (what the task registry sends to ctranslate2).
 decode::LoadedTranslator load_transformer_translator(const std::string& path) {
-  using decode::CheckpointKind;
-  const std::optional<CheckpointKind> kind = decode::find_checkpoint_kind(path);
-  std::string what = checkpoint_phrase(kind);
-  if (kind == CheckpointKind::seq2seq) what = "an RNN encoder-decoder (attn-seq2seq)";
-  if (kind == CheckpointKind::translation) {
-    decode::LoadedTranslator loaded = decode::load_translator(path);
-    if (loaded.model->kind() == models::TranslatorKind::transformer) {
-      const models::TransformerConfig config = models::TransformerConfig::from_json(loaded.info.config);
-      require_softmax("ctranslate2", config.normalizer);
-      require_no_pointer("ctranslate2", config.pointer);
-      return loaded;
-    }
-    what = "an RNN translator (attn-translation, --model rnn)";
-  }
-  throw ValueError("export --to ctranslate2: " + path + " is " + what +
-                   "; CTranslate2 runs Transformer encoder-decoders only: export an attn-translation checkpoint of "
-                   "--model transformer (or use --to torch)");
+  Exportable e = load_exportable(path, ExportTarget::ctranslate2);
+  if (!e.translator || e.translator->model->transformer() == nullptr)
+    throw Error("export --to ctranslate2: " + path +
+                ": the task registry sends it here, but export writes only Transformer translators as CTranslate2");
+  const models::TransformerConfig config = models::TransformerConfig::from_json(e.translator->info.config);
+  require_softmax(ExportTarget::ctranslate2, config.normalizer);
+  require_no_pointer(ExportTarget::ctranslate2, config.pointer);
+  return std::move(*e.translator);
 }
 
 // What the Python side reads: the parameters under attn's names plus the positions table
@@ -344,6 +401,17 @@ std::string export_ctranslate2(const std::string& model_path, const fs::path& ou
 
 }  // namespace
 
+// "torch (--task copy | reverse | sort, ...), or ctranslate2 (--task ...)": what goes where.
+std::string targets_help() {
+  std::string help;
+  for (ExportTarget t : all_export_targets())
+    help += (help.empty()                       ? ""
+             : t == all_export_targets().back() ? ", or "
+                                                : ", ") +
+            std::string(export_target_name(t)) + " (" + export_sources(t) + ")";
+  return help;
+}
+
 void add_export_command(CLI::App& app) {
   struct Args {
     std::string to, model, out, python = "python3";
@@ -352,10 +420,12 @@ void add_export_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "export", "Write a checkpoint as a plain PyTorch module and its weights, or as a CTranslate2 model directory");
-  cmd->add_option("--to", args->to, "Target: torch, or ctranslate2 (Transformer translators)")
+  std::vector<std::string> names;
+  for (ExportTarget t : all_export_targets()) names.push_back(export_target_name(t));
+  cmd->add_option("--to", args->to, "Target, with the `attn train` runs whose checkpoints it takes: " + targets_help())
       ->required()
-      ->check(CLI::IsMember({"torch", "ctranslate2"}));
-  cmd->add_option("--model", args->model, "An attn-seq2seq or attn-translation checkpoint")->required();
+      ->check(CLI::IsMember(names));
+  cmd->add_option("--model", args->model, "A checkpoint (model.safetensors) that --to takes")->required();
   cmd->add_option("--out", args->out, "A new (or empty) directory for the exported files")->required();
   cmd->add_flag("--overwrite", args->overwrite, "Replace a non-empty --out (once the new export is complete)");
   cmd->add_option("--python", args->python, "ctranslate2: a python3 with the ctranslate2 package")
@@ -363,15 +433,20 @@ void add_export_command(CLI::App& app) {
   cmd->callback([cmd, args] {
     fs::path out = fs::path(args->out).lexically_normal();
     if (!out.has_filename()) out = out.parent_path();  // "dir/" is "dir"
-    if (args->to == "torch") {
-      if (cmd->count("--python") > 0) throw UsageError("--python is for --to ctranslate2");
-      export_torch(args->model, out, args->overwrite);
-      std::printf("wrote %s/model.py and %s/model.safetensors\n", args->out.c_str(), args->out.c_str());
-      return;
+    switch (export_target(args->to)) {
+      case ExportTarget::torch:
+        if (cmd->count("--python") > 0) throw UsageError("--python is for --to ctranslate2");
+        export_torch(args->model, out, args->overwrite);
+        std::printf("wrote %s/model.py and %s/model.safetensors\n", args->out.c_str(), args->out.c_str());
+        return;
+      case ExportTarget::ctranslate2: {
+        const std::string version = export_ctranslate2(args->model, out, args->overwrite, args->python);
+        std::printf(
+            "wrote %s: a CTranslate2 %s model (model.bin, config.json, shared_vocabulary.json) and its spm.model\n",
+            args->out.c_str(), version.c_str());
+        return;
+      }
     }
-    const std::string version = export_ctranslate2(args->model, out, args->overwrite, args->python);
-    std::printf("wrote %s: a CTranslate2 %s model (model.bin, config.json, shared_vocabulary.json) and its spm.model\n",
-                args->out.c_str(), version.c_str());
   });
 }
 

@@ -40,7 +40,7 @@ const bool kRegistered = [] {
                   .name = name,
                   .summary = summary,
                   .writes = decode::CheckpointKind::seq2seq,
-                  .models = {{"", TrainTarget::seq2seq}},  // the RNN seq2seq model's option group
+                  .models = {{"", TrainTarget::seq2seq, {ExportTarget::torch}}},  // the RNN seq2seq model's groups
                   .run = run_synthetic});
   return true;
 }();

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "attn/error.h"
 #include "attn/printable.h"
 #include "commands.h"
 
@@ -67,6 +68,115 @@ std::string target_flags(TrainTarget target, const std::string& task) {
       for (const TaskModel& m : t.models)
         if (m.target == target && (pass == 1 || t.name == task)) return flags(t, m);
   return "--task " + task;
+}
+
+// --- export targets ---
+
+namespace {
+
+struct ExportTargetName {
+  ExportTarget target;
+  const char* name;
+};
+// The one table of --to values.
+const ExportTargetName kExportTargets[] = {{ExportTarget::torch, "torch"}, {ExportTarget::ctranslate2, "ctranslate2"}};
+
+bool has(const std::vector<ExportTarget>& targets, ExportTarget target) {
+  return std::find(targets.begin(), targets.end(), target) != targets.end();
+}
+
+// "torch, ctranslate2" ("nothing" for none).
+std::string target_list(const std::vector<ExportTarget>& targets) {
+  std::string s;
+  for (ExportTarget t : targets) s += (s.empty() ? "" : ", ") + std::string(export_target_name(t));
+  return s.empty() ? "nothing" : s;
+}
+
+// The registry, checked once for contradictions (an Error at the first export lookup).
+const std::vector<TrainTask>& checked_tasks() {
+  static const bool checked = (check_export_targets(train_tasks()), true);
+  (void)checked;
+  return train_tasks();
+}
+
+}  // namespace
+
+const std::vector<ExportTarget>& all_export_targets() {
+  static const std::vector<ExportTarget> targets = [] {
+    std::vector<ExportTarget> v;
+    for (const ExportTargetName& t : kExportTargets) v.push_back(t.target);
+    return v;
+  }();
+  return targets;
+}
+
+const char* export_target_name(ExportTarget target) {
+  for (const ExportTargetName& t : kExportTargets)
+    if (t.target == target) return t.name;
+  throw Error("unknown export target " + std::to_string(static_cast<int>(target)));
+}
+
+ExportTarget export_target(const std::string& name) {
+  for (const ExportTargetName& t : kExportTargets)
+    if (name == t.name) return t.target;
+  throw UsageError("unknown export target '" + printable(name) + "' (valid: " + target_list(all_export_targets()) +
+                   ")");
+}
+
+std::vector<ExportTarget> export_targets(decode::CheckpointKind kind, const std::string& model) {
+  for (const TrainTask& t : checked_tasks())
+    for (const TaskModel& m : t.models)
+      if (t.writes == kind && m.name == model) return m.exports;
+  return {};
+}
+
+bool exports_kind(decode::CheckpointKind kind, ExportTarget target) {
+  for (const TrainTask& t : checked_tasks())
+    for (const TaskModel& m : t.models)
+      if (t.writes == kind && has(m.exports, target)) return true;
+  return false;
+}
+
+std::string export_sources(ExportTarget target) {
+  // Tasks whose models going to `target` are the same, in registration order: (tasks, models).
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> groups;
+  for (const TrainTask& t : train_tasks()) {  // not checked: --help is built for every command line
+    std::vector<std::string> models;
+    for (const TaskModel& m : t.models)
+      if (has(m.exports, target)) models.push_back(t.models.size() > 1 ? m.name : "");
+    if (models.empty()) continue;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.second == models; });
+    if (same == groups.end())
+      groups.push_back({{t.name}, models});
+    else
+      same->first.push_back(t.name);
+  }
+  auto join = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (const std::string& n : names) s += (s.empty() ? "" : " | ") + n;
+    return s;
+  };
+  std::string sources;
+  for (const auto& [tasks, models] : groups)
+    sources += (sources.empty() ? "" : ", ") + ("--task " + join(tasks)) +
+               (models.front().empty() ? "" : " --model " + join(models));
+  return sources.empty() ? "nothing" : sources;
+}
+
+void check_export_targets(const std::vector<TrainTask>& tasks) {
+  auto sorted = [](std::vector<ExportTarget> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  for (const TrainTask& a : tasks)
+    for (const TaskModel& am : a.models)
+      for (const TrainTask& b : tasks)
+        for (const TaskModel& bm : b.models)
+          if (a.writes == b.writes && am.name == bm.name && sorted(am.exports) != sorted(bm.exports))
+            throw Error("task registry: --task " + a.name + " and --task " + b.name + " both write " +
+                        decode::format_name(a.writes) + " checkpoints of --model '" + am.name +
+                        "' but export them to " + target_list(am.exports) + " and " + target_list(bm.exports) +
+                        " (a checkpoint does not record its task: give both the same targets)");
 }
 
 }  // namespace attn::cli

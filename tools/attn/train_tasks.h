@@ -1,16 +1,18 @@
 #pragma once
-// The task registry of `attn train`. Each task is described once, in the file that runs it:
-// its --task name, a line for --help, the checkpoint kind its runs write, its --model values
-// (each with the option groups that apply, train_option_groups.h) and the function that runs
-// it. `attn train` finds the task here, checks its options against the model's groups and
-// calls the run; `attn train --help` lists the registered tasks. No --task string is compared
-// anywhere else.
+// The task registry of `attn train` and `attn export`. Each task is described once, in the file
+// that runs it: its --task name, a line for --help, the checkpoint kind its runs write, its
+// --model values (each with the option groups that apply, train_option_groups.h, and the
+// targets `attn export --to` writes its checkpoints as) and the function that runs it.
+// `attn train` finds the task here, checks its options against the model's groups and calls
+// the run; `attn train --help` lists the registered tasks. `attn export` asks export_targets()
+// what a checkpoint goes to. No --task string is compared anywhere else.
 //
 // Adding a task (docs/architecture.md, "Adding a task"): write its run in one file and register
 // it there,
-//   ATTN_REGISTER_TASK({.order = 50, .name = "g2p", .summary = "...",
+//   ATTN_REGISTER_TASK({.order = 32, .name = "summarize", .summary = "...",
 //                       .writes = decode::CheckpointKind::translation,
-//                       .models = {{"rnn", TrainTarget::translate_rnn}}, .run = run_g2p});
+//                       .models = {{"rnn", TrainTarget::translate_rnn, {ExportTarget::torch}}, ...},
+//                       .run = run_summarization});
 // and give its options a group (train_option_groups.cpp) when it has options of its own.
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -81,9 +83,13 @@ void check_translator_config(models::TranslatorKind kind, const nlohmann::json& 
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a);
 
+// What `attn export --to` writes (cmd_export.cpp): a plain-PyTorch module, a CTranslate2 model.
+enum class ExportTarget { torch, ctranslate2 };
+
 struct TaskModel {
-  std::string name;    // the --model value; "" for a task without --model
-  TrainTarget target;  // where the option groups apply
+  std::string name;                        // the --model value; "" for a task without --model
+  TrainTarget target;                      // where the option groups apply
+  std::vector<ExportTarget> exports = {};  // what `attn export --to` makes of its checkpoints
 };
 
 struct TrainTask {
@@ -115,6 +121,28 @@ TrainTarget train_target(const TrainTask& task, const std::string& model, bool m
 // "--task translate --model rnn", "--task copy": how a command line selects `target`
 // (`task` names the task given, for targets that several tasks share).
 std::string target_flags(TrainTarget target, const std::string& task);
+
+// --- attn export's targets, from the registrations ---
+
+// Every target, in --help's order.
+const std::vector<ExportTarget>& all_export_targets();
+// "torch", "ctranslate2": the --to value.
+const char* export_target_name(ExportTarget target);
+// The target whose --to value is `name`; UsageError naming the targets otherwise.
+ExportTarget export_target(const std::string& name);
+
+// A checkpoint records its kind and the --model it was trained with (a translation's "kind":
+// "rnn" | "transformer"; "" for a kind that records none, as the synthetic tasks' seq2seq), not
+// its task: the targets of the tasks that write `kind` with --model `model` (empty for none).
+std::vector<ExportTarget> export_targets(decode::CheckpointKind kind, const std::string& model);
+// Whether some model of `kind` goes to `target` (to refuse a checkpoint before reading its model).
+bool exports_kind(decode::CheckpointKind kind, ExportTarget target);
+// How a command line makes what goes to `target`, tasks with the same models together:
+//   "--task copy | reverse | sort, --task translate | summarize --model rnn | transformer"
+std::string export_sources(ExportTarget target);
+// Error naming two registrations in `tasks` that write the same kind with the same --model but
+// give it different export targets (export_targets() could not tell which holds).
+void check_export_targets(const std::vector<TrainTask>& tasks);
 
 }  // namespace attn::cli
 

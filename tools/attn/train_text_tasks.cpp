@@ -288,6 +288,10 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
       });
 }
 
+// What `attn export` makes of a translation checkpoint (translate and summarize write the same).
+const std::vector<ExportTarget> kRnnExports = {ExportTarget::torch};
+const std::vector<ExportTarget> kTransformerExports = {ExportTarget::torch, ExportTarget::ctranslate2};
+
 }  // namespace
 
 ATTN_REGISTER_TASK({.order = 30,
@@ -295,15 +299,15 @@ ATTN_REGISTER_TASK({.order = 30,
                     .summary = "translation on Multi30k, or Tatoeba for --src fr --tgt en (--data DIR; --src --tgt): "
                                "--model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn},
-                               {"transformer", TrainTarget::translate_transformer}},
+                    .models = {{"rnn", TrainTarget::translate_rnn, kRnnExports},
+                               {"transformer", TrainTarget::translate_transformer, kTransformerExports}},
                     .run = run_translation});
 ATTN_REGISTER_TASK({.order = 32,
                     .name = "summarize",
                     .summary = "summarisation of your article/summary files (--data DIR): --model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn},
-                               {"transformer", TrainTarget::translate_transformer}},
+                    .models = {{"rnn", TrainTarget::translate_rnn, kRnnExports},
+                               {"transformer", TrainTarget::translate_transformer, kTransformerExports}},
                     .run = run_summarization});
 ATTN_REGISTER_TASK({.order = 40,
                     .name = "charlm",
