@@ -43,10 +43,14 @@ double transformer_forward_flops(double B, double S, double T, double D, double 
 
 namespace attn::bench {
 
-double step_attention_macs(const std::string& kind, double T, double U, double D, double E, double window) {
-  const double A = D, K = std::min(2 * window + 1, T);
-  if (kind == "additive" || kind == "monotonic") return T * E * A + U * (D * A + T * A + T * E);
-  if (kind == "mocha") return 2 * T * E * A + U * (2 * D * A + 2 * T * A + T * E);
+double step_attention_macs(const std::string& kind, bool training, double T, double U, double D, double E,
+                           double window, double chunk) {
+  const double A = D, K = std::min(2 * window + 1, T), W = chunk;
+  const double online_energies = (T + U) * A;  // hard inference: at most T + U frames scored
+  if (kind == "additive" || (kind == "monotonic" && training)) return T * E * A + U * (D * A + T * A + T * E);
+  if (kind == "monotonic") return T * E * A + U * (D * A + E) + online_energies;
+  if (kind == "mocha" && training) return 2 * T * E * A + U * (2 * D * A + 2 * T * A + T * E);
+  if (kind == "mocha") return 2 * T * E * A + U * (2 * D * A + W * A + W * E) + online_energies;
   const double local = U * (D * E + 2 * K * E);
   if (kind == "local_m") return local;
   if (kind == "local_p") return local + U * (A * D + A);

@@ -33,11 +33,15 @@ namespace attn::bench {
 //   additive     T·E·A (keys, once) + U·(D·A + T·A + T·E)        global: every frame each step
 //   local_m      U·(D·E + 2·K·E), K = min(2·window + 1, T)        q W, K scores, K-frame context
 //   local_p      local_m + U·(A·D + A)                            the position predictor
-//   monotonic    T·E·A + U·(D·A + T·A + T·E)                      as the code does it: the energy of
-//                every frame each step and a context over all T; hard inference needs only the
-//                frames up to the stop (O(T + U) in all), which this implementation does not exploit
-//   mocha        2·T·E·A + U·(2·D·A + 2·T·A + T·E)                selection and chunk energies
-// Training (the expected alignment) does the same products as inference for monotonic and mocha.
-double step_attention_macs(const std::string& kind, double T, double U, double D, double E, double window);
+//   monotonic    training: T·E·A + U·(D·A + T·A + T·E)            the expected alignment: every frame each step
+//                inference, at most: T·E·A + U·(D·A + E) + (T + U)·A
+//                each step scores the frames from its position to the stop (every frame once over
+//                the pass, each stop again by the next step: at most T + U energies) and takes
+//                the stop's values; the count depends on where it stops, so this is its bound
+//   mocha        training: 2·T·E·A + U·(2·D·A + 2·T·A + T·E)      selection and chunk energies
+//                inference, at most: 2·T·E·A + U·(2·D·A + W·A + W·E) + (T + U)·A
+//                the chunk energies and the context over the W frames ending at the stop
+double step_attention_macs(const std::string& kind, bool training, double T, double U, double D, double E,
+                           double window, double chunk);
 
 }  // namespace attn::bench

@@ -33,13 +33,7 @@ void for_each_batch(int64_t B, int64_t work_per_item, Fn&& fn) {
 
 // e[s] = Σ_a v_a tanh(u_a + keys[s, a]) for s < len: one query row against its source.
 void additive_row_scores(const float* u, const float* keys, const float* v, int64_t len, int64_t A, float* e) {
-  for (int64_t s = 0; s < len; ++s) {
-    const float* ks = keys + s * A;
-    float acc = 0.0f;
-    ATTN_SIMD_SUM_ACC  // reduces into `acc`
-        for (int64_t a = 0; a < A; ++a) acc += v[a] * tanh_approx(u[a] + ks[a]);
-    e[s] = acc;
-  }
+  for (int64_t s = 0; s < len; ++s) e[s] = additive_score(u, keys + s * A, v, A);
 }
 
 // The additive backward for batch rows [lo, hi), with the wanted gradients fixed at

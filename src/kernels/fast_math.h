@@ -64,6 +64,15 @@ inline float tanh_approx(float x) {
   return p * xc / q;
 }
 
+// The additive score of one query against one key: Σ_a v_a tanh(u_a + k_a) (the one form every
+// additive energy is computed in, so a frame scored on its own equals it scored in a row).
+inline float additive_score(const float* u, const float* k, const float* v, int64_t A) {
+  float acc = 0.0f;
+  ATTN_SIMD_SUM_ACC  // reduces into `acc`
+      for (int64_t a = 0; a < A; ++a) acc += v[a] * tanh_approx(u[a] + k[a]);
+  return acc;
+}
+
 // e^x, the one exp of the kernels: Cephes' expf polynomial, written so that loops calling it
 // auto-vectorise (no libm call; the selects if-convert). Relative error below 2e-7 (1-2 ulp)
 // for x in [-87.33, 88.72]; below that it returns 0 (the true value is under the smallest

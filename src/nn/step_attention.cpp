@@ -304,14 +304,18 @@ StepAttentionResult MonotonicAttention::expected(const Tensor& query, const Step
   return {weighted_values(weights, m.values), weights, Tensor(), Tensor(), Tensor()};
 }
 
-StepAttentionResult MonotonicAttention::online(const Tensor& query, const StepMemory& m, StepState& state) {
+StepAttentionResult MonotonicAttention::online(const Tensor& query, const StepMemory& m, StepState& state,
+                                               bool need_weights) {
   const int64_t B = m.values.dim(0);
-  const Tensor energy = additive_energy(query, m.keys, w_q, bias, v, r, m.lengths);  // (B, S)
   Tensor start = Tensor::empty({B}, DType::i32);
   for (int64_t b = 0; b < B; ++b) start.i32()[b] = static_cast<int32_t>(state.rows.at(0).f32()[b]);
-  const Tensor selected = monotonic_select(energy, m.lengths, start);
-  const Tensor weights = chunk_ > 0 ? monotonic_hard_weights(selected, chunk_energy(query, m), chunk_)
-                                    : monotonic_hard_weights(selected, energy, 1);
+  MonotonicOnlineOptions o;
+  o.selection = {m.keys, w_q, bias, v, r};
+  if (chunk_ > 0) o.chunk = {m.projected_values, chunk_w_q, chunk_bias, chunk_v, Tensor()};
+  o.chunk_width = std::max<int64_t>(chunk_, 1);
+  o.need_weights = need_weights;
+  // Reads each row from its position only up to the stop (O(frames read), not O(S), per step).
+  const MonotonicOnlineResult read = monotonic_online_step(query, m.values, m.lengths, start, o);
   // A step that reads to the end without stopping has a zero context (Raffel's c_i = 0) and still
   // gives its output token (a model may place its last one past the input's end, as the
   // expected alignment lets it); its position becomes L_b, and the next step, with nothing
@@ -319,16 +323,17 @@ StepAttentionResult MonotonicAttention::online(const Tensor& query, const StepMe
   Tensor exhausted = Tensor::empty({B}, DType::i32);
   Tensor position = Tensor::empty({B});
   for (int64_t b = 0; b < B; ++b) {
-    const int32_t j = selected.i32()[b], length = m.lengths.i32()[b];
+    const int32_t j = read.selected.i32()[b], length = m.lengths.i32()[b];
     exhausted.i32()[b] = start.i32()[b] >= length ? 1 : 0;
     position.f32()[b] = static_cast<float>(j < 0 ? length : j);  // the next step reads on from here
   }
   state.rows[0] = position;
-  return {weighted_values(weights, m.values), weights, Tensor(), Tensor(), exhausted};
+  return {read.context, read.weights, Tensor(), Tensor(), exhausted};
 }
 
-StepAttentionResult MonotonicAttention::attend(const Tensor& query, const StepMemory& m, StepState& state, bool) {
-  return is_training() ? expected(query, m, state) : online(query, m, state);
+StepAttentionResult MonotonicAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
+                                               bool need_weights) {
+  return is_training() ? expected(query, m, state) : online(query, m, state, need_weights);
 }
 
 // ---- Luong global: dot | general | concat, location, scaled_dot ---------------------------------

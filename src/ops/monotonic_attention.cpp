@@ -1,12 +1,28 @@
 // Monotonic attention and MoChA (attn/ops/monotonic.h): the energy is the additive score's fused
-// kernel plus the offset r; the alignments are this file's nodes over kernels/monotonic.h.
+// kernel plus the offset r; the alignments are this file's nodes over kernels/monotonic.h; the
+// online inference step runs kernels/monotonic_online.h.
 #include <fmt/format.h>
 
 #include "attention_common.h"
 #include "attn/ops/monotonic.h"
 #include "kernels/monotonic.h"
+#include "kernels/monotonic_online.h"
 
 namespace attn {
+namespace {
+
+// Checks one energy's arguments (named prefix + "projected_keys", ... in errors; the selection
+// and MoChA's chunk share B, S, A and D); its projected query W_q q + b (B, A) into u.
+kernels::OnlineEnergy online_energy(ShapeContract& c, const std::string& prefix, const MonotonicEnergy& x,
+                                    const Tensor& query, Tensor& u) {
+  c.check(prefix + "projected_keys", x.projected_keys, {"B", "S", "A"});
+  c.check(prefix + "w_q", x.w_q, {"A", "D"}).check(prefix + "bias", x.bias, {"A"}).check(prefix + "v", x.v, {"A"});
+  if (x.r.defined()) c.check(prefix + "r", x.r, {"1"});
+  u = attention_detail::additive_query_forward(query, x.w_q, x.bias, c["B"], c["D"], c["A"]);
+  return {u.f32(), x.projected_keys.f32(), x.v.f32(), x.r.defined() ? x.r.f32() : nullptr};
+}
+
+}  // namespace
 
 Tensor additive_energy(const Tensor& query, const Tensor& projected_keys, const Tensor& w_q, const Tensor& bias,
                        const Tensor& v, const Tensor& r, const Tensor& lengths) {
@@ -109,6 +125,34 @@ Tensor monotonic_hard_weights(const Tensor& selected, const Tensor& chunk_energi
   Tensor w = Tensor::empty({B, S});
   kernels::mocha_hard_weights(chunk_energies.f32(), selected.i32(), B, S, chunk, w.f32());
   return w;
+}
+
+MonotonicOnlineResult monotonic_online_step(const Tensor& query, const Tensor& values, const Tensor& lengths,
+                                            const Tensor& start, const MonotonicOnlineOptions& options) {
+  ShapeContract c("monotonic_online_step");
+  c.check("query", query, {"B", "D"});
+  Tensor u_select, u_chunk;  // (B, A) each
+  const kernels::OnlineEnergy select = online_energy(c, "", options.selection, query, u_select);
+  const bool mocha = options.chunk.projected_keys.defined();
+  const kernels::OnlineEnergy chunk =
+      mocha ? online_energy(c, "chunk_", options.chunk, query, u_chunk) : kernels::OnlineEnergy{};
+  c.check("values", values, {"B", "S", "E"});
+  c.check("start", start, {"B"}, DType::i32);
+  const int64_t B = c["B"], S = c["S"], A = c["A"], E = c["E"];
+  attention_detail::check_lengths(c, lengths, S);
+  for (int64_t b = 0; b < B; ++b)
+    if (start.i32()[b] < 0)
+      throw ValueError(
+          fmt::format("monotonic_online_step: 'start' value {} at batch index {} is negative", start.i32()[b], b));
+  const int64_t W = mocha ? options.chunk_width : 1;
+  if (W < 1) throw ValueError(fmt::format("monotonic_online_step: the chunk width W must be >= 1, got {}", W));
+  MonotonicOnlineResult r{Tensor::empty({B}, DType::i32), Tensor::empty({B, E}),
+                          options.need_weights ? Tensor::empty({B, S}) : Tensor()};
+  Tensor scratch = Tensor::empty({B, W});
+  kernels::monotonic_online_forward(select, chunk, values.f32(), lengths.i32(), start.i32(), B, S, A, E, W,
+                                    r.selected.i32(), r.context.f32(), options.need_weights ? r.weights.f32() : nullptr,
+                                    scratch.f32());
+  return r;
 }
 
 }  // namespace attn

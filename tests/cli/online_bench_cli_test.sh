@@ -12,16 +12,19 @@ import json, math, sys
 d = json.load(open(sys.argv[1]))
 kinds = ["additive", "local_m", "local_p", "monotonic", "mocha", "monotonic (training)", "mocha (training)"]
 assert [r["attention"] for r in d["rows"]] == [k for k in kinds for _ in range(3)], d["rows"]
-D, E, W = 128, 256, 10
+D, E, W, C = 128, 256, 10, 2  # C: the chunk
 for r in d["rows"]:
-    T, U, kind = r["T"], r["U"], r["attention"].split(" ")[0]
+    T, U, kind = r["T"], r["U"], r["attention"]
     assert U == T // 2 and r["ms"] > 0 and r["cpu_ms"] >= 0, r
     A, K = D, min(2 * W + 1, T)
     macs = {"additive": T * E * A + U * (D * A + T * A + T * E),
             "local_m": U * (D * E + 2 * K * E),
             "local_p": U * (D * E + 2 * K * E) + U * (A * D + A),
-            "mocha": 2 * T * E * A + U * (2 * D * A + 2 * T * A + T * E)}
-    macs["monotonic"] = macs["additive"]
+            # hard inference: at most T + U frames scored, the context over the stop's chunk
+            "monotonic": T * E * A + U * (D * A + E) + (T + U) * A,
+            "mocha": 2 * T * E * A + U * (2 * D * A + C * A + C * E) + (T + U) * A,
+            "mocha (training)": 2 * T * E * A + U * (2 * D * A + 2 * T * A + T * E)}
+    macs["monotonic (training)"] = macs["additive"]
     assert r["macs"] == macs[kind], (r, macs[kind])
 assert sorted(d["exponents"]) == sorted(kinds), d["exponents"]
 assert all(isinstance(k, (int, float)) for k in d["exponents"].values()), d["exponents"]

@@ -1,10 +1,13 @@
 // nn::MonotonicAttention (monotonic | mocha): parameter names, the training step equals the ops
 // it composes (expected alignment from δ_0, carried in the state; noise drawn from its own
 // stream), gradients reach every parameter, the eval-mode step reads online from the state's
-// position (reordered like a beam's rows), and an attention that never stops gives zero weights
-// and context and, from the step after it read the last frame, reports the rows as exhausted.
+// position (reordered like a beam's rows) and, over many steps, equals the dense composition of
+// the ops it replaced (every frame scored each step), and an attention that never stops gives
+// zero weights and context and, from the step after it read the last frame, reports the rows as
+// exhausted.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -26,7 +29,7 @@ constexpr int64_t B = 3, S = 5, D = 4, E = 6;
 
 Tensor lengths() { return Tensor::from_vector(std::vector<int32_t>{5, 3, 1}, {B}); }
 
-std::unique_ptr<StepAttention> make(StepScore score, float noise = 0.0f, float bias = -4.0f) {
+std::unique_ptr<StepAttention> make(StepScore score, float noise = 0.0f, float bias = -4.0f, int64_t chunk = 2) {
   Rng rng(3);
   return make_step_attention({.score = score,
                               .query_size = D,
@@ -34,7 +37,7 @@ std::unique_ptr<StepAttention> make(StepScore score, float noise = 0.0f, float b
                               .sample_seed = 11,
                               .monotonic_bias = bias,
                               .monotonic_noise = noise,
-                              .chunk = 2},
+                              .chunk = chunk},
                              rng);
 }
 
@@ -142,6 +145,62 @@ TEST(MonotonicStepAttention, EvalStepsReadOnlineAndStopWhereTheStateSays) {
   EXPECT_EQ(state.rows.at(0).to_vector(), (std::vector<float>{3.0f, 0.0f, 0.0f}));
   state.reorder(Tensor::from_vector(std::vector<int32_t>{0, 0, 2}, {B}));
   EXPECT_EQ(state.rows.at(0).to_vector(), (std::vector<float>{3.0f, 3.0f, 0.0f}));
+}
+
+// Eval steps equal the dense path they replaced (additive_energy over every frame,
+// monotonic_select from the state's position, monotonic_hard_weights, the mix over all S), step
+// after step until every row has read its input, for monotonic and MoChA with chunks 1 to 3:
+// the same stops, weights and exhausted flags, the context within rounding; without weights
+// asked for, the same context and no weights.
+TEST(MonotonicStepAttention, EvalStepsEqualTheDensePath) {
+  autodiff::NoGradGuard no_grad;
+  const Tensor values = random_tensor({B, S, E}, 13);
+  for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{3}}) {
+    for (float bias : {-1.0f, 0.0f, 1.0f}) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + ", r " + std::to_string(bias));
+      const StepScore score = chunk == 0 ? StepScore::monotonic : StepScore::mocha;
+      auto a = make(score, 0.0f, bias, std::max<int64_t>(chunk, 1)),
+           lean = make(score, 0.0f, bias, std::max<int64_t>(chunk, 1));
+      a->module().eval();
+      lean->module().eval();
+      auto& m = dynamic_cast<MonotonicAttention&>(*a);
+      const StepMemory memory = a->prepare(values, lengths()), lean_memory = lean->prepare(values, lengths());
+      StepState state = a->start(memory), lean_state = lean->start(lean_memory);
+      std::vector<int32_t> position(B, 0);
+      int exhausted_rows = 0;
+      for (int step = 0; step < 8; ++step) {
+        const Tensor q = random_tensor({B, D}, 40 + static_cast<uint64_t>(step), -3.0f, 3.0f);
+        const StepAttentionResult r = a->step(q, memory, state, true);
+        const StepAttentionResult rl = lean->step(q, lean_memory, lean_state, false);
+        const Tensor e = additive_energy(q, additive_project_keys(values, m.w_k), m.w_q, m.bias, m.v, m.r, lengths());
+        const Tensor selected =
+            monotonic_select(e, lengths(), Tensor::from_vector(position, {static_cast<int64_t>(B)}));
+        const Tensor weights =
+            chunk == 0
+                ? monotonic_hard_weights(selected, e, 1)
+                : monotonic_hard_weights(selected,
+                                         additive_energy(q, additive_project_keys(values, m.chunk_w_k), m.chunk_w_q,
+                                                         m.chunk_bias, m.chunk_v, Tensor(), lengths()),
+                                         chunk);
+        EXPECT_TRUE(tensors_close(r.weights, weights, 0.0f, 0.0f));
+        EXPECT_TRUE(tensors_close(r.context, mix(weights, values), 1e-6f, 1e-6f));
+        EXPECT_FALSE(rl.weights.defined());
+        EXPECT_TRUE(tensors_close(rl.context, r.context, 0.0f, 0.0f));
+        std::vector<int32_t> ended(B);
+        for (int64_t b = 0; b < B; ++b) {
+          ended[b] = position[b] >= lengths().i32()[b] ? 1 : 0;
+          exhausted_rows += ended[b];
+          const int32_t j = selected.i32()[b];
+          position[b] = j < 0 ? lengths().i32()[b] : j;
+        }
+        EXPECT_EQ(r.exhausted.to_vector_i32(), ended);
+        EXPECT_EQ(rl.exhausted.to_vector_i32(), ended);
+        EXPECT_EQ(state.rows.at(0).to_vector(), std::vector<float>(position.begin(), position.end()));
+        EXPECT_EQ(lean_state.rows.at(0).to_vector(), state.rows.at(0).to_vector());
+      }
+      EXPECT_GT(exhausted_rows, 0);  // the steps run some rows to their end
+    }
+  }
 }
 
 TEST(MonotonicStepAttention, NeverStoppingRowsAreExhaustedWithZerosNotNaN) {

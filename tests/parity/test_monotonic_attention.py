@@ -178,3 +178,49 @@ def test_hard_monotonic_decoding_reads_left_to_right():
                 ref[b, lo:want[b] + 1] = torch.softmax(torch.tensor(u[b, lo:want[b] + 1]), 0)
         assert_close("attention", f"step {t}", "chunk weights", weights, ref)
         start = np.where(want >= 0, want, lens)
+
+
+@pytest.mark.parametrize("chunk", [0, 1, 2, 3])
+def test_online_step_reads_only_to_the_stop(chunk):
+    """monotonic_online_step, five chained decoder steps from random parameters, against the
+    reference: every frame's energy e (and u) in torch, the first j >= the last stop with
+    sigmoid(e_j) > 0.5 (none: -1, zero weights and context, the next step starts at the row's
+    length), the one-hot of the stop (monotonic) or the softmax of u over the chunk ending there,
+    and c = sum_j w_j h_j. The offsets r make some rows stop at once and others read on."""
+    B, S, D, E, A = 5, 9, 4, 6, 7
+    lens = np.array([9, 4, 1, 0, 6], np.int32)
+    arrays = dict(keys=randn(60, B, S, E), values=randn(61, B, S, E), w_q=randn(62, A, D), w_k=randn(63, A, E),
+                  bias=randn(64, A), v=randn(65, A), r=np.array([0.5], np.float32),
+                  chunk_w_q=randn(66, A, D), chunk_w_k=randn(67, A, E), chunk_bias=randn(68, A), chunk_v=randn(69, A))
+    Aa = {n: to_attn(a) for n, a in arrays.items()}
+    Tt = {n: to_torch(a) for n, a in arrays.items()}
+    keys = attn.additive_project_keys(Aa["keys"], Aa["w_k"])
+    chunk_keys = attn.additive_project_keys(Aa["keys"], Aa["chunk_w_k"]) if chunk else None
+    start = np.zeros(B, np.int32)
+    stops = 0
+    for t in range(5):
+        q = randn(70 + t, B, D, scale=2.0)
+        kw = dict(chunk_projected_keys=chunk_keys, chunk_w_q=Aa["chunk_w_q"], chunk_bias=Aa["chunk_bias"],
+                  chunk_v=Aa["chunk_v"], chunk=chunk) if chunk else {}
+        selected, context, weights = attn.monotonic_online_step(
+            to_attn(q), Aa["values"], attn.tensor(lens), attn.tensor(start), keys, Aa["w_q"], Aa["bias"], Aa["v"],
+            Aa["r"], need_weights=True, **kw)
+        Tt["q"] = torch.tensor(q)
+        e = energy(Tt, Tt["q"], "", True)
+        u = energy(Tt, Tt["q"], "chunk_", False) if chunk else None
+        want = np.full(B, -1, np.int32)
+        ref = torch.zeros(B, S)
+        for b in range(B):
+            hits = [j for j in range(start[b], lens[b]) if torch.sigmoid(e[b, j]) > 0.5]
+            if not hits:
+                continue
+            j = want[b] = hits[0]
+            lo = max(0, j - chunk + 1) if chunk else j
+            ref[b, lo:j + 1] = torch.softmax(u[b, lo:j + 1], 0) if chunk else 1.0
+        np.testing.assert_array_equal(selected.numpy(), want)
+        assert_close("monotonic_online_step", f"step {t}", "weights", weights, ref)
+        assert_close("monotonic_online_step", f"step {t}", "context", context,
+                     torch.einsum("bs,bse->be", ref, Tt["values"]))
+        stops += int((want >= 0).sum())
+        start = np.where(want >= 0, want, lens)
+    assert 0 < stops < 5 * B  # some rows stop, some read on

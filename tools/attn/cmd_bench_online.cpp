@@ -9,7 +9,8 @@
 // inference (eval mode), and monotonic and MoChA training's expected alignment (train mode,
 // forward). Reports the median wall and CPU time (the process's, steadier on a loaded machine;
 // run it with --threads 1) of --reps passes per (kind, T), the multiply-adds the code does
-// (bench/support/flops.h) and, per kind, the exponent k of CPU time ∝ T^k fitted over the four
+// (bench/support/flops.h; hard inference's, which depend on where it stops, as their bound)
+// and, per kind, the exponent k of CPU time ∝ T^k fitted over the four
 // longest lengths. The monotonic energies' offset r is 0 here, so that on random inputs hard
 // attention stops now and then rather than never.
 #include <algorithm>
@@ -135,7 +136,7 @@ void run_online_bench(const OnlineBenchArgs& a) {
     for (int64_t T : lengths) {
       const int64_t U = std::max<int64_t>(1, std::llround(a.chars_per_frame * static_cast<double>(T)));
       const PassResult p = time_pass(a, c, T, U);
-      const double macs = bench::step_attention_macs(c.kind, T, U, a.query, a.memory, a.window);
+      const double macs = bench::step_attention_macs(c.kind, c.training, T, U, a.query, a.memory, a.window, a.chunk);
       rows.push_back(
           {{"attention", c.label()}, {"T", T}, {"U", U}, {"ms", p.ms}, {"cpu_ms", p.cpu_ms}, {"macs", macs}});
       if (!a.as_json)

@@ -44,10 +44,12 @@
 //                          std monotonic_noise on the selection energies. In eval mode hard
 //                          online attention: its state is the position (B) it reads from (0 at
 //                          the start), a step stops at the first position with p > 0.5 (mocha:
-//                          softmax over the chunk of width W ending there); a step that reads
-//                          to the end without stopping has a zero context, and the step after
-//                          it reports the row as exhausted (the decoder then ends the output
-//                          with EOS).
+//                          softmax over the chunk of width W ending there), scoring only the
+//                          frames it reads (monotonic_online_step: O(T + U) frame visits per
+//                          output; weights, zero outside the chunk, only when asked for); a
+//                          step that reads to the end without stopping has a zero context, and
+//                          the step after it reports the row as exhausted (the decoder then
+//                          ends the output with EOS).
 //   ScaledDotAttention     scaled_dot: sdpa (attn/ops/sdpa.h) of one query, keys = values (D = E)
 //   MultiheadStepAttention multihead: nn::MultiheadAttention(D, H, kdim = vdim = E) with separate
 //                          projections; q_proj_weight (D, D), k_proj_weight (D, E),
@@ -279,7 +281,7 @@ class MonotonicAttention final : public SingleHeadStepAttention {
 
  private:
   StepAttentionResult expected(const Tensor& query, const StepMemory& memory, StepState& state);
-  StepAttentionResult online(const Tensor& query, const StepMemory& memory, StepState& state);
+  StepAttentionResult online(const Tensor& query, const StepMemory& memory, StepState& state, bool need_weights);
   Tensor chunk_energy(const Tensor& query, const StepMemory& memory) const;
 
   int64_t chunk_;
