@@ -32,18 +32,14 @@ json asr_metadata(const AsrInfo& info) {
 LoadedAsr load_asr(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kAsrFormat, "an ASR checkpoint");
   LoadedAsr loaded;
-  try {
+  io::read_metadata_fields(path, [&] {
     loaded.info.characters = j.at("characters").get<std::vector<std::string>>();
     loaded.info.step = j.at("step").get<int64_t>();
     loaded.info.best_val_cer = j.at("best_val_cer").get<double>();
     loaded.info.best_val_wer = j.at("best_val_wer").get<double>();
     loaded.info.config = models::AsrConfig::from_json(j.at("config"));
     loaded.vocab = data::CharVocab(loaded.info.characters);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
+  });
   if (loaded.info.config.speller.vocab != loaded.vocab.size())
     throw IoError(fmt::format("{}: the speller has {} symbols, its character list {}", path,
                               loaded.info.config.speller.vocab, loaded.vocab.size()));

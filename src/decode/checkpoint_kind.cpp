@@ -1,6 +1,8 @@
 // The checkpoint kinds and their metadata formats (see decode/checkpoint_kind.h).
 #include "attn/decode/checkpoint_kind.h"
 
+#include <ranges>
+
 #include "attn/decode/asr.h"
 #include "attn/decode/classify.h"
 #include "attn/decode/g2p.h"
@@ -45,11 +47,8 @@ std::string known_formats() {
 }  // namespace
 
 const std::vector<CheckpointKind>& checkpoint_kinds() {
-  static const std::vector<CheckpointKind> kinds = [] {
-    std::vector<CheckpointKind> v;
-    for (const KindInfo& k : kKinds) v.push_back(k.kind);
-    return v;
-  }();
+  const auto column = std::views::transform(kKinds, &KindInfo::kind);
+  static const std::vector<CheckpointKind> kinds(column.begin(), column.end());
   return kinds;
 }
 

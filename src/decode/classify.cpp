@@ -86,18 +86,14 @@ LoadedClassifier load_classifier(const std::string& path) {
   const io::SafetensorsFile file = io::load_safetensors(path);
   const json j = io::read_run_metadata(file, path, kClassifierFormat, "an attn classifier checkpoint");
   LoadedClassifier loaded;
-  try {
+  io::read_metadata_fields(path, "bad classifier metadata", [&] {
     const std::string kind = j.at("kind").get<std::string>();
     loaded.model = models::make_classifier(kind, j.at("config"));
     loaded.vocab = data::Vocab::from_json(j.at("vocabulary"));
     if (j.contains("labels")) loaded.labels = j.at("labels").get<std::vector<std::string>>();
     loaded.step = j.value("step", int64_t{0});
     loaded.dev_accuracy = j.value("dev_accuracy", 0.0);
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad classifier metadata: " + e.what());
-  }
+  });
   if (loaded.vocab.size() != loaded.model->vocab_size())
     throw IoError(path + ": the vocabulary has " + std::to_string(loaded.vocab.size()) +
                   " entries, the model configuration says " + std::to_string(loaded.model->vocab_size()));

@@ -29,7 +29,7 @@ LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kG2pFormat, "a G2P checkpoint");
   LoadedG2p loaded;
   std::string kind;
-  try {
+  io::read_metadata_fields(path, [&] {
     kind = j.at("kind").get<std::string>();
     loaded.info.config = j.at("config");
     loaded.info.step = j.at("step").get<int64_t>();
@@ -37,9 +37,7 @@ LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {
     loaded.info.best_val_wer = j.at("best_val_wer").get<double>();
     if (j.at("symbols").get<std::vector<std::string>>() != data::g2p_symbols())
       throw IoError(path + ": its letters and phonemes differ from this attn's (data::g2p_symbols)");
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
+  });
   loaded.model = detail::checkpoint_translator(kind, loaded.info.config, path);
   loaded.info.kind = loaded.model->kind();
   if (loaded.model->vocab() != static_cast<int64_t>(data::g2p_symbols().size()))

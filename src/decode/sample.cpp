@@ -20,22 +20,13 @@ json lm_metadata(const models::TransformerConfig& config, const data::CharVocab&
 LoadedLm load_char_lm(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kLmFormat, "a language model checkpoint");
   LoadedLm loaded;
-  try {
-    loaded.vocab = data::CharVocab(j.at("characters").get<std::vector<std::string>>());
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
-  try {
+  io::read_metadata_fields(path,
+                           [&] { loaded.vocab = data::CharVocab(j.at("characters").get<std::vector<std::string>>()); });
+  io::read_metadata_fields(path, "bad model configuration", [&] {
     loaded.model = std::make_unique<models::TransformerLM>(models::TransformerConfig::from_json(j.at("config")));
     loaded.step = j.at("step").get<int64_t>();
     loaded.best_val_loss = j.at("best_val_loss").get<double>();
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
+  });
   // Position 0 holds the start symbol: a model of max_len 1 could never produce a character.
   if (loaded.model->config().max_len < 2)
     throw IoError(path + ": bad model configuration: max_len " + std::to_string(loaded.model->config().max_len) +

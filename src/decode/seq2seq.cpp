@@ -28,7 +28,7 @@ json seq2seq_metadata(const Seq2SeqInfo& info) {
 Seq2SeqInfo read_seq2seq_info(const io::SafetensorsFile& file, const std::string& path) {
   const json j = io::read_run_metadata(file, path, kSeq2SeqFormat, "an attn seq2seq checkpoint");
   Seq2SeqInfo info;
-  try {
+  io::read_metadata_fields(path, "bad model configuration", [&] {
     info.config = models::Seq2SeqConfig::from_json(j.at("config"));
     info.task = j.at("task").get<std::string>();
     info.min_len = j.at("min_len").get<int>();
@@ -43,11 +43,7 @@ Seq2SeqInfo read_seq2seq_info(const io::SafetensorsFile& file, const std::string
       if (vocabulary[id].get<std::string>() != data::symbol_name(id))
         throw IoError(path + ": vocabulary differs at id " + std::to_string(id) + ": '" +
                       vocabulary[id].get<std::string>() + "' where attn uses '" + data::symbol_name(id) + "'");
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad model configuration: " + e.what());
-  }
+  });
   return info;
 }
 

@@ -40,7 +40,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
   const json j = io::read_run_metadata(file, path, kTranslationFormat, "a translation checkpoint");
   LoadedTranslator loaded;
   std::string kind;
-  try {
+  io::read_metadata_fields(path, [&] {
     kind = j.at("kind").get<std::string>();
     loaded.info.config = j.at("config");
     loaded.info.src_lang = j.at("src_lang").get<std::string>();
@@ -54,11 +54,7 @@ LoadedTranslator load_from(const io::SafetensorsFile& file, const std::string& p
     loaded.info.best_val_bleu = j.at("best_val_bleu").get<double>();
     loaded.info.summarization = j.value("summarization", false);
     loaded.info.corpus = data::parse_corpus(j.value("corpus", std::string("multi30k")));
-  } catch (const json::exception& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  } catch (const ValueError& e) {
-    throw IoError(path + ": bad 'attn' metadata: " + e.what());
-  }
+  });
   loaded.model = detail::checkpoint_translator(kind, loaded.info.config, path);
   loaded.info.kind = loaded.model->kind();
   if (!data::file_exists(loaded.info.tokenizer))

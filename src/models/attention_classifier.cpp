@@ -24,15 +24,7 @@ PoolingEncoder parse_pooling_encoder(const std::string& name) {
   throw ValueError("bilstm-attn config: 'encoder' must be lstm or average, got '" + name + "'");
 }
 const char* to_string(PoolingScore pooling) {
-  switch (pooling) {
-    case PoolingScore::dot:
-      return "dot";
-    case PoolingScore::uniform:
-      return "uniform";
-    case PoolingScore::additive:
-      break;
-  }
-  return "additive";
+  return pooling == PoolingScore::dot ? "dot" : pooling == PoolingScore::uniform ? "uniform" : "additive";
 }
 PoolingScore parse_pooling_score(const std::string& name) {
   if (name == "additive") return PoolingScore::additive;

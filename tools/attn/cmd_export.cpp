@@ -72,15 +72,7 @@ struct Exported {
 };
 
 // What `to` makes, for messages: "plain-PyTorch", "CTranslate2".
-const char* peer_name(ExportTarget to) {
-  switch (to) {
-    case ExportTarget::torch:
-      return "plain-PyTorch";
-    case ExportTarget::ctranslate2:
-      return "CTranslate2";
-  }
-  return "?";
-}
+const char* peer_name(ExportTarget to) { return to == ExportTarget::ctranslate2 ? "CTranslate2" : "plain-PyTorch"; }
 
 // The exports' attention is a softmax: ValueError for a model trained with a sparse normaliser,
 // rather than an export that would silently compute other weights.

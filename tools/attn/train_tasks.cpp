@@ -2,6 +2,7 @@
 #include "train_tasks.h"
 
 #include <algorithm>
+#include <ranges>
 
 #include "attn/error.h"
 #include "attn/printable.h"
@@ -102,11 +103,8 @@ const std::vector<TrainTask>& checked_tasks() {
 }  // namespace
 
 const std::vector<ExportTarget>& all_export_targets() {
-  static const std::vector<ExportTarget> targets = [] {
-    std::vector<ExportTarget> v;
-    for (const ExportTargetName& t : kExportTargets) v.push_back(t.target);
-    return v;
-  }();
+  const auto column = std::views::transform(kExportTargets, &ExportTargetName::target);
+  static const std::vector<ExportTarget> targets(column.begin(), column.end());
   return targets;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "attn/error.h"
 #include "attn/io/safetensors.h"
 #include "attn/tensor.h"
 
@@ -25,6 +26,24 @@ constexpr int kCheckpointVersion = 1;
 // "version" that is not an integer in [1, kCheckpointVersion].
 nlohmann::json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
                                  const std::string& what);
+
+// Runs `read`, which reads fields of `path`'s "attn" metadata, turning its errors into
+// IoError naming `path`: "<path>: bad 'attn' metadata: ..." for a missing or mistyped field
+// (a nlohmann::json exception), "<path>: <bad_value>: ..." for a bad value (a ValueError).
+template <class Read>
+void read_metadata_fields(const std::string& path, const std::string& bad_value, Read&& read) {
+  try {
+    read();
+  } catch (const nlohmann::json::exception& e) {
+    throw IoError(path + ": bad 'attn' metadata: " + e.what());
+  } catch (const ValueError& e) {
+    throw IoError(path + ": " + bad_value + ": " + e.what());
+  }
+}
+template <class Read>
+void read_metadata_fields(const std::string& path, Read&& read) {
+  read_metadata_fields(path, "bad 'attn' metadata", std::forward<Read>(read));
+}
 
 // The "attn" metadata of `file` parsed (attn/json.h's limits), null when it has none;
 // IoError "<path>: 'attn' metadata is not valid JSON: ..." (or nests too deep).
