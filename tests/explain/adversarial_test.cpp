@@ -5,6 +5,7 @@
 #include "attn/explain/importance.h"
 #include "attn/random.h"
 #include "test_support.h"
+#include "tiny_classifier.h"
 
 namespace attn::explain {
 namespace {
@@ -12,15 +13,7 @@ using models::AttnClassifier;
 using models::AttnClassifierConfig;
 
 AttnClassifierConfig config(const std::string& encoder, const std::string& pooling) {
-  AttnClassifierConfig c;
-  c.vocab = 20;
-  c.emb = 6;
-  c.hidden = 4;
-  c.dropout = 0.3f;  // adversarial_problem runs in eval mode
-  c.encoder = models::parse_pooling_encoder(encoder);
-  c.pooling = models::parse_pooling_score(pooling);
-  c.seed = 11;
-  return c;
+  return testing::tiny_classifier_config(encoder, pooling, 11);
 }
 
 TEST(Adversarial, JensenShannonByHand) {

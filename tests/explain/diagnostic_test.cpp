@@ -5,22 +5,15 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/softmax.h"
 #include "test_support.h"
+#include "tiny_classifier.h"
 
 namespace attn::explain {
 namespace {
 using models::AttnClassifier;
-using models::AttnClassifierConfig;
-
-AttnClassifierConfig config(const std::string& encoder, const std::string& pooling) {
-  AttnClassifierConfig c;
-  c.vocab = 20, c.emb = 6, c.hidden = 4, c.dropout = 0.3f, c.encoder = models::parse_pooling_encoder(encoder),
-  c.pooling = models::parse_pooling_score(pooling), c.seed = 5;
-  return c;
-}
 
 TEST(Diagnostic, OwnWeightsReproduceTheModelAndImposedWeightsChangeIt) {
-  AttnClassifier average(config("average", "additive"));
-  AttnClassifier lstm(config("lstm", "dot"));
+  AttnClassifier average(testing::tiny_classifier_config("average", "additive", 5));
+  AttnClassifier lstm(testing::tiny_classifier_config("lstm", "dot", 5));
   const std::vector<int32_t> ids = {3, 9, 4, 12, 7};
   const std::vector<float> own = own_attention(average, ids);
   EXPECT_TRUE(average.is_training()) << "the training flag is restored";

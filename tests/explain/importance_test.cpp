@@ -7,6 +7,7 @@
 #include "attn/ops/softmax.h"
 #include "scaled_row_derivative.h"
 #include "test_support.h"
+#include "tiny_classifier.h"
 
 namespace attn::explain {
 namespace {
@@ -17,15 +18,7 @@ const std::vector<std::pair<std::string, std::string>> kVariants = {
     {"lstm", "additive"}, {"lstm", "dot"}, {"average", "additive"}, {"average", "dot"}};
 
 AttnClassifierConfig config(const std::string& encoder, const std::string& pooling, int64_t vocab = 20) {
-  AttnClassifierConfig c;
-  c.vocab = vocab;
-  c.emb = 6;
-  c.hidden = 4;
-  c.dropout = 0.3f;  // the measures run in eval mode
-  c.encoder = models::parse_pooling_encoder(encoder);
-  c.pooling = models::parse_pooling_score(pooling);
-  c.seed = 11;
-  return c;
+  return testing::tiny_classifier_config(encoder, pooling, 11, vocab);
 }
 
 // ŷ_label for one sentence with the attention weights given (the states computed from

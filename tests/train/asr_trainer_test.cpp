@@ -13,6 +13,7 @@
 #include "attn/data/speech.h"
 #include "attn/decode/asr.h"
 #include "attn/decode/checkpoint_kind.h"
+#include "short_run.h"
 #include "synthetic_speech.h"
 #include "test_support.h"
 
@@ -31,15 +32,9 @@ class AsrTrainer : public testing::TempDirTest {
   AsrOptions options(int64_t steps) const {
     AsrOptions o;
     o.data_dir = dir_.string();
-    o.steps = steps;
-    o.lr = 5e-3f;
-    o.warmup = 0;
-    o.lr_schedule = "constant";
-    o.eval_every = steps;
+    testing::short_run(o, path("run"), steps, 5e-3f);
     o.max_tokens = 16 * 30;
     o.max_sentences = 16;
-    o.out_dir = path("run");
-    o.progress = nullptr;
     return o;
   }
 

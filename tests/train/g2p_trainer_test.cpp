@@ -12,6 +12,7 @@
 
 #include "attn/decode/g2p.h"
 #include "attn/io/safetensors.h"
+#include "short_run.h"
 #include "test_support.h"
 
 namespace attn::train {
@@ -36,14 +37,8 @@ class G2pTrainer : public testing::TempDirTest {
   G2pOptions options(int64_t steps) const {
     G2pOptions o;
     o.data_dir = dir_.string();
-    o.steps = steps;
-    o.lr = 1e-2f;
-    o.warmup = 0;
-    o.lr_schedule = "constant";
-    o.eval_every = steps;
+    testing::short_run(o, path("run"), steps, 1e-2f);
     o.max_tokens = 600;
-    o.out_dir = path("run");
-    o.progress = nullptr;
     return o;
   }
 };

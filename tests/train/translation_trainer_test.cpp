@@ -11,6 +11,7 @@
 #include "attn/data/text.h"
 #include "attn/io/safetensors.h"
 #include "attn/train/checkpoint.h"
+#include "short_run.h"
 #include "test_support.h"
 
 namespace attn::train {
@@ -39,16 +40,10 @@ TranslationOptions tiny_options(const std::string& out, int64_t pairs, int64_t s
   o.max_len = 40;
   o.max_tokens = 2000;
   o.max_sentences = 32;
-  o.steps = steps;
-  o.lr = 5e-3f;
-  o.lr_schedule = "constant";
-  o.warmup = 0;
+  testing::short_run(o, out, steps, 5e-3f);
   o.label_smoothing = 0.0f;
   o.log_every = 10;
-  o.eval_every = steps;
   o.eval_sentences = 8;
-  o.out_dir = out;
-  o.progress = nullptr;
   return o;
 }
 
