@@ -10,10 +10,12 @@
 #include "attn/ops/loss.h"
 #include "attn/train/classifier_trainer.h"
 #include "attn/train/optimizer.h"
+#include "padded_ids.h"
 #include "test_support.h"
 
 namespace attn::models {
 namespace {
+using testing::ids_of;
 using testing::tensors_close;
 
 AttnClassifierConfig small_config(const std::string& encoder = "lstm", const std::string& pooling = "additive") {
@@ -27,18 +29,6 @@ AttnClassifierConfig small_config(const std::string& encoder = "lstm", const std
   c.pooling = parse_pooling_score(pooling);
   c.seed = 3;
   return c;
-}
-
-Tensor ids_of(const std::vector<std::vector<int32_t>>& rows, int64_t S, Tensor* lengths) {
-  const int64_t B = static_cast<int64_t>(rows.size());
-  Tensor ids = Tensor::zeros({B, S}, DType::i32);
-  std::vector<int32_t> l;
-  for (int64_t b = 0; b < B; ++b) {
-    for (size_t s = 0; s < rows[b].size(); ++s) ids.i32()[b * S + static_cast<int64_t>(s)] = rows[b][s];
-    l.push_back(static_cast<int32_t>(rows[b].size()));
-  }
-  *lengths = Tensor::from_vector(l, {B});
-  return ids;
 }
 
 const std::vector<std::pair<std::string, std::string>> kVariants = {
@@ -172,20 +162,16 @@ TEST(AttnClassifier, LearnsWhetherAWordOccursAndAttendsToIt) {
     AttnClassifier model(c);
     train::Adam adam(model.parameters(), {.lr = 0.02f});
     Rng rng(5);
+    auto sentence = [&] {
+      const int len = 2 + static_cast<int>(rng.below(7));
+      std::vector<int32_t> row;
+      for (int s = 0; s < len; ++s) row.push_back(6 + static_cast<int32_t>(rng.below(14)));
+      const bool positive = rng.below(2) == 1;
+      row[rng.below(static_cast<uint64_t>(len))] = positive ? 5 : 4;  // the cue: 5 or 4
+      return std::pair{row, int32_t{positive}};
+    };
     auto make = [&](int64_t B, Tensor* lengths, Tensor* labels) {
-      std::vector<std::vector<int32_t>> rows;
-      std::vector<int32_t> y;
-      for (int64_t b = 0; b < B; ++b) {
-        const int len = 2 + static_cast<int>(rng.below(7));
-        std::vector<int32_t> row;
-        for (int s = 0; s < len; ++s) row.push_back(6 + static_cast<int32_t>(rng.below(14)));
-        const bool positive = rng.below(2) == 1;
-        row[rng.below(static_cast<uint64_t>(len))] = positive ? 5 : 4;  // the cue: 5 or 4
-        rows.push_back(row);
-        y.push_back(positive);
-      }
-      *labels = Tensor::from_vector(y, {B});
-      return ids_of(rows, 8, lengths);
+      return testing::labelled_batch(B, 8, sentence, lengths, labels);
     };
     for (int step = 0; step < 150; ++step) {
       Tensor lengths, labels;

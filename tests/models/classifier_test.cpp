@@ -5,26 +5,16 @@
 #include "attn/autodiff/tape.h"
 #include "attn/ops/loss.h"
 #include "attn/train/optimizer.h"
+#include "padded_ids.h"
 #include "test_support.h"
 
 namespace attn::models {
 namespace {
+using testing::ids_of;
 using testing::tensors_close;
 
 BiLstmConfig small_config() {
   return BiLstmConfig{.vocab = 20, .emb = 8, .hidden = 6, .layers = 1, .dropout = 0.0f, .classes = 2, .seed = 3};
-}
-
-Tensor ids_of(const std::vector<std::vector<int32_t>>& rows, int64_t S, Tensor* lengths) {
-  const int64_t B = static_cast<int64_t>(rows.size());
-  Tensor ids = Tensor::zeros({B, S}, DType::i32);
-  std::vector<int32_t> l;
-  for (int64_t b = 0; b < B; ++b) {
-    for (size_t s = 0; s < rows[b].size(); ++s) ids.i32()[b * S + static_cast<int64_t>(s)] = rows[b][s];
-    l.push_back(static_cast<int32_t>(rows[b].size()));
-  }
-  *lengths = Tensor::from_vector(l, {B});
-  return ids;
 }
 
 TEST(BiLstmClassifier, ShapesAndParameterNames) {
@@ -88,24 +78,20 @@ TEST(BiLstmClassifier, LearnsWhetherAWordOccurs) {
   BiLstmClassifier model(c);
   train::Adam adam(model.parameters(), {.lr = 0.02f});
   Rng rng(5);
-  auto make = [&](int64_t B, Tensor* lengths, Tensor* labels) {
-    std::vector<std::vector<int32_t>> rows;
-    std::vector<int32_t> y;
-    for (int64_t b = 0; b < B; ++b) {
-      const int len = 1 + static_cast<int>(rng.below(8));
-      std::vector<int32_t> row;
-      for (int s = 0; s < len; ++s) {
-        int32_t w = 2 + static_cast<int32_t>(rng.below(18));
-        if (w == 5) w = 6;
-        row.push_back(w);
-      }
-      const bool positive = rng.below(2) == 1;
-      if (positive) row[rng.below(static_cast<uint64_t>(len))] = 5;
-      rows.push_back(row);
-      y.push_back(positive);
+  auto sentence = [&] {
+    const int len = 1 + static_cast<int>(rng.below(8));
+    std::vector<int32_t> row;
+    for (int s = 0; s < len; ++s) {
+      int32_t w = 2 + static_cast<int32_t>(rng.below(18));
+      if (w == 5) w = 6;
+      row.push_back(w);
     }
-    *labels = Tensor::from_vector(y, {B});
-    return ids_of(rows, 8, lengths);
+    const bool positive = rng.below(2) == 1;
+    if (positive) row[rng.below(static_cast<uint64_t>(len))] = 5;
+    return std::pair{row, int32_t{positive}};
+  };
+  auto make = [&](int64_t B, Tensor* lengths, Tensor* labels) {
+    return testing::labelled_batch(B, 8, sentence, lengths, labels);
   };
   double first_loss = 0.0, last_loss = 0.0;
   for (int step = 0; step < 150; ++step) {
