@@ -13,8 +13,8 @@ namespace {
 using testing::ids_of;
 using testing::tensors_close;
 
-BiLstmConfig small_config() {
-  return BiLstmConfig{.vocab = 20, .emb = 8, .hidden = 6, .layers = 1, .dropout = 0.0f, .classes = 2, .seed = 3};
+BiLstmConfig small_config(int64_t emb = 8, int64_t hidden = 6) {
+  return BiLstmConfig{.vocab = 20, .emb = emb, .hidden = hidden, .layers = 1, .dropout = 0.0f, .classes = 2, .seed = 3};
 }
 
 TEST(BiLstmClassifier, ShapesAndParameterNames) {
@@ -72,10 +72,7 @@ TEST(BiLstmClassifier, AttentionCoversRealTokensOnly) {
 
 TEST(BiLstmClassifier, LearnsWhetherAWordOccurs) {
   // Label 1 iff word 5 occurs anywhere in the sentence (lengths 1..8).
-  BiLstmConfig c = small_config();
-  c.hidden = 12;
-  c.emb = 12;
-  BiLstmClassifier model(c);
+  BiLstmClassifier model(small_config(12, 12));
   train::Adam adam(model.parameters(), {.lr = 0.02f});
   Rng rng(5);
   auto sentence = [&] {
