@@ -93,6 +93,9 @@ void as_usage(Fn&& fn) {
   }
 }
 
+// Whether `flag` (e.g. "--steps") was given on `cmd`'s command line.
+inline bool given(const CLI::App* cmd, const char* flag) { return cmd->count(flag) > 0; }
+
 // The data folder a command reads: `given` (its --data) when set; otherwise the first of
 // attn data get's folder and ../shared/data that holds `set` (sst2, multi30k, ...), named on
 // stderr. UsageError `usage` naming the folders looked in when neither holds it.

@@ -29,12 +29,11 @@ void add_asr_options(CLI::App* cmd, AsrArgs& a, const TrainGroups& g, OptionGrou
 namespace {
 
 void run_asr(CLI::App* cmd, TrainArgs& args) {
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  if (!given("--encoder")) args.names.encoder = "lstm";  // LAS's speller
+  if (!given(cmd, "--encoder")) args.names.encoder = "lstm";  // LAS's speller
   as_usage([&] { args.names.apply(args.config); });
   const train::TrainOptions& t = args.options;
   const TextTaskArgs& a = args.text;
-  if (given("--bidirectional"))
+  if (given(cmd, "--bidirectional"))
     throw UsageError(
         "--bidirectional does not apply to --task asr (the listener is always bidirectional, the speller "
         "reads left to right)");
@@ -53,7 +52,7 @@ void run_asr(CLI::App* cmd, TrainArgs& args) {
   config.projection = args.asr.projection;
   config.listener_hidden = args.asr.listener_hidden;
   config.speller = args.config;
-  if (!given("--dropout")) config.speller.dropout = 0.0f;
+  if (!given(cmd, "--dropout")) config.speller.dropout = 0.0f;
   config.speller.seed = t.seed;
   as_usage([&] {
     o.validate();

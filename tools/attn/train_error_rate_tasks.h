@@ -18,17 +18,16 @@ namespace attn::cli {
 // --lr is left to the task (its default may depend on the model).
 template <class Options>
 void copy_given_run_options(const CLI::App* cmd, const TextTaskArgs& a, const train::TrainOptions& t, Options& o) {
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  if (given("--max-tokens")) o.max_tokens = a.max_tokens;
-  if (given("--max-sentences")) o.max_sentences = a.max_sentences;
-  if (given("--label-smoothing")) o.label_smoothing = a.label_smoothing;
-  if (given("--steps")) o.steps = t.steps;
-  if (given("--lr-schedule")) o.lr_schedule = t.lr_schedule;
-  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(o.warmup, o.steps / 10);
+  if (given(cmd, "--max-tokens")) o.max_tokens = a.max_tokens;
+  if (given(cmd, "--max-sentences")) o.max_sentences = a.max_sentences;
+  if (given(cmd, "--label-smoothing")) o.label_smoothing = a.label_smoothing;
+  if (given(cmd, "--steps")) o.steps = t.steps;
+  if (given(cmd, "--lr-schedule")) o.lr_schedule = t.lr_schedule;
+  o.warmup = given(cmd, "--warmup") ? t.warmup : std::min<int64_t>(o.warmup, o.steps / 10);
   o.clip = t.clip;
   o.seed = t.seed;
-  if (given("--log-every")) o.log_every = t.log_every;
-  if (given("--eval-every")) o.eval_every = t.eval_every;
+  if (given(cmd, "--log-every")) o.log_every = t.log_every;
+  if (given(cmd, "--eval-every")) o.eval_every = t.eval_every;
   copy_run_controls(t, o);
 }
 

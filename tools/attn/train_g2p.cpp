@@ -17,9 +17,8 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
   const train::TrainOptions& t = args.options;
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   models::TranslatorKind kind = models::TranslatorKind::rnn;
-  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  if (given(cmd, "--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
   const bool transformer = kind == models::TranslatorKind::transformer;
   // Letters in, phonemes out: no source token is a target token to copy.
   if (c.pointer)
@@ -29,13 +28,13 @@ void run_g2p(CLI::App* cmd, TrainArgs& args) {
       data_or_default(s.data, "cmudict", "--task g2p needs --data DIR (the cmudict folder, or the folder holding it)");
   o.train_limit = s.train_limit;
   o.eval_words = a.eval_sentences;
-  o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
+  o.lr = given(cmd, "--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
   copy_given_run_options(cmd, a, t, o);
   nlohmann::json config;
   if (transformer) {
     config = transformer_config(cmd, c, t, s, a);
-    if (!given("--d-model")) config["d_model"] = 256;
-    if (!given("--ffn")) config["ffn"] = 1024;
+    if (!given(cmd, "--d-model")) config["d_model"] = 256;
+    if (!given(cmd, "--ffn")) config["ffn"] = 1024;
     config["max_len"] = 64;  // positions: the longest CMUdict word and pronunciation have 28 symbols
   } else {
     config = rnn_translator_config(cmd, c, 128, 64, t.seed);

@@ -20,28 +20,27 @@ namespace {
 train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Seq2SeqConfig& config,
                                                  const train::TrainOptions& t, const ClassifierArgs& a,
                                                  const TextTaskArgs& text) {
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const bool transformer = a.model == "transformer-cls";
   train::ClassifierTrainOptions o;
   o.data_dir = a.data;
   o.model = a.model;
   o.min_freq = a.min_freq;
   o.max_size = a.max_vocab;
-  o.epochs = given("--epochs") ? a.epochs : (transformer ? 2 : 4);
-  o.steps = given("--steps") ? t.steps : 0;
+  o.epochs = given(cmd, "--epochs") ? a.epochs : (transformer ? 2 : 4);
+  o.steps = given(cmd, "--steps") ? t.steps : 0;
   o.batch = t.batch;
-  o.lr = given("--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
+  o.lr = given(cmd, "--lr") ? t.lr : (transformer ? 5e-4f : 1e-3f);
   o.weight_decay = a.weight_decay;
-  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
-  o.warmup = given("--warmup") ? t.warmup : (transformer ? 200 : 100);
-  o.cap_warmup = !given("--warmup");
-  if (given("--clip")) o.clip = t.clip;
+  o.lr_schedule = given(cmd, "--lr-schedule") ? t.lr_schedule : "cosine";
+  o.warmup = given(cmd, "--warmup") ? t.warmup : (transformer ? 200 : 100);
+  o.cap_warmup = !given(cmd, "--warmup");
+  if (given(cmd, "--clip")) o.clip = t.clip;
   o.seed = t.seed;
   o.log_every = t.log_every;
   // The documented recipes' evaluation interval (docs/results.md): the best dev model of a
   // run is picked from these validations, so once an epoch (4 picks) loses about 2 points.
-  o.eval_every = given("--eval-every") ? t.eval_every : (transformer ? 300 : 200);
-  if (given("--bucket")) o.bucket = t.bucket;
+  o.eval_every = given(cmd, "--eval-every") ? t.eval_every : (transformer ? 300 : 200);
+  if (given(cmd, "--bucket")) o.bucket = t.bucket;
   o.train_limit = a.train_limit;
   o.sst2_train = a.sst2_train;
   o.embeddings = a.embeddings;
@@ -50,29 +49,31 @@ train::ClassifierTrainOptions classifier_options(CLI::App* cmd, const models::Se
   copy_run_controls(t, o);
   nlohmann::json mc = nlohmann::json::object();
   if (a.model == "bilstm" || a.model == "bilstm-attn") {
-    mc["emb"] = given("--emb") ? config.emb : 300;
-    mc["hidden"] = given("--hidden") ? config.hidden : 150;
+    mc["emb"] = given(cmd, "--emb") ? config.emb : 300;
+    mc["hidden"] = given(cmd, "--hidden") ? config.hidden : 150;
     mc["layers"] = config.layers;
-    mc["dropout"] = given("--dropout") ? config.dropout : 0.5f;
+    mc["dropout"] = given(cmd, "--dropout") ? config.dropout : 0.5f;
   }
   if (a.model == "bilstm-attn") {
-    mc["encoder"] = given("--encoder") ? cmd->get_option("--encoder")->as<std::string>() : "lstm";
+    mc["encoder"] = given(cmd, "--encoder") ? cmd->get_option("--encoder")->as<std::string>() : "lstm";
     mc["pooling"] = a.pooling;
     if (!a.attention_from.empty()) {
       // The weights are M's: the model keeps no pooling parameters of its own.
-      if (given("--pooling") && a.pooling != "uniform")
+      if (given(cmd, "--pooling") && a.pooling != "uniform")
         throw UsageError("--attention-from replaces the pooling weights; drop --pooling " + a.pooling);
       mc["pooling"] = "uniform";
       o.attention_from = a.attention_from;
     }
   } else if (a.model == "transformer-cls") {
-    mc["d_model"] = given("--d-model") ? a.d_model : 128;
+    mc["d_model"] = given(cmd, "--d-model") ? a.d_model : 128;
     mc["heads"] = config.heads;
-    mc["ffn"] = given("--ffn") ? a.ffn : 512;
-    if (given("--layers") && given("--enc-layers") && config.layers != text.encoder_layers)
+    mc["ffn"] = given(cmd, "--ffn") ? a.ffn : 512;
+    if (given(cmd, "--layers") && given(cmd, "--enc-layers") && config.layers != text.encoder_layers)
       throw UsageError("--layers and --enc-layers both set transformer-cls's encoder layers; give one");
-    mc["encoder_layers"] = given("--enc-layers") ? text.encoder_layers : given("--layers") ? config.layers : 2;
-    mc["dropout"] = given("--dropout") ? config.dropout : 0.1f;
+    mc["encoder_layers"] = given(cmd, "--enc-layers") ? text.encoder_layers
+                           : given(cmd, "--layers")   ? config.layers
+                                                      : 2;
+    mc["dropout"] = given(cmd, "--dropout") ? config.dropout : 0.1f;
     if (text.norm != "pre" && text.norm != "post")
       throw UsageError("--norm must be pre or post, got '" + text.norm + "'");
     mc["norm_first"] = text.norm == "pre";

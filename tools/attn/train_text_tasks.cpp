@@ -130,10 +130,9 @@ void add_text_task_options(CLI::App* cmd, TextTaskArgs& a, const TrainGroups& g,
 
 nlohmann::json rnn_translator_config(CLI::App* cmd, models::Seq2SeqConfig c, int64_t emb, int max_src_len,
                                      uint64_t seed) {
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
-  if (!given("--emb")) c.emb = emb;
-  if (!given("--hidden")) c.hidden = 256;
-  if (!given("--dropout")) c.dropout = 0.0f;
+  if (!given(cmd, "--emb")) c.emb = emb;
+  if (!given(cmd, "--hidden")) c.hidden = 256;
+  if (!given(cmd, "--dropout")) c.dropout = 0.0f;
   c.max_src_len = max_src_len;
   c.seed = seed;
   return c.to_json();
@@ -149,14 +148,13 @@ void check_translator_config(models::TranslatorKind kind, const nlohmann::json& 
 
 nlohmann::json transformer_config(CLI::App* cmd, const models::Seq2SeqConfig& c, const train::TrainOptions& t,
                                   const ClassifierArgs& s, const TextTaskArgs& a) {
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (a.norm != "pre" && a.norm != "post") throw UsageError("--norm must be pre or post, got '" + a.norm + "'");
   nlohmann::json j = {{"d_model", s.d_model},
                       {"heads", c.heads},
                       {"ffn", s.ffn},
                       {"encoder_layers", a.encoder_layers},
                       {"decoder_layers", a.decoder_layers},
-                      {"dropout", given("--dropout") ? c.dropout : 0.1f},
+                      {"dropout", given(cmd, "--dropout") ? c.dropout : 0.1f},
                       {"norm_first", a.norm == "pre"},
                       {"activation", a.activation},
                       {"positions", a.positions},
@@ -176,7 +174,6 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   const train::TrainOptions& t = args.options;
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   if (summarize && s.data.empty())
     throw UsageError(
         "--task summarize needs --data DIR (a folder with train.article, train.summary, val.article and "
@@ -187,13 +184,13 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
                                   "--task translate needs --data DIR (the multi30k or tatoeba-fra-eng folder, or the "
                                   "folder holding them)");
   models::TranslatorKind kind = models::TranslatorKind::rnn;
-  if (given("--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
+  if (given(cmd, "--model")) as_usage([&] { kind = models::parse_translator_kind(s.model); });
   const bool transformer = kind == models::TranslatorKind::transformer;
   train::TranslationOptions o;
   o.summarization = summarize;
   // Summaries: <split>.article and <split>.summary unless --src / --tgt name other suffixes.
-  o.src_lang = summarize && !given("--src") ? "article" : a.src;
-  o.tgt_lang = summarize && !given("--tgt") ? "summary" : a.tgt;
+  o.src_lang = summarize && !given(cmd, "--src") ? "article" : a.src;
+  o.tgt_lang = summarize && !given(cmd, "--tgt") ? "summary" : a.tgt;
   o.data_dir = data_dir;
   if (!summarize) {  // Multi30k, or Tatoeba for fr-en / en-fr (data/parallel.h)
     data::CorpusFolder found;
@@ -204,21 +201,21 @@ void run_text_pairs(CLI::App* cmd, TrainArgs& args, bool summarize) {
   o.tokenizer = a.tokenizer;
   o.vocab_size = a.vocab_size;
   // See et al. (2017) cut articles to 400 tokens; a translation's sentences are short.
-  o.max_len = given("--max-len") ? t.max_len : (summarize ? 400 : 100);
+  o.max_len = given(cmd, "--max-len") ? t.max_len : (summarize ? 400 : 100);
   o.train_limit = s.train_limit;
   o.max_tokens = a.max_tokens;
   o.max_sentences = a.max_sentences;
-  o.steps = given("--steps") ? t.steps : 10000;
-  o.lr = given("--lr") ? t.lr : (transformer ? 7e-4f : 1e-3f);
-  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "inverse_sqrt";
-  o.warmup = given("--warmup") ? t.warmup : (transformer ? 1000 : 200);
+  o.steps = given(cmd, "--steps") ? t.steps : 10000;
+  o.lr = given(cmd, "--lr") ? t.lr : (transformer ? 7e-4f : 1e-3f);
+  o.lr_schedule = given(cmd, "--lr-schedule") ? t.lr_schedule : "inverse_sqrt";
+  o.warmup = given(cmd, "--warmup") ? t.warmup : (transformer ? 1000 : 200);
   o.clip = t.clip;
   // The pointer's extended vocabulary has no uniform prior to smooth toward: no smoothing.
-  o.label_smoothing = c.pointer && !given("--label-smoothing") ? 0.0f : a.label_smoothing;
+  o.label_smoothing = c.pointer && !given(cmd, "--label-smoothing") ? 0.0f : a.label_smoothing;
   if (c.pointer && o.label_smoothing != 0.0f) throw UsageError("--pointer needs --label-smoothing 0 (leave it out)");
   o.seed = t.seed;
-  o.log_every = given("--log-every") ? t.log_every : 100;
-  o.eval_every = given("--eval-every") ? t.eval_every : 1000;
+  o.log_every = given(cmd, "--log-every") ? t.log_every : 100;
+  o.eval_every = given(cmd, "--eval-every") ? t.eval_every : 1000;
   o.eval_sentences = a.eval_sentences;
   copy_run_controls(t, o);
   nlohmann::json config;
@@ -247,30 +244,29 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
   const train::TrainOptions& t = args.options;
   const ClassifierArgs& s = args.classifier;  // --model --data --d-model --ffn --train-limit
   const TextTaskArgs& a = args.text;
-  auto given = [cmd](const char* flag) { return cmd->count(flag) > 0; };
   const std::string data_dir =
       data_or_default(s.data, "tatoeba-fra-eng",
                       "--task charlm needs --data DIR (the tatoeba-fra-eng folder, or the folder holding it)");
   train::LmOptions o;
   o.data_dir = task_data_dir(data_dir, "tatoeba-fra-eng", "fra.txt.gz");
-  o.max_chars = given("--max-len") ? t.max_len : 128;
+  o.max_chars = given(cmd, "--max-len") ? t.max_len : 128;
   o.train_limit = s.train_limit;
   o.batch = t.batch;
-  o.steps = given("--steps") ? t.steps : 3000;
-  o.lr = given("--lr") ? t.lr : 1e-3f;
-  o.lr_schedule = given("--lr-schedule") ? t.lr_schedule : "cosine";
-  o.warmup = given("--warmup") ? t.warmup : std::min<int64_t>(200, o.steps / 10);  // short runs still decay
+  o.steps = given(cmd, "--steps") ? t.steps : 3000;
+  o.lr = given(cmd, "--lr") ? t.lr : 1e-3f;
+  o.lr_schedule = given(cmd, "--lr-schedule") ? t.lr_schedule : "cosine";
+  o.warmup = given(cmd, "--warmup") ? t.warmup : std::min<int64_t>(200, o.steps / 10);  // short runs still decay
   o.clip = t.clip;
   o.seed = t.seed;
-  o.log_every = given("--log-every") ? t.log_every : 100;
-  o.eval_every = given("--eval-every") ? t.eval_every : 500;
-  o.eval_sentences = given("--eval-sentences") ? a.eval_sentences : 2000;
+  o.log_every = given(cmd, "--log-every") ? t.log_every : 100;
+  o.eval_every = given(cmd, "--eval-every") ? t.eval_every : 500;
+  o.eval_sentences = given(cmd, "--eval-sentences") ? a.eval_sentences : 2000;
   copy_run_controls(t, o);
   nlohmann::json j = transformer_config(cmd, c, t, s, a);
   j.erase("encoder_layers");
-  j["decoder_layers"] = given("--dec-layers") ? a.decoder_layers : 4;
-  if (!given("--d-model")) j["d_model"] = 128;
-  if (!given("--ffn")) j["ffn"] = 512;
+  j["decoder_layers"] = given(cmd, "--dec-layers") ? a.decoder_layers : 4;
+  if (!given(cmd, "--d-model")) j["d_model"] = 128;
+  if (!given(cmd, "--ffn")) j["ffn"] = 512;
   j["tgt_vocab"] = 16;  // set from the data by the trainer
   models::TransformerConfig config;
   as_usage([&] {
