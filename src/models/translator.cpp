@@ -12,6 +12,9 @@ template <typename Model, typename Config>
 class ModelTranslator : public Translator {
  public:
   explicit ModelTranslator(const Config& config) : model_(config) {}
+  TranslatorKind kind() const override {
+    return std::is_same_v<Model, Seq2Seq> ? TranslatorKind::rnn : TranslatorKind::transformer;
+  }
   nn::Module& module() override { return model_; }
   nlohmann::json config_json() const override { return model_.config().to_json(); }
   Tensor loss(const Batch& batch, float label_smoothing) override { return model_.loss(batch, label_smoothing); }
@@ -37,7 +40,6 @@ class ModelTranslator : public Translator {
 class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
  public:
   using ModelTranslator::ModelTranslator;
-  TranslatorKind kind() const override { return TranslatorKind::rnn; }
   Seq2Seq* rnn() override { return &model_; }
   int64_t vocab() const override { return model_.config().vocab; }
   int attention_layers() const override { return model_.decoder.attention ? 1 : 0; }
@@ -50,7 +52,6 @@ class RnnTranslator : public ModelTranslator<Seq2Seq, Seq2SeqConfig> {
 class TransformerTranslator : public ModelTranslator<TransformerSeq2Seq, TransformerConfig> {
  public:
   using ModelTranslator::ModelTranslator;
-  TranslatorKind kind() const override { return TranslatorKind::transformer; }
   TransformerSeq2Seq* transformer() override { return &model_; }
   int64_t vocab() const override { return model_.config().tgt_vocab; }
   int attention_layers() const override { return model_.config().decoder_layers; }

@@ -62,17 +62,19 @@ void check_masks(ShapeContract& c, const MhaCallOptions& call, int64_t H) {
       throw ValueError(op + ": selected head " + str(head) + " is out of range [0, H=" + str(H) + ")");
 }
 
-// The boundary checks both modules share: shapes of the inputs and masks, mask values and
-// the weight options. Binds B, T, S in `c`.
-void check_call(ShapeContract& c, const Tensor& query, const Tensor& key, const Tensor& value,
-                const MhaCallOptions& call, int64_t D, int64_t kdim, int64_t vdim, int64_t H) {
-  c.bind("D", D);
+// The boundary checks both modules share, for `op` with `o`'s embed_dim, kdim, vdim and
+// num_heads: shapes of the inputs and masks, mask values and the weight options.
+template <class Options>
+void check_call(const char* op, const Tensor& query, const Tensor& key, const Tensor& value, const MhaCallOptions& call,
+                const Options& o) {
+  ShapeContract c(op);
+  c.bind("D", o.embed_dim);
   c.check("query", query, {"B", "T", "D"});
-  c.bind("Dk", kdim);
+  c.bind("Dk", o.kdim);
   c.check("key", key, {"B", "S", "Dk"});
-  c.bind("Dv", vdim);
+  c.bind("Dv", o.vdim);
   c.check("value", value, {"B", "S", "Dv"});
-  check_masks(c, call, H);
+  check_masks(c, call, o.num_heads);
 }
 
 // Attention over heads: q (B, H, T, Dq), k (B, H, S, Dq), v (B, H, S, Dv) → context
@@ -198,9 +200,8 @@ MhaResult MultiheadAttention::attend_heads_(const Tensor& q, const Tensor& k, co
 
 MhaResult MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                       const MhaCallOptions& call) {
-  const int64_t D = options_.embed_dim, H = options_.num_heads;
-  ShapeContract c("multihead_attention");
-  check_call(c, query, key, value, call, D, options_.kdim, options_.vdim, H);
+  check_call("multihead_attention", query, key, value, call, options_);
+  const int64_t H = options_.num_heads;
 
   Tensor q, k, v;  // (B, H, T, Dh), (B, H, S, Dh), (B, H, S, Dh)
   if (in_proj_weight.defined() && query.same(key) && key.same(value)) {
@@ -310,9 +311,8 @@ MultiheadGeneralAttention::MultiheadGeneralAttention(const MultiheadGeneralAtten
 
 MhaResult MultiheadGeneralAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                              const MhaCallOptions& call) {
+  check_call("multihead_general_attention", query, key, value, call, options_);
   const int64_t D = options_.embed_dim, H = options_.num_heads;
-  ShapeContract c("multihead_general_attention");
-  check_call(c, query, key, value, call, D, options_.kdim, options_.vdim, H);
   Tensor q, k, v;  // (B, H, T, Dq_h), (B, H, S, Dk_h), (B, H, S, Dv_h)
   if (options_.in_proj) {
     q = split_heads(linear(query, q_proj_weight, rows(in_proj_bias, 0, D)), H);
