@@ -1,8 +1,6 @@
 // The checkpoint kinds and their metadata formats (see decode/checkpoint_kind.h).
 #include "attn/decode/checkpoint_kind.h"
 
-#include <ranges>
-
 #include "attn/decode/asr.h"
 #include "attn/decode/classify.h"
 #include "attn/decode/g2p.h"
@@ -47,8 +45,13 @@ std::string known_formats() {
 }  // namespace
 
 const std::vector<CheckpointKind>& checkpoint_kinds() {
-  const auto column = std::views::transform(kKinds, &KindInfo::kind);
-  static const std::vector<CheckpointKind> kinds(column.begin(), column.end());
+  // A loop, not std::views::transform: clang-15 (scripts/fuzz.sh) cannot compile libstdc++ 12's
+  // ranges.
+  static const std::vector<CheckpointKind> kinds = [] {
+    std::vector<CheckpointKind> v;
+    for (const KindInfo& k : kKinds) v.push_back(k.kind);
+    return v;
+  }();
   return kinds;
 }
 

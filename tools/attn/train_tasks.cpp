@@ -2,7 +2,6 @@
 #include "train_tasks.h"
 
 #include <algorithm>
-#include <ranges>
 
 #include "attn/error.h"
 #include "attn/printable.h"
@@ -103,8 +102,13 @@ const std::vector<TrainTask>& checked_tasks() {
 }  // namespace
 
 const std::vector<ExportTarget>& all_export_targets() {
-  const auto column = std::views::transform(kExportTargets, &ExportTargetName::target);
-  static const std::vector<ExportTarget> targets(column.begin(), column.end());
+  // A loop, not std::views::transform: clang-15 (the fuzz build) cannot compile libstdc++ 12's
+  // ranges.
+  static const std::vector<ExportTarget> targets = [] {
+    std::vector<ExportTarget> v;
+    for (const ExportTargetName& t : kExportTargets) v.push_back(t.target);
+    return v;
+  }();
   return targets;
 }
 
