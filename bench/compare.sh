@@ -121,7 +121,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
   fi
   if [[ $ONLY == all || $ONLY == attention ]]; then
     # additive at T = 1024: PyTorch's composed form keeps (T, S, A) floats for backward
-    # (16 GiB at T = 4096; see docs/performance.md).
+    # (16 GiB at T = 4096 with A = 256: 4096 · 4096 · 256 · 4 bytes).
     for spec in ${ATTENTION_SPECS:-mha:4096}; do
       spec=${spec/:/ }
       set -- $spec

@@ -50,7 +50,7 @@ void BM_CblasSgemm(benchmark::State& state) {
 
 // cblas_sgemm itself on the step shapes (OpenBLAS packs both operands on every call): the
 // reference for a small-row kernel that packs nothing (one was tried at adcec3c and lost,
-// docs/performance.md).
+// bench/results/2026-12-02-amdahl-bounds-cpu-time.md).
 void BM_CblasStep(benchmark::State& state) {
   const bool tb = state.range(0) != 0;
   const int64_t m = state.range(1), n = state.range(2), k = state.range(3);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 34 (defects 2, 3, 4, 8, 10, 12 and two of 13): what attn reads and where it writes,
-# run as a user would (docs/reliability.md, "Inputs and outputs"). Each check failed before
+# run as a user would (docs/reliability.md, sections 1 and 3). Each check failed before
 # its fix. Usage: inputs_outputs_cli_test.sh path/to/attn   (the LM part skips without data)
 set -uo pipefail
 attn="$1"
