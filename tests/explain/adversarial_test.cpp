@@ -94,7 +94,8 @@ TEST(Adversarial, ProblemAgreesWithTheModel) {
     const std::vector<int32_t> ids = {3, 9, 4, 12, 7};
     const AdversarialProblem p = adversarial_problem(model, ids);
     EXPECT_TRUE(model.is_training()) << "the training flag is restored";
-    const SentenceImportance s = explain_sentence(model, ids, {.ig_steps = 1, .permutations = 1, .seed = 1});
+    const SentenceImportance s =
+        explain_sentence(model, ids, {.ig_steps = 1, .permutations = 1, .seed = 1, .adversarial = {}});
     EXPECT_EQ(p.label, s.label);
     EXPECT_NEAR(p.original, s.probability, 1e-6);
     for (size_t i = 0; i < ids.size(); ++i) EXPECT_NEAR(p.alpha[i], s.attention[i], 1e-6);

@@ -105,7 +105,9 @@ TEST(FrozenAttention, PoolsWithTheSourceModelsWeightsAndLeavesItUntouched) {
   EXPECT_GT(sum(mul(gp, gp)).item(), 0.0f);
   for (const auto& [name, p] : m.named_parameters()) {
     const Tensor g = p.grad();
-    if (g.defined()) EXPECT_EQ(sum(mul(g, g)).item(), 0.0f) << name;
+    if (g.defined()) {
+      EXPECT_EQ(sum(mul(g, g)).item(), 0.0f) << name;
+    }
   }
 }
 
