@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -38,6 +39,16 @@ std::string enum_name_list(const EnumName<E> (&names)[N], std::string_view separ
   std::string list;
   for (const EnumName<E>& n : names) list += (list.empty() ? "" : std::string(separator)) + n.name;
   return list;
+}
+
+// One column of a table, in table order: table_column(kKinds, &KindInfo::kind) lists the kinds
+// of a table that also holds their formats and names.
+template <class Row, class T, size_t N>
+std::vector<T> table_column(const Row (&rows)[N], T Row::*column) {
+  std::vector<T> values;
+  values.reserve(N);
+  for (const Row& row : rows) values.push_back(row.*column);
+  return values;
 }
 
 }  // namespace attn

@@ -20,13 +20,12 @@ namespace attn::decode {
 using nlohmann::json;
 
 json asr_metadata(const AsrInfo& info) {
-  return {{"format", kAsrFormat},
-          {"version", io::kCheckpointVersion},
-          {"config", info.config.to_json()},
-          {"characters", info.characters},
-          {"step", info.step},
-          {"best_val_cer", info.best_val_cer},
-          {"best_val_wer", info.best_val_wer}};
+  json j = io::run_metadata(kAsrFormat, info.config.to_json());
+  j.update({{"characters", info.characters},
+            {"step", info.step},
+            {"best_val_cer", info.best_val_cer},
+            {"best_val_wer", info.best_val_wer}});
+  return j;
 }
 
 LoadedAsr load_asr(const io::SafetensorsFile& file, const std::string& path) {

@@ -7,6 +7,7 @@
 #include "attn/decode/sample.h"
 #include "attn/decode/seq2seq.h"
 #include "attn/decode/translate.h"
+#include "attn/enum_names.h"
 #include "attn/error.h"
 #include "attn/io/checkpoint_read.h"
 #include "attn/printable.h"
@@ -45,13 +46,7 @@ std::string known_formats() {
 }  // namespace
 
 const std::vector<CheckpointKind>& checkpoint_kinds() {
-  // A loop, not std::views::transform: clang-15 (scripts/fuzz.sh) cannot compile libstdc++ 12's
-  // ranges.
-  static const std::vector<CheckpointKind> kinds = [] {
-    std::vector<CheckpointKind> v;
-    for (const KindInfo& k : kKinds) v.push_back(k.kind);
-    return v;
-  }();
+  static const std::vector<CheckpointKind> kinds = table_column(kKinds, &KindInfo::kind);
   return kinds;
 }
 

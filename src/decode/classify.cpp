@@ -72,14 +72,13 @@ ClassifierEval evaluate_encoded(models::TextClassifier& model, const std::vector
 }
 
 json classifier_metadata(models::TextClassifier& model, const data::Vocab& vocab, int64_t step, double dev_accuracy) {
-  return {{"format", kClassifierFormat},
-          {"version", io::kCheckpointVersion},
-          {"kind", model.kind()},
-          {"config", model.config_json()},
-          {"vocabulary", vocab.to_json()},
-          {"labels", sst2_labels()},
-          {"step", step},
-          {"dev_accuracy", dev_accuracy}};
+  json j = io::run_metadata(kClassifierFormat, model.config_json());
+  j.update({{"kind", model.kind()},
+            {"vocabulary", vocab.to_json()},
+            {"labels", sst2_labels()},
+            {"step", step},
+            {"dev_accuracy", dev_accuracy}});
+  return j;
 }
 
 LoadedClassifier load_classifier(const std::string& path) {

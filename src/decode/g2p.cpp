@@ -15,14 +15,13 @@ namespace attn::decode {
 using nlohmann::json;
 
 json g2p_metadata(const G2pInfo& info) {
-  return {{"format", kG2pFormat},
-          {"version", io::kCheckpointVersion},
-          {"kind", models::to_string(info.kind)},
-          {"config", info.config},
-          {"symbols", data::g2p_symbols()},
-          {"step", info.step},
-          {"best_val_per", info.best_val_per},
-          {"best_val_wer", info.best_val_wer}};
+  json j = io::run_metadata(kG2pFormat, info.config);
+  j.update({{"kind", models::to_string(info.kind)},
+            {"symbols", data::g2p_symbols()},
+            {"step", info.step},
+            {"best_val_per", info.best_val_per},
+            {"best_val_wer", info.best_val_wer}});
+  return j;
 }
 
 LoadedG2p load_g2p(const io::SafetensorsFile& file, const std::string& path) {

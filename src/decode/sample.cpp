@@ -11,10 +11,10 @@ using nlohmann::json;
 
 json lm_metadata(const models::TransformerConfig& config, const data::CharVocab& vocab, int max_chars, int64_t step,
                  double best_val_loss) {
-  return {{"format", kLmFormat},           {"version", io::kCheckpointVersion},
-          {"config", config.to_json()},    {"characters", vocab.characters()},
-          {"max_chars", max_chars},        {"step", step},
-          {"best_val_loss", best_val_loss}};
+  json j = io::run_metadata(kLmFormat, config.to_json());
+  j.update(
+      {{"characters", vocab.characters()}, {"max_chars", max_chars}, {"step", step}, {"best_val_loss", best_val_loss}});
+  return j;
 }
 
 LoadedLm load_char_lm(const io::SafetensorsFile& file, const std::string& path) {

@@ -14,15 +14,14 @@ using nlohmann::json;
 json seq2seq_metadata(const Seq2SeqInfo& info) {
   json vocabulary = json::array();
   for (int32_t id = 0; id < info.config.vocab; ++id) vocabulary.push_back(data::symbol_name(id));
-  return {{"format", kSeq2SeqFormat},
-          {"version", io::kCheckpointVersion},
-          {"config", info.config.to_json()},
-          {"task", info.task},
-          {"min_len", info.min_len},
-          {"max_len", info.max_len},
-          {"step", info.step},
-          {"best_token_accuracy", info.best_token_accuracy},
-          {"vocabulary", vocabulary}};
+  json j = io::run_metadata(kSeq2SeqFormat, info.config.to_json());
+  j.update({{"task", info.task},
+            {"min_len", info.min_len},
+            {"max_len", info.max_len},
+            {"step", info.step},
+            {"best_token_accuracy", info.best_token_accuracy},
+            {"vocabulary", vocabulary}});
+  return j;
 }
 
 Seq2SeqInfo read_seq2seq_info(const io::SafetensorsFile& file, const std::string& path) {

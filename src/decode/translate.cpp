@@ -18,17 +18,15 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json translation_metadata(const TranslationInfo& info, int64_t vocab) {
-  json j = {{"format", kTranslationFormat},
-            {"version", io::kCheckpointVersion},
-            {"kind", models::to_string(info.kind)},
-            {"config", info.config},
+  json j = io::run_metadata(kTranslationFormat, info.config);
+  j.update({{"kind", models::to_string(info.kind)},
             {"src_lang", info.src_lang},
             {"tgt_lang", info.tgt_lang},
             {"tokenizer", fs::path(info.tokenizer).filename().string()},
             {"tokenizer_crc32", io::file_crc32_hex(info.tokenizer)},
             {"vocab_size", vocab},
             {"step", info.step},
-            {"best_val_bleu", info.best_val_bleu}};
+            {"best_val_bleu", info.best_val_bleu}});
   if (info.summarization) j["summarization"] = true;  // absent for translation, as before
   if (info.corpus != data::Corpus::multi30k) j["corpus"] = data::to_string(info.corpus);  // absent: Multi30k, as before
   return j;

@@ -7,8 +7,10 @@
 
 #include "attn/error.h"
 #include "attn/explain/zero_share.h"
+#include "tau_verdict.h"
 
 namespace attn::explain {
+using detail::format;
 using nlohmann::json;
 
 const std::vector<TauPair>& tau_pairs() {
@@ -314,12 +316,6 @@ json report_json(const ExplainReport& r, const json& context) {
 
 namespace {
 
-std::string format(const char* fmt, double a, double b = 0.0, double c = 0.0) {
-  char buffer[1024];
-  std::snprintf(buffer, sizeof buffer, fmt, a, b, c);
-  return buffer;
-}
-
 const TauSummary& find(const ExplainReport& r, const std::string& first, const std::string& second) {
   for (const auto& t : r.taus)
     if (t.pair.first == first && t.pair.second == second) return t;
@@ -432,25 +428,17 @@ std::string report_markdown(const ExplainReport& r, const json& context) {
     md += "No sentence had two or more tokens: nothing to rank.\n";
     return md;
   }
-  const double best_attention = std::max(ag.mean, al.mean);
-  if (gl.mean - best_attention > 0.1)
-    md += format(
-        "The two importance measures agree with each other (gradient–LOO τ %.2f) much more than "
-        "attention agrees with either (%.2f with the gradient, %.2f with LOO): read this model's attention "
-        "as a weak hint about which tokens matter, not as an explanation.\n",
-        gl.mean, ag.mean, al.mean);
-  else if (best_attention >= 0.5)
-    md += format(
-        "Attention tracks the importance measures about as well as they track each other "
-        "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f): on this evidence its "
-        "ranking of tokens is a fair guide to what the model uses.\n",
-        ag.mean, al.mean, gl.mean);
-  else
-    md += format(
-        "Attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
-        "attention–LOO τ %.2f, gradient–LOO τ %.2f): treat the attention map as suggestive, and check "
-        "it with erasure before relying on it.\n",
-        ag.mean, al.mean, gl.mean);
+  md += detail::tau_verdict(
+      ag, al, gl,
+      "The two importance measures agree with each other (gradient–LOO τ %.2f) much more than "
+      "attention agrees with either (%.2f with the gradient, %.2f with LOO): read this model's attention "
+      "as a weak hint about which tokens matter, not as an explanation.\n",
+      "Attention tracks the importance measures about as well as they track each other "
+      "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f): on this evidence its "
+      "ranking of tokens is a fair guide to what the model uses.\n",
+      "Attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
+      "attention–LOO τ %.2f, gradient–LOO τ %.2f): treat the attention map as suggestive, and check "
+      "it with erasure before relying on it.\n");
   return md;
 }
 

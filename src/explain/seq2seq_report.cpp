@@ -5,17 +5,13 @@
 #include <cstdio>
 
 #include "attn/explain/zero_share.h"
+#include "tau_verdict.h"
 
 namespace attn::explain {
+using detail::format;
 using nlohmann::json;
 
 namespace {
-
-std::string format(const char* pattern, double a, double b = 0.0, double c = 0.0) {
-  char buffer[512];
-  std::snprintf(buffer, sizeof buffer, pattern, a, b, c);
-  return buffer;
-}
 
 std::string pair_name(const TauPair& p) { return p.first + "-" + p.second; }
 
@@ -180,23 +176,14 @@ std::string seq2seq_report_markdown(const Seq2SeqReport& r, const json& context)
     md += "No source had two or more tokens: nothing to rank.\n";
     return md;
   }
-  const double best = std::max(ag.mean, al.mean);
   const double best_agreement = std::max(aag.share(), aal.share());
-  if (gl.mean - best > 0.1)
-    md += format(
-        "The two importance measures agree with each other (gradient–LOO τ %.2f) clearly more than the "
-        "attention agrees with either (%.2f with the gradient, %.2f with LOO)",
-        gl.mean, ag.mean, al.mean);
-  else if (best >= 0.5)
-    md += format(
-        "The attention ranks the source tokens about as the importance measures do (attention–gradient τ "
-        "%.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f)",
-        ag.mean, al.mean, gl.mean);
-  else
-    md += format(
-        "The attention and the importance measures agree only moderately (attention–gradient τ %.2f, "
-        "attention–LOO τ %.2f, gradient–LOO τ %.2f)",
-        ag.mean, al.mean, gl.mean);
+  md += detail::tau_verdict(ag, al, gl,
+                            "The two importance measures agree with each other (gradient–LOO τ %.2f) clearly more "
+                            "than the attention agrees with either (%.2f with the gradient, %.2f with LOO)",
+                            "The attention ranks the source tokens about as the importance measures do "
+                            "(attention–gradient τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f)",
+                            "The attention and the importance measures agree only moderately (attention–gradient "
+                            "τ %.2f, attention–LOO τ %.2f, gradient–LOO τ %.2f)");
   md += format(
       "; the most-attended source token is the most important one for %.0f %% of the target tokens by the "
       "gradient and %.0f %% by LOO. ",

@@ -46,6 +46,10 @@ json attn_metadata(const SafetensorsFile& file, const std::string& path) {
   return it == file.metadata.end() ? json() : parse_json(it->second, path + ": 'attn' metadata");
 }
 
+json run_metadata(const std::string& format, json config) {
+  return {{"format", format}, {"version", kCheckpointVersion}, {"config", std::move(config)}};
+}
+
 json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
                        const std::string& what) {
   auto it = file.metadata.find(kAttnMetadataKey);

@@ -48,37 +48,44 @@ void AttnClassifierConfig::validate() const {
          " normaliser needs pooling additive or dot, got uniform");
 }
 
+namespace {
+
+struct ClassifierNames {
+  std::string encoder, pooling;
+};
+using ClassifierForm = detail::ConfigForm<AttnClassifierConfig, ClassifierNames>;
+
+ClassifierForm form_of(const AttnClassifierConfig& c) { return {c, {to_string(c.encoder), to_string(c.pooling)}, {}}; }
+
+// The keys to_json always writes beside "kind", each with its field.
+std::vector<detail::ConfigField> written(ClassifierForm& f) {
+  return {{"vocab", &f.c.vocab},         {"emb", &f.c.emb},
+          {"hidden", &f.c.hidden},       {"layers", &f.c.layers},
+          {"attention", &f.c.attention}, {"dropout", &f.c.dropout},
+          {"classes", &f.c.classes},     {"encoder", &f.names.encoder},
+          {"pooling", &f.names.pooling}, {"seed", &f.c.seed}};
+}
+
+void parse_names(AttnClassifierConfig& c, const ClassifierNames& names) {
+  c.encoder = parse_pooling_encoder(names.encoder);
+  c.pooling = parse_pooling_score(names.pooling);
+}
+
+}  // namespace
+
 json AttnClassifierConfig::to_json() const {
-  json j{{"kind", "bilstm-attn"},
-         {"vocab", vocab},
-         {"emb", emb},
-         {"hidden", hidden},
-         {"layers", layers},
-         {"attention", attention},
-         {"dropout", dropout},
-         {"classes", classes},
-         {"encoder", to_string(encoder)},
-         {"pooling", to_string(pooling)},
-         {"seed", seed}};
+  ClassifierForm form = form_of(*this);
+  json j = detail::write_config(written(form));
+  j["kind"] = "bilstm-attn";
   detail::write_normalizer(j, normalizer);
   return j;
 }
 
 AttnClassifierConfig AttnClassifierConfig::from_json(const json& j) {
-  AttnClassifierConfig c;
-  std::string encoder = to_string(c.encoder), pooling = to_string(c.pooling);  // the choices' names
-  detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {
-      {"vocab", &c.vocab},         {"emb", &c.emb},         {"hidden", &c.hidden},   {"layers", &c.layers},
-      {"attention", &c.attention}, {"dropout", &c.dropout}, {"classes", &c.classes}, {"encoder", &encoder},
-      {"pooling", &pooling},       {"seed", &c.seed}};
-  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
-  detail::read_config("bilstm-attn", j, fields, "bilstm-attn");
-  c.normalizer = normalizer.normalizer();
-  c.encoder = parse_pooling_encoder(encoder);
-  c.pooling = parse_pooling_score(pooling);
-  c.validate();
-  return c;
+  ClassifierForm form = form_of(AttnClassifierConfig{});
+  detail::read_config("bilstm-attn", j, detail::joined({written(form), form.normalizer.fields()}),
+                      "bilstm-attn");  // the normaliser's keys are newer: last
+  return form.parsed();
 }
 
 // ---------------------------------------------------------------------------------------

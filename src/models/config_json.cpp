@@ -61,6 +61,18 @@ void read_config(const std::string& what, const json& j, const std::vector<Confi
   }
 }
 
+std::vector<ConfigField> joined(std::initializer_list<std::vector<ConfigField>> parts) {
+  std::vector<ConfigField> fields;
+  for (const std::vector<ConfigField>& part : parts) fields.insert(fields.end(), part.begin(), part.end());
+  return fields;
+}
+
+json write_config(const std::vector<ConfigField>& fields) {
+  json j = json::object();
+  for (const auto& [key, field] : fields) std::visit([&, key = key](auto* value) { j[key] = *value; }, field);
+  return j;
+}
+
 void write_normalizer(nlohmann::json& j, const Normalizer& normalizer) {
   if (normalizer.kind == NormalizerKind::softmax) return;
   j["normalizer"] = normalizer_name(normalizer.kind);

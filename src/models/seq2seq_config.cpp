@@ -162,27 +162,50 @@ void Seq2SeqConfig::validate() const {
         fmt::format("pointer needs bahdanau or luong attention with one head, got {} ({})", to_string(attention), s));
 }
 
+namespace {
+
+struct Seq2SeqNames {
+  std::string encoder, attention, score, coverage;  // score "": the attention's default
+};
+using Seq2SeqForm = detail::ConfigForm<Seq2SeqConfig, Seq2SeqNames>;
+
+// The keys to_json always writes, each with its field.
+std::vector<detail::ConfigField> written(Seq2SeqForm& f) {
+  return {{"encoder", &f.names.encoder},
+          {"layers", &f.c.layers},
+          {"bidirectional", &f.c.bidirectional},
+          {"emb", &f.c.emb},
+          {"hidden", &f.c.hidden},
+          {"dropout", &f.c.dropout},
+          {"attention", &f.names.attention},
+          {"score", &f.names.score},
+          {"input_feeding", &f.c.input_feeding},
+          {"vocab", &f.c.vocab},
+          {"max_src_len", &f.c.max_src_len},
+          {"heads", &f.c.heads},
+          {"window", &f.c.window},
+          {"location_filters", &f.c.location_filters},
+          {"location_width", &f.c.location_width},
+          {"location_sharpening", &f.c.location_sharpening},
+          {"location_smoothing", &f.c.location_smoothing},
+          {"seed", &f.c.seed}};
+}
+
+void parse_names(Seq2SeqConfig& c, const Seq2SeqNames& names) {
+  check_config_bounds(c);  // first, as validate() does
+  c.encoder = parse_rnn_cell(names.encoder);
+  c.attention = parse_attention_kind(names.attention);
+  c.score = parse_score(c.attention, names.score);
+  c.coverage = parse_coverage_kind(names.coverage);
+}
+
+}  // namespace
+
 nlohmann::json Seq2SeqConfig::to_json() const {
-  nlohmann::json j{{"encoder", to_string(encoder)},
-                   {"layers", layers},
-                   {"bidirectional", bidirectional},
-                   {"emb", emb},
-                   {"hidden", hidden},
-                   {"dropout", dropout},
-                   {"attention", to_string(attention)},
-                   {"score", score_name()},
-                   {"input_feeding", input_feeding},
-                   {"vocab", vocab},
-                   {"max_src_len", max_src_len},
-                   {"heads", heads},
-                   {"window", window},
-                   {"location_filters", location_filters},
-                   {"location_width", location_width},
-                   {"location_sharpening", location_sharpening},
-                   {"location_smoothing", location_smoothing},
-                   {"seed", seed}};
+  Seq2SeqForm form{*this, {to_string(encoder), to_string(attention), score_name(), to_string(coverage)}, {}};
+  nlohmann::json j = detail::write_config(written(form));
   if (coverage != CoverageKind::none) {  // checkpoints without coverage keep the older form
-    j["coverage"] = to_string(coverage);
+    j["coverage"] = form.names.coverage;
     j["coverage_loss"] = coverage_loss;
   }
   detail::write_normalizer(j, normalizer);
@@ -195,44 +218,19 @@ nlohmann::json Seq2SeqConfig::to_json() const {
 }
 
 Seq2SeqConfig Seq2SeqConfig::from_json(const nlohmann::json& j) {
-  Seq2SeqConfig c;
-  std::string encoder = to_string(c.encoder), attention = to_string(c.attention), score,
-              coverage = to_string(c.coverage);  // the choices' names
-  detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {{"encoder", &encoder},
-                                             {"layers", &c.layers},
-                                             {"bidirectional", &c.bidirectional},
-                                             {"emb", &c.emb},
-                                             {"hidden", &c.hidden},
-                                             {"dropout", &c.dropout},
-                                             {"attention", &attention},
-                                             {"score", &score},
-                                             {"input_feeding", &c.input_feeding},
-                                             {"vocab", &c.vocab},
-                                             {"max_src_len", &c.max_src_len},
-                                             {"heads", &c.heads},
-                                             {"window", &c.window},
-                                             {"location_filters", &c.location_filters},
-                                             {"location_width", &c.location_width},
-                                             {"location_sharpening", &c.location_sharpening},
-                                             {"location_smoothing", &c.location_smoothing},
-                                             {"seed", &c.seed},
-                                             {"coverage", &coverage},
-                                             {"coverage_loss", &c.coverage_loss},
-                                             {"pointer", &c.pointer},
-                                             {"monotonic_bias", &c.monotonic_bias},
-                                             {"monotonic_noise", &c.monotonic_noise},
-                                             {"chunk", &c.chunk}};
-  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
-  detail::read_config("seq2seq", j, fields);
-  check_config_bounds(c);  // first, as validate() does
-  c.encoder = parse_rnn_cell(encoder);
-  c.attention = parse_attention_kind(attention);
-  c.score = parse_score(c.attention, score);
-  c.coverage = parse_coverage_kind(coverage);
-  c.normalizer = normalizer.normalizer();
-  c.validate();
-  return c;
+  Seq2SeqForm form;
+  form.names = {to_string(form.c.encoder), to_string(form.c.attention), "", to_string(form.c.coverage)};
+  // The keys to_json writes only when set, then the normaliser's: newer, so last.
+  detail::read_config("seq2seq", j,
+                      detail::joined({written(form),
+                                      {{"coverage", &form.names.coverage},
+                                       {"coverage_loss", &form.c.coverage_loss},
+                                       {"pointer", &form.c.pointer},
+                                       {"monotonic_bias", &form.c.monotonic_bias},
+                                       {"monotonic_noise", &form.c.monotonic_noise},
+                                       {"chunk", &form.c.chunk}},
+                                      form.normalizer.fields()}));
+  return form.parsed();
 }
 
 std::string Seq2SeqConfig::to_json_string() const { return to_json().dump(); }

@@ -60,56 +60,58 @@ void TransformerConfig::validate() const {
   check_normalizer("transformer config", normalizer);
 }
 
+namespace {
+
+struct TransformerNames {
+  std::string activation, positions;
+};
+using TransformerForm = detail::ConfigForm<TransformerConfig, TransformerNames>;
+
+TransformerForm form_of(const TransformerConfig& c) {
+  return {c, {to_string(c.activation), to_string(c.positions)}, {}};
+}
+
+// The keys to_json always writes, each with its field.
+std::vector<detail::ConfigField> written(TransformerForm& f) {
+  return {{"src_vocab", &f.c.src_vocab},
+          {"tgt_vocab", &f.c.tgt_vocab},
+          {"classes", &f.c.classes},
+          {"d_model", &f.c.d_model},
+          {"heads", &f.c.heads},
+          {"ffn", &f.c.ffn},
+          {"encoder_layers", &f.c.encoder_layers},
+          {"decoder_layers", &f.c.decoder_layers},
+          {"dropout", &f.c.dropout},
+          {"norm_first", &f.c.norm_first},
+          {"activation", &f.names.activation},
+          {"positions", &f.names.positions},
+          {"max_len", &f.c.max_len},
+          {"share_embeddings", &f.c.share_embeddings},
+          {"tie_output", &f.c.tie_output},
+          {"seed", &f.c.seed}};
+}
+
+void parse_names(TransformerConfig& c, const TransformerNames& names) {
+  c.activation = parse_ffn_activation(names.activation);
+  c.positions = parse_position_kind(names.positions);
+}
+
+}  // namespace
+
 nlohmann::json TransformerConfig::to_json() const {
-  nlohmann::json j{{"src_vocab", src_vocab},
-                   {"tgt_vocab", tgt_vocab},
-                   {"classes", classes},
-                   {"d_model", d_model},
-                   {"heads", heads},
-                   {"ffn", ffn},
-                   {"encoder_layers", encoder_layers},
-                   {"decoder_layers", decoder_layers},
-                   {"dropout", dropout},
-                   {"norm_first", norm_first},
-                   {"activation", to_string(activation)},
-                   {"positions", to_string(positions)},
-                   {"max_len", max_len},
-                   {"share_embeddings", share_embeddings},
-                   {"tie_output", tie_output},
-                   {"seed", seed}};
+  TransformerForm form = form_of(*this);
+  nlohmann::json j = detail::write_config(written(form));
   detail::write_normalizer(j, normalizer);
   if (pointer) j["pointer"] = true;  // absent when off: older checkpoints keep their form
   return j;
 }
 
 TransformerConfig TransformerConfig::from_json(const nlohmann::json& j) {
-  TransformerConfig c;
-  std::string activation = to_string(c.activation), positions = to_string(c.positions);  // the choices' names
-  detail::NormalizerFields normalizer;
-  std::vector<detail::ConfigField> fields = {{"src_vocab", &c.src_vocab},
-                                             {"tgt_vocab", &c.tgt_vocab},
-                                             {"classes", &c.classes},
-                                             {"d_model", &c.d_model},
-                                             {"heads", &c.heads},
-                                             {"ffn", &c.ffn},
-                                             {"encoder_layers", &c.encoder_layers},
-                                             {"decoder_layers", &c.decoder_layers},
-                                             {"dropout", &c.dropout},
-                                             {"norm_first", &c.norm_first},
-                                             {"activation", &activation},
-                                             {"positions", &positions},
-                                             {"max_len", &c.max_len},
-                                             {"share_embeddings", &c.share_embeddings},
-                                             {"tie_output", &c.tie_output},
-                                             {"seed", &c.seed}};
-  for (const detail::ConfigField& f : normalizer.fields()) fields.push_back(f);  // new keys last
-  fields.push_back({"pointer", &c.pointer});
-  detail::read_config("transformer", j, fields);
-  c.normalizer = normalizer.normalizer();
-  c.activation = parse_ffn_activation(activation);
-  c.positions = parse_position_kind(positions);
-  c.validate();
-  return c;
+  TransformerForm form = form_of(TransformerConfig{});
+  // The normaliser's keys and the pointer's are newer: last.
+  detail::read_config("transformer", j,
+                      detail::joined({written(form), form.normalizer.fields(), {{"pointer", &form.c.pointer}}}));
+  return form.parsed();
 }
 
 }  // namespace attn::models

@@ -234,11 +234,10 @@ StepState LocationAwareAttention::start(const StepMemory& m) const {
 
 StepAttentionResult LocationAwareAttention::attend(const Tensor& query, const StepMemory& m, StepState& state,
                                                    bool need_weights) {
-  LocationAwareOptions o;
-  o.sharpening = sharpening_;
-  o.smoothing = smoothing_;
-  o.normalizer = normalizer_;
-  o.need_weights = true;  // a_t is the next step's a_{t−1}
+  const LocationAwareOptions o{.sharpening = sharpening_,
+                               .smoothing = smoothing_,
+                               .normalizer = normalizer_,
+                               .need_weights = true};  // a_t is the next step's a_{t−1}
   const AttentionResult r =
       location_aware_attention(query, m.keys, m.values, state.rows.at(0), w_q, bias, v, filters, w_loc, m.lengths, o);
   state.rows[0] = r.weights;
@@ -406,11 +405,10 @@ StepMemory MultiheadStepAttention::prepare(const Tensor& values, const Tensor& l
 
 StepAttentionResult MultiheadStepAttention::attend(const Tensor& query, const StepMemory& m, StepState&,
                                                    bool need_weights) {
-  MhaCallOptions call;
-  call.key_lengths = m.lengths;
-  call.need_weights = need_weights;
-  const Tensor q = query.reshape({query.dim(0), 1, query.dim(1)});                // (B, 1, D)
-  const MhaResult r = mha.attend_projected(q, m.keys, m.projected_values, call);  // (B, 1, D), (B, H, 1, S)
+  const Tensor q = query.reshape({query.dim(0), 1, query.dim(1)});  // (B, 1, D)
+  const MhaResult r =
+      mha.attend_projected(q, m.keys, m.projected_values,
+                           {.key_lengths = m.lengths, .need_weights = need_weights});  // (B, 1, D), (B, H, 1, S)
   return one_query(r.out, r.weights, context_size(), weight_heads() * m.values.dim(1));
 }
 

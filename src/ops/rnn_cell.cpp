@@ -69,27 +69,36 @@ void accumulate_input_grads(const CellInputs& in, bool projected, int64_t B, int
   if (in.b_ih.requires_grad()) kernels::sum_columns_into(dgates_x.f32(), B, G, in.b_ih.grad_accumulator().f32());
 }
 
+// One cell step up to its gate kernel: the sizes and both sides' gate pre-activations.
+struct CellStep {
+  int64_t B, H, G, I;  // G = gates · H; I = 0 when projected
+  Tensor gates_x;      // (B, G): x W_ihᵀ, or the projected gates_x (b_ih is then undefined)
+  Tensor saved;        // (B, G + H): h W_hhᵀ in columns [0, G); the kernel fills it for backward
+};
+
+// Checks every argument (check_cell) and computes h W_hhᵀ and, unprojected, x W_ihᵀ.
+CellStep begin_step(const char* op, int gates, const CellInputs& in, bool projected, bool lstm) {
+  const ShapeContract sc = check_cell(op, gates, in, projected, lstm);
+  CellStep s{sc["B"], sc["H"], gates * sc["H"], projected ? 0 : sc["I"], in.gates_x, Tensor()};
+  s.saved = Tensor::empty({s.B, s.G + s.H});
+  detail::weight_gemm(op, in.w_hh, true, s.B, s.G, s.H, in.h.f32(), s.H, in.w_hh.f32(), s.H, 0.0f, s.saved.f32(),
+                      s.G + s.H);
+  if (!projected) s.gates_x = input_projection(op, in, s.B, s.I, s.G);
+  return s;
+}
+
 bool cell_needs_grad(const CellInputs& in) {
   return autodiff::needs_grad(in.x, in.gates_x, in.h, in.c, in.w_ih, in.w_hh, in.b_ih, in.b_hh);
 }
 
 Tensor gru(const char* op, const CellInputs& in, bool projected) {
-  const ShapeContract sc = check_cell(op, 3, in, projected, false);
-  const int64_t B = sc["B"], H = sc["H"], G = 3 * H;
-  const int64_t I = projected ? 0 : sc["I"];
-
   // saved (B, 4H): columns [0, 3H) take h W_hhᵀ, the kernel turns them into [r, z, n, gh_n].
-  Tensor saved = Tensor::empty({B, 4 * H});
-  detail::weight_gemm(op, in.w_hh, true, B, G, H, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 4 * H);
+  const CellStep s = begin_step(op, 3, in, projected, false);
+  const int64_t B = s.B, I = s.I, H = s.H, G = s.G;
+  Tensor saved = s.saved;  // the same storage
   Tensor out = Tensor::empty({B, H});
-  if (projected) {
-    kernels::gru_cell_forward(B, H, in.gates_x.f32(), nullptr, data_or_null(in.b_hh), in.h.f32(), saved.f32(),
-                              out.f32());
-  } else {
-    Tensor gx = input_projection(op, in, B, I, G);
-    kernels::gru_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.h.f32(), saved.f32(),
-                              out.f32());
-  }
+  kernels::gru_cell_forward(B, H, s.gates_x.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.h.f32(),
+                            saved.f32(), out.f32());
 
   if (cell_needs_grad(in)) {
     autodiff::record(op, {out}, [in, saved, out, projected, B, I, H, G]() {
@@ -104,24 +113,15 @@ Tensor gru(const char* op, const CellInputs& in, bool projected) {
 }
 
 std::pair<Tensor, Tensor> lstm(const char* op, const CellInputs& in, bool projected) {
-  const ShapeContract sc = check_cell(op, 4, in, projected, true);
-  const int64_t B = sc["B"], H = sc["H"], G = 4 * H;
-  const int64_t I = projected ? 0 : sc["I"];
-
   // saved (B, 5H): columns [0, 4H) take h W_hhᵀ, the kernel turns them into
   // [i, f, g, o, tanh(c')].
-  Tensor saved = Tensor::empty({B, 5 * H});
-  detail::weight_gemm(op, in.w_hh, true, B, G, H, in.h.f32(), H, in.w_hh.f32(), H, 0.0f, saved.f32(), 5 * H);
+  const CellStep s = begin_step(op, 4, in, projected, true);
+  const int64_t B = s.B, I = s.I, H = s.H, G = s.G;
+  Tensor saved = s.saved;  // the same storage
   Tensor h_out = Tensor::empty({B, H});
   Tensor c_out = Tensor::empty({B, H});
-  if (projected) {
-    kernels::lstm_cell_forward(B, H, in.gates_x.f32(), nullptr, data_or_null(in.b_hh), in.c.f32(), saved.f32(),
-                               h_out.f32(), c_out.f32());
-  } else {
-    Tensor gx = input_projection(op, in, B, I, G);
-    kernels::lstm_cell_forward(B, H, gx.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.c.f32(), saved.f32(),
-                               h_out.f32(), c_out.f32());
-  }
+  kernels::lstm_cell_forward(B, H, s.gates_x.f32(), data_or_null(in.b_ih), data_or_null(in.b_hh), in.c.f32(),
+                             saved.f32(), h_out.f32(), c_out.f32());
 
   if (cell_needs_grad(in)) {
     autodiff::record(op, {h_out, c_out}, [in, saved, h_out, c_out, projected, B, I, H, G]() {

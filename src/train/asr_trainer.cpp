@@ -132,8 +132,7 @@ AsrResult train_asr(models::AsrConfig config, const AsrOptions& o) {
   config.speller.vocab = data::CharVocab::kFirstCharacter + 1;  // a placeholder until the data gives it
   config.validate();
   AsrTask task(std::move(config), o);
-  AsrResult result(run(task, o));
-  result.best_val_wer = task.best_wer();
+  AsrResult result = task.run_for<AsrResult>(o);
   result.train_utterances = task.train_utterances();
   result.dev_utterances = task.dev_utterances();
   return result;

@@ -1,6 +1,6 @@
 #pragma once
 // What the trainers that walk token-budget batches (data::token_batches) share (private to
-// src/train/: G2P, ASR): the batch options' checks and the walk itself.
+// src/train/: translation, G2P, ASR): the batch options' checks and the walk itself.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -22,6 +22,8 @@ class EpochBatches {
   // The row indices of the update with 0-based index `step` (at least the last call's).
   const std::vector<size_t>& at(int64_t step);
   int64_t epoch() const { return epoch_; }
+  // The epoch of the step after the latest at(): epoch(), or the next one when that step ended it.
+  int64_t next_epoch() const { return epoch_ + (in_epoch_ + 1 == static_cast<int64_t>(batches_.size()) ? 1 : 0); }
 
  private:
   std::vector<data::RowLengths> rows_;

@@ -46,7 +46,14 @@ class ErrorRateTask : public Task {
   bool higher_is_better() const override { return false; }
   std::vector<LogField> log_fields(double seconds) override;
   nlohmann::json resume_checked_options() const override;
-  double best_wer() const { return best_wer_; }
+  // run() of this task as a Result (AsrResult, G2pResult): the run's figures and the WER of the
+  // kept model.
+  template <class Result>
+  Result run_for(const RunOptions& o) {
+    Result result(run(*this, o));
+    result.best_val_wer = best_wer_;
+    return result;
+  }
 
  protected:
   ErrorRateTask(const ErrorRateTaskLimits& limits, const ErrorRateNames& names) : limits_(limits), names_(names) {}

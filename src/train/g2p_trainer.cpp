@@ -106,8 +106,7 @@ class G2pTask final : public detail::ErrorRateTask {
 G2pResult train_g2p(models::TranslatorKind kind, json config, const G2pOptions& o) {
   o.validate();
   G2pTask task(kind, std::move(config), o);
-  G2pResult result(run(task, o));
-  result.best_val_wer = task.best_wer();
+  G2pResult result = task.run_for<G2pResult>(o);
   result.train_pairs = task.train_pairs();
   result.dev_words = task.dev_words();
   return result;

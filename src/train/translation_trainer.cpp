@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/bleu.h"
@@ -17,6 +18,7 @@
 #include "attn/io/safetensors.h"
 #include "attn/models/memory_estimate.h"
 #include "attn/train/checkpoint.h"
+#include "epoch_batches.h"
 #include "translator_step.h"
 
 namespace attn::train {
@@ -107,25 +109,21 @@ class TranslationTask final : public Task {
     if (say && !o.resume)
       std::fprintf(say, "%s model: %lld parameters\n", models::to_string(kind),
                    static_cast<long long>(run_.model->module().num_parameters()));
-    epoch_batches_ = batches_of_epoch(0);
+    batches_.emplace(data::pair_lengths(train_data_.pairs), o.max_tokens, o.max_sentences, o.seed);
   }
 
   nn::Module& module() override { return run_.model->module(); }
   std::string label() const override { return std::string("train ") + models::to_string(run_.info.kind); }
 
   StepLoss forward(int64_t step) override {
-    seek(step);
     const data::Batch batch = data::make_pair_batch(
-        train_data_.pairs, distributed::shard_of(epoch_batches_[static_cast<size_t>(in_epoch_)], shard()),
-        run_.model->vocab());
+        train_data_.pairs, distributed::shard_of(batches_->at(step), shard()), run_.model->vocab());
     const StepLoss out = detail::translator_step(*run_.model, batch, o_.label_smoothing, &window_tokens_);
     last_loss_ = out.reported;
     return out;
   }
   std::vector<LogField> log_fields(double seconds) override {
-    // The epoch the next step is in, as the log has always said.
-    const bool epoch_done = in_epoch_ + 1 == static_cast<int64_t>(epoch_batches_.size());
-    const double epoch = static_cast<double>(epoch_ + (epoch_done ? 1 : 0));
+    const double epoch = static_cast<double>(batches_->next_epoch());  // as the log has always said
     const double tokens_per_s = seconds > 0 ? window_tokens_ / seconds : 0.0;
     total_tokens_ += window_tokens_;
     window_tokens_ = 0;
@@ -172,35 +170,20 @@ class TranslationTask final : public Task {
     return {.step = info.step, .has_best = true, .best_score = info.best_val_bleu, .best_step = info.step};
   }
   json resume_checked_options() const override {
-    return {{"--max-len", o_.max_len},
-            {"--max-tokens", o_.max_tokens},
-            {"--max-sentences", o_.max_sentences},
-            {"--label-smoothing", o_.label_smoothing},
-            {"--train-limit", o_.train_limit}};
+    json j = detail::batch_options_json(o_.max_tokens, o_.max_sentences, o_.label_smoothing);
+    j["--max-len"] = o_.max_len;
+    j["--train-limit"] = o_.train_limit;
+    return j;
   }
   int64_t tokens_seen() const { return total_tokens_ + window_tokens_; }
 
  private:
-  // Epoch e's batches are token_batches(seed, e); steps walk through them in order, so a
-  // resumed run continues with the very batches it would have seen.
-  std::vector<std::vector<size_t>> batches_of_epoch(int64_t epoch) const {
-    return data::token_batches(train_data_.pairs, o_.max_tokens, o_.max_sentences, o_.seed, epoch);
-  }
-  void seek(int64_t step) {
-    for (; cursor_ < step; ++cursor_)
-      if (++in_epoch_ == static_cast<int64_t>(epoch_batches_.size())) {
-        epoch_batches_ = batches_of_epoch(++epoch_);
-        in_epoch_ = 0;
-      }
-  }
-
   const TranslationOptions& o_;
   std::shared_ptr<void> folder_;
   decode::LoadedTranslator run_;
   data::ParallelCorpus val_text_;
   data::EncodedCorpus train_data_;
-  std::vector<std::vector<size_t>> epoch_batches_;
-  int64_t epoch_ = 0, in_epoch_ = 0, cursor_ = 0;  // cursor_: the step epoch_batches_[in_epoch_] is for
+  std::optional<detail::EpochBatches> batches_;  // once the data is read
   double last_loss_ = 0.0;
   int64_t window_tokens_ = 0, total_tokens_ = 0;
 };

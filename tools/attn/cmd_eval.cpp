@@ -135,6 +135,14 @@ void eval_classifier(EvalArgs& a) {
   }
 }
 
+// What the JSON of an error-rate evaluation (G2P, ASR) holds besides its counts: the checkpoint,
+// the split, the decoding, the time, and the score (lower is better) named by "metric".
+nlohmann::json error_rate_json(const EvalArgs& a, int beam, float length_penalty, double seconds, const char* metric,
+                               double score) {
+  return {{"model", a.model},   {"split", a.split}, {"beam", beam},    {"length_penalty", length_penalty},
+          {"seconds", seconds}, {"score", score},   {"metric", metric}};
+}
+
 // PER and WER on a CMUdict split (the hash split of docs/data.md).
 void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   if (a.split.empty()) a.split = "dev";
@@ -157,20 +165,14 @@ void eval_g2p(EvalArgs& a, const CLI::App* cmd) {
   options.length_penalty = a.options.length_penalty;
   const decode::G2pEval e = decode::evaluate_g2p(model, entries, options);
   if (a.json) {
-    nlohmann::json j = {{"model", a.model},
-                        {"kind", models::to_string(model.info.kind)},
-                        {"split", a.split},
-                        {"words", e.score.words},
-                        {"per", e.score.per()},
-                        {"wer", e.score.wer()},
-                        {"phoneme_edits", e.score.edits},
-                        {"reference_phonemes", e.score.phonemes},
-                        {"words_wrong", e.score.words_wrong},
-                        {"beam", options.beam},
-                        {"length_penalty", options.length_penalty},
-                        {"seconds", e.seconds},
-                        {"score", e.score.per()},
-                        {"metric", "per"}};
+    nlohmann::json j = error_rate_json(a, options.beam, options.length_penalty, e.seconds, "per", e.score.per());
+    j.update({{"kind", models::to_string(model.info.kind)},
+              {"words", e.score.words},
+              {"per", e.score.per()},
+              {"wer", e.score.wer()},
+              {"phoneme_edits", e.score.edits},
+              {"reference_phonemes", e.score.phonemes},
+              {"words_wrong", e.score.words_wrong}});
     if (e.steps > 0) {  // attention: letters read before each output step, against the word's letters
       j["output_steps"] = e.steps;
       j["frames_read_per_step"] = static_cast<double>(e.frames_read) / static_cast<double>(e.steps);
@@ -210,25 +212,19 @@ void eval_asr(EvalArgs& a, const CLI::App* cmd) {
   const double read = e.steps > 0 ? static_cast<double>(e.frames_read) / static_cast<double>(e.steps) : 0.0;
   const double frames = e.steps > 0 ? static_cast<double>(e.frames) / static_cast<double>(e.steps) : 0.0;
   if (a.json) {
-    nlohmann::json j = {{"model", a.model},
-                        {"score_function", score},
-                        {"split", a.split},
-                        {"join", a.join},
-                        {"utterances", e.score.utterances},
-                        {"cer", e.score.cer()},
-                        {"wer", e.score.wer()},
-                        {"char_edits", e.score.char_edits},
-                        {"reference_chars", e.score.chars},
-                        {"word_edits", e.score.word_edits},
-                        {"reference_words", e.score.words},
-                        {"beam", options.beam},
-                        {"length_penalty", options.length_penalty},
-                        {"output_steps", e.steps},
-                        {"frames_read_per_step", read},
-                        {"frames_per_step", frames},
-                        {"seconds", e.seconds},
-                        {"score", e.score.cer()},
-                        {"metric", "cer"}};
+    nlohmann::json j = error_rate_json(a, options.beam, options.length_penalty, e.seconds, "cer", e.score.cer());
+    j.update({{"score_function", score},
+              {"join", a.join},
+              {"utterances", e.score.utterances},
+              {"cer", e.score.cer()},
+              {"wer", e.score.wer()},
+              {"char_edits", e.score.char_edits},
+              {"reference_chars", e.score.chars},
+              {"word_edits", e.score.word_edits},
+              {"reference_words", e.score.words},
+              {"output_steps", e.steps},
+              {"frames_read_per_step", read},
+              {"frames_per_step", frames}});
     std::printf("%s\n", json_text(j, 2).c_str());
   } else {
     std::printf("asr (%s) %s, join %d (%lld utterances, beam %d): CER %.2f %%, WER %.2f %%\n", score.c_str(),

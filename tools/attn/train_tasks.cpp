@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "attn/enum_names.h"
 #include "attn/error.h"
 #include "attn/printable.h"
 #include "commands.h"
@@ -102,13 +103,7 @@ const std::vector<TrainTask>& checked_tasks() {
 }  // namespace
 
 const std::vector<ExportTarget>& all_export_targets() {
-  // A loop, not std::views::transform: clang-15 (the fuzz build) cannot compile libstdc++ 12's
-  // ranges.
-  static const std::vector<ExportTarget> targets = [] {
-    std::vector<ExportTarget> v;
-    for (const ExportTargetName& t : kExportTargets) v.push_back(t.target);
-    return v;
-  }();
+  static const std::vector<ExportTarget> targets = table_column(kExportTargets, &ExportTargetName::target);
   return targets;
 }
 

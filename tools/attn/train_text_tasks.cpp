@@ -284,9 +284,11 @@ void run_char_lm(CLI::App* cmd, TrainArgs& args) {
       });
 }
 
-// What `attn export` makes of a translation checkpoint (translate and summarize write the same).
-const std::vector<ExportTarget> kRnnExports = {ExportTarget::torch};
-const std::vector<ExportTarget> kTransformerExports = {ExportTarget::torch, ExportTarget::ctranslate2};
+// The models of translate and summarize (both write translation checkpoints), with what
+// `attn export` makes of each.
+const std::vector<TaskModel> kTranslatorModels = {
+    {"rnn", TrainTarget::translate_rnn, {ExportTarget::torch}},
+    {"transformer", TrainTarget::translate_transformer, {ExportTarget::torch, ExportTarget::ctranslate2}}};
 
 }  // namespace
 
@@ -295,15 +297,13 @@ ATTN_REGISTER_TASK({.order = 30,
                     .summary = "translation on Multi30k, or Tatoeba for --src fr --tgt en (--data DIR; --src --tgt): "
                                "--model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn, kRnnExports},
-                               {"transformer", TrainTarget::translate_transformer, kTransformerExports}},
+                    .models = kTranslatorModels,
                     .run = run_translation});
 ATTN_REGISTER_TASK({.order = 32,
                     .name = "summarize",
                     .summary = "summarisation of your article/summary files (--data DIR): --model rnn | transformer",
                     .writes = decode::CheckpointKind::translation,
-                    .models = {{"rnn", TrainTarget::translate_rnn, kRnnExports},
-                               {"transformer", TrainTarget::translate_transformer, kTransformerExports}},
+                    .models = kTranslatorModels,
                     .run = run_summarization});
 ATTN_REGISTER_TASK({.order = 40,
                     .name = "charlm",

@@ -26,6 +26,9 @@ constexpr int kCheckpointVersion = 1;
 // "version" that is not an integer in [1, kCheckpointVersion].
 nlohmann::json read_run_metadata(const SafetensorsFile& file, const std::string& path, const std::string& format,
                                  const std::string& what);
+// The start of every checkpoint's "attn" metadata: {"format": format, "version":
+// kCheckpointVersion, "config": config}; each kind adds its own fields.
+nlohmann::json run_metadata(const std::string& format, nlohmann::json config);
 
 // Runs `read`, which reads fields of `path`'s "attn" metadata, turning its errors into
 // IoError naming `path`: "<path>: bad 'attn' metadata: ..." for a missing or mistyped field
