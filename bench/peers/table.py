@@ -80,6 +80,33 @@ def main(path):
             print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))}{attn_config} | {best[1]}: {best[2]} | "
                   f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
 
+    # Where attn ran more than one configuration of a benchmark (BEFORE=, or fp32 and bf16):
+    # each one against the same fastest peer, round by round.
+    several = [label for label in labels if sum(1 for k in by if k[0] == label and k[1] == "attn") > 1]
+    if several:
+        print()
+        print("| benchmark | metric | attn configuration | attn | vs the fastest peer, median (range) |")
+        print("|---|---|---|---:|---:|")
+    for label in several:
+        peers = [k for k in by if k[0] == label and k[1] != "attn"]
+        for metric, higher, shown in metrics_of(label):
+            if metric not in SPEED:
+                continue
+            medians = {k: statistics.median(per_round(k, metric).values()) for k in peers if per_round(k, metric)}
+            for key in [k for k in by if k[0] == label and k[1] == "attn"]:
+                a = per_round(key, metric)
+                if not a:
+                    continue
+                cell = ""
+                if medians:
+                    best = (max if higher else min)(medians, key=medians.get)
+                    p = per_round(best, metric)
+                    ratios = [(a[r] / p[r]) if higher else (p[r] / a[r]) for r in a if r in p and a[r] and p[r]]
+                    if ratios:
+                        rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+                        cell = f"{statistics.median(ratios):.2f}×{rng} ({best[2]})"
+                print(f"| {label} | {shown} | {key[2]} | {fmt(statistics.median(a.values()))} | {cell} |")
+
     beam = [k for k in by if k[0].startswith("beam-5")]
     if beam:
         print()
