@@ -22,7 +22,8 @@
 #   SEQ_GREEDY_REPS (40)  timed greedy decodes of the seq2seq rows, both sides (41 steps of
 #                B = 64 each; 40 keep attn's timed region above 1 s)
 #   BEFORE       a second attn binary (an older build) run in the seq2seq rows right after
-#                attn, as the configuration "fp32, before (<its commit>)": before/after in one run
+#                attn, as the configuration "before (<its commit>), fp32": before/after in one
+#                run (table.py lists it beside attn; the first table stays today's attn)
 #   SDPA_LONG_ROUNDS (1)  T >= 8192 runs in the first this many rounds only (about a minute
 #                per side and mask)
 #   OUT          where the raw JSON lines go (default $BUILD/peers-<time>)
@@ -85,7 +86,7 @@ echo "- threads $THREADS both sides; OMP_WAIT_POLICY=$OMP_WAIT_POLICY; ROUNDS=$R
 echo "- peers: $("$PY" -c 'import torch, ctranslate2, sacrebleu; print("torch", torch.__version__, "(CPU capability", torch.backends.cpu.get_cpu_capability() + ")", "ctranslate2", ctranslate2.__version__, "sacrebleu", sacrebleu.__version__)') from $VENV"
 echo "- attn $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), $BUILD"
 if [[ -n $BEFORE ]]; then
-  BEFORE_NAME="fp32, before ($("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p'))"
+  BEFORE_NAME="before ($("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p')), fp32"
   echo "- before: $BEFORE: \`$("$BEFORE" doctor --summary 2>/dev/null || echo "doctor --summary failed")\`"
 fi
 echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
