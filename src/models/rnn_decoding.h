@@ -15,8 +15,9 @@ namespace attn::models::detail {
 // the batch is run as up to T contiguous blocks, one per thread, inside one parallel region,
 // each block's kernels single-threaded; the blocks' results are joined in row order. One
 // 2-thread team per batch instead of dozens per step: at B = 64, H = 256 the step's small
-// products ran no faster on two threads than on one (bench/results/
-// 2026-12-04-rnnperf-*-amd-genoa.md). An exception in a block is rethrown here.
+// products ran no faster on two threads than on one
+// (bench/results/2026-12-04-rnnperf-9ce28fe-amd-genoa.md). An exception in a block is
+// rethrown here.
 inline constexpr int64_t kMinRowsPerBlock = 8;
 DecodeResult decode_row_blocks(int64_t B, const std::function<DecodeResult(int64_t, int64_t)>& decode_rows);
 
