@@ -19,6 +19,11 @@
 #   SENTENCES    test2016 sentences per beam run (200; "all" = 1,000)
 #   SEQ_STEPS (8)  TF_STEPS (4)  SDPA_LENS ("512 2048 8192")  fixed, small: a --peers run
 #                with ROUNDS=3 takes about 15 minutes on 2 idle cores
+#   SEQ_GREEDY_REPS (40)  timed greedy decodes of the seq2seq rows, both sides (41 steps of
+#                B = 64 each; 40 keep attn's timed region above 1 s)
+#   BEFORE       a second attn binary (an older build) run in the seq2seq rows right after
+#                attn, as the configuration "before (<its commit>), fp32": before/after in one
+#                run (table.py lists it beside attn; the first table stays today's attn)
 #   SDPA_LONG_ROUNDS (1)  T >= 8192 runs in the first this many rounds only (about a minute
 #                per side and mask)
 #   OUT          where the raw JSON lines go (default $BUILD/peers-<time>)
@@ -39,6 +44,9 @@ ONLY=${ONLY:-all}
 BUILD=${BUILD:-$ROOT/build}
 SENTENCES=${SENTENCES:-200}
 SEQ_STEPS=${SEQ_STEPS:-8}
+SEQ_GREEDY_REPS=${SEQ_GREEDY_REPS:-40}
+BEFORE=${BEFORE:-}
+if [[ -n $BEFORE && ! -x $BEFORE ]]; then echo "compare --peers: BEFORE=$BEFORE is not an executable attn binary" >&2; exit 2; fi
 TF_STEPS=${TF_STEPS:-4}
 SDPA_LENS=${SDPA_LENS:-512 2048 8192}
 SDPA_LONG_ROUNDS=${SDPA_LONG_ROUNDS:-1}
@@ -77,6 +85,10 @@ echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; 
 echo "- threads $THREADS both sides; OMP_WAIT_POLICY=$OMP_WAIT_POLICY; ROUNDS=$ROUNDS"
 echo "- peers: $("$PY" -c 'import torch, ctranslate2, sacrebleu; print("torch", torch.__version__, "(CPU capability", torch.backends.cpu.get_cpu_capability() + ")", "ctranslate2", ctranslate2.__version__, "sacrebleu", sacrebleu.__version__)') from $VENV"
 echo "- attn $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), $BUILD"
+if [[ -n $BEFORE ]]; then
+  BEFORE_NAME="before ($("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p')), fp32"
+  echo "- before: $BEFORE: \`$("$BEFORE" doctor --summary 2>/dev/null || echo "doctor --summary failed")\`"
+fi
 echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # OpenBLAS core: the one with the best sgemm rate (attn's GEMMs; torch and CTranslate2 bring
@@ -159,9 +171,11 @@ for ROUND in $(seq 1 "$ROUNDS"); do
   echo "- round $ROUND: $(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg)"
   if part limits; then limits; fi
   if part seq2seq; then
-    SEQ=(--batch 64 --emb 64 --hidden 256 --vocab 32 --len 40 --steps "$SEQ_STEPS" --warmup 2 --greedy-reps 2 --threads "$THREADS" --json)
+    SEQ=(--batch 64 --emb 64 --hidden 256 --vocab 32 --len 40 --steps "$SEQ_STEPS" --warmup 2
+      --greedy-reps "$SEQ_GREEDY_REPS" --threads "$THREADS" --json)
     for att in bahdanau luong; do
       run "seq2seq $att" attn "fp32" "$ATTN" bench seq2seq --attention "$att" "${SEQ[@]}"
+      if [[ -n $BEFORE ]]; then run "seq2seq $att" attn "$BEFORE_NAME" "$BEFORE" bench seq2seq --attention "$att" "${SEQ[@]}"; fi
       run "seq2seq $att" torch "eager fp32" "${TORCH_PEER[@]}" seq2seq --attention "$att" "${SEQ[@]}"
       run "seq2seq $att" torch "torch.compile fp32" "${TORCH_PEER[@]}" seq2seq --attention "$att" --compile "${SEQ[@]}"
     done

@@ -22,6 +22,9 @@ METRICS = {
     "sdpa": [("forward_ms", False, "forward ms"), ("forward_backward_ms", False, "forward+backward ms"),
              ("growth_mb", False, "memory growth MB")],
 }
+# compare.sh's BEFORE= binary: its configurations start with this, and only the table of
+# attn configurations shows them (the first table is today's attn).
+BEFORE = "before "
 SPEED = {"train_tokens_per_s", "greedy_tokens_per_s", "sentences_per_s", "forward_ms", "forward_backward_ms"}
 
 
@@ -33,6 +36,15 @@ def fmt(v):
     if v is None:
         return "—"
     return f"{v:.0f}" if abs(v) >= 100 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def round_ratios(a, p, higher):
+    """attn's speed over the peer's per round both ran (a, p: round -> value): the median and
+    the range, " (lo–hi)", or "" for one round; (None, "") when no round has both."""
+    ratios = [(a[r] / p[r]) if higher else (p[r] / a[r]) for r in a if r in p and a[r] and p[r]]
+    if not ratios:
+        return None, ""
+    return statistics.median(ratios), f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
 
 
 def main(path):
@@ -52,7 +64,7 @@ def main(path):
     print("|---|---|---:|---|---:|---:|---|")
     for label in labels:
         configs = [k for k in by if k[0] == label]
-        mine = [k for k in configs if k[1] == "attn"]
+        mine = [k for k in configs if k[1] == "attn" and not k[2].startswith(BEFORE)]
         peers = [k for k in configs if k[1] != "attn"]
         for metric, higher, shown in metrics_of(label):
             if metric not in SPEED:
@@ -73,12 +85,36 @@ def main(path):
                 continue
             best = (max if higher else min)(medians, key=medians.get)
             p = per_round(best, metric)
-            ratios = [(a[r] / p[r]) if higher else (p[r] / a[r]) for r in a if r in p and a[r] and p[r]]
-            m = statistics.median(ratios)
-            rng = f" ({min(ratios):.2f}–{max(ratios):.2f})" if len(ratios) > 1 else ""
+            m, rng = round_ratios(a, p, higher)
             verdict = "attn faster" if m >= 1.005 else "**attn slower**" if m < 0.995 else "level"
             print(f"| {label} | {shown} | {fmt(statistics.median(a.values()))}{attn_config} | {best[1]}: {best[2]} | "
                   f"{fmt(medians[best])} | {m:.2f}×{rng} | {verdict} |")
+
+    # Where attn ran more than one configuration of a benchmark (BEFORE=, or fp32 and bf16):
+    # each one against the same fastest peer, round by round.
+    several = [label for label in labels if sum(1 for k in by if k[0] == label and k[1] == "attn") > 1]
+    if several:
+        print()
+        print("| benchmark | metric | attn configuration | attn | vs the fastest peer, median (range) |")
+        print("|---|---|---|---:|---:|")
+    for label in several:
+        peers = [k for k in by if k[0] == label and k[1] != "attn"]
+        for metric, higher, shown in metrics_of(label):
+            if metric not in SPEED:
+                continue
+            medians = {k: statistics.median(per_round(k, metric).values()) for k in peers if per_round(k, metric)}
+            for key in [k for k in by if k[0] == label and k[1] == "attn"]:
+                a = per_round(key, metric)
+                if not a:
+                    continue
+                cell = ""
+                if medians:
+                    best = (max if higher else min)(medians, key=medians.get)
+                    p = per_round(best, metric)
+                    m, rng = round_ratios(a, p, higher)
+                    if m is not None:
+                        cell = f"{m:.2f}×{rng} ({best[2]})"
+                print(f"| {label} | {shown} | {key[2]} | {fmt(statistics.median(a.values()))} | {cell} |")
 
     beam = [k for k in by if k[0].startswith("beam-5")]
     if beam:

@@ -3,11 +3,23 @@
 // src/models/: Seq2Seq::greedy / beam run them after their token encoder, ListenAttendSpell
 // after its listener. Both run without recording (the caller holds a NoGradGuard).
 #include <cstdint>
+#include <functional>
 
 #include "attn/models/seq2seq.h"
 #include "beam_search.h"
 
 namespace attn::models::detail {
+
+// Greedy decoding's rows are independent: decode_rows(lo, hi) encodes and decodes rows
+// [lo, hi) and returns their DecodeResult. With T threads and B >= 2 kMinRowsPerBlock rows
+// the batch is run as up to T contiguous blocks, one per thread, inside one parallel region,
+// each block's kernels single-threaded; the blocks' results are joined in row order. One
+// 2-thread team per batch instead of dozens per step: at B = 64, H = 256 the step's small
+// products ran no faster on two threads than on one
+// (bench/results/2026-12-04-rnnperf-9ce28fe-amd-genoa.md). An exception in a block is
+// rethrown here.
+inline constexpr int64_t kMinRowsPerBlock = 8;
+DecodeResult decode_row_blocks(int64_t B, const std::function<DecodeResult(int64_t, int64_t)>& decode_rows);
 
 // Greedy decoding of every row of `enc` (outputs (B, S, E), initial states) for up to max_len
 // steps by `decoder`, built from `config`. With the pointer-generator, src_ext (B, S) int32 holds

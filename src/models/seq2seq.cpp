@@ -4,6 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <functional>
+#include <iterator>
+#include <vector>
 
 #include "attn/autodiff/tape.h"
 #include "attn/models/memory_estimate.h"
@@ -13,6 +17,7 @@
 #include "attn/ops/reduce.h"
 #include "attn/ops/shape_ops.h"
 #include "attn/ops/softmax.h"
+#include "attn/parallel.h"
 #include "rnn_decoding.h"
 
 namespace attn::models {
@@ -107,12 +112,51 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
   if (max_len < 1) throw ValueError("greedy: max_len must be >= 1, got " + std::to_string(max_len));
   check_decoding_memory(config_, src.dim(0), src.dim(1), max_len);
   autodiff::NoGradGuard no_grad;
-  const EncoderOutput enc = encoder.forward(src, src_lengths);
-  return detail::greedy_decode(decoder, config_, enc, src_lengths, max_len,
-                               config_.pointer ? source_ext(src, src_ext) : Tensor(), extended_vocab);
+  const Tensor ext = config_.pointer ? source_ext(src, src_ext) : Tensor();  // (B, S) or undefined
+  const auto decode = [&](const Tensor& rows, const Tensor& lengths, const Tensor& rows_ext) {
+    autodiff::NoGradGuard no_grad_here;  // the guard is per thread
+    const EncoderOutput enc = encoder.forward(rows, lengths);
+    return detail::greedy_decode(decoder, config_, enc, lengths, max_len, rows_ext, extended_vocab);
+  };
+  // In training mode dropout and sampling draw from the model's random streams, whose order
+  // a split would change; a mismatched batch goes through whole, to the encoder's shape error.
+  const int64_t B = src.rank() == 2 ? src.dim(0) : 0;
+  const bool rows_agree = B > 0 && src_lengths.rank() == 1 && src_lengths.dim(0) == B &&
+                          src_lengths.dtype() == DType::i32 && (!ext.defined() || (ext.rank() == 2 && ext.dim(0) == B));
+  if (is_training() || !rows_agree) return decode(src, src_lengths, ext);
+  check_lengths_in_range("Encoder", "src_lengths", src_lengths, src.dim(1));  // the whole batch's row index
+  return detail::decode_row_blocks(B, [&](int64_t lo, int64_t hi) {           // rows [lo, hi)
+    return decode(src.slice(lo, hi), src_lengths.slice(lo, hi), ext.defined() ? ext.slice(lo, hi) : Tensor());
+  });
 }
 
 namespace detail {
+
+DecodeResult decode_row_blocks(int64_t B, const std::function<DecodeResult(int64_t, int64_t)>& decode_rows) {
+  const int64_t blocks = std::min<int64_t>(num_threads(), B / kMinRowsPerBlock);
+  if (blocks <= 1) return decode_rows(0, B);
+  std::vector<DecodeResult> parts(static_cast<size_t>(blocks));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(blocks));
+  parallel_for(0, blocks, 1, [&](int64_t first, int64_t last) {  // one block per thread
+    for (int64_t i = first; i < last; ++i) {
+      try {
+        parts[static_cast<size_t>(i)] = decode_rows(B * i / blocks, B * (i + 1) / blocks);
+      } catch (...) {
+        errors[static_cast<size_t>(i)] = std::current_exception();
+      }
+    }
+  });
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  DecodeResult result = std::move(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    DecodeResult& p = parts[i];
+    std::move(p.tokens.begin(), p.tokens.end(), std::back_inserter(result.tokens));
+    std::move(p.attention.begin(), p.attention.end(), std::back_inserter(result.attention));
+    std::move(p.copy.begin(), p.copy.end(), std::back_inserter(result.copy));
+  }
+  return result;
+}
 
 DecodeResult greedy_decode(Decoder& decoder, const Seq2SeqConfig& config, const EncoderOutput& enc,
                            const Tensor& src_lengths, int max_len, const Tensor& src_ext, int64_t extended_vocab) {

@@ -563,6 +563,39 @@ TEST(Seq2Seq, BeamWidthOneEqualsGreedyUntrained) {
   }
 }
 
+// Greedy decoding splits an eval-mode batch into one block of rows per thread
+// (detail::decode_row_blocks): with 2 threads every variant gives the tokens and attention of
+// the undivided 1-thread run, and a bad length is reported at its row in the whole batch.
+TEST(Seq2Seq, GreedyInRowBlocksEqualsOneThread) {
+  std::vector<std::vector<int32_t>> sources;
+  for (int r = 0; r < 19; ++r) {  // 19 rows: blocks of 9 and 10, lengths 1..5
+    std::vector<int32_t> row;
+    for (int i = 0; i <= r % 5; ++i) row.push_back(3 + (r + i) % 3);
+    sources.push_back(row);
+  }
+  const data::Batch batch = batch_of(sources);
+  for (const Variant& v : all_variants()) {
+    SCOPED_TRACE(variant_name(v));
+    Seq2Seq model(variant_config(v));
+    model.eval();
+    set_num_threads(1);
+    const DecodeResult whole = model.greedy(batch.src, batch.src_lengths, 7);
+    set_num_threads(2);
+    const DecodeResult blocks = model.greedy(batch.src, batch.src_lengths, 7);
+    set_num_threads(1);
+    ASSERT_EQ(blocks.tokens.size(), sources.size());
+    expect_same_decode(whole, blocks);
+  }
+  Seq2Seq model(tiny("bahdanau"));
+  model.eval();
+  std::vector<int32_t> lengths = batch.src_lengths.to_vector_i32();
+  lengths[15] = 6;  // S = 5
+  set_num_threads(2);
+  EXPECT_THROW_MSG(model.greedy(batch.src, Tensor::from_vector(lengths, {19}), 3), ValueError,
+                   "'src_lengths' value 6 at batch index 15 is out of range [1, S=5]");
+  set_num_threads(1);
+}
+
 // Online monotonic attention that never stops (its offset r far below every energy) reads
 // each input to the end at the first step (a zero context; that step's token is the model's
 // choice): greedy and beam decoding both end the output with EOS at the next step, although
