@@ -438,7 +438,8 @@ TEST_P(TransformerSeq2SeqDecode, Ctranslate2RulesScoreByLengthAndDecodeEachRowAs
   c.tie_output = false;
   TransformerSeq2Seq model(c);
   model.eval();
-  model.generator->bias.f32()[data::kEos] += 0.8f;  // rows that end at different steps
+  // Rows that end at different steps, some at max_len (lengths 5 10 10 and 4 8 2 of the configs).
+  model.generator->bias.f32()[data::kEos] += 1.0f;
   const data::Batch batch = ragged_batch();
   const BeamOptions options{.width = 3, .length_penalty = 1.0f, .max_len = 10, .rules = BeamRules::ctranslate2};
   const DecodeResult beam = model.beam(batch.src, batch.src_lengths, options);

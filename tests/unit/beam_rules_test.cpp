@@ -39,7 +39,8 @@ const std::vector<std::vector<std::pair<int, float>>> kFirst = {{{kEos, 0.5f}, {
 TEST(BeamRules, Ctranslate2HasNoEosAtTheFirstStepAndNormalisesByLength) {
   detail::BeamSearch search = ct2_search(1.0f);
   EXPECT_TRUE(search.advance(log_probs(kFirst), nullptr));  // EOS was the best, yet nothing finished
-  const std::vector<int32_t> next(search.next_tokens().i32(), search.next_tokens().i32() + K);
+  const Tensor next_tokens = search.next_tokens();
+  const std::vector<int32_t> next(next_tokens.i32(), next_tokens.i32() + K);
   EXPECT_EQ(next, (std::vector<int32_t>{3, 4}));
   EXPECT_FALSE(search.advance(log_probs({{{kEos, 1.0f}}, {{kEos, 1.0f}}}), nullptr));  // K finished
   const DecodeResult r = search.result();
@@ -65,7 +66,8 @@ TEST(BeamRules, Ctranslate2FinishesOnlyAnEosAmongTheKBestAndStopsAtKFinished) {
   detail::BeamSearch search = ct2_search(1.0f);
   ASSERT_TRUE(search.advance(log_probs(kFirst), nullptr));
   EXPECT_TRUE(search.advance(log_probs(kSecond), nullptr)) << "3→EOS at position 2 must not finish";
-  const std::vector<int32_t> next(search.next_tokens().i32(), search.next_tokens().i32() + K);
+  const Tensor next_tokens = search.next_tokens();
+  const std::vector<int32_t> next(next_tokens.i32(), next_tokens.i32() + K);
   EXPECT_EQ(next, (std::vector<int32_t>{3, 3}));  // slot 1 (4→EOS) taken by 4→3
   EXPECT_FALSE(search.advance(log_probs({{{kEos, 1.0f}}, {{kEos, 1.0f}}}), nullptr));
   const DecodeResult r = search.result();
