@@ -132,17 +132,30 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
         if (std::isfinite(renormalise)) base += renormalise;
       }
       const size_t first = cands.size();
-      for (int v = 0; v < V; ++v) {
-        if (no_eos && v == kEos) continue;
+      auto offer = [&](int v) {
+        if (no_eos && v == kEos) return;
         const float score = base + row[v];
         const size_t n = cands.size() - first;
         // Equal scores: the earlier token ranks first, so a later one enters only when strictly better.
-        if (n == top_n && !(score > cands.back().score)) continue;
+        if (n == top_n && !(score > cands.back().score)) return;
         if (n < top_n) cands.push_back({score, k, v});
         size_t i = cands.size() - 1;
         for (; i > first && cands[i - 1].score < score; --i) cands[i] = cands[i - 1];
         cands[i] = {score, k, v};
+      };
+      int v = 0;
+      for (; v < V && cands.size() - first < top_n; ++v) offer(v);
+      // Once the run is full, most blocks of tokens hold none better than its last: one
+      // branch-free test per block (the same float sums as offer's, so the same choices).
+      constexpr int kBlock = 16;
+      for (; v + kBlock <= V; v += kBlock) {
+        const float last = cands.back().score;
+        bool better = false;
+        for (int i = 0; i < kBlock; ++i) better |= base + row[v + i] > last;
+        if (better)
+          for (int i = 0; i < kBlock; ++i) offer(v + i);
       }
+      for (; v < V; ++v) offer(v);
     }
     const size_t top = std::min(cands.size(), top_n);
     std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
