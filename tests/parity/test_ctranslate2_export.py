@@ -78,6 +78,16 @@ def describe_difference(model, ids, source, ours, theirs):
     return f"step {t}: attn {ours[t:t + 1]}, CTranslate2 {theirs[t:t + 1]}, attn's top-two logit gap {gap:.2e}: {cause}"
 
 
+def listed_differences(model_path, out, sources, ours, theirs, describe):
+    """"sentence N: why" for each sentence whose translations (pieces) differ; describe(model,
+    ids, source, ours, theirs) says why."""
+    model = attn.load(model_path)
+    vocab = json.loads((out / "shared_vocabulary.json").read_text())
+    ids = {piece: i for i, piece in enumerate(vocab)}
+    return [f"sentence {i + 1}: " + describe(model, ids, sources[i], a, b)
+            for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+
+
 def test_ctranslate2_greedy_equals_attn_on_test2016(tmp_path, multi30k_transformer):
     out = tmp_path / "ct2"
     out.mkdir()  # an empty --out is fine
@@ -94,11 +104,7 @@ def test_ctranslate2_greedy_equals_attn_on_test2016(tmp_path, multi30k_transform
     # A model that says the same thing for every sentence would agree trivially.
     assert len({" ".join(o) for o in ours}) > 0.3 * len(ours), "the test model's translations barely vary"
 
-    model = attn.load(multi30k_transformer)
-    vocab = json.loads((out / "shared_vocabulary.json").read_text())
-    ids = {piece: i for i, piece in enumerate(vocab)}
-    differing = [f"sentence {i + 1}: " + describe_difference(model, ids, sources[i], a, b)
-                 for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    differing = listed_differences(multi30k_transformer, out, sources, ours, theirs, describe_difference)
     print(f"\n{len(german) - len(differing)}/{len(german)} identical" + "".join("\n" + d for d in differing))
     assert len(differing) <= (1 - MIN_AGREEMENT) * len(german), "\n".join(differing)
     # The trainer's architecture (pre-LN, sinusoidal, relu, shared embeddings, tied output):
@@ -156,11 +162,7 @@ def test_ctranslate2_beam5_equals_attn_with_ctranslate2_rules_on_test2016(tmp_pa
     assert len(ours) == len(theirs) == len(attn_rules) == len(german) == 1000
     assert len({" ".join(o) for o in ours}) > 0.3 * len(ours), "the test model's translations barely vary"
 
-    model = attn.load(multi30k_transformer)
-    vocab = json.loads((out / "shared_vocabulary.json").read_text())
-    ids = {piece: i for i, piece in enumerate(vocab)}
-    differing = [f"sentence {i + 1}: " + describe_beam_difference(model, ids, sources[i], a, b)
-                 for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    differing = listed_differences(multi30k_transformer, out, sources, ours, theirs, describe_beam_difference)
     # attn's own rules (GNMT's normalisation and bound) for scale: how far they are from CTranslate2's.
     apart = sum(a != b for a, b in zip(attn_rules, theirs))
     print(f"\nbeam {BEAM}: {len(german) - len(differing)}/{len(german)} identical with --beam-rules ctranslate2 "
@@ -170,7 +172,7 @@ def test_ctranslate2_beam5_equals_attn_with_ctranslate2_rules_on_test2016(tmp_pa
     # The Python translate takes the same rules and gives the CLI's text.
     text = run_lines(["translate", "--model", str(multi30k_transformer), "--beam", str(BEAM), "--max-len",
                       str(MAX_LEN), "--beam-rules", "ctranslate2", "--threads", "2"], german[:20])
-    python = model.translate(german[:20], beam=BEAM, max_len=MAX_LEN, beam_rules="ctranslate2")
+    python = attn.load(multi30k_transformer).translate(german[:20], beam=BEAM, max_len=MAX_LEN, beam_rules="ctranslate2")
     assert [line.split() for line in python] == text
 
 
