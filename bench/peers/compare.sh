@@ -143,7 +143,7 @@ if part translate; then
       CT2_HOW="bench's spec-API converter (attn export --to ctranslate2 pending)"
       "${TRANSLATE_PEER[@]}" convert --torch-export "$TR/torch" --out "$TR/ct2" >/dev/null
     fi
-    echo "- beam rows: $(wc -l <"$TR/src.de") sentences of test2016, beam 5, length penalty 1, batch 64; CTranslate2 model by $CT2_HOW"
+    echo "- beam rows: $(wc -l <"$TR/src.de") sentences of test2016, beam 5, length penalty 1, batch 64; CTranslate2 model by $CT2_HOW; attn with its own beam rules and with CTranslate2's (--beam-rules ctranslate2)"
   fi
 fi
 
@@ -199,6 +199,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       na "beam-5 test2016" attn "attn translate fp32" "$TRANSLATE_NA"
     else
       translate_row attn "translate fp32"
+      translate_row attn "translate fp32, ctranslate2 rules" --beam-rules ctranslate2
       translate_row attn "translate int8" --precision int8
       translate_row torch "fp32 eager, cached beam" --engine torch --model "$TR/torch"
       for ct in float32 int8 bfloat16 int8_bfloat16; do

@@ -7,6 +7,8 @@ The first table has one row per benchmark and metric: attn (its fastest configur
 it ran more than one, named in brackets), the fastest peer configuration
 (by its median over the rounds), and attn's speed over that peer's (rates: attn / peer; times:
 peer / attn), the median of the per-round ratios with their range. > 1: attn is faster.
+The beam table puts every row against CTranslate2 float32 in the same rounds (the target's
+same-precision peer).
 """
 import json
 import statistics
@@ -119,18 +121,24 @@ def main(path):
     beam = [k for k in by if k[0].startswith("beam-5")]
     if beam:
         print()
-        print("| beam-5 test2016 | sentences/s | target tokens/s | peak RSS MB | sacreBLEU |")
-        print("|---|---:|---:|---:|---:|")
+        print("| beam-5 test2016 | sentences/s | target tokens/s | peak RSS MB | sacreBLEU | "
+              "sentences/s vs CTranslate2 float32, median (range) |")
+        print("|---|---:|---:|---:|---:|---:|")
+        float32 = per_round((beam[0][0], "ctranslate2", "float32"), "sentences_per_s")
         for key in beam:
             if na_of(key):
-                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | |")
+                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | | |")
                 continue
+            mine = per_round(key, "sentences_per_s")
+            ratios = [mine[r] / float32[r] for r in mine if float32.get(r)]
+            versus = (f"{statistics.median(ratios):.2f}×" + (f" ({min(ratios):.2f}–{max(ratios):.2f})"
+                                                             if len(ratios) > 1 else "")) if ratios else "—"
             cells = []
             for metric in ("sentences_per_s", "tokens_per_s", "peak_rss_mb", "bleu"):
                 v = list(per_round(key, metric).values())
                 rng = f" ({fmt(min(v))}–{fmt(max(v))})" if len(v) > 1 and metric != "bleu" else ""
                 cells.append(f"{fmt(statistics.median(v))}{rng}" if v else "—")
-            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) + " |")
+            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) + f" | {versus} |")
 
     print()
     print("Every configuration (medians over the rounds, range in brackets):")

@@ -20,7 +20,8 @@
 Both engines decode as `attn translate` does: non-empty sources sorted by length, batches of
 --batch, max length 2 x the batch's longest source + 10 (at most the positions - 1), beam 5,
 length penalty alpha. attn and the torch peer normalise by GNMT's ((5 + len) / 6)^alpha;
-CTranslate2 by len^alpha (its only form), so its hypotheses may differ where lengths compete.
+CTranslate2 by len^alpha (its only form), so its hypotheses may differ where lengths compete;
+`--beam-rules ctranslate2` runs attn with CTranslate2's (attn translate --beam-rules).
 Only the translation is timed: not the imports, the model load or reading the ids.
 """
 import argparse
@@ -142,12 +143,15 @@ def sorted_batches(sources, batch):
 def run_attn(a):
     import subprocess
 
+    # attn's default rules need no option (a binary from before --beam-rules runs too)
+    rules = [] if a.beam_rules == "attn" else ["--beam-rules", a.beam_rules]
+
     def child(text_path):
         with open(text_path) as stdin, open(a.out, "w") as stdout:
             t0 = time.perf_counter()
             proc = subprocess.Popen([a.attn, "translate", "--model", a.model, "--beam", str(a.beam),
                                      "--length-penalty", str(a.length_penalty), "--batch", str(a.batch),
-                                     "--threads", str(a.threads), "--precision", a.precision], stdin=stdin,
+                                     "--threads", str(a.threads), "--precision", a.precision, *rules], stdin=stdin,
                                     stdout=stdout)
             _, status, usage = os.wait4(proc.pid, 0)
             seconds = time.perf_counter() - t0
@@ -167,7 +171,7 @@ def run_attn(a):
                       "seconds": seconds, "sentences_per_s": sentences / seconds, "target_tokens": None,
                       "hypothesis_words": sum(len(h.split()) for h in hyps), "peak_rss_mb": peak,
                       "load_seconds": load_seconds, "beam": a.beam, "length_penalty": a.length_penalty,
-                      "batch": a.batch, "threads": a.threads}))
+                      "beam_rules": a.beam_rules, "batch": a.batch, "threads": a.threads}))
 
 
 def bleu(a):
@@ -291,6 +295,8 @@ def main():
     r.add_argument("--attn", default="build/attn", help="attn: the binary")
     r.add_argument("--src-text", help="attn: the source sentences")
     r.add_argument("--precision", default="fp32", help="attn: fp32, bf16 or int8 (attn translate --precision)")
+    r.add_argument("--beam-rules", default="attn", choices=["attn", "ctranslate2"],
+                   help="attn: whose beam search rules (attn translate --beam-rules)")
     r.add_argument("--compute-type", default="float32", help="ctranslate2: float32, int8, bfloat16, int8_bfloat16, ...")
     r.add_argument("--model", required=True, help="torch: the attn export --to torch folder; ctranslate2: its model folder")
     r.add_argument("--max-positions", type=int, default=256, help="ctranslate2: the model's positions (max_len)")

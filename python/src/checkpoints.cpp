@@ -125,7 +125,8 @@ int longest(const std::vector<std::vector<int32_t>>& sources) {
 }
 
 models::DecodeResult decode_seq2seq(LoadedCheckpoint& c, const std::vector<std::vector<int32_t>>& sources, int beam,
-                                    float length_penalty, int max_len) {
+                                    float length_penalty, int max_len,
+                                    models::BeamRules rules = models::BeamRules::attn) {
   if (beam < 1) throw ValueError("translate: beam must be >= 1, got " + std::to_string(beam));
   if (max_len < 0)
     throw ValueError("translate: max_len must be >= 0 (0: 2 x source + 10), got " + std::to_string(max_len));
@@ -134,8 +135,9 @@ models::DecodeResult decode_seq2seq(LoadedCheckpoint& c, const std::vector<std::
   models::Seq2Seq& model = *c.seq2seq->model;
   model.eval();
   if (beam == 1) return model.greedy(src, lengths, limit);
-  return model.beam(src, lengths,
-                    models::BeamOptions{.width = beam, .length_penalty = length_penalty, .max_len = limit});
+  return model.beam(
+      src, lengths,
+      models::BeamOptions{.width = beam, .length_penalty = length_penalty, .max_len = limit, .rules = rules});
 }
 
 // The ids without the final EOS.
@@ -227,14 +229,16 @@ void register_checkpoints(py::module_& m) {
       .def(
           "translate",
           [](LoadedCheckpoint& c, const py::object& input, int beam, float length_penalty, int max_len,
-             const std::optional<std::string>& precision) -> py::object {
+             const std::string& beam_rules, const std::optional<std::string>& precision) -> py::object {
             c.require("translate", {Kind::seq2seq, Kind::translation});
+            const models::BeamRules rules = models::parse_beam_rules(beam_rules);
             const CallPrecision at(precision);
             if (c.translator) {
               const bool one = py::isinstance<py::str>(input);
               const auto lines =
                   one ? std::vector<std::string>{input.cast<std::string>()} : input.cast<std::vector<std::string>>();
-              decode::TranslateOptions o{.beam = beam, .length_penalty = length_penalty, .max_len = max_len};
+              decode::TranslateOptions o{
+                  .beam = beam, .length_penalty = length_penalty, .rules = rules, .max_len = max_len};
               py::list out;
               for (const auto& t : decode::translate(*c.translator, lines, o)) out.append(t.text);
               return one ? out[0] : py::object(out);
@@ -244,15 +248,16 @@ void register_checkpoints(py::module_& m) {
             const auto sources = one ? std::vector<std::vector<int32_t>>{input.cast<std::vector<int32_t>>()}
                                      : input.cast<std::vector<std::vector<int32_t>>>();
             py::list out;
-            for (auto& ids : decode_seq2seq(c, sources, beam, length_penalty, max_len).tokens)
+            for (auto& ids : decode_seq2seq(c, sources, beam, length_penalty, max_len, rules).tokens)
               out.append(py::cast(strip_eos(ids)));
             return one ? out[0] : py::object(out);
           },
           py::arg("input"), py::kw_only(), py::arg("beam") = 1, py::arg("length_penalty") = 1.0f,
-          py::arg("max_len") = 0, py::arg("precision") = py::none(),
+          py::arg("max_len") = 0, py::arg("beam_rules") = "attn", py::arg("precision") = py::none(),
           "attn-translation: a sentence (or a list) -> its translation(s); attn-seq2seq: token ids 3..31 (or a list of "
-          "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10; precision 'fp32' | "
-          "'bf16' | 'int8' (None: attn.get_precision())")
+          "them) -> the output ids without EOS. beam 1 = greedy; max_len 0 = 2 x source + 10; beam_rules 'attn' | "
+          "'ctranslate2' (CTranslate2 4.8.5's beam search: len^alpha, stops once beam hypotheses ended); precision "
+          "'fp32' | 'bf16' | 'int8' (None: attn.get_precision())")
       .def("logits", &teacher_forced_logits, py::arg("src"), py::arg("src_lengths"), py::arg("tgt_in"),
            "Teacher forcing (eval mode, not recorded): src (B, S), src_lengths (B), tgt_in (B, T) int32 "
            "-> logits (B, T, V) as numpy")

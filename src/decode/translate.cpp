@@ -155,6 +155,7 @@ std::vector<Translation> translate(LoadedTranslator& model, const std::vector<st
        .length_penalty = options.length_penalty,
        .coverage_penalty = options.coverage_penalty,
        .stop = options.stop,
+       .rules = options.rules,
        .select = options.select},
       [&](const std::vector<size_t>& batch_indices, const models::DecodeResult& decoded, int64_t S) {
         for (size_t k = 0; k < batch_indices.size(); ++k) {

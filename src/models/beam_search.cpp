@@ -30,6 +30,7 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
       W_(weights_per_row),
       beta_(options.coverage_penalty),
       stop_(options.stop),
+      rules_(options.rules),
       source_(std::move(source)),
       live_only_(live_only) {
   if (options.width < 1) throw ValueError(op + ": width must be >= 1, got " + std::to_string(options.width));
@@ -41,18 +42,27 @@ BeamSearch::BeamSearch(const std::string& op, int64_t batch, const BeamOptions& 
   if (beta_ > 0.0f &&
       (W_ == 0 || source_.S < 1 || W_ % source_.S != 0 || source_.lengths.size() != static_cast<size_t>(batch)))
     throw ValueError(op + ": coverage_penalty needs the attention weights, and this model has none");
+  if (rules_ == BeamRules::ctranslate2 && (beta_ > 0.0f || stop_ != BeamStop::bound))
+    throw ValueError(op + ": the ctranslate2 beam rules have their own stopping rule and no coverage penalty (" +
+                     (beta_ > 0.0f ? "coverage_penalty " + std::to_string(beta_) : std::string("stop top")) +
+                     " given)");
   const size_t BK = static_cast<size_t>(checked_size_product(batch, K_, op + ": batch x beam width"));
   if (beta_ > 0.0f) coverage_.assign(BK * static_cast<size_t>(source_.S), 0.0f);
   score_.assign(BK, kNegInf);
   for (int64_t b = 0; b < batch; ++b) score_[static_cast<size_t>(b * K_)] = 0.0f;
   finished_.resize(static_cast<size_t>(batch));
   done_.assign(static_cast<size_t>(batch), 0);
+  top_ended_.assign(static_cast<size_t>(batch), 0);
   next_.assign(BK, kBos);
   for (int64_t b = 0; b < batch; ++b) live_.push_back(b);
   reorder_ = Tensor::empty({static_cast<int64_t>(BK)}, DType::i32);
 }
 
-float BeamSearch::lp(int len) const { return alpha_ == 0.0f ? 1.0f : std::pow((5.0f + len) / 6.0f, alpha_); }
+float BeamSearch::lp(int len) const {
+  if (alpha_ == 0.0f) return 1.0f;
+  return rules_ == BeamRules::ctranslate2 ? std::pow(static_cast<float>(len), alpha_)
+                                          : std::pow((5.0f + len) / 6.0f, alpha_);
+}
 
 float BeamSearch::coverage_penalty(int64_t b, const float* coverage) const {
   if (beta_ == 0.0f) return 0.0f;
@@ -99,9 +109,11 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
   std::vector<int32_t>& tok = tokens_.back();
   std::vector<int32_t>& par = parents_.back();
   std::vector<float> new_score(static_cast<size_t>(BK), kNegInf);
-  const int64_t S = source_.S;
-  std::vector<float> new_coverage(coverage_.size(), 0.0f), extended(beta_ > 0.0f ? static_cast<size_t>(S) : 0);
+  std::vector<float> new_coverage(coverage_.size(), 0.0f);
   std::vector<Candidate>& cands = candidates_;
+  // CTranslate2's min_decoding_length 1: no EOS at step 0, the other tokens renormalised without
+  // it, log p(v) − log(1 − p(EOS)) (its log-softmax over logits with EOS at −inf).
+  const bool no_eos = rules_ == BeamRules::ctranslate2 && t == 0;
   cands.reserve(static_cast<size_t>(2 * K * K));  // allocates on the first step only
   bool all_done = true;
   for (int64_t b = 0; b < batch_; ++b) {
@@ -112,20 +124,38 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
     cands.clear();
     const size_t top_n = static_cast<size_t>(2 * K);
     for (int k = 0; k < K; ++k) {
-      const float base = score_[static_cast<size_t>(b * K + k)];
+      float base = score_[static_cast<size_t>(b * K + k)];
       if (base == kNegInf) continue;
       const float* row = logp.f32() + (at[static_cast<size_t>(b)] * K + k) * V;
+      if (no_eos) {
+        const float renormalise = -std::log1p(-std::exp(row[kEos]));
+        if (std::isfinite(renormalise)) base += renormalise;
+      }
       const size_t first = cands.size();
-      for (int v = 0; v < V; ++v) {
+      auto offer = [&](int v) {
+        if (no_eos && v == kEos) return;
         const float score = base + row[v];
         const size_t n = cands.size() - first;
         // Equal scores: the earlier token ranks first, so a later one enters only when strictly better.
-        if (n == top_n && !(score > cands.back().score)) continue;
+        if (n == top_n && !(score > cands.back().score)) return;
         if (n < top_n) cands.push_back({score, k, v});
         size_t i = cands.size() - 1;
         for (; i > first && cands[i - 1].score < score; --i) cands[i] = cands[i - 1];
         cands[i] = {score, k, v};
+      };
+      int v = 0;
+      for (; v < V && cands.size() - first < top_n; ++v) offer(v);
+      // Once the run is full, most blocks of tokens hold none better than its last: one
+      // branch-free test per block (the same float sums as offer's, so the same choices).
+      constexpr int kBlock = 16;
+      for (; v + kBlock <= V; v += kBlock) {
+        const float last = cands.back().score;
+        bool better = false;
+        for (int i = 0; i < kBlock; ++i) better |= base + row[v + i] > last;
+        if (better)
+          for (int i = 0; i < kBlock; ++i) offer(v + i);
       }
+      for (; v < V; ++v) offer(v);
     }
     const size_t top = std::min(cands.size(), top_n);
     std::partial_sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(top), cands.end(),
@@ -134,39 +164,9 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
                         if (x.beam != y.beam) return x.beam < y.beam;
                         return x.token < y.token;
                       });
-    std::vector<Finished>& finished = finished_[static_cast<size_t>(b)];
-    int alive = 0;
-    for (size_t i = 0; i < top && alive < K; ++i) {
-      const Candidate& c = cands[i];
-      if (c.score == kNegInf) break;
-      const int64_t from = b * K + c.beam;
-      float cp = 0.0f;
-      if (beta_ > 0.0f) {  // the hypothesis's attention, this step's included
-        add_weights(coverage_.data() + from * S, weights_.back().data() + from * W_, extended.data());
-        cp = coverage_penalty(b, extended.data());
-      }
-      if (c.token == kEos) {
-        finished.push_back({c.score / lp(t + 1) + cp, t, c.beam});
-      } else {
-        const size_t j = static_cast<size_t>(b * K + alive);
-        tok[j] = c.token;
-        par[j] = static_cast<int32_t>(from);
-        new_score[j] = c.score;
-        if (beta_ > 0.0f)
-          std::copy(extended.begin(), extended.end(), new_coverage.begin() + static_cast<int64_t>(j) * S);
-        ++alive;
-      }
-    }
-    // Stop the row when no alive hypothesis can beat its best finished one (bound), or when
-    // this step's best candidate ended it (top).
-    const bool top_finished = stop_ == BeamStop::top && top > 0 && cands[0].token == kEos && cands[0].score != kNegInf;
-    float best_alive = kNegInf;
-    for (int k = 0; k < alive; ++k) best_alive = std::max(best_alive, new_score[static_cast<size_t>(b * K + k)]);
-    float best_finished = kNegInf;
-    for (const Finished& f : finished) best_finished = std::max(best_finished, f.normalized);
-    const float bound = best_alive / lp(max_len_);
-    const float reachable = alpha_ == 0.0f ? best_alive : std::max(bound, best_alive / lp(t + 2));
-    if (alive == 0 || top_finished || (!finished.empty() && best_finished >= reachable)) {
+    const bool row_done = rules_ == BeamRules::ctranslate2 ? place_ctranslate2(b, t, top, tok, par, new_score)
+                                                           : place_attn(b, t, top, tok, par, new_score, new_coverage);
+    if (row_done) {
       done_[static_cast<size_t>(b)] = 1;
       for (int k = 0; k < K; ++k) new_score[static_cast<size_t>(b * K + k)] = kNegInf;
     } else {
@@ -194,6 +194,84 @@ bool BeamSearch::advance(const Tensor& logp, const float* weights, const float* 
   return true;
 }
 
+// attn's rules: the candidates in order fill the K new beams; each EOS among them on the way
+// finishes a hypothesis scored raw / lp(len) + cp (GNMT). The row stops when no alive
+// hypothesis can beat its best finished one (bound), or when this step's best candidate
+// ended it (top).
+bool BeamSearch::place_attn(int64_t b, int t, size_t top, std::vector<int32_t>& tok, std::vector<int32_t>& par,
+                            std::vector<float>& new_score, std::vector<float>& new_coverage) {
+  const int K = K_;
+  const int64_t S = source_.S;
+  const std::vector<Candidate>& cands = candidates_;
+  std::vector<float> extended(beta_ > 0.0f ? static_cast<size_t>(S) : 0);
+  std::vector<Finished>& finished = finished_[static_cast<size_t>(b)];
+  int alive = 0;
+  for (size_t i = 0; i < top && alive < K; ++i) {
+    const Candidate& c = cands[i];
+    if (c.score == kNegInf) break;
+    const int64_t from = b * K + c.beam;
+    float cp = 0.0f;
+    if (beta_ > 0.0f) {  // the hypothesis's attention, this step's included
+      add_weights(coverage_.data() + from * S, weights_.back().data() + from * W_, extended.data());
+      cp = coverage_penalty(b, extended.data());
+    }
+    if (c.token == kEos) {
+      finished.push_back({c.score / lp(t + 1) + cp, t, c.beam});
+    } else {
+      const size_t j = static_cast<size_t>(b * K + alive);
+      tok[j] = c.token;
+      par[j] = static_cast<int32_t>(from);
+      new_score[j] = c.score;
+      if (beta_ > 0.0f) std::copy(extended.begin(), extended.end(), new_coverage.begin() + static_cast<int64_t>(j) * S);
+      ++alive;
+    }
+  }
+  const bool top_finished = stop_ == BeamStop::top && top > 0 && cands[0].token == kEos && cands[0].score != kNegInf;
+  float best_alive = kNegInf;
+  for (int k = 0; k < alive; ++k) best_alive = std::max(best_alive, new_score[static_cast<size_t>(b * K + k)]);
+  float best_finished = kNegInf;
+  for (const Finished& f : finished) best_finished = std::max(best_finished, f.normalized);
+  const float bound = best_alive / lp(max_len_);
+  const float reachable = alpha_ == 0.0f ? best_alive : std::max(bound, best_alive / lp(t + 2));
+  return alive == 0 || top_finished || (!finished.empty() && best_finished >= reachable);
+}
+
+// CTranslate2 4.8.5's rules (BeamSearch::search in its src/decoding.cc, patience 1): candidate
+// positions 0..K-1 are the new beams, in that order; one ending in EOS (or any, at the last
+// step) finishes with raw / len^α, and its slot takes the next non-EOS candidate from positions
+// K..2K-1 (none left: the finished candidate itself stays, as there). The row stops once K
+// hypotheses have finished, or with α = 0 once some step's best candidate was EOS.
+bool BeamSearch::place_ctranslate2(int64_t b, int t, size_t top, std::vector<int32_t>& tok, std::vector<int32_t>& par,
+                                   std::vector<float>& new_score) {
+  const int K = K_;
+  const std::vector<Candidate>& cands = candidates_;
+  std::vector<Finished>& finished = finished_[static_cast<size_t>(b)];
+  const bool last = t + 1 >= max_len_;
+  size_t secondary = static_cast<size_t>(K);
+  bool alive = false;
+  for (size_t k = 0; k < top && k < static_cast<size_t>(K); ++k) {
+    const Candidate* c = &cands[k];
+    if (c->score == kNegInf) break;
+    if (c->token == kEos || last) {
+      if (k == 0) top_ended_[static_cast<size_t>(b)] = 1;
+      finished.push_back({c->score / lp(t + 1), t, c->beam, c->token});
+      for (; secondary < top; ++secondary)
+        if (cands[secondary].token != kEos && cands[secondary].score != kNegInf) {
+          c = &cands[secondary++];
+          break;
+        }
+    }
+    const size_t j = static_cast<size_t>(b * K) + k;
+    tok[j] = c->token;
+    par[j] = static_cast<int32_t>(b * K + c->beam);
+    new_score[j] = c->score;
+    alive = true;
+  }
+  const bool enough = alpha_ == 0.0f ? top_ended_[static_cast<size_t>(b)] && !finished.empty()
+                                     : finished.size() >= static_cast<size_t>(K);
+  return last || !alive || enough;
+}
+
 DecodeResult BeamSearch::result() const {
   const int K = K_;
   const int steps = static_cast<int>(tokens_.size());
@@ -201,15 +279,15 @@ DecodeResult BeamSearch::result() const {
     const auto begin = weights_[static_cast<size_t>(step)].begin() + static_cast<int64_t>(beam) * W_;
     return std::vector<float>(begin, begin + W_);
   };
-  // The hypothesis whose last token came at step t as global beam j (with eos: EOS at
-  // step t, extending hypothesis j, a new beam of step t - 1), rebuilt through the
-  // backpointers.
-  auto trace = [&](int t, int j, bool eos, float score) {
+  // The hypothesis whose last token came at step t as global beam j (finished: its token
+  // `last`, EOS or CTranslate2's last-step token, at step t, extending hypothesis j, a new beam
+  // of step t - 1), rebuilt through the backpointers.
+  auto trace = [&](int t, int j, bool finished, int32_t last, float score) {
     DecodeResult::Hypothesis h;
     h.score = score;
     const bool copies = !copies_.empty();
-    if (eos) {
-      h.tokens.push_back(kEos);
+    if (finished) {
+      h.tokens.push_back(last);
       if (W_ > 0) h.attention.push_back(weights_of(t, j));
       if (copies) h.copy.push_back(copies_[static_cast<size_t>(t)][static_cast<size_t>(j)]);
       --t;
@@ -238,7 +316,8 @@ DecodeResult BeamSearch::result() const {
       std::stable_sort(fin.begin(), fin.end(),
                        [](const Finished& x, const Finished& y) { return x.normalized > y.normalized; });
       for (size_t i = 0; i < fin.size() && i < static_cast<size_t>(K); ++i)
-        list.push_back(trace(fin[i].step, static_cast<int>(b * K + fin[i].parent), true, fin[i].normalized));
+        list.push_back(
+            trace(fin[i].step, static_cast<int>(b * K + fin[i].parent), true, fin[i].last, fin[i].normalized));
     } else {
       // No EOS within max_len: the best alive hypothesis of the last step (the row was not
       // done, so its alive scores are valid).
@@ -248,7 +327,7 @@ DecodeResult BeamSearch::result() const {
           beam_at = static_cast<int>(b * K + k);
       const float cp =
           beta_ > 0.0f ? coverage_penalty(b, coverage_.data() + static_cast<int64_t>(beam_at) * source_.S) : 0.0f;
-      list.push_back(trace(steps - 1, beam_at, false, score_[static_cast<size_t>(beam_at)] / lp(steps) + cp));
+      list.push_back(trace(steps - 1, beam_at, false, kEos, score_[static_cast<size_t>(beam_at)] / lp(steps) + cp));
     }
     result.tokens[static_cast<size_t>(b)] = list.front().tokens;
     if (W_ > 0) result.attention[static_cast<size_t>(b)] = list.front().attention;

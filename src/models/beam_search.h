@@ -10,8 +10,17 @@
 // hypotheses. A row stops (BeamStop::bound) when its best finished score cannot be beaten by
 // any alive hypothesis: raw scores only decrease, so an alive one can at best reach
 // raw / lp(max_len) (α > 0) or raw (α = 0); with BeamStop::top, at the step whose best
-// candidate is EOS (CTranslate2's rule). Finished rows keep stepping with the batch but
-// are ignored. Backpointers per step rebuild the tokens and attention of the winner.
+// candidate is EOS (the rule CTranslate2 uses when α = 0). Finished rows keep stepping with
+// the batch but are ignored. Backpointers per step rebuild the tokens and attention of the
+// winner.
+//
+// BeamRules::ctranslate2 follows CTranslate2 4.8.5's BeamSearch::search (src/decoding.cc) at
+// patience 1 and min_decoding_length 1 instead: no EOS at step 0 (the other log-probs
+// renormalised without it); of the best 2K candidates, positions 0..K-1 are the new beams,
+// and one that ends in EOS (any of them at step max_len - 1) finishes with raw / len^α, its
+// slot taken by the next non-EOS candidate from positions K..2K-1; a row stops once K
+// hypotheses have finished (α = 0: once some step's best candidate was EOS). The winner is
+// the best finished one.
 //
 // The model's loop:
 //   BeamSearch search("op", B, options, W);
@@ -25,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/models/batch.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/decoding_state.h"
 #include "attn/tensor.h"
@@ -71,15 +81,22 @@ class BeamSearch {
  private:
   struct Finished {
     float normalized;
-    int step;    // the step that produced EOS
-    int parent;  // beam index (within the row) of the hypothesis it extended
+    int step;             // the step that produced its last token
+    int parent;           // beam index (within the row) of the hypothesis it extended
+    int32_t last = kEos;  // its last token: EOS, or any token at CTranslate2's last step
   };
   struct Candidate {
     float score;
     int beam;
     int token;
   };
-  float lp(int len) const;
+  float lp(int len) const;  // GNMT's ((5 + len) / 6)^α, or len^α under CTranslate2's rules
+  // One row's step from its best candidates (candidates_[0, top), sorted): fills the row's new
+  // beams (tok, par, new_score) and its finished hypotheses; true when the row is done.
+  bool place_attn(int64_t b, int t, size_t top, std::vector<int32_t>& tok, std::vector<int32_t>& par,
+                  std::vector<float>& new_score, std::vector<float>& new_coverage);
+  bool place_ctranslate2(int64_t b, int t, size_t top, std::vector<int32_t>& tok, std::vector<int32_t>& par,
+                         std::vector<float>& new_score);
   // β Σ_{i < L_b} log(min(coverage_i, 1)) of one hypothesis's summed attention (S floats).
   float coverage_penalty(int64_t b, const float* coverage) const;
   // coverage (S) = from (S) + the head-averaged weights of one step (heads · S).
@@ -92,6 +109,7 @@ class BeamSearch {
   int64_t W_;
   float beta_;
   BeamStop stop_;
+  BeamRules rules_;
   BeamSource source_;
   std::vector<float> coverage_;                  // Σ_t a_t of alive hypotheses (B·K, S); β > 0 only
   std::vector<float> score_;                     // raw log-prob of alive hypotheses (B·K)
@@ -101,6 +119,7 @@ class BeamSearch {
   std::vector<std::vector<float>> copies_;       // per step, (B·K) by source beam; the pointer only
   std::vector<std::vector<Finished>> finished_;  // per row
   std::vector<char> done_;                       // per row
+  std::vector<char> top_ended_;                  // per row: some step's best candidate was EOS (ctranslate2)
   std::vector<int32_t> next_;                    // per hypothesis
   bool live_only_;
   std::vector<int64_t> live_;          // the source rows the decoder steps (L)

@@ -31,6 +31,7 @@ const std::vector<std::string> kEncoders = {"gru", "lstm"};
 const std::vector<std::string> kAttentions = {"none", "bahdanau", "luong"};
 const std::vector<std::string> kCoverages = {"none", "see", "tu"};
 const std::vector<std::string> kBeamStops = {"bound", "top"};
+const std::vector<std::string> kBeamRules = {"attn", "ctranslate2"};
 const std::vector<std::string> kBahdanauScores = {"additive", "additive_normalized", "location_aware", "monotonic",
                                                   "mocha"};
 const std::vector<std::string> kLuongScores = {"dot",       "general", "concat",  "location", "scaled_dot",
@@ -65,6 +66,10 @@ CoverageKind parse_coverage_kind(const std::string& name) {
 const char* to_string(BeamStop stop) { return kBeamStops.at(static_cast<size_t>(stop)).c_str(); }
 BeamStop parse_beam_stop(const std::string& name) {
   return static_cast<BeamStop>(parse_name("beam stop", name, kBeamStops));
+}
+const char* to_string(BeamRules rules) { return kBeamRules.at(static_cast<size_t>(rules)).c_str(); }
+BeamRules parse_beam_rules(const std::string& name) {
+  return static_cast<BeamRules>(parse_name("beam rules", name, kBeamRules));
 }
 
 std::optional<nn::StepScore> parse_score(AttentionKind attention, const std::string& name) {

@@ -23,7 +23,8 @@ class ModelTranslator : public Translator {
                            .length_penalty = o.length_penalty,
                            .max_len = o.max_len,
                            .coverage_penalty = o.coverage_penalty,
-                           .stop = o.stop};
+                           .stop = o.stop,
+                           .rules = o.rules};
     if constexpr (std::is_same_v<Model, Seq2Seq>) {  // one attention: nothing to select
       return o.beam <= 1 ? model_.greedy(src, src_lengths, o.max_len, o.src_ext, o.extended_vocab)
                          : model_.beam(src, src_lengths, beam, o.src_ext, o.extended_vocab);

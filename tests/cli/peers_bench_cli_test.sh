@@ -52,4 +52,22 @@ row() { grep -F "| $1 | $2 |" <<<"$table" | head -1; }
 [[ "$(row "beam-5 test2016" "sentences/s")" == *"ctranslate2 bfloat16: n/a (no bf16 here)"* ]] ||
   fail "beam row without a runnable peer: $(row "beam-5 test2016" "sentences/s")"
 
+# The beam table: every row against CTranslate2 float32 in the same rounds (attn with its own
+# rules 5, 6 against 10, 12 -> 0.50; with CTranslate2's 8, 12 -> 0.80, 1.00), BLEU beside.
+cat >"$work/beam.jsonl" <<'EOF'
+{"label": "beam-5 test2016", "impl": "attn", "config": "translate fp32", "round": 1, "sentences_per_s": 5, "tokens_per_s": 50, "peak_rss_mb": 100, "bleu": 20.0}
+{"label": "beam-5 test2016", "impl": "attn", "config": "translate fp32, ctranslate2 rules", "round": 1, "sentences_per_s": 8, "tokens_per_s": 80, "peak_rss_mb": 100, "bleu": 21.0}
+{"label": "beam-5 test2016", "impl": "ctranslate2", "config": "float32", "round": 1, "sentences_per_s": 10, "tokens_per_s": 100, "peak_rss_mb": 50, "bleu": 21.0}
+{"label": "beam-5 test2016", "impl": "attn", "config": "translate fp32", "round": 2, "sentences_per_s": 6, "tokens_per_s": 60, "peak_rss_mb": 100, "bleu": 20.0}
+{"label": "beam-5 test2016", "impl": "attn", "config": "translate fp32, ctranslate2 rules", "round": 2, "sentences_per_s": 12, "tokens_per_s": 120, "peak_rss_mb": 100, "bleu": 21.0}
+{"label": "beam-5 test2016", "impl": "ctranslate2", "config": "float32", "round": 2, "sentences_per_s": 12, "tokens_per_s": 120, "peak_rss_mb": 50, "bleu": 21.0}
+EOF
+beam="$(python3 "$root/bench/peers/table.py" "$work/beam.jsonl")" || fail "table.py failed on the beam rows"
+[[ "$beam" == *"| attn: translate fp32 | 5.50 (5.00–6.00) | 55.0 (50.0–60.0) | 100 (100–100) | 20.0 | 0.50× (0.50–0.50) |"* ]] ||
+  fail "attn's own rules against CTranslate2 float32: $beam"
+[[ "$beam" == *"| attn: translate fp32, ctranslate2 rules | 10.0 (8.00–12.0) | 100 (80.0–120) | 100 (100–100) | 21.0 | 0.90× (0.80–1.00) |"* ]] ||
+  fail "attn with CTranslate2's rules against CTranslate2 float32: $beam"
+[[ "$beam" == *"| ctranslate2: float32 | 11.0 (10.0–12.0) | 110 (100–120) | 50.0 (50.0–50.0) | 21.0 | 1.00× (1.00–1.00) |"* ]] ||
+  fail "CTranslate2 float32 against itself: $beam"
+
 finish "peers_bench_cli_test"

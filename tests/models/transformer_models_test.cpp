@@ -429,6 +429,47 @@ TEST_P(TransformerSeq2SeqDecode, BeamHypothesesEqualTheModelWithoutTheCache) {
   EXPECT_GE(lengths.size(), 2u) << "the rows' best hypotheses should end at different steps";
 }
 
+// CTranslate2's rules (BeamRules::ctranslate2) through the model's batched, row-dropping beam:
+// every hypothesis scores raw / len^α, its raw log-prob the model's teacher-forced one with
+// the first step renormalised without EOS (− log(1 − p(EOS))), its first token is never EOS,
+// and each row's hypotheses are those of the row decoded alone.
+TEST_P(TransformerSeq2SeqDecode, Ctranslate2RulesScoreByLengthAndDecodeEachRowAsAlone) {
+  TransformerConfig c = GetParam() == 0 ? tiny_config() : tiny_config_variant();
+  c.tie_output = false;
+  TransformerSeq2Seq model(c);
+  model.eval();
+  // Rows that end at different steps, some at max_len (lengths 5 10 10 and 4 8 2 of the configs).
+  model.generator->bias.f32()[data::kEos] += 1.0f;
+  const data::Batch batch = ragged_batch();
+  const BeamOptions options{.width = 3, .length_penalty = 1.0f, .max_len = 10, .rules = BeamRules::ctranslate2};
+  const DecodeResult beam = model.beam(batch.src, batch.src_lengths, options);
+  std::set<size_t> lengths;
+  for (int64_t r = 0; r < 3; ++r) {
+    const std::vector<DecodeResult::Hypothesis>& hypotheses = beam.hypotheses[static_cast<size_t>(r)];
+    ASSERT_FALSE(hypotheses.empty()) << "row " << r;
+    lengths.insert(hypotheses[0].tokens.size());
+    const double first_eos = std::exp(sequence_log_prob(model, batch, r, {data::kEos}));
+    for (size_t i = 0; i < hypotheses.size(); ++i) {
+      const std::vector<int32_t>& tokens = hypotheses[i].tokens;
+      const std::string what = "row " + std::to_string(r) + " hypothesis " + std::to_string(i);
+      ASSERT_FALSE(tokens.empty()) << what;
+      EXPECT_NE(tokens[0], data::kEos) << what;
+      const double raw = sequence_log_prob(model, batch, r, tokens) - std::log1p(-first_eos);
+      EXPECT_NEAR(hypotheses[i].score, raw / static_cast<double>(tokens.size()), 1e-4) << what;
+    }
+    const int64_t S = batch.src.dim(1), length = batch.src_lengths.i32()[r];
+    const data::Batch one = data::make_batch(
+        data::TaskKind::copy, {std::vector<int32_t>(batch.src.i32() + r * S, batch.src.i32() + r * S + length)});
+    const DecodeResult alone = model.beam(one.src, one.src_lengths, options);
+    ASSERT_EQ(alone.hypotheses[0].size(), hypotheses.size()) << "row " << r;
+    for (size_t i = 0; i < hypotheses.size(); ++i) {
+      EXPECT_EQ(alone.hypotheses[0][i].tokens, hypotheses[i].tokens) << "row " << r << " hypothesis " << i;
+      EXPECT_NEAR(alone.hypotheses[0][i].score, hypotheses[i].score, 1e-4f) << "row " << r << " hypothesis " << i;
+    }
+  }
+  EXPECT_GE(lengths.size(), 2u) << "the rows' best hypotheses should end at different steps";
+}
+
 INSTANTIATE_TEST_SUITE_P(Configs, TransformerSeq2SeqDecode, ::testing::Values(0, 1));
 
 TEST(TransformerSeq2Seq, LearnsToCopyThenGreedyAndBeamCopy) {

@@ -8,6 +8,10 @@ scripts/test-venv-requirements.txt):
   tied or separate output projection, shared or separate embeddings (the trained model and
   a variant of it with every other option): CTranslate2's per-token log-probabilities of
   attn's greedy translations equal attn's teacher-forced ones;
+- beam 5: CTranslate2's float32 beam search (length penalty 1) equals `attn translate --beam 5
+  --beam-rules ctranslate2` token for token on at least 99 % of test2016; the rest are listed
+  with the cause (the two hypotheses' attn scores under CTranslate2's rules: a near tie is
+  rounding); the Python translate(beam_rules=) gives the CLI's text; bad values are refused;
 - the command's errors: an RNN refused with one line naming what ctranslate2 takes (the task registry's), a
   non-empty --out refused unless --overwrite, a python without ctranslate2 named with the
   script that installs it; a refused export writes nothing."""
@@ -74,6 +78,16 @@ def describe_difference(model, ids, source, ours, theirs):
     return f"step {t}: attn {ours[t:t + 1]}, CTranslate2 {theirs[t:t + 1]}, attn's top-two logit gap {gap:.2e}: {cause}"
 
 
+def listed_differences(model_path, out, sources, ours, theirs, describe):
+    """"sentence N: why" for each sentence whose translations (pieces) differ; describe(model,
+    ids, source, ours, theirs) says why."""
+    model = attn.load(model_path)
+    vocab = json.loads((out / "shared_vocabulary.json").read_text())
+    ids = {piece: i for i, piece in enumerate(vocab)}
+    return [f"sentence {i + 1}: " + describe(model, ids, sources[i], a, b)
+            for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+
+
 def test_ctranslate2_greedy_equals_attn_on_test2016(tmp_path, multi30k_transformer):
     out = tmp_path / "ct2"
     out.mkdir()  # an empty --out is fine
@@ -90,11 +104,7 @@ def test_ctranslate2_greedy_equals_attn_on_test2016(tmp_path, multi30k_transform
     # A model that says the same thing for every sentence would agree trivially.
     assert len({" ".join(o) for o in ours}) > 0.3 * len(ours), "the test model's translations barely vary"
 
-    model = attn.load(multi30k_transformer)
-    vocab = json.loads((out / "shared_vocabulary.json").read_text())
-    ids = {piece: i for i, piece in enumerate(vocab)}
-    differing = [f"sentence {i + 1}: " + describe_difference(model, ids, sources[i], a, b)
-                 for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+    differing = listed_differences(multi30k_transformer, out, sources, ours, theirs, describe_difference)
     print(f"\n{len(german) - len(differing)}/{len(german)} identical" + "".join("\n" + d for d in differing))
     assert len(differing) <= (1 - MIN_AGREEMENT) * len(german), "\n".join(differing)
     # The trainer's architecture (pre-LN, sinusoidal, relu, shared embeddings, tied output):
@@ -102,6 +112,86 @@ def test_ctranslate2_greedy_equals_attn_on_test2016(tmp_path, multi30k_transform
     worst = worst_log_prob_difference(multi30k_transformer, out, sources[:10])
     print(f"log-probabilities of attn's translations: CTranslate2's differ by up to {worst:.2e}")
     assert worst <= LOG_PROB_TOLERANCE, f"log-probabilities differ by up to {worst:.2e}"
+
+
+# --- beam 5: CTranslate2's search in attn (--beam-rules ctranslate2) ---
+
+BEAM = 5
+NEAR_TIE_SCORE = 1e-4  # normalised log-prob gap below which float32 rounding may pick either hypothesis
+
+
+def ctranslate2_beam(model_dir, sources):
+    """CTranslate2's beam-5 float32 translations (length penalty 1, its default), MAX_LEN pieces at most."""
+    translator = ctranslate2.Translator(str(model_dir), device="cpu", compute_type="float32", intra_threads=1)
+    results = translator.translate_batch(sources, beam_size=BEAM, length_penalty=1.0, max_decoding_length=MAX_LEN,
+                                         max_batch_size=64)
+    return [r.hypotheses[0] for r in results]
+
+
+def ctranslate2_rules_score(model, ids, source, pieces):
+    """A hypothesis's score under CTranslate2's rules, from attn's teacher-forced log-softmax:
+    Σ log p (the first step renormalised without EOS) / its length with EOS (none at MAX_LEN)."""
+    target = [ids[p] for p in pieces] + ([2] if len(pieces) < MAX_LEN else [])
+    logits = attn_logits(model, [ids[p] for p in source], [1] + target[:-1]).astype(np.float64)  # (T, V)
+    logits = logits - logits.max(-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    raw = log_probs[np.arange(len(target)), target].sum() - np.log1p(-np.exp(log_probs[0, 2]))
+    return raw / len(target)
+
+
+def describe_beam_difference(model, ids, source, ours, theirs):
+    """Where two beam translations part, and why: their scores under CTranslate2's rules by
+    attn's model; a gap under NEAR_TIE_SCORE is float32 rounding between near-equal hypotheses."""
+    t = next((t for t, (x, y) in enumerate(zip(ours, theirs)) if x != y), min(len(ours), len(theirs)))
+    a, b = ctranslate2_rules_score(model, ids, source, ours), ctranslate2_rules_score(model, ids, source, theirs)
+    cause = "near tie (float32 rounding)" if abs(a - b) < NEAR_TIE_SCORE else "DIFFERENT"
+    return f"piece {t}: attn {ours[t:t + 1]} scores {a:.6f}, CTranslate2 {theirs[t:t + 1]} {b:.6f}: {cause}"
+
+
+def test_ctranslate2_beam5_equals_attn_with_ctranslate2_rules_on_test2016(tmp_path, multi30k_transformer):
+    out = tmp_path / "ct2"
+    result = export(multi30k_transformer, out)
+    assert result.returncode == 0, result.stderr
+    german = german_test2016()
+    sources = run_lines(["tokenize", "encode", "--model", str(out / "spm.model")], german)
+    beam = ["translate", "--model", str(multi30k_transformer), "--beam", str(BEAM), "--max-len", str(MAX_LEN),
+            "--pieces", "--threads", "2"]
+    ours = run_lines(beam + ["--beam-rules", "ctranslate2"], german)
+    attn_rules = run_lines(beam, german)
+    theirs = ctranslate2_beam(out, sources)
+    assert len(ours) == len(theirs) == len(attn_rules) == len(german) == 1000
+    assert len({" ".join(o) for o in ours}) > 0.3 * len(ours), "the test model's translations barely vary"
+
+    differing = listed_differences(multi30k_transformer, out, sources, ours, theirs, describe_beam_difference)
+    # attn's own rules (GNMT's normalisation and bound) for scale: how far they are from CTranslate2's.
+    apart = sum(a != b for a, b in zip(attn_rules, theirs))
+    print(f"\nbeam {BEAM}: {len(german) - len(differing)}/{len(german)} identical with --beam-rules ctranslate2 "
+          f"({len(german) - apart}/{len(german)} with attn's rules)" + "".join("\n" + d for d in differing))
+    assert len(differing) <= (1 - MIN_AGREEMENT) * len(german), "\n".join(differing)
+
+    # The Python translate takes the same rules and gives the CLI's text.
+    text = run_lines(["translate", "--model", str(multi30k_transformer), "--beam", str(BEAM), "--max-len",
+                      str(MAX_LEN), "--beam-rules", "ctranslate2", "--threads", "2"], german[:20])
+    python = attn.load(multi30k_transformer).translate(german[:20], beam=BEAM, max_len=MAX_LEN, beam_rules="ctranslate2")
+    assert [line.split() for line in python] == text
+
+
+def test_beam_rules_bad_values_are_refused(multi30k_transformer):
+    def refused(*options):
+        result = subprocess.run([ATTN_BIN, "translate", "--model", str(multi30k_transformer), *options],
+                                input="ein Hund\n", capture_output=True, text=True)
+        assert result.returncode == 2 and result.stdout == "", (options, result)
+        return result.stderr.strip()
+
+    assert refused("--beam-rules", "ct2") == (
+        "attn: usage error: --beam-rules: ct2 not in {attn,ctranslate2} (see attn translate --help)")
+    assert refused("--beam-rules", "ctranslate2", "--beam-stop", "top") == (
+        "attn: usage error: --beam-stop top applies to --beam-rules attn (ctranslate2 has its own stopping rule)")
+    assert refused("--beam-rules", "ctranslate2", "--coverage-penalty", "0.2") == (
+        "attn: usage error: --coverage-penalty applies to --beam-rules attn (CTranslate2's coverage penalty is "
+        "another)")
+    with pytest.raises(ValueError, match=r"unknown beam rules 'ct2' \(valid: attn, ctranslate2\)"):
+        attn.load(multi30k_transformer).translate("ein Hund", beam=BEAM, beam_rules="ct2")
 
 
 # --- every architecture option: CTranslate2's scores of attn's translations ---

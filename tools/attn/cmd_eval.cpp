@@ -29,7 +29,8 @@ struct EvalArgs {
   int batch = 256;
   std::string hypotheses;
   int64_t limit = 0;
-  models::BeamStop beam_stop = models::BeamStop::bound;  // translation checkpoints
+  models::BeamStop beam_stop = models::BeamStop::bound;    // translation checkpoints
+  models::BeamRules beam_rules = models::BeamRules::attn;  // translation checkpoints
   int join = 1;
 };
 
@@ -60,6 +61,7 @@ void print_length_buckets(const std::vector<data::LengthBucket>& buckets) {
 void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   if (a.limit < 0) throw UsageError("--limit must be >= 0");
   check_coverage_penalty(a.options.coverage_penalty, cmd->count("--beam") ? a.options.beam : 5);
+  check_beam_rules(a.beam_rules, a.beam_stop, a.options.coverage_penalty);
   decode::LoadedTranslator model = decode::load_translator(a.model);
   const bool summaries = model.info.summarization;
   if (a.data.empty())
@@ -73,6 +75,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
   options.length_penalty = a.options.length_penalty;
   options.coverage_penalty = a.options.coverage_penalty;
   options.stop = a.beam_stop;
+  options.rules = a.beam_rules;
   const bool tatoeba = model.info.corpus == data::Corpus::tatoeba;
   const std::string split = !a.split.empty() ? a.split : summaries || tatoeba ? "test" : "test2016";
   const decode::TranslationEval e = decode::evaluate_translation(model, a.data, split, options, a.limit);
@@ -87,6 +90,7 @@ void eval_translation(EvalArgs& a, const CLI::App* cmd) {
     j["length_penalty"] = options.length_penalty;
     j["coverage_penalty"] = options.coverage_penalty;
     j["beam_stop"] = models::to_string(options.stop);
+    j["beam_rules"] = models::to_string(options.rules);
     j["seconds"] = e.seconds;
     j["model"] = a.model;
     j["kind"] = models::to_string(model.info.kind);
@@ -277,6 +281,7 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   add_beam_stop_option(cmd, args->beam_stop);
+  add_beam_rules_option(cmd, args->beam_rules);
   cmd->add_option("--seed", args->options.seed, "Seed of the evaluation data")
       ->capture_default_str()
       ->check(integer_at_least(0));

@@ -78,6 +78,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--length-penalty", args->options.length_penalty, "GNMT length penalty alpha")->capture_default_str();
   add_coverage_penalty_option(cmd, args->options.coverage_penalty);
   add_beam_stop_option(cmd, args->options.stop);
+  add_beam_rules_option(cmd, args->options.rules);
   cmd->add_option("--batch", args->options.batch, "Sentences per decoding batch")->capture_default_str();
   cmd->add_option("--max-len", args->options.max_len, "Longest output in pieces (0: 2 x source + 10)")
       ->capture_default_str();
@@ -97,6 +98,7 @@ void add_translate_command(CLI::App& app) {
     if (!(alpha >= 0.0f) || !std::isfinite(alpha))
       throw UsageError("--length-penalty must be finite and >= 0, got " + std::to_string(alpha));
     check_coverage_penalty(args->options.coverage_penalty, args->options.beam);
+    check_beam_rules(args->options.rules, args->options.stop, args->options.coverage_penalty);
     if (args->options.max_len < 0 || args->options.max_len > models::kMaxLength)
       throw UsageError("--max-len must be in [0, " + std::to_string(models::kMaxLength) +
                        "] pieces (0: 2 x source + 10), got " + std::to_string(args->options.max_len));

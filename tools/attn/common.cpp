@@ -204,6 +204,24 @@ void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop) {
       ->default_str("bound");
 }
 
+void add_beam_rules_option(CLI::App* cmd, models::BeamRules& rules) {
+  cmd->add_option_function<std::string>(
+         "--beam-rules", [&rules](const std::string& name) { rules = models::parse_beam_rules(name); },
+         "Beam search: whose rules score and stop a sentence. attn (default): GNMT's length normalisation "
+         "((5 + len) / 6)^alpha and --beam-stop; ctranslate2: CTranslate2 4.8.5's (len^alpha, a sentence stops once "
+         "beam-width hypotheses have ended; its output, in fewer steps)")
+      ->check(CLI::IsMember({"attn", "ctranslate2"}))
+      ->default_str("attn");
+}
+
+void check_beam_rules(models::BeamRules rules, models::BeamStop stop, float coverage_penalty) {
+  if (rules != models::BeamRules::ctranslate2) return;
+  if (stop != models::BeamStop::bound)
+    throw UsageError("--beam-stop top applies to --beam-rules attn (ctranslate2 has its own stopping rule)");
+  if (coverage_penalty > 0.0f)
+    throw UsageError("--coverage-penalty applies to --beam-rules attn (CTranslate2's coverage penalty is another)");
+}
+
 void check_coverage_penalty(float beta, int beam) {
   if (!(beta >= 0.0f) || !std::isfinite(beta))
     throw UsageError("--coverage-penalty must be finite and >= 0, got " + std::to_string(beta));

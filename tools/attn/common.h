@@ -63,6 +63,10 @@ struct SpeechOptions {
 };
 // --beam-stop bound|top (models::BeamStop) into `stop`.
 void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop);
+// --beam-rules attn|ctranslate2 (models::BeamRules) into `rules`.
+void add_beam_rules_option(CLI::App* cmd, models::BeamRules& rules);
+// UsageError for what CTranslate2's rules do not take: --beam-stop top, a coverage penalty.
+void check_beam_rules(models::BeamRules rules, models::BeamStop stop, float coverage_penalty);
 void check_coverage_penalty(float beta, int beam);
 // After reading std::cin to its end: an IoError when the read failed (stdin is a directory,
 // an I/O error) instead of treating the lines read so far as the whole input.

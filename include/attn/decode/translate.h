@@ -55,10 +55,11 @@ LoadedTranslator load_translator(const io::SafetensorsFile& file, const std::str
 struct TranslateOptions {
   int beam = 5;
   float length_penalty = 1.0f;
-  float coverage_penalty = 0.0f;                    // beam: GNMT's β (models::BeamOptions)
-  models::BeamStop stop = models::BeamStop::bound;  // beam: when a sentence stops
-  int batch = 64;                                   // sentences per decoding batch
-  int max_len = 0;                                  // 0: 2 · source pieces + 10
+  float coverage_penalty = 0.0f;                      // beam: GNMT's β (models::BeamOptions)
+  models::BeamStop stop = models::BeamStop::bound;    // beam: when a sentence stops
+  models::BeamRules rules = models::BeamRules::attn;  // beam: attn's or CTranslate2's rules
+  int batch = 64;                                     // sentences per decoding batch
+  int max_len = 0;                                    // 0: 2 · source pieces + 10
   models::AttentionSelect select{};
   bool attention = false;  // also return each sentence's pieces and attention weights
 };

@@ -154,6 +154,17 @@ enum class BeamStop { bound, top };
 const char* to_string(BeamStop stop);               // "bound" | "top"
 BeamStop parse_beam_stop(const std::string& name);  // "unknown beam stop '...' (valid: bound, top)"
 
+// Whose beam search rules score and stop a sentence (BeamSearch, src/models/beam_search.h):
+//   attn         GNMT's length normalisation raw / ((5 + len) / 6)^α, stopped by BeamStop;
+//   ctranslate2  CTranslate2 4.8.5's BeamSearch (patience 1, min_decoding_length 1): raw / len^α;
+//                no EOS at the first step; only an EOS among the step's best K candidates
+//                finishes a hypothesis; a sentence stops once K hypotheses have finished
+//                (α = 0: once the step's best candidate was EOS); at the last step the K best
+//                all finish. Its output is CTranslate2's, in fewer steps than attn's rules.
+enum class BeamRules { attn, ctranslate2 };
+const char* to_string(BeamRules rules);               // "attn" | "ctranslate2"
+BeamRules parse_beam_rules(const std::string& name);  // "unknown beam rules '...' (valid: attn, ctranslate2)"
+
 struct BeamOptions {
   int width = 4;
   float length_penalty = 1.0f;  // α of GNMT's lp(len) = ((5 + len) / 6)^α; 0 = raw log-prob
@@ -163,7 +174,8 @@ struct BeamOptions {
   // columns of its attention; padding left out), the attention averaged over heads and
   // floored at the smallest normal float before the log. 0: none. Needs attention weights.
   float coverage_penalty = 0.0f;
-  BeamStop stop = BeamStop::bound;
+  BeamStop stop = BeamStop::bound;  // attn's rules only
+  BeamRules rules = BeamRules::attn;
 };
 
 // A stack of GRU or LSTM layers with PyTorch nn.GRU / nn.LSTM parameter names

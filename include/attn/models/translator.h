@@ -26,12 +26,13 @@ TranslatorKind parse_translator_kind(const std::string& name);
 void set_translator_vocab(TranslatorKind kind, nlohmann::json& config, int64_t vocab);
 
 struct TranslatorDecodeOptions {
-  int beam = 1;                     // 1: greedy; > 1: beam width
-  int max_len = 100;                // output tokens at most
-  float length_penalty = 1.0f;      // beam: GNMT's α
-  float coverage_penalty = 0.0f;    // beam: GNMT's β (BeamOptions)
-  BeamStop stop = BeamStop::bound;  // beam: when a sentence stops (BeamOptions)
-  AttentionSelect select{};         // Transformer: which cross-attention the weights report
+  int beam = 1;                       // 1: greedy; > 1: beam width
+  int max_len = 100;                  // output tokens at most
+  float length_penalty = 1.0f;        // beam: GNMT's α
+  float coverage_penalty = 0.0f;      // beam: GNMT's β (BeamOptions)
+  BeamStop stop = BeamStop::bound;    // beam: when a sentence stops (BeamOptions)
+  BeamRules rules = BeamRules::attn;  // beam: whose scoring and stopping rules (BeamOptions)
+  AttentionSelect select{};           // Transformer: which cross-attention the weights report
   // A model with the pointer-generator: the source in extended ids (B, S) and Vx
   // (Seq2Seq::greedy, TransformerSeq2Seq::greedy); undefined: no OOVs.
   Tensor src_ext = Tensor();
