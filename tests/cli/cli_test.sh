@@ -32,6 +32,11 @@ expect 2 "--length-penalty must be finite and >= 0, got -1" -- "$attn" align --m
 expect 2 "--join needs an ASR checkpoint; $work/run/model.safetensors is 'attn-seq2seq'" -- "$attn" align \
   --model "$work/run/model.safetensors" --input "5 9 3 17" --join 2 --out "$work/join_bad.svg"
 [[ ! -e "$work/join_bad.svg" ]] || fail "a refused align --join wrote its picture"
+# The translation beam's rules are refused for other checkpoints, not ignored.
+for option in "--beam-stop top" "--beam-rules ctranslate2"; do
+  expect 2 "${option% *} needs a translation checkpoint; $work/run/model.safetensors is 'attn-seq2seq'" -- "$attn" \
+    eval --model "$work/run/model.safetensors" --eval-lengths 3 --samples 4 --beam 3 $option
+done
 # --help states the defaults that apply: eval's beam by kind of checkpoint, the length
 # penalty's 1 (GNMT's alpha) in eval and align.
 [[ "$("$attn" eval --help)" == *"1 for synthetic-task checkpoints, 5 for translation checkpoints"* ]] ||

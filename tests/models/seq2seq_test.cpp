@@ -721,7 +721,9 @@ TEST(Seq2Seq, TrainedTinyModelDecodesGreedyAndBeam) {
       for (size_t k = 0; k < list.size(); ++k) {
         EXPECT_EQ(list[k].attention.size(), list[k].tokens.size()) << "row " << r << " hypothesis " << k;
         EXPECT_EQ(list[k].tokens.back(), data::kEos);
-        if (k > 0) EXPECT_LE(list[k].score, list[k - 1].score) << "row " << r << " hypothesis " << k;
+        if (k > 0) {
+          EXPECT_LE(list[k].score, list[k - 1].score) << "row " << r << " hypothesis " << k;
+        }
       }
     }
   }
@@ -786,16 +788,17 @@ TEST(Seq2SeqConfig, NormalizerInTheJsonOnlyWhenNotSoftmax) {
 
 TEST(Seq2Seq, SparseNormalizerDecoderTrainsAndDecodes) {
   const data::Batch batch = batch_of({{3, 4, 5, 3}, {5}, {4, 4}});
-  for (const std::string& attention : {"bahdanau", "luong"}) {
+  for (const std::string attention : {"bahdanau", "luong"}) {
     Seq2SeqConfig c = tiny(attention);
     c.normalizer = {NormalizerKind::sparsemax};
     Seq2Seq model(c);
     const Tensor loss = model.loss(batch);
     EXPECT_TRUE(std::isfinite(loss.item())) << attention;
     backward(loss);
-    for (const auto& [name, t] : model.named_parameters())
-      if (t.has_grad())
-        for (float g : t.grad().to_vector()) ASSERT_TRUE(std::isfinite(g)) << attention << " " << name;
+    for (const auto& [name, t] : model.named_parameters()) {
+      if (!t.has_grad()) continue;
+      for (float g : t.grad().to_vector()) ASSERT_TRUE(std::isfinite(g)) << attention << " " << name;
+    }
     autodiff::NoGradGuard no_grad;
     const DecodeResult r = model.greedy(batch.src, batch.src_lengths, 6);
     for (size_t b = 0; b < r.attention.size(); ++b)

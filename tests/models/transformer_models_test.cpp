@@ -714,7 +714,9 @@ TEST(TransformerLM, SelfAttentionPerLayerIsCausal) {
         double sum = 0.0;
         for (int64_t k = 0; k < 4; ++k) {
           const float v = w.f32()[(h * 4 + q) * 4 + k];
-          if (k > q) EXPECT_EQ(v, 0.0f);
+          if (k > q) {
+            EXPECT_EQ(v, 0.0f);
+          }
           sum += v;
         }
         EXPECT_NEAR(sum, 1.0, 1e-5);

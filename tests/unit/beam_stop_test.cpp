@@ -33,7 +33,9 @@ TEST(BeamStop, TopStopsAtTheStepWhoseBestCandidateEndsTheSentence) {
     detail::BeamSearch search("test", 1, {.width = K, .length_penalty = 1.0f, .max_len = 10, .stop = stop}, 0);
     const bool more = search.advance(step_log_probs(K, V), nullptr);
     EXPECT_EQ(more, stop == BeamStop::bound) << to_string(stop);
-    if (stop == BeamStop::top) EXPECT_EQ(search.result().tokens[0], std::vector<int32_t>{kEos});
+    if (stop == BeamStop::top) {
+      EXPECT_EQ(search.result().tokens[0], std::vector<int32_t>{kEos});
+    }
   }
 }
 

@@ -318,6 +318,10 @@ void add_eval_command(CLI::App& app) {
                        decode::format_name(kind) + "'");
     if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
       throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
+    for (const char* beam_option : {"--beam-stop", "--beam-rules"})
+      if (cmd->count(beam_option) > 0 && kind != CheckpointKind::translation)
+        throw UsageError(std::string(beam_option) + " needs a translation checkpoint; " + args->model + " is '" +
+                         decode::format_name(kind) + "'");
     switch (kind) {
       case CheckpointKind::translation:
         return eval_translation(*args, cmd);

@@ -47,7 +47,7 @@ struct AttnClassifierConfig {
   uint64_t seed = 1;
   // The normaliser of the additive / dot pooling: softmax, or sparsemax / entmax15 / entmax(α)
   // (attn/ops/softmax.h). Stored in the JSON only when not softmax; refused with "uniform".
-  Normalizer normalizer;
+  Normalizer normalizer{};
 
   void validate() const;           // ValueError naming the field and its value
   nlohmann::json to_json() const;  // with "kind": "bilstm-attn"

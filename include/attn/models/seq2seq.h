@@ -91,7 +91,7 @@ struct Seq2SeqConfig {
   // The normaliser of the decoder's attention scores (nn::StepAttentionOptions::normalizer):
   // softmax, or sparsemax / entmax15 / entmax with α > 1 for the scores that take one. Stored in
   // the JSON ("normalizer", "alpha") only when not softmax.
-  Normalizer normalizer;
+  Normalizer normalizer{};
   // The pointer-generator (See et al. 2017; models/pointer.h): each step mixes the vocabulary
   // distribution with the attention over the source, P(w) = p_gen P_vocab(w) + (1 − p_gen)
   // Σ_{i: src_i = w} a_i, p_gen = σ(w_cᵀ c_t + w_sᵀ s_t + w_xᵀ x_t + b), over the vocabulary

@@ -56,7 +56,7 @@ struct TransformerConfig {
   uint64_t seed = 1;
   // The normaliser of every attention (self and cross): softmax, or sparsemax / entmax15 /
   // entmax(α). Stored in the JSON ("normalizer", "alpha") only when not softmax.
-  Normalizer normalizer;
+  Normalizer normalizer{};
   // TransformerSeq2Seq only: the pointer-generator (See et al. 2017) over the last decoder
   // layer's cross-attention averaged over heads, as OpenNMT-py's copy attention; stored in the
   // JSON ("pointer": true) only when on, so checkpoints without it keep their form.

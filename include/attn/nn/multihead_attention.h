@@ -74,7 +74,7 @@ struct MultiheadAttentionOptions {
   bool separate_projections = false;
   // The normaliser of the scores: softmax (the fused SDPA kernel), or sparsemax / entmax15 /
   // entmax(α) (sdpa's materialised path; attn/ops/sdpa.h).
-  Normalizer normalizer;
+  Normalizer normalizer{};
 };
 
 struct MhaCallOptions {

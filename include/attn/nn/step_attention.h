@@ -124,7 +124,7 @@ struct StepAttentionOptions {
   // The normaliser of the scores (attn/ops/softmax.h): softmax, or sparsemax / entmax15 /
   // entmax(α) for the additive, Luong (dot, general, concat), location and location-aware
   // scores; ValueError for any other score, for α <= 1 or NaN, and with location smoothing.
-  Normalizer normalizer;
+  Normalizer normalizer{};
   // monotonic / mocha: the initial offset r of the selection energy (Raffel et al.: −4, so that
   // the attention starts by reading on), the std of the Gaussian noise added to those energies
   // in training (the paper's 1; 0: none); mocha: the chunk width W (sample_seed draws the noise).
@@ -143,12 +143,12 @@ struct StepMemory {
 };
 
 struct StepAttentionResult {
-  Tensor context;        // (B, context_size())
-  Tensor weights;        // (B, weight_heads() · S), head-major; when asked for (hard: always)
-  Tensor log_prob;       // hard attention in training: log π(k) of the sampled position (B); else undefined
-  Tensor coverage_loss;  // coverage: Σ_i min(a_{t,i}, c_{t,i}) with c_t before this step (B); else undefined
-  Tensor exhausted;      // online attention in eval mode: int32 (B), 1 where an earlier step read to the end
-                         // of the input without stopping, nothing is left (the output ends); else undefined
+  Tensor context{};        // (B, context_size())
+  Tensor weights{};        // (B, weight_heads() · S), head-major; when asked for (hard: always)
+  Tensor log_prob{};       // hard attention in training: log π(k) of the sampled position (B); else undefined
+  Tensor coverage_loss{};  // coverage: Σ_i min(a_{t,i}, c_{t,i}) with c_t before this step (B); else undefined
+  Tensor exhausted{};      // online attention in eval mode: int32 (B), 1 where an earlier step read to the end
+                           // of the input without stopping, nothing is left (the output ends); else undefined
 };
 
 // The per-sequence state of a decoder's attention, carried from one step to the next.

@@ -58,10 +58,10 @@ struct TransformerLayerOptions {
   float dropout = 0.1f;    // on attention weights, residual branches and inside the FFN
   bool norm_first = true;  // pre-LN (true) or post-LN (false, the 2017 paper and PyTorch's default)
   FfnActivation activation = FfnActivation::relu;
-  float eps = 1e-5f;      // layer norm epsilon
-  uint64_t seed = 1;      // initial weights and dropout streams
-  Normalizer normalizer;  // of every attention's scores (MultiheadAttentionOptions::normalizer)
-  void validate() const;  // ValueError naming the bad field
+  float eps = 1e-5f;        // layer norm epsilon
+  uint64_t seed = 1;        // initial weights and dropout streams
+  Normalizer normalizer{};  // of every attention's scores (MultiheadAttentionOptions::normalizer)
+  void validate() const;    // ValueError naming the bad field
 };
 
 // Attention weights of one block, for inspection (need_weights): (B, H, T, S).

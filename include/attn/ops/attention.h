@@ -65,7 +65,7 @@ struct AdditiveOptions {
   // Chorowski et al.'s smoothing: a_s = σ(e_s / τ) / Σ_j σ(e_j / τ) over the real positions
   // instead of the softmax (flatter weights: σ does not single out the maximum as exp does).
   bool smoothing = false;
-  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α)
+  Normalizer normalizer{};  // softmax (default), sparsemax, entmax15, entmax(α)
   Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
   bool training = true;     // dropout applies only when training (and p > 0)
@@ -112,7 +112,7 @@ struct LuongOptions {
   Tensor scale;  // optional learned scalar () multiplying the scores ("scaled Luong")
   float temperature = 1.0f;
   bool need_weights = true;
-  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α); softmax with `scale`
+  Normalizer normalizer{};  // softmax (default), sparsemax, entmax15, entmax(α); softmax with `scale`
   Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
   bool training = true;     // dropout applies only when training (and p > 0)
@@ -129,7 +129,7 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
 struct LocationOptions {
   float temperature = 1.0f;
   bool need_weights = true;
-  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α)
+  Normalizer normalizer{};  // softmax (default), sparsemax, entmax15, entmax(α)
   Tensor key_padding_mask;  // int32 (B, S), nonzero = keep; exclusive with `lengths`
   float dropout = 0.0f;     // p in [0, 1): inverted dropout on the weights when training
   bool training = true;     // dropout applies only when training (and p > 0)
@@ -155,7 +155,7 @@ Tensor location_aware_features(const Tensor& prev_weights, const Tensor& filters
 struct LocationAwareOptions {
   float sharpening = 1.0f;  // β > 0: a = softmax(β e) (Chorowski's sharpening; 1 = plain softmax)
   bool smoothing = false;   // σ(β e) normalised instead of the softmax (AdditiveOptions::smoothing)
-  Normalizer normalizer;    // softmax (default), sparsemax, entmax15, entmax(α) of β e
+  Normalizer normalizer{};  // softmax (default), sparsemax, entmax15, entmax(α) of β e
   bool need_weights = true;
 };
 

@@ -43,7 +43,7 @@ struct SdpaOptions {
   // softmax (the fused kernel above), or sparsemax / entmax15 / entmax(α) (attn/ops/softmax.h):
   // then the (T, S) scores are materialised, normalised under the same masks and multiplied
   // by v (bmm ops, their own tape nodes). ValueError with a bias, and for α <= 1 or NaN.
-  Normalizer normalizer;
+  Normalizer normalizer{};
 };
 
 struct SdpaResult {
