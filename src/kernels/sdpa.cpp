@@ -226,39 +226,18 @@ __attribute__((always_inline)) inline void broadcast_block(int64_t R, Args... ar
     case 5:
       broadcast_tile<5>(args...);
       break;
-    case 6:
-      broadcast_tile<6>(args...);
-      break;
-#ifdef __AVX512F__
-    case 7:
-      broadcast_tile<7>(args...);
-      break;
-    default:
-      broadcast_tile<8>(args...);
-      break;
-#else
     default:
       broadcast_tile<6>(args...);
       break;
-#endif
   }
 }
-
-// Rows per register block: 2 accumulators per row, plus two B vectors and a broadcast, must
-// fit the register file: 16 vector registers below AVX-512 (6 rows), 32 with it (8 rows;
-// 128-row tiles then have no short block). The blocking never changes an element's sum.
-#ifdef __AVX512F__
-constexpr int64_t kBlockRows = 8;
-#else
-constexpr int64_t kBlockRows = 6;
-#endif
 
 // C (rows, cols) (+)= A (rows, K) · B (K, cols) with A(r, k) = a[r·a_rs + k·a_ks]; B and C
 // row-major (ldb, ldc). Blocks of 6 rows × 16 columns; the last cols % 16 columns go
 // through a zero-padded copy of B's columns (in chunks of K) and of C's.
 void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64_t a_rs, int64_t a_ks, const float* b,
                     int64_t ldb, float* c, int64_t ldc, bool accumulate) {
-  constexpr int64_t kR = kBlockRows, kW = 2 * kLanes, kPanelK = 128;
+  constexpr int64_t kR = 6, kW = 2 * kLanes, kPanelK = 128;
   for (int64_t r0 = 0; r0 < rows; r0 += kR) {
     const int64_t R = std::min(kR, rows - r0);
     const float* ar = a + r0 * a_rs;
@@ -548,13 +527,35 @@ struct BackwardInputs {
   const float* delta;
 };
 
-// The scratch of one backward tile: P and dS (Bq, Bkb), the tile's keys and values transposed.
+// A worker's backward scratch: P and dS of one tile, and the key tile (bh, kj) transposed,
+// kept for the query tiles that follow it (the schedules run a key tile's query tiles in a row).
 struct BackwardScratch {
-  float* P;    // (Bq, Bkb) probabilities
-  float* dS;   // (Bq, Bkb) dP, then scale · dS
-  float* k_t;  // (Dh, Bkb) scale · log2 e · Kᵀ
-  float* v_t;  // (Dv, Bkb) Vᵀ (filled when dout is given)
+  float* P;                  // (Bq, Bkb) probabilities
+  float* dS;                 // (Bq, Bkb) dP, then scale · dS
+  float* k_t;                // (Dh, Bkb) scale · log2 e · Kᵀ
+  float* v_t;                // (Dv, Bkb) Vᵀ (filled when dout is given)
+  int64_t bh = -1, kj = -1;  // the key tile in k_t and v_t
+
+  BackwardScratch(const SdpaProblem& p, float* scratch)
+      : P(scratch), dS(P + kBq * kBkb), k_t(dS + kBq * kBkb), v_t(k_t + p.Dh * kBkb) {}
 };
+
+// Fills w.k_t and w.v_t with key tile kj of head bh (every key some query row can see),
+// unless they hold it already.
+void load_key_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t kj, BackwardScratch& w) {
+  if (w.bh == bh && w.kj == kj) return;
+  w.bh = bh, w.kj = kj;
+  const int64_t s0 = kj * kBkb;
+  const int64_t n = std::min(kBkb, key_end(p, bh / p.H, p.T) - s0);
+  const float scale2 = p.scale * kLog2e;
+  const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < p.Dh; ++d) w.k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
+  if (!in.dout) return;
+  const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < p.Dv; ++d) w.v_t[d * kBkb + j] = vt[j * p.Dv + d];
+}
 
 // Queries [t0, t0 + rows) against keys [s0, s0 + n) of head bh, with the key tile's k_t and
 // v_t already filled (for at least n keys). The products' inner sums run over the block's
@@ -602,7 +603,7 @@ void backward_block(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, 
 }
 
 void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t qi, int64_t kj, float* dq,
-                   float* dk, float* dv, float* scratch) {
+                   float* dk, float* dv, BackwardScratch& w) {
   const int64_t b = bh / p.H;
   const int64_t t0 = qi * kBq;
   const int64_t rows = std::min(kBq, p.T - t0);
@@ -611,17 +612,7 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
   if (s0 >= kend) return;
   const int64_t n = std::min(kBkb, kend - s0);
   if (!tile_has_keys(p, b, s0, n)) return;
-
-  const BackwardScratch w{scratch, scratch + kBq * kBkb, scratch + 2 * kBq * kBkb, scratch + (2 * kBq + p.Dh) * kBkb};
-  const float scale2 = p.scale * kLog2e;
-  const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < p.Dh; ++d) w.k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
-  if (in.dout && (dq || dk || p.dscores)) {
-    const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t d = 0; d < p.Dv; ++d) w.v_t[d * kBkb + j] = vt[j * p.Dv + d];
-  }
+  load_key_tile(p, in, bh, kj, w);
 
   // Causal: when the diagonal crosses the tile (its first strip does not see all n keys),
   // each strip of rows takes only the keys up to its last row's.
@@ -689,8 +680,9 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
   const bool per_head = heads >= workers && (heads % workers == 0 || heads >= 3 * workers);
   if (per_head) {
     run_items(heads, workers, scratch, per, [&](int64_t bh, float* s) {
+      BackwardScratch w(p, s);
       for (int64_t kj = 0; kj < nk; ++kj)
-        for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, dq, dk, dv, s);
+        for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, dq, dk, dv, w);
     });
     return;
   }
@@ -698,14 +690,16 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
     run_items(heads * nk, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nk;
       const int64_t kj = item % nk;
-      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
+      BackwardScratch w(p, s);
+      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, w);
     });
   }
   if (dq || p.dscores) {  // dscores: each (t, s') of a head written by one item
     run_items(heads * nq, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nq;
       const int64_t qi = item % nq;
-      for (int64_t kj = 0; kj < nk; ++kj) backward_tile(p, in, bh, qi, kj, dq, nullptr, nullptr, s);
+      BackwardScratch w(p, s);
+      for (int64_t kj = 0; kj < nk; ++kj) backward_tile(p, in, bh, qi, kj, dq, nullptr, nullptr, w);
     });
   }
 }
