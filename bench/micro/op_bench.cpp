@@ -77,38 +77,44 @@ void BM_AdditiveForwardBackward(benchmark::State& state) { additive_bench(state,
 BENCHMARK(BM_AdditiveForward)->Args({64, 40, 256})->ArgNames({"B", "S", "A"})->UseRealTime();
 BENCHMARK(BM_AdditiveForwardBackward)->Args({64, 40, 256})->ArgNames({"B", "S", "A"})->UseRealTime();
 
-// Scaled dot-product attention, q, k, v (B, H, T, Dh), T = S.
+// Scaled dot-product attention, q, k, v (B, H, T, Dh), T = S; causal: the lower triangle
+// only (its FLOPs counted as half the full square's).
 void sdpa_bench(benchmark::State& state, bool with_backward) {
   const int64_t B = 1, H = state.range(0), T = state.range(1), Dh = state.range(2);
+  const bool causal = state.range(3) != 0;
+  SdpaOptions o;
+  o.causal = causal;
   Rng rng(1);
   std::vector<Tensor> leaves = {randn({B, H, T, Dh}, rng, 1.0f, true), randn({B, H, T, Dh}, rng, 1.0f, true),
                                 randn({B, H, T, Dh}, rng, 1.0f, true)};
   const Tensor seed = randn({B, H, T, Dh}, rng);
   for (auto _ : state) {
     if (with_backward) {
-      SdpaResult r = sdpa(leaves[0], leaves[1], leaves[2]);
+      SdpaResult r = sdpa(leaves[0], leaves[1], leaves[2], o);
       backward(r.out, seed);
       drop_grads(leaves);
     } else {
       autodiff::NoGradGuard no_grad;
-      SdpaResult r = sdpa(leaves[0], leaves[1], leaves[2]);
+      SdpaResult r = sdpa(leaves[0], leaves[1], leaves[2], o);
       benchmark::DoNotOptimize(r.out.f32());
     }
   }
-  set_flops(state, (with_backward ? 3.0 : 1.0) * 4.0 * B * H * T * T * Dh);
+  set_flops(state, (with_backward ? 3.0 : 1.0) * 4.0 * B * H * T * T * Dh * (causal ? 0.5 : 1.0));
 }
 void BM_SdpaForward(benchmark::State& state) { sdpa_bench(state, false); }
 void BM_SdpaForwardBackward(benchmark::State& state) { sdpa_bench(state, true); }
 BENCHMARK(BM_SdpaForward)
-    ->Args({8, 1024, 32})
-    ->Args({8, 1024, 64})
-    ->ArgNames({"H", "T", "Dh"})
+    ->Args({8, 1024, 32, 0})
+    ->Args({8, 1024, 64, 0})
+    ->Args({8, 2048, 64, 1})  // compare.sh's causal rows (--heads 8 --dim 512)
+    ->ArgNames({"H", "T", "Dh", "causal"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_SdpaForwardBackward)
-    ->Args({8, 1024, 32})
-    ->Args({8, 1024, 64})
-    ->ArgNames({"H", "T", "Dh"})
+    ->Args({8, 1024, 32, 0})
+    ->Args({8, 1024, 64, 0})
+    ->Args({8, 2048, 64, 1})  // compare.sh's causal rows (--heads 8 --dim 512)
+    ->ArgNames({"H", "T", "Dh", "causal"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

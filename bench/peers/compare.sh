@@ -21,9 +21,9 @@
 #                with ROUNDS=3 takes about 15 minutes on 2 idle cores
 #   SEQ_GREEDY_REPS (40)  timed greedy decodes of the seq2seq rows, both sides (41 steps of
 #                B = 64 each; 40 keep attn's timed region above 1 s)
-#   BEFORE       a second attn binary (an older build) run in the seq2seq rows right after
-#                attn, as the configuration "before (<its commit>), fp32": before/after in one
-#                run (table.py lists it beside attn; the first table stays today's attn)
+#   BEFORE       a second attn binary (an older build) run in the seq2seq and sdpa rows right
+#                after attn, as the configuration "before (<its commit>), fp32": before/after in
+#                one run (table.py lists it beside attn; the first table stays today's attn)
 #   SDPA_LONG_ROUNDS (1)  T >= 8192 runs in the first this many rounds only (about a minute
 #                per side and mask)
 #   OUT          where the raw JSON lines go (default $BUILD/peers-<time>)
@@ -217,6 +217,7 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       for mask in causal padding; do
         ATT=(--kind sdpa --mask "$mask" --batch 1 --heads 8 --dim 512 --len "$len" --reps "$reps" --warmup 1 --threads "$THREADS" --json)
         run "sdpa T=$len $mask" attn "fused sdpa" "$ATTN" bench attention "${ATT[@]}"
+        if [[ -n $BEFORE ]]; then run "sdpa T=$len $mask" attn "$BEFORE_NAME" "$BEFORE" bench attention "${ATT[@]}"; fi
         run "sdpa T=$len $mask" torch "F.scaled_dot_product_attention" "${TORCH_PEER[@]}" attention "${ATT[@]}"
       done
     done

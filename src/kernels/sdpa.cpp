@@ -17,6 +17,10 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kBq = kSdpaQueryTile;
 constexpr int64_t kBk = kSdpaKeyTile;
 constexpr int64_t kBkb = kSdpaBackwardKeyTile;
+// Rows per strip of a tile that the causal diagonal crosses: each strip computes only what
+// its rows can see, so about 5/8 of a 128 × 128 diagonal block is computed instead of all
+// of it (the visible part is just over half).
+constexpr int64_t kCausalStrip = 32;
 
 // ---------------------------------------------------------------------------------------
 // Row primitives on 8-float vectors (GCC/Clang vector extensions), compiled per ISA level
@@ -260,12 +264,16 @@ void broadcast_gemm(int64_t rows, int64_t cols, int64_t K, const float* a, int64
 //   m' = max(m, max_j s),  P = 2^(s - m') in place,  l' = l 2^(m - m') + Σ_j P,
 //   Oᵀ (Dv, ld) *= 2^(m - m').
 // A lane with nothing visible yet (m' = -inf) subtracts 0 instead, so its P is 0. Two
-// vectors of lanes go together: two independent chains keep the pipelines busy.
-void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l, float* ot, int64_t Dv) {
+// vectors of lanes go together: two independent chains keep the pipelines busy. With
+// block_keys, lanes [c, c + 16) read only the first block_keys[c / 16] keys: the rest are
+// masked for all 16 (causal), and are left as they are.
+void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* m, float* l, float* ot, int64_t Dv,
+                         const int64_t* block_keys) {
   const v8f ninf = splat(-kInf);
   for (int64_t c = 0; c < cols; c += 2 * kLanes) {
+    const int64_t nc = block_keys ? block_keys[c / (2 * kLanes)] : n;
     v8f mx0 = ninf, mx1 = ninf;
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < nc; ++j) {
       const v8f x0 = load8(st + j * ld + c), x1 = load8(st + j * ld + c + kLanes);
       mx0 = x0 > mx0 ? x0 : mx0;
       mx1 = x1 > mx1 ? x1 : mx1;
@@ -275,7 +283,7 @@ void online_softmax_tile(float* st, int64_t n, int64_t cols, int64_t ld, float* 
     const v8f sub0 = n0 == ninf ? splat(0.0f) : n0, sub1 = n1 == ninf ? splat(0.0f) : n1;
     const v8f alpha0 = exp2_8(m0 - sub0), alpha1 = exp2_8(m1 - sub1);  // 1 if the max stayed, 0 if m was -inf
     v8f sum0 = splat(0.0f), sum1 = splat(0.0f);
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = 0; j < nc; ++j) {
       float* r = st + j * ld + c;
       const v8f e0 = exp2_8(load8(r) - sub0), e1 = exp2_8(load8(r + kLanes) - sub1);
       store8(r, e0);
@@ -440,13 +448,37 @@ void forward_item(const SdpaProblem& p, int64_t item, const float* q, const floa
   }
   const int64_t kend = key_end(p, b, t0 + rows);
 
+  const int64_t shift = causal_shift(p);
   for (int64_t s0 = 0; s0 < kend; s0 += kBk) {
     const int64_t n = std::min(kBk, kend - s0);
     if (!tile_has_keys(p, b, s0, n)) continue;
-    broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
+    if (!p.causal || s0 + n - 1 <= t0 + shift) {  // lane 0 sees every key of the tile
+      broadcast_gemm(n, cols, p.Dh, kh + s0 * p.Dh, p.Dh, 1, q_t, kBq, s_t, kBq, false);
+      finish_scores_t(p, bh, t0, rows, cols, s0, n, s_t, kBq);
+      online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv, nullptr);
+      broadcast_gemm(p.Dv, cols, n, vh + s0 * p.Dv, 1, p.Dv, s_t, kBq, o_t, kBq, true);
+      continue;
+    }
+    // The causal diagonal crosses the tile: key s0 + j is visible to lanes i >= s0 + j - t0 -
+    // shift. Each strip of keys computes its scores from the first 16-lane block that sees
+    // its first key (finish_scores_t sets the lanes before to -inf), and each lane block's
+    // softmax and P V read only the keys some lane of it sees. Every element's sum is the
+    // full tile's, less exact zeros.
+    for (int64_t j0 = 0; j0 < n; j0 += kCausalStrip) {
+      const int64_t h = std::min(kCausalStrip, n - j0);
+      const int64_t c0 = std::clamp<int64_t>(s0 + j0 - t0 - shift, 0, cols - 1) / (2 * kLanes) * (2 * kLanes);
+      broadcast_gemm(h, cols - c0, p.Dh, kh + (s0 + j0) * p.Dh, p.Dh, 1, q_t + c0, kBq, s_t + j0 * kBq + c0, kBq,
+                     false);
+    }
     finish_scores_t(p, bh, t0, rows, cols, s0, n, s_t, kBq);
-    online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv);
-    broadcast_gemm(p.Dv, cols, n, vh + s0 * p.Dv, 1, p.Dv, s_t, kBq, o_t, kBq, true);
+    int64_t block_keys[kBq / (2 * kLanes)];  // keys [0, block_keys[c / 16]) seen by lanes [c, c + 16)
+    for (int64_t c = 0; c < cols; c += 2 * kLanes)
+      block_keys[c / (2 * kLanes)] = std::clamp<int64_t>(t0 + c + 2 * kLanes + shift - s0, 0, n);
+    online_softmax_tile(s_t, n, cols, kBq, m, l, o_t, p.Dv, block_keys);
+    for (int64_t c = 0; c < cols; c += 2 * kLanes) {
+      const int64_t nc = block_keys[c / (2 * kLanes)];
+      if (nc > 0) broadcast_gemm(p.Dv, 2 * kLanes, nc, vh + s0 * p.Dv, 1, p.Dv, s_t + c, kBq, o_t + c, kBq, true);
+    }
   }
 
   std::fill(z, z + cols, kInf);
@@ -495,47 +527,62 @@ struct BackwardInputs {
   const float* delta;
 };
 
-void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t qi, int64_t kj, float* dq,
-                   float* dk, float* dv, float* scratch) {
-  const int64_t b = bh / p.H;
-  const int64_t t0 = qi * kBq;
-  const int64_t rows = std::min(kBq, p.T - t0);
-  const int64_t s0 = kj * kBkb;
-  const int64_t kend = key_end(p, b, t0 + rows);
-  if (s0 >= kend) return;
-  const int64_t n = std::min(kBkb, kend - s0);
-  if (!tile_has_keys(p, b, s0, n)) return;
+// A worker's backward scratch: P and dS of one tile, and the key tile (bh, kj) transposed,
+// kept for the query tiles that follow it (the schedules run a key tile's query tiles in a row).
+struct BackwardScratch {
+  float* P;                  // (Bq, Bkb) probabilities
+  float* dS;                 // (Bq, Bkb) dP, then scale · dS
+  float* k_t;                // (Dh, Bkb) scale · log2 e · Kᵀ
+  float* v_t;                // (Dv, Bkb) Vᵀ (filled when dout is given)
+  int64_t bh = -1, kj = -1;  // the key tile in k_t and v_t
 
-  float* P = scratch;                               // (Bq, Bkb) probabilities
-  float* dS = P + kBq * kBkb;                       // (Bq, Bkb) dP, then scale · dS
-  float* k_t = dS + kBq * kBkb;                     // (Dh, Bkb) scale · log2 e · Kᵀ
-  float* v_t = k_t + p.Dh * kBkb;                   // (Dv, Bkb) Vᵀ
+  BackwardScratch(const SdpaProblem& p, float* scratch)
+      : P(scratch), dS(P + kBq * kBkb), k_t(dS + kBq * kBkb), v_t(k_t + p.Dh * kBkb) {}
+};
+
+// Fills w.k_t and w.v_t with key tile kj of head bh (every key some query row can see),
+// unless they hold it already.
+void load_key_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t kj, BackwardScratch& w) {
+  if (w.bh == bh && w.kj == kj) return;
+  w.bh = bh, w.kj = kj;
+  const int64_t s0 = kj * kBkb;
+  const int64_t n = std::min(kBkb, key_end(p, bh / p.H, p.T) - s0);
+  const float scale2 = p.scale * kLog2e;
+  const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < p.Dh; ++d) w.k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
+  if (!in.dout) return;
+  const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < p.Dv; ++d) w.v_t[d * kBkb + j] = vt[j * p.Dv + d];
+}
+
+// Queries [t0, t0 + rows) against keys [s0, s0 + n) of head bh, with the key tile's k_t and
+// v_t already filled (for at least n keys). The products' inner sums run over the block's
+// rows (dK, dV) or keys (dQ) in increasing order, so splitting a tile into row strips, each
+// with the keys it sees, leaves every gradient element's sum as the whole tile's, less zeros.
+void backward_block(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t t0, int64_t rows, int64_t s0,
+                    int64_t n, float* dq, float* dk, float* dv, const BackwardScratch& w) {
   const float* qt = in.q + (bh * p.T + t0) * p.Dh;  // (rows, Dh)
   const float* kt = in.k + (bh * p.S + s0) * p.Dh;  // (n, Dh)
-  const float* vt = in.v + (bh * p.S + s0) * p.Dv;  // (n, Dv)
   const float* row_lse = in.lse + bh * p.T + t0;
   const float* row_delta = in.delta + bh * p.T + t0;
   const float* dot = in.dout ? in.dout + (bh * p.T + t0) * p.Dv : nullptr;  // (rows, Dv)
 
-  const float scale2 = p.scale * kLog2e;
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < p.Dh; ++d) k_t[d * kBkb + j] = scale2 * kt[j * p.Dh + d];
-  broadcast_gemm(rows, n, p.Dh, qt, p.Dh, 1, k_t, kBkb, P, kBkb, false);
-  finish_scores(p, bh, t0, rows, s0, n, P, kBkb);
-  for (int64_t i = 0; i < rows; ++i) row_exp2(P + i * kBkb, n, kLog2e * row_lse[i]);  // lse = +inf → 0
-  if (dv && dot) broadcast_gemm(n, p.Dv, rows, P, 1, kBkb, dot, p.Dv, dv + (bh * p.S + s0) * p.Dv, p.Dv, true);
+  broadcast_gemm(rows, n, p.Dh, qt, p.Dh, 1, w.k_t, kBkb, w.P, kBkb, false);
+  finish_scores(p, bh, t0, rows, s0, n, w.P, kBkb);
+  for (int64_t i = 0; i < rows; ++i) row_exp2(w.P + i * kBkb, n, kLog2e * row_lse[i]);  // lse = +inf → 0
+  if (dv && dot) broadcast_gemm(n, p.Dv, rows, w.P, 1, kBkb, dot, p.Dv, dv + (bh * p.S + s0) * p.Dv, p.Dv, true);
   if (!dq && !dk && !p.dscores) return;
 
   if (dot) {
-    for (int64_t j = 0; j < n; ++j)
-      for (int64_t d = 0; d < p.Dv; ++d) v_t[d * kBkb + j] = vt[j * p.Dv + d];
-    broadcast_gemm(rows, n, p.Dv, dot, p.Dv, 1, v_t, kBkb, dS, kBkb, false);
+    broadcast_gemm(rows, n, p.Dv, dot, p.Dv, 1, w.v_t, kBkb, w.dS, kBkb, false);
   } else {
-    for (int64_t i = 0; i < rows; ++i) std::fill(dS + i * kBkb, dS + i * kBkb + n, 0.0f);
+    for (int64_t i = 0; i < rows; ++i) std::fill(w.dS + i * kBkb, w.dS + i * kBkb + n, 0.0f);
   }
   for (int64_t i = 0; i < rows; ++i) {
-    float* ds = dS + i * kBkb;
-    const float* pr = P + i * kBkb;
+    float* ds = w.dS + i * kBkb;
+    const float* pr = w.P + i * kBkb;
     if (in.dweights) {
       const float* dw = in.dweights + (bh * p.T + t0 + i) * p.S + s0;
 #pragma omp simd
@@ -551,8 +598,33 @@ void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, i
       row_softmax_grad(ds, pr, n, row_delta[i], p.scale);
     }
   }
-  if (dq) broadcast_gemm(rows, p.Dh, n, dS, kBkb, 1, kt, p.Dh, dq + (bh * p.T + t0) * p.Dh, p.Dh, true);
-  if (dk) broadcast_gemm(n, p.Dh, rows, dS, 1, kBkb, qt, p.Dh, dk + (bh * p.S + s0) * p.Dh, p.Dh, true);
+  if (dq) broadcast_gemm(rows, p.Dh, n, w.dS, kBkb, 1, kt, p.Dh, dq + (bh * p.T + t0) * p.Dh, p.Dh, true);
+  if (dk) broadcast_gemm(n, p.Dh, rows, w.dS, 1, kBkb, qt, p.Dh, dk + (bh * p.S + s0) * p.Dh, p.Dh, true);
+}
+
+void backward_tile(const SdpaProblem& p, const BackwardInputs& in, int64_t bh, int64_t qi, int64_t kj, float* dq,
+                   float* dk, float* dv, BackwardScratch& w) {
+  const int64_t b = bh / p.H;
+  const int64_t t0 = qi * kBq;
+  const int64_t rows = std::min(kBq, p.T - t0);
+  const int64_t s0 = kj * kBkb;
+  const int64_t kend = key_end(p, b, t0 + rows);
+  if (s0 >= kend) return;
+  const int64_t n = std::min(kBkb, kend - s0);
+  if (!tile_has_keys(p, b, s0, n)) return;
+  load_key_tile(p, in, bh, kj, w);
+
+  // Causal: when the diagonal crosses the tile (its first strip does not see all n keys),
+  // each strip of rows takes only the keys up to its last row's.
+  if (!p.causal || key_end(p, b, t0 + std::min(kCausalStrip, rows)) - s0 >= n) {
+    backward_block(p, in, bh, t0, rows, s0, n, dq, dk, dv, w);
+    return;
+  }
+  for (int64_t a = 0; a < rows; a += kCausalStrip) {
+    const int64_t h = std::min(kCausalStrip, rows - a);
+    const int64_t ns = std::min(n, key_end(p, b, t0 + a + h) - s0);
+    if (ns > 0) backward_block(p, in, bh, t0 + a, h, s0, ns, dq, dk, dv, w);
+  }
 }
 
 }  // namespace
@@ -608,8 +680,9 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
   const bool per_head = heads >= workers && (heads % workers == 0 || heads >= 3 * workers);
   if (per_head) {
     run_items(heads, workers, scratch, per, [&](int64_t bh, float* s) {
+      BackwardScratch w(p, s);
       for (int64_t kj = 0; kj < nk; ++kj)
-        for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, dq, dk, dv, s);
+        for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, dq, dk, dv, w);
     });
     return;
   }
@@ -617,14 +690,16 @@ void sdpa_backward(const SdpaProblem& p, const float* q, const float* k, const f
     run_items(heads * nk, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nk;
       const int64_t kj = item % nk;
-      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, s);
+      BackwardScratch w(p, s);
+      for (int64_t qi = 0; qi < nq; ++qi) backward_tile(p, in, bh, qi, kj, nullptr, dk, dv, w);
     });
   }
   if (dq || p.dscores) {  // dscores: each (t, s') of a head written by one item
     run_items(heads * nq, workers, scratch, per, [&](int64_t item, float* s) {
       const int64_t bh = item / nq;
       const int64_t qi = item % nq;
-      for (int64_t kj = 0; kj < nk; ++kj) backward_tile(p, in, bh, qi, kj, dq, nullptr, nullptr, s);
+      BackwardScratch w(p, s);
+      for (int64_t kj = 0; kj < nk; ++kj) backward_tile(p, in, bh, qi, kj, dq, nullptr, nullptr, w);
     });
   }
 }
