@@ -161,18 +161,27 @@ TEST(Int8Gemm, MatchesTheDequantizedReference) {
     }
 }
 
-// A row of activations holding NaN gives a NaN output row; the other rows are unaffected.
-TEST(Int8Gemm, NanActivationRowStaysNan) {
+// A row of activations holding NaN, +inf or -inf gives a NaN output row, wherever the value
+// sits (a vector's first lane, or the tail after the last whole vector of K = 70); the other
+// rows are unaffected.
+TEST(Int8Gemm, NonFiniteActivationRowStaysNan) {
   SKIP_WITHOUT_INT8();
-  const int64_t M = 4, N = 8, K = 16;
-  Tensor a = random_tensor({M, K}, 4);
-  a.f32()[2 * K + 3] = std::numeric_limits<float>::quiet_NaN();
+  const int64_t M = 6, N = 8, K = 70;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf};
   const Tensor b = random_tensor({N, K}, 5);
-  Tensor c = Tensor::zeros({M, N}), reference = Tensor::zeros({M, N});
-  kernels::gemm_int8(M, N, K, 1.0f, a.f32(), K, *kernels::quantize_weight_int8(true, K, N, b.f32(), K), 0.0f, c.f32(),
-                     N);
-  for (int64_t j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(c.f32()[2 * N + j])) << j;
-  for (int64_t j = 0; j < N; ++j) EXPECT_TRUE(std::isfinite(c.f32()[N + j])) << j;
+  const auto w = kernels::quantize_weight_int8(true, K, N, b.f32(), K);
+  for (float value : bad)
+    for (int64_t at : {int64_t{0}, int64_t{3}, K - 1}) {
+      SCOPED_TRACE(::testing::Message() << "value " << value << " at k = " << at);
+      Tensor a = random_tensor({M, K}, 4);
+      a.f32()[2 * K + at] = value;
+      Tensor c = Tensor::zeros({M, N});
+      kernels::gemm_int8(M, N, K, 1.0f, a.f32(), K, *w, 0.0f, c.f32(), N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          EXPECT_EQ(std::isnan(c.f32()[i * N + j]), i == 2) << "row " << i << " column " << j;
+    }
 }
 
 // ---- linear under int8 -----------------------------------------------------------------------
