@@ -119,7 +119,7 @@ std::shared_ptr<const Int8Weight> quantize_weight_int8(bool transpose_b, int64_t
 }
 
 void gemm_int8(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const Int8Weight& w,
-               float beta, float* c, int64_t ldc) {
+               float beta, float* c, int64_t ldc, const float* bias) {
   const std::shared_ptr<const onednn::Matmul> entry = primitive_for(Key{m, n, k, onednn::threads()});
 
   thread_local Buffers buffers;
@@ -130,9 +130,10 @@ void gemm_int8(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int
                [&](int64_t lo, int64_t hi) { quantize_rows_u8(a + lo * lda, lda, hi - lo, k, qa + lo * k, sa + lo); });
   onednn::execute(*entry, qa, weights_in(w, entry->pd.weights_desc()), acc, buffers.scratch);
 
-  // C[i, j] = alpha sa[i] sw[j] (acc[i, j] − shift[j]) + beta C[i, j]
+  // C[i, j] = alpha sa[i] sw[j] (acc[i, j] − shift[j]) + bias[j] + beta C[i, j]
   parallel_for(0, m, onednn::row_grain(n), [&](int64_t lo, int64_t hi) {
-    dequantize_rows(acc + lo * n, hi - lo, n, sa + lo, alpha, w.scale.data(), w.shift.data(), beta, c + lo * ldc, ldc);
+    dequantize_rows(acc + lo * n, hi - lo, n, sa + lo, alpha, w.scale.data(), w.shift.data(), bias, beta, c + lo * ldc,
+                    ldc);
   });
 }
 

@@ -41,18 +41,22 @@ void quantize_rows_u8(const float* src, int64_t ld, int64_t rows, int64_t cols, 
 }
 
 void dequantize_rows(const int32_t* acc, int64_t rows, int64_t cols, const float* row_scale, float alpha,
-                     const float* col_scale, const int32_t* shift, float beta, float* c, int64_t ldc) {
+                     const float* col_scale, const int32_t* shift, const float* bias, float beta, float* c,
+                     int64_t ldc) {
   for (int64_t i = 0; i < rows; ++i) {
     const float row = alpha * row_scale[i];
     const int32_t* ai = acc + i * cols;
     float* ci = c + i * ldc;
-    if (beta == 0.0f) {
+    if (bias && beta == 0.0f) {  // linear's output: the bias added here, not broadcast into c first
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) ci[j] = row * col_scale[j] * static_cast<float>(ai[j] - shift[j]) + bias[j];
+    } else if (beta == 0.0f) {
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j) ci[j] = row * col_scale[j] * static_cast<float>(ai[j] - shift[j]);
     } else {
 #pragma omp simd
       for (int64_t j = 0; j < cols; ++j)
-        ci[j] = row * col_scale[j] * static_cast<float>(ai[j] - shift[j]) + beta * ci[j];
+        ci[j] = row * col_scale[j] * static_cast<float>(ai[j] - shift[j]) + (bias ? bias[j] : 0.0f) + beta * ci[j];
     }
   }
 }
