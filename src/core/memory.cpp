@@ -27,27 +27,17 @@ struct Pool {
 // Buffers of this size and more are "large": see release_large.
 constexpr size_t kLarge = size_t{256} << 10;
 
-// glibc's malloc serves buffers up to 32 MiB from its heap, not from fresh mmaps, and keeps
-// freed heap pages (no trim below 1 GiB free), so memory handed back by release_large is
-// reused with its pages already mapped (allocator_release_cache trims).
-void keep_heap_pages() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
-
 Pool& pool() {
-  static Pool* instance = [] {  // never destroyed: buffers may outlive static teardown
-    keep_heap_pages();
-    return new Pool();
-  }();
+  static Pool* instance = new Pool();  // never destroyed: buffers may outlive static teardown
   return *instance;
 }
 
 // A miss of a large size hands every cached large buffer back to malloc first. Shapes that
 // keep changing (a beam search's self-attention cache grows a step at a time; its (rows, V)
 // logits shrink as sentences finish) then reuse the pages of the sizes they left, instead of
-// a size class each that never serves again: on 200 beam-5 translations, 30 % fewer page
-// faults and a third less peak memory (bench/results/2026-12-04-int8beam-*).
+// a size class each that never serves again. attn's executables also keep malloc's heap pages
+// (src/core/startup.cpp): on 200 beam-5 translations, a third fewer page faults and a third
+// less peak memory (bench/results/2026-12-04-int8beam-*).
 void release_large(Pool& p) {
   std::lock_guard lock(p.mutex);
   for (auto& [size, list] : p.free_lists) {
@@ -125,7 +115,7 @@ void allocator_release_cache() {
     for (void* ptr : list) std::free(ptr);
   p.free_lists.clear();
   p.stats.cached_bytes = 0;
-  malloc_trim(0);  // the heap pages keep_heap_pages keeps
+  malloc_trim(0);  // and the free heap pages malloc keeps (src/core/startup.cpp)
 }
 
 }  // namespace attn
