@@ -21,8 +21,10 @@
 #                with ROUNDS=3 takes about 15 minutes on 2 idle cores
 #   SEQ_GREEDY_REPS (40)  timed greedy decodes of the seq2seq rows, both sides (41 steps of
 #                B = 64 each; 40 keep attn's timed region above 1 s)
-#   BEFORE       a second attn binary (an older build) run in the seq2seq and sdpa rows right
-#                after attn, as the configuration "before (<its commit>), fp32": before/after in
+#   BEFORE       a second attn binary (an older build) run right after attn in the seq2seq
+#                and sdpa rows, as the configuration "before (<its commit>), fp32", and in the
+#                beam rows as "before (<its commit>), translate int8, ctranslate2 rules":
+#                before/after in
 #                one run (table.py lists it beside attn; the first table stays today's attn)
 #   SDPA_LONG_ROUNDS (1)  T >= 8192 runs in the first this many rounds only (about a minute
 #                per side and mask)
@@ -86,7 +88,8 @@ echo "- threads $THREADS both sides; OMP_WAIT_POLICY=$OMP_WAIT_POLICY; ROUNDS=$R
 echo "- peers: $("$PY" -c 'import torch, ctranslate2, sacrebleu; print("torch", torch.__version__, "(CPU capability", torch.backends.cpu.get_cpu_capability() + ")", "ctranslate2", ctranslate2.__version__, "sacrebleu", sacrebleu.__version__)') from $VENV"
 echo "- attn $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), $BUILD"
 if [[ -n $BEFORE ]]; then
-  BEFORE_NAME="before ($("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p')), fp32"
+  BEFORE_COMMIT=$("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p')
+  BEFORE_NAME="before ($BEFORE_COMMIT), fp32"
   echo "- before: $BEFORE: \`$("$BEFORE" doctor --summary 2>/dev/null || echo "doctor --summary failed")\`"
 fi
 echo "- load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -148,11 +151,12 @@ if part translate; then
 fi
 
 translate_row() {  # translate_row <impl> <config> <engine args...>: timing, then BLEU and tokens
+  # (attn's binary: $ATTN, or $TRANSLATE_BIN when set; its hypotheses in $TR/<impl>-<config>.txt)
   local impl=$1 config=$2 tag=${1}-${2}
   shift 2
   local hyp=$TR/$tag.txt ids=$TR/$tag.ids line score
   if [[ $impl == attn ]]; then
-    line=$("${TRANSLATE_PEER[@]}" run --engine attn --attn "$ATTN" --model "$MODEL" --src-text "$TR/src.de" --out "$hyp" --threads "$THREADS" "$@" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
+    line=$("${TRANSLATE_PEER[@]}" run --engine attn --attn "${TRANSLATE_BIN:-$ATTN}" --model "$MODEL" --src-text "$TR/src.de" --out "$hyp" --threads "$THREADS" "$@" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
     "$ATTN" tokenize encode --model "$SPM" --ids <"$hyp" >"$ids"
   else
     line=$("${TRANSLATE_PEER[@]}" run "$@" --src "$TR/src.ids" --out "$ids" --threads "$THREADS" --max-positions "$MAX_POS" 2>>"$LOG" | tail -1) || line='{"na": "n/a (failed)"}'
@@ -201,6 +205,12 @@ for ROUND in $(seq 1 "$ROUNDS"); do
       translate_row attn "translate fp32"
       translate_row attn "translate fp32, ctranslate2 rules" --beam-rules ctranslate2
       translate_row attn "translate int8" --precision int8
+      # the int8 target's row: int8 against CTranslate2 int8 with the same search
+      translate_row attn "translate int8, ctranslate2 rules" --precision int8 --beam-rules ctranslate2
+      if [[ -n $BEFORE ]]; then
+        TRANSLATE_BIN=$BEFORE translate_row attn "before ($BEFORE_COMMIT), translate int8, ctranslate2 rules" \
+          --precision int8 --beam-rules ctranslate2
+      fi
       translate_row torch "fp32 eager, cached beam" --engine torch --model "$TR/torch"
       for ct in float32 int8 bfloat16 int8_bfloat16; do
         translate_row ctranslate2 "$ct" --engine ctranslate2 --compute-type "$ct" --model "$TR/ct2"
@@ -225,6 +235,17 @@ for ROUND in $(seq 1 "$ROUNDS"); do
 done
 if part limits; then ROUND=$((ROUNDS + 1)); limits; fi
 echo "- load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+if part translate && [[ -z $TRANSLATE_NA ]]; then
+  # the rows with CTranslate2's search against CTranslate2 at the same precision, line by line
+  # (the text; the last round's files, the output being deterministic)
+  for pair in "fp32:float32" "int8:int8"; do
+    mine=$TR/attn-translate\ ${pair%%:*},\ ctranslate2\ rules.txt peer=$TR/ctranslate2-${pair#*:}.txt
+    if [[ -f $mine && -f $peer ]]; then
+      same=$("$PY" -c "import sys; a, b = (open(p).read().splitlines() for p in sys.argv[1:]); print(sum(x == y for x, y in zip(a, b)), 'of', max(len(a), len(b)))" "$mine" "$peer")
+      echo "- attn ${pair%%:*} with CTranslate2's rules: the same text as CTranslate2 ${pair#*:} on $same sentences"
+    fi
+  done
+fi
 echo "- raw results: $RESULTS"
 echo
 "$PY" "$ROOT/bench/peers/table.py" "$RESULTS"

@@ -7,8 +7,10 @@ The first table has one row per benchmark and metric: attn (its fastest configur
 it ran more than one, named in brackets), the fastest peer configuration
 (by its median over the rounds), and attn's speed over that peer's (rates: attn / peer; times:
 peer / attn), the median of the per-round ratios with their range. > 1: attn is faster.
-The beam table puts every row against CTranslate2 float32 in the same rounds (the target's
-same-precision peer).
+The beam table puts every row against CTranslate2 float32 in the same rounds, and each attn
+row against CTranslate2 at its own precision (fp32: float32, int8: int8, bf16: bfloat16): the
+target's same-precision peer. Its target lines take, per precision, attn's row with CTranslate2's
+search (--beam-rules ctranslate2), the one whose output equals CTranslate2's.
 """
 import json
 import statistics
@@ -28,6 +30,15 @@ METRICS = {
 # attn configurations shows them (the first table is today's attn).
 BEFORE = "before "
 SPEED = {"train_tokens_per_s", "greedy_tokens_per_s", "sentences_per_s", "forward_ms", "forward_backward_ms"}
+
+
+# attn's precision in a beam configuration -> CTranslate2's compute type of the same precision
+SAME_PRECISION = {"fp32": "float32", "int8": "int8", "bf16": "bfloat16"}
+
+
+def precision_of(config):
+    """The precision named in an attn beam configuration ("translate int8, ctranslate2 rules")."""
+    return next((p for p in SAME_PRECISION if p in config.replace(",", " ").split()), None)
 
 
 def metrics_of(label):
@@ -122,23 +133,36 @@ def main(path):
     if beam:
         print()
         print("| beam-5 test2016 | sentences/s | target tokens/s | peak RSS MB | sacreBLEU | "
-              "sentences/s vs CTranslate2 float32, median (range) |")
-        print("|---|---:|---:|---:|---:|---:|")
-        float32 = per_round((beam[0][0], "ctranslate2", "float32"), "sentences_per_s")
+              "sentences/s vs CTranslate2 float32, median (range) | vs CTranslate2, same precision |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        label = beam[0][0]
+        sentences = {k: per_round(k, "sentences_per_s") for k in beam}
+
+        def versus(key, compute_type):
+            m, rng = round_ratios(sentences[key], per_round((label, "ctranslate2", compute_type), "sentences_per_s"), True)
+            return f"{m:.2f}×{rng}" if m is not None else "—"
+
         for key in beam:
             if na_of(key):
-                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | | |")
+                print(f"| {key[1]}: {key[2]} | {na_of(key)} | | | | | |")
                 continue
-            mine = per_round(key, "sentences_per_s")
-            ratios = [mine[r] / float32[r] for r in mine if float32.get(r)]
-            versus = (f"{statistics.median(ratios):.2f}×" + (f" ({min(ratios):.2f}–{max(ratios):.2f})"
-                                                             if len(ratios) > 1 else "")) if ratios else "—"
+            same = SAME_PRECISION.get(precision_of(key[2])) if key[1] == "attn" else None
             cells = []
             for metric in ("sentences_per_s", "tokens_per_s", "peak_rss_mb", "bleu"):
                 v = list(per_round(key, metric).values())
                 rng = f" ({fmt(min(v))}–{fmt(max(v))})" if len(v) > 1 and metric != "bleu" else ""
                 cells.append(f"{fmt(statistics.median(v))}{rng}" if v else "—")
-            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) + f" | {versus} |")
+            print(f"| {key[1]}: {key[2]} | " + " | ".join(cells) +
+                  f" | {versus(key, 'float32')} | {versus(key, same) + ' (' + same + ')' if same else ''} |")
+        # the targets: per precision, today's attn with CTranslate2's search against CTranslate2
+        targets = [(k, SAME_PRECISION[precision_of(k[2])]) for k in beam
+                   if k[1] == "attn" and not k[2].startswith(BEFORE) and "ctranslate2 rules" in k[2]
+                   and precision_of(k[2]) and sentences[k]]
+        if targets:
+            print()
+        for key, compute_type in targets:
+            print(f"- target, beam-5 at {precision_of(key[2])} (≥ 1.0× CTranslate2 {compute_type}, same search): "
+                  f"{key[2]} {versus(key, compute_type)}")
 
     print()
     print("Every configuration (medians over the rounds, range in brackets):")

@@ -75,10 +75,12 @@ void* weights_in(const Int8Weight& w, const dnnl::memory::desc& want) {
   return copy->data();
 }
 
+// A thread's operands of one call. GrowBuffers: std::vector::resize zero-filled the grown part
+// each time a large shape (the output layer's M × V sums) followed a small one, every step.
 struct Buffers {
-  std::vector<uint8_t> a;
-  std::vector<float> a_scale;
-  std::vector<int32_t> c;
+  onednn::GrowBuffer<uint8_t> a;
+  onednn::GrowBuffer<float> a_scale;
+  onednn::GrowBuffer<int32_t> c;
   onednn::GrowBuffer<unsigned char> scratch;
 };
 
@@ -117,34 +119,21 @@ std::shared_ptr<const Int8Weight> quantize_weight_int8(bool transpose_b, int64_t
 }
 
 void gemm_int8(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const Int8Weight& w,
-               float beta, float* c, int64_t ldc) {
+               float beta, float* c, int64_t ldc, const float* bias) {
   const std::shared_ptr<const onednn::Matmul> entry = primitive_for(Key{m, n, k, onednn::threads()});
 
   thread_local Buffers buffers;
-  buffers.a.resize(static_cast<size_t>(m * k));
-  buffers.a_scale.resize(static_cast<size_t>(m));
-  buffers.c.resize(static_cast<size_t>(m * n));
-  uint8_t* qa = buffers.a.data();
-  float* sa = buffers.a_scale.data();
+  uint8_t* qa = buffers.a.reserve(static_cast<size_t>(m * k));   // (M, K) u8
+  float* sa = buffers.a_scale.reserve(static_cast<size_t>(m));   // (M)
+  int32_t* acc = buffers.c.reserve(static_cast<size_t>(m * n));  // (M, N) s32
   parallel_for(0, m, onednn::row_grain(k),
                [&](int64_t lo, int64_t hi) { quantize_rows_u8(a + lo * lda, lda, hi - lo, k, qa + lo * k, sa + lo); });
-  onednn::execute(*entry, qa, weights_in(w, entry->pd.weights_desc()), buffers.c.data(), buffers.scratch);
+  onednn::execute(*entry, qa, weights_in(w, entry->pd.weights_desc()), acc, buffers.scratch);
 
-  // C[i, j] = alpha sa[i] sw[j] (acc[i, j] − shift[j]) + beta C[i, j]
-  const int32_t* acc = buffers.c.data();
-  const float* sw = w.scale.data();
-  const int32_t* shift = w.shift.data();
+  // C[i, j] = alpha sa[i] sw[j] (acc[i, j] − shift[j]) + bias[j] + beta C[i, j]
   parallel_for(0, m, onednn::row_grain(n), [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const float row = alpha * sa[i];
-      float* ci = c + i * ldc;
-      const int32_t* ai = acc + i * n;
-      if (beta == 0.0f) {
-        for (int64_t j = 0; j < n; ++j) ci[j] = row * sw[j] * static_cast<float>(ai[j] - shift[j]);
-      } else {
-        for (int64_t j = 0; j < n; ++j) ci[j] = row * sw[j] * static_cast<float>(ai[j] - shift[j]) + beta * ci[j];
-      }
-    }
+    dequantize_rows(acc + lo * n, hi - lo, n, sa + lo, alpha, w.scale.data(), w.shift.data(), bias, beta, c + lo * ldc,
+                    ldc);
   });
 }
 

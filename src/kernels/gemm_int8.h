@@ -27,12 +27,13 @@ struct Int8Weight {
 std::shared_ptr<const Int8Weight> quantize_weight_int8(bool transpose_b, int64_t k, int64_t n, const float* b,
                                                        int64_t ldb);
 
-// C (M, N) = alpha · dequant(quant(A) (M, K) · W (K, N)) + beta · C, A (M, K) at lda, C at ldc:
-//   C[i, n] = alpha · sa[i] · w.scale[n] · (Σ_k (qa[i, k] + 128) q[n, k] − w.shift[n]) + beta · C[i, n]
-// with qa, sa from quantize_rows_u8 (kernels/quantize.h); k >= 1. Only where int8 runs
-// (attn::int8_missing is ""): the precision setting checks that before any call comes here.
+// C (M, N) = alpha · dequant(quant(A) (M, K) · W (K, N)) + bias + beta · C, A (M, K) at lda, C at ldc:
+//   C[i, n] = alpha · sa[i] · w.scale[n] · (Σ_k (qa[i, k] + 128) q[n, k] − w.shift[n]) + bias[n] + beta · C[i, n]
+// with qa, sa from quantize_rows_u8 (kernels/quantize.h); bias (N) may be null; k >= 1. Only
+// where int8 runs (attn::int8_missing is ""): the precision setting checks that before any
+// call comes here.
 void gemm_int8(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const Int8Weight& w,
-               float beta, float* c, int64_t ldc);
+               float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
 // oneDNN's implementation of the u8 (M, K) x s8 (K, N) product ("brg:avx512_core_vnni").
 std::string gemm_int8_implementation(int64_t m, int64_t n, int64_t k);

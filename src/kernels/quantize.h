@@ -1,6 +1,6 @@
 #pragma once
-// Dynamic int8 quantization of the activations for the int8 GEMM (attn/precision.h): raw
-// pointers, no checks.
+// Dynamic int8 quantization of the activations for the int8 GEMM (attn/precision.h), and the
+// dequantization of its sums: raw pointers, no checks.
 #include <cstdint>
 
 #include "kernels/isa.h"
@@ -14,5 +14,12 @@ namespace attn::kernels {
 // A row of zeros gets scale 0; a row holding NaN or inf gets scale NaN, so its output row is NaN.
 ATTN_KERNEL(quantize_rows_u8,
             void(const float* src, int64_t ld, int64_t rows, int64_t cols, uint8_t* dst, float* scale));
+
+// The int8 GEMM's output from its int32 sums acc (rows, cols) dense, per row i and column j:
+//   c[i, j] = alpha · row_scale[i] · col_scale[j] · (acc[i, j] − shift[j]) + bias[j] + beta · c[i, j]
+// bias (cols) may be null (no term); beta 0: c is only written. c at row stride ldc.
+ATTN_KERNEL(dequantize_rows,
+            void(const int32_t* acc, int64_t rows, int64_t cols, const float* row_scale, float alpha,
+                 const float* col_scale, const int32_t* shift, const float* bias, float beta, float* c, int64_t ldc));
 
 }  // namespace attn::kernels

@@ -24,7 +24,7 @@ Tensor additive_project_keys(const Tensor& keys, const Tensor& w_k) {
   c.check("keys", keys, {"B", "S", "E"}).check("w_k", w_k, {"A", "E"});
   const int64_t rows = c["B"] * c["S"], E = c["E"], A = c["A"];
   Tensor projected = Tensor::empty({c["B"], c["S"], A});  // (B, S, A)
-  detail::weight_gemm("additive_project_keys", w_k, true, rows, A, E, keys.f32(), E, w_k.f32(), E, 0.0f,
+  detail::weight_gemm("additive_project_keys", w_k, true, rows, A, E, keys.f32(), E, w_k.f32(), E, nullptr,
                       projected.f32(), A);
   if (autodiff::needs_grad(keys, w_k)) {
     // P = K W_kᵀ:  dK += dP W_k,  dW_k += dPᵀ K

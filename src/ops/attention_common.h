@@ -219,7 +219,7 @@ inline Tensor softmax_context_backward(const Tensor& weights, const Tensor& used
 inline Tensor additive_query_forward(const Tensor& query, const Tensor& w_q, const Tensor& bias, int64_t N, int64_t D,
                                      int64_t A) {
   Tensor u = Tensor::empty({N, A});
-  detail::weight_gemm("additive_attention", w_q, true, N, A, D, query.f32(), D, w_q.f32(), D, 0.0f, u.f32(), A);
+  detail::weight_gemm("additive_attention", w_q, true, N, A, D, query.f32(), D, w_q.f32(), D, nullptr, u.f32(), A);
   kernels::attention_add_bias_rows(u.f32(), bias.f32(), N, A);
   return u;
 }

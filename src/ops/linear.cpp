@@ -2,7 +2,6 @@
 
 #include "attn/autodiff/tape.h"
 #include "kernels/blas.h"
-#include "kernels/linear.h"
 #include "kernels/reduce.h"
 #include "leading_rows.h"
 #include "weight_gemm.h"
@@ -87,10 +86,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   std::vector<int64_t> dims = x.shape().dims();
   dims.back() = out;
   Tensor y = Tensor::empty(Shape(dims));  // (..., OUT), as (rows, OUT)
-  // y = b (each row) + x Wᵀ: one GEMM over all rows.
-  if (has_bias) kernels::broadcast_rows(bias.f32(), y.f32(), rows, out);
-  detail::weight_gemm("linear", weight, true, rows, out, in, x.f32(), in, weight.f32(), in, has_bias ? 1.0f : 0.0f,
-                      y.f32(), out);
+  // y = x Wᵀ + b (each row): one GEMM over all rows.
+  detail::weight_gemm("linear", weight, true, rows, out, in, x.f32(), in, weight.f32(), in,
+                      has_bias ? bias.f32() : nullptr, y.f32(), out);
 
   if (autodiff::needs_grad(x, weight, bias)) {  // an undefined bias never requires grad
     autodiff::record("linear", {y}, [x, weight, bias, y, rows, in, out]() mutable {

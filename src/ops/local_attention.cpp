@@ -127,7 +127,7 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
   Tensor qw;
   if (score == LuongScore::general) {
     qw = Tensor::empty({N, E});
-    detail::weight_gemm("local_attention", w, false, N, E, D, query.f32(), D, w.f32(), E, 0.0f, qw.f32(), E);
+    detail::weight_gemm("local_attention", w, false, N, E, D, query.f32(), D, w.f32(), E, nullptr, qw.f32(), E);
   } else {
     qw = query.detach();
   }
@@ -138,7 +138,7 @@ AttentionResult local_attention(const Tensor& query, const Tensor& keys, const T
     sg = Tensor::empty({N});
     p = Tensor::empty({N});
     centres = Tensor::empty({N}, DType::i32);
-    detail::weight_gemm("local_attention", w_p, true, N, A, D, query.f32(), D, w_p.f32(), D, 0.0f, h.f32(), A);
+    detail::weight_gemm("local_attention", w_p, true, N, A, D, query.f32(), D, w_p.f32(), D, nullptr, h.f32(), A);
     kernels::local_attention_position_forward(h.f32(), v_p.f32(), mask.lengths.i32(), B, T, A, sg.f32(), p.f32(),
                                               centres.i32());
   } else {

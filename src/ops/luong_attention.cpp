@@ -104,14 +104,14 @@ AttentionResult luong_attention(const Tensor& query, const Tensor& keys, const T
       break;
     case LuongScore::general:
       qw = Tensor::empty({N, E});
-      detail::weight_gemm(op.c_str(), w, false, N, E, D, query.f32(), D, w.f32(), E, 0.0f, qw.f32(), E);
+      detail::weight_gemm(op.c_str(), w, false, N, E, D, query.f32(), D, w.f32(), E, nullptr, qw.f32(), E);
       kernels::attention_dot_scores_forward(qw.f32(), keys.f32(), len, B, T, S, E, scores.f32());
       break;
     case LuongScore::concat:
       pq = Tensor::empty({N, A});
       pk = Tensor::empty({B, S, A});
-      detail::weight_gemm(op.c_str(), w, true, N, A, D, query.f32(), D, w.f32(), D + E, 0.0f, pq.f32(), A);
-      detail::weight_gemm(op.c_str(), w, true, B * S, A, E, keys.f32(), E, w.f32() + D, D + E, 0.0f, pk.f32(), A);
+      detail::weight_gemm(op.c_str(), w, true, N, A, D, query.f32(), D, w.f32(), D + E, nullptr, pq.f32(), A);
+      detail::weight_gemm(op.c_str(), w, true, B * S, A, E, keys.f32(), E, w.f32() + D, D + E, nullptr, pk.f32(), A);
       kernels::attention_additive_scores_forward(pq.f32(), pk.f32(), v.f32(), len, B, T, S, A, scores.f32());
       break;
   }
@@ -202,7 +202,7 @@ AttentionResult location_attention(const Tensor& query, const Tensor& values, co
 
   // e = Q W_a[:S]ᵀ + b_a[:S]                                        // (B·T, S)
   Tensor scores = Tensor::empty({B, T, S});
-  detail::weight_gemm("location_attention", w_a, true, N, S, D, query.f32(), D, w_a.f32(), D, 0.0f, scores.f32(), S);
+  detail::weight_gemm("location_attention", w_a, true, N, S, D, query.f32(), D, w_a.f32(), D, nullptr, scores.f32(), S);
   if (b_a.defined()) kernels::attention_add_bias_rows(scores.f32(), b_a.f32(), N, S);
   const Dims d{B, T, S, E};
   const SoftmaxContext sc = softmax_context(scores, alpha, values, mask, drop, d, q, norm);

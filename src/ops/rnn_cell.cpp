@@ -41,7 +41,7 @@ ShapeContract check_cell(const char* op, int gates, const CellInputs& in, bool p
 // gx (B, G) = x (B, I) W_ihᵀ, the bias is added by the fused kernel.
 Tensor input_projection(const char* op, const CellInputs& in, int64_t B, int64_t I, int64_t G) {
   Tensor gx = Tensor::empty({B, G});
-  detail::weight_gemm(op, in.w_ih, true, B, G, I, in.x.f32(), I, in.w_ih.f32(), I, 0.0f, gx.f32(), G);
+  detail::weight_gemm(op, in.w_ih, true, B, G, I, in.x.f32(), I, in.w_ih.f32(), I, nullptr, gx.f32(), G);
   return gx;
 }
 
@@ -81,7 +81,7 @@ CellStep begin_step(const char* op, int gates, const CellInputs& in, bool projec
   const ShapeContract sc = check_cell(op, gates, in, projected, lstm);
   CellStep s{sc["B"], sc["H"], gates * sc["H"], projected ? 0 : sc["I"], in.gates_x, Tensor()};
   s.saved = Tensor::empty({s.B, s.G + s.H});
-  detail::weight_gemm(op, in.w_hh, true, s.B, s.G, s.H, in.h.f32(), s.H, in.w_hh.f32(), s.H, 0.0f, s.saved.f32(),
+  detail::weight_gemm(op, in.w_hh, true, s.B, s.G, s.H, in.h.f32(), s.H, in.w_hh.f32(), s.H, nullptr, s.saved.f32(),
                       s.G + s.H);
   if (!projected) s.gates_x = input_projection(op, in, s.B, s.I, s.G);
   return s;

@@ -12,6 +12,7 @@
 #include "attn/precision.h"
 #include "kernels/blas.h"
 #include "kernels/gemm_int8.h"
+#include "kernels/linear.h"
 
 namespace attn::detail {
 namespace {
@@ -81,8 +82,12 @@ const kernels::PackedF32Weight* packed_f32(const Tensor& weight, const Key& key)
 }  // namespace
 
 void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t m, int64_t n, int64_t k,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+                 const float* a, int64_t lda, const float* b, int64_t ldb, const float* bias, float* c, int64_t ldc) {
   const Precision precision = compute_precision();
+  const bool int8 = precision == Precision::int8 && m > 0 && n > 0 && k > 0;
+  // kernels::gemm and the fp32 packs add A op(B) to C preset to the bias; gemm_int8 adds the bias itself
+  if (!int8 && bias && m > 0) kernels::broadcast_rows(bias, c, m, n);
+  const float beta = bias ? 1.0f : 0.0f;
   if (precision == Precision::fp32 && t_frozen_depth > 0 && kernels::use_onednn_f32(false, m, n, k) &&
       !autodiff::needs_grad(weight)) {
     if (const kernels::PackedF32Weight* packed = packed_f32(weight, Key{b, transpose_b, k, n, ldb})) {
@@ -90,7 +95,7 @@ void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t
       return;
     }
   }
-  if (precision != Precision::int8 || m == 0 || n == 0 || k == 0) {
+  if (!int8) {
     kernels::gemm(false, transpose_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -98,7 +103,7 @@ void weight_gemm(const char* op, const Tensor& weight, bool transpose_b, int64_t
     throw ValueError(std::string(op) + ": int8 is for inference, but the gradient of " + weight_name(weight) +
                      " is being recorded; run under no_grad, or at fp32 or bf16");
   const auto quantized = int8_weight(op, weight, Key{b, transpose_b, k, n, ldb});
-  kernels::gemm_int8(m, n, k, 1.0f, a, lda, *quantized, beta, c, ldc);
+  kernels::gemm_int8(m, n, k, 1.0f, a, lda, *quantized, 0.0f, c, ldc, bias);
 }
 
 }  // namespace attn::detail

@@ -131,48 +131,67 @@ TEST(Precision, Int8Names) {
 
 // ---- The int8 GEMM ---------------------------------------------------------------------------
 
-// Both layouts of B, alpha and beta, ldc > N, a zero row: equal to the reference on the
-// dequantized operands, within kGemmTol of fp32, and the columns past N untouched.
+// Both layouts of B, alpha and beta, with and without a bias, ldc > N, a zero row: equal to
+// the reference on the dequantized operands, within kGemmTol of fp32, and the columns past N
+// untouched.
 TEST(Int8Gemm, MatchesTheDequantizedReference) {
   SKIP_WITHOUT_INT8();
   const int64_t M = 37, N = 29, K = 70, ldc = N + 3;
+  const Tensor bias = random_tensor({N}, 9);
   for (bool tb : {false, true})
-    for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, 1.0f}, {1.0f, -0.25f}}) {
-      SCOPED_TRACE(::testing::Message() << "tb " << tb << " alpha " << alpha << " beta " << beta);
-      Tensor a = random_tensor({M, K}, 1);
-      std::fill(a.f32() + 5 * K, a.f32() + 6 * K, 0.0f);  // row 5: scale 0
-      const Tensor b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 2);
-      const Tensor c0 = random_tensor({M, ldc}, 3);
-      const int64_t ldb = tb ? K : N;
-      Tensor reference = c0.clone(), exact = c0.clone(), int8 = c0.clone();
-      reference_gemm(tb, M, N, K, alpha, a.f32(), K, b.f32(), ldb, beta, reference.f32(), ldc);
-      kernels::gemm(false, tb, M, N, K, alpha, a.f32(), K, b.f32(), ldb, beta, exact.f32(), ldc);
-      const auto w = kernels::quantize_weight_int8(tb, K, N, b.f32(), ldb);
-      ASSERT_TRUE(w->finite);
-      kernels::gemm_int8(M, N, K, alpha, a.f32(), K, *w, beta, int8.f32(), ldc);
-      double scale = 0;
-      const double worst = max_abs_difference(int8, reference, &scale);
-      EXPECT_LE(worst, kDequantizedTol * scale) << "largest |reference| " << scale;
-      EXPECT_TRUE(int8_close("gemm", int8, exact, kGemmTol));
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(int8.f32()[i * ldc + j], c0.f32()[i * ldc + j]);
-      for (int64_t j = 0; j < N; ++j)  // the zero row gives beta · C
-        EXPECT_FLOAT_EQ(int8.f32()[5 * ldc + j], beta * c0.f32()[5 * ldc + j]);
-    }
+    for (bool with_bias : {false, true})
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.5f, 1.0f}, {1.0f, -0.25f}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "tb " << tb << " bias " << with_bias << " alpha " << alpha << " beta " << beta);
+        Tensor a = random_tensor({M, K}, 1);
+        std::fill(a.f32() + 5 * K, a.f32() + 6 * K, 0.0f);  // row 5: scale 0
+        const Tensor b = random_tensor(tb ? Shape{N, K} : Shape{K, N}, 2);
+        const Tensor c0 = random_tensor({M, ldc}, 3);
+        const int64_t ldb = tb ? K : N;
+        Tensor reference = c0.clone(), exact = c0.clone(), int8 = c0.clone();
+        reference_gemm(tb, M, N, K, alpha, a.f32(), K, b.f32(), ldb, beta, reference.f32(), ldc);
+        kernels::gemm(false, tb, M, N, K, alpha, a.f32(), K, b.f32(), ldb, beta, exact.f32(), ldc);
+        if (with_bias)
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              reference.f32()[i * ldc + j] += bias.f32()[j];
+              exact.f32()[i * ldc + j] += bias.f32()[j];
+            }
+        const auto w = kernels::quantize_weight_int8(tb, K, N, b.f32(), ldb);
+        ASSERT_TRUE(w->finite);
+        kernels::gemm_int8(M, N, K, alpha, a.f32(), K, *w, beta, int8.f32(), ldc, with_bias ? bias.f32() : nullptr);
+        double scale = 0;
+        const double worst = max_abs_difference(int8, reference, &scale);
+        EXPECT_LE(worst, kDequantizedTol * scale) << "largest |reference| " << scale;
+        EXPECT_TRUE(int8_close("gemm", int8, exact, kGemmTol));
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = N; j < ldc; ++j) ASSERT_EQ(int8.f32()[i * ldc + j], c0.f32()[i * ldc + j]);
+        for (int64_t j = 0; j < N; ++j)  // the zero row gives bias + beta · C
+          EXPECT_FLOAT_EQ(int8.f32()[5 * ldc + j], (with_bias ? bias.f32()[j] : 0.0f) + beta * c0.f32()[5 * ldc + j]);
+      }
 }
 
-// A row of activations holding NaN gives a NaN output row; the other rows are unaffected.
-TEST(Int8Gemm, NanActivationRowStaysNan) {
+// A row of activations holding NaN, +inf or -inf gives a NaN output row, wherever the value
+// sits (a vector's first lane, or the tail after the last whole vector of K = 70); the other
+// rows are unaffected.
+TEST(Int8Gemm, NonFiniteActivationRowStaysNan) {
   SKIP_WITHOUT_INT8();
-  const int64_t M = 4, N = 8, K = 16;
-  Tensor a = random_tensor({M, K}, 4);
-  a.f32()[2 * K + 3] = std::numeric_limits<float>::quiet_NaN();
+  const int64_t M = 6, N = 8, K = 70;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), inf, -inf};
   const Tensor b = random_tensor({N, K}, 5);
-  Tensor c = Tensor::zeros({M, N}), reference = Tensor::zeros({M, N});
-  kernels::gemm_int8(M, N, K, 1.0f, a.f32(), K, *kernels::quantize_weight_int8(true, K, N, b.f32(), K), 0.0f, c.f32(),
-                     N);
-  for (int64_t j = 0; j < N; ++j) EXPECT_TRUE(std::isnan(c.f32()[2 * N + j])) << j;
-  for (int64_t j = 0; j < N; ++j) EXPECT_TRUE(std::isfinite(c.f32()[N + j])) << j;
+  const auto w = kernels::quantize_weight_int8(true, K, N, b.f32(), K);
+  for (float value : bad)
+    for (int64_t at : {int64_t{0}, int64_t{3}, K - 1}) {
+      SCOPED_TRACE(::testing::Message() << "value " << value << " at k = " << at);
+      Tensor a = random_tensor({M, K}, 4);
+      a.f32()[2 * K + at] = value;
+      Tensor c = Tensor::zeros({M, N});
+      kernels::gemm_int8(M, N, K, 1.0f, a.f32(), K, *w, 0.0f, c.f32(), N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          EXPECT_EQ(std::isnan(c.f32()[i * N + j]), i == 2) << "row " << i << " column " << j;
+    }
 }
 
 // ---- linear under int8 -----------------------------------------------------------------------
