@@ -58,7 +58,8 @@ void add_and_clear(Tensor into, Tensor from) {
 
 }  // namespace
 
-std::optional<Seq2Seq::StepValues> Seq2Seq::loss_backward_in_row_blocks(const Batch& batch, float label_smoothing) {
+std::optional<Seq2Seq::StepValues> Seq2Seq::loss_backward_in_row_blocks(const Batch& batch, float label_smoothing,
+                                                                        bool with_logits) {
   const int64_t B = batch.src.rank() == 2 ? batch.src.dim(0) : 0;
   const int64_t blocks = detail::row_block_count(B);
   if (blocks <= 1 || !autodiff::grad_enabled() || autodiff::tape().watching() || !training_splits_rows(config_))
@@ -116,14 +117,17 @@ std::optional<Seq2Seq::StepValues> Seq2Seq::loss_backward_in_row_blocks(const Ba
 
   StepValues values;
   values.blocks = blocks;
-  const Tensor& logits0 = parts[0].logits;  // (T, B_0, V)
-  const int64_t T = logits0.dim(0), V = logits0.dim(2);
-  values.logits = Tensor::empty({T, B, V});
   for (int64_t b = 0; b < blocks; ++b) {
     const auto i = static_cast<size_t>(b);
     const double w = static_cast<double>(tokens[i]) / static_cast<double>(N);
     values.loss += w * parts[i].loss.item();
     values.cross_entropy += w * parts[i].cross_entropy.item();
+  }
+  if (!with_logits) return values;
+  const int64_t T = parts[0].logits.dim(0), V = parts[0].logits.dim(2);  // block b's: (T, B_b, V)
+  values.logits = Tensor::empty({T, B, V});
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto i = static_cast<size_t>(b);
     const int64_t lo = first_row(b), rows = first_row(b + 1) - lo;
     for (int64_t t = 0; t < T; ++t)
       std::memcpy(values.logits.f32() + (t * B + lo) * V, parts[i].logits.f32() + t * rows * V,

@@ -126,7 +126,7 @@ class Seq2SeqTask final : public Task {
     for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
     window_tokens_ += tokens;
     // One block of rows per thread where that is exact (backward included), else whole.
-    if (const auto in_blocks = model_.loss_backward_in_row_blocks(batch)) {
+    if (const auto in_blocks = model_.loss_backward_in_row_blocks(batch, 0.0f, /*with_logits=*/true)) {
       logits_ = in_blocks->logits;  // (T, B, V)
       last_loss_ = in_blocks->cross_entropy;
       return {Tensor(), last_loss_, static_cast<double>(tokens), /*backward_done=*/true};

@@ -923,7 +923,8 @@ TEST(Seq2Seq, TrainingInRowBlocksEqualsOneThread) {
     model.zero_grad();
 
     set_num_threads(2);
-    const std::optional<Seq2Seq::StepValues> blocks = model.loss_backward_in_row_blocks(batch, c.label_smoothing);
+    const std::optional<Seq2Seq::StepValues> blocks =
+        model.loss_backward_in_row_blocks(batch, c.label_smoothing, /*with_logits=*/true);
     set_num_threads(1);
     ASSERT_TRUE(blocks.has_value());
     EXPECT_EQ(blocks->blocks, 2);
@@ -949,7 +950,9 @@ TEST(Seq2Seq, TrainingInRowBlocksAccumulatesRefusesAndFailsCleanly) {
   const data::Batch batch = batch_of(sources);
   set_num_threads(2);
   Seq2Seq model(tiny("bahdanau"));
-  ASSERT_TRUE(model.loss_backward_in_row_blocks(batch).has_value());
+  const std::optional<Seq2Seq::StepValues> first = model.loss_backward_in_row_blocks(batch);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->logits.defined());  // asked for only
   const std::map<std::string, Tensor> once = gradients_of(model);
   ASSERT_TRUE(model.loss_backward_in_row_blocks(batch).has_value());
   for (const auto& [name, grad] : gradients_of(model)) {

@@ -353,7 +353,7 @@ class Seq2Seq : public nn::Module {
   // share of the batch's target tokens, N_b / N, so Σ_b of the replicas' gradients, added
   // into this model's parameters in block order (accumulating, as backward() does), is the
   // whole batch's gradient up to fp32 rounding. The values are the whole batch's: the loss,
-  // the cross-entropy and the logits (T, B, V).
+  // the cross-entropy and, with_logits, the logits (T, B, V) (a copy: undefined without).
   // Returns nullopt and does nothing where it does not apply (one block; no gradients
   // recorded; a ready hook on this thread's tape, i.e. a data-parallel step, whose hook
   // must see backward run) or where a split would not be exact (training_splits_rows()).
@@ -361,10 +361,11 @@ class Seq2Seq : public nn::Module {
   struct StepValues {
     double loss = 0.0;
     double cross_entropy = 0.0;
-    Tensor logits;  // (T, B, V), time-major
+    Tensor logits;  // (T, B, V), time-major, with_logits only
     int64_t blocks = 0;
   };
-  std::optional<StepValues> loss_backward_in_row_blocks(const Batch& batch, float label_smoothing = 0.0f);
+  std::optional<StepValues> loss_backward_in_row_blocks(const Batch& batch, float label_smoothing = 0.0f,
+                                                        bool with_logits = false);
 
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.
