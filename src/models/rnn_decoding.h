@@ -19,6 +19,8 @@ namespace attn::models::detail {
 // (bench/results/2026-12-04-rnnperf-9ce28fe-amd-genoa.md). An exception in a block is
 // rethrown here.
 inline constexpr int64_t kMinRowsPerBlock = 8;
+// The blocks a batch of B rows runs as: min(threads, B / kMinRowsPerBlock); <= 1 means whole.
+int64_t row_block_count(int64_t B);
 DecodeResult decode_row_blocks(int64_t B, const std::function<DecodeResult(int64_t, int64_t)>& decode_rows);
 
 // Greedy decoding of every row of `enc` (outputs (B, S, E), initial states) for up to max_len

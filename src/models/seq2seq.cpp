@@ -132,8 +132,10 @@ DecodeResult Seq2Seq::greedy(const Tensor& src, const Tensor& src_lengths, int m
 
 namespace detail {
 
+int64_t row_block_count(int64_t B) { return std::min<int64_t>(num_threads(), B / kMinRowsPerBlock); }
+
 DecodeResult decode_row_blocks(int64_t B, const std::function<DecodeResult(int64_t, int64_t)>& decode_rows) {
-  const int64_t blocks = std::min<int64_t>(num_threads(), B / kMinRowsPerBlock);
+  const int64_t blocks = row_block_count(B);
   if (blocks <= 1) return decode_rows(0, B);
   std::vector<DecodeResult> parts(static_cast<size_t>(blocks));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(blocks));

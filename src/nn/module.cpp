@@ -107,6 +107,25 @@ int64_t Module::num_parameters() const {
   return total;
 }
 
+void Module::share_parameters(const Module& source) {
+  const std::vector<std::pair<std::string, Tensor>> mine = named_parameters(), theirs = source.named_parameters();
+  if (mine.size() != theirs.size())
+    throw ValueError("share_parameters: the source has " + std::to_string(theirs.size()) + " parameters, this module " +
+                     std::to_string(mine.size()));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto& [name, t] = mine[i];
+    const auto& [source_name, s] = theirs[i];
+    if (name != source_name || t.shape() != s.shape())
+      throw ValueError("share_parameters: parameter " + std::to_string(i) + " is '" + name + "' " + t.shape().str() +
+                       " here and '" + source_name + "' " + s.shape().str() + " in the source");
+  }
+  for (size_t i = 0; i < mine.size(); ++i) {
+    TensorImpl& t = *mine[i].second.impl_ptr();  // every holder of the tensor sees the new storage
+    t.buffer = theirs[i].second.impl_ptr()->buffer;
+    t.offset = theirs[i].second.impl_ptr()->offset;
+  }
+}
+
 void Module::zero_grad(bool set_to_none) {
   for (auto& [n, t] : named_parameters()) {
     if (set_to_none)

@@ -456,7 +456,7 @@ RunResult run(Task& task, const RunOptions& o) {
                        std::to_string(checked) + "); try a smaller --lr");
     optimizer->set_lr(schedule.lr_at(state.step));
     if (dp) dp->reducer->set_scale(static_cast<float>(scale));
-    backward(loss.loss);
+    if (!loss.backward_done) backward(loss.loss);
     if (dp) dp->reducer->finish_step();
     apply_gradients(*optimizer, o.clip);
     const int64_t step = ++state.step;

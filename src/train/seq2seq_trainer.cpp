@@ -121,12 +121,18 @@ class Seq2SeqTask final : public Task {
 
   StepLoss forward(int64_t step) override {
     const data::Batch batch = batch_for_step(kind_, o_, step, shard());
-    const models::Seq2Seq::Loss terms = model_.loss_terms(batch);  // CE (+ hard attention's REINFORCE term)
-    logits_ = terms.logits;                                        // (T, B, V)
     targets_ = models::time_major_ids(batch.tgt_out);
     int64_t tokens = 0;  // non-PAD targets: what the cross-entropy is the mean over
     for (int32_t len : batch.tgt_lengths.to_vector_i32()) tokens += len;
     window_tokens_ += tokens;
+    // One block of rows per thread where that is exact (backward included), else whole.
+    if (const auto in_blocks = model_.loss_backward_in_row_blocks(batch, 0.0f, /*with_logits=*/true)) {
+      logits_ = in_blocks->logits;  // (T, B, V)
+      last_loss_ = in_blocks->cross_entropy;
+      return {Tensor(), last_loss_, static_cast<double>(tokens), /*backward_done=*/true};
+    }
+    const models::Seq2Seq::Loss terms = model_.loss_terms(batch);  // CE (+ hard attention's REINFORCE term)
+    logits_ = terms.logits;                                        // (T, B, V)
     last_loss_ = terms.cross_entropy.item();
     return {terms.loss, last_loss_, static_cast<double>(tokens)};
   }

@@ -6,9 +6,11 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attn/autodiff/tape.h"
 #include "attn/data/tasks.h"
+#include "attn/ops/elementwise.h"
 #include "attn/ops/loss.h"
 #include "attn/parallel.h"
 #include "attn/train/optimizer.h"
@@ -876,6 +878,118 @@ TEST(Seq2Seq, CoveragePenaltyEdgeCases) {
                    ValueError, "coverage_penalty must be finite and >= 0, got -1");
   const DecodeResult r = model.beam(one.src, one.src_lengths, {.width = 2, .max_len = 1, .coverage_penalty = 5.0f});
   for (const auto& h : r.hypotheses[0]) EXPECT_TRUE(std::isfinite(h.score));
+}
+
+// ---- training in row blocks (Seq2Seq::loss_backward_in_row_blocks) -----------------------------
+
+// Copies of every parameter's gradient, by name (undefined where none arrived).
+std::map<std::string, Tensor> gradients_of(const Seq2Seq& model) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, p] : model.named_parameters()) out[name] = p.has_grad() ? p.grad().clone() : Tensor();
+  return out;
+}
+
+// With 2 threads a training step runs as one block of rows per thread, each on a replica with
+// its own tape and gradients: the loss, the cross-entropy, the logits and every parameter's
+// gradient equal the undivided 1-thread step's within fp32 rounding, for every RNN attention
+// variant (monotonic and MoChA without noise), with label smoothing, coverage and the pointer.
+TEST(Seq2Seq, TrainingInRowBlocksEqualsOneThread) {
+  std::vector<std::vector<int32_t>> sources;
+  for (int r = 0; r < 19; ++r) {  // 19 rows: blocks of 9 and 10, lengths 1..5
+    std::vector<int32_t> row;
+    for (int i = 0; i <= (r * 3) % 5; ++i) row.push_back(3 + (r + i) % 3);
+    sources.push_back(row);
+  }
+  const data::Batch batch = batch_of(sources);
+  struct Case {
+    std::string name;
+    Seq2SeqConfig config;
+    float label_smoothing = 0.0f;
+  };
+  std::vector<Case> cases;
+  for (const Variant& v : all_variants())
+    if (v.score != "hard") cases.push_back({variant_name(v), variant_config(v)});
+  cases.push_back({"bahdanau, label smoothing 0.1", tiny("bahdanau"), 0.1f});
+  cases.push_back({"bahdanau, coverage", tiny_coverage()});
+  Seq2SeqConfig pointer = tiny("luong", "general");
+  pointer.pointer = true;
+  cases.push_back({"luong general, pointer", pointer});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ASSERT_TRUE(training_splits_rows(c.config));
+    Seq2Seq model(c.config);
+    model.train();
+    EXPECT_FALSE(model.loss_backward_in_row_blocks(batch, c.label_smoothing).has_value());  // one thread: whole
+    const Seq2Seq::Loss whole = model.loss_terms(batch, c.label_smoothing);
+    backward(whole.loss);
+    const std::map<std::string, Tensor> expected = gradients_of(model);
+    model.zero_grad();
+
+    set_num_threads(2);
+    const std::optional<Seq2Seq::StepValues> blocks =
+        model.loss_backward_in_row_blocks(batch, c.label_smoothing, /*with_logits=*/true);
+    set_num_threads(1);
+    ASSERT_TRUE(blocks.has_value());
+    EXPECT_EQ(blocks->blocks, 2);
+    EXPECT_NEAR(blocks->loss, whole.loss.item(), 1e-5);
+    EXPECT_NEAR(blocks->cross_entropy, whole.cross_entropy.item(), 1e-5);
+    EXPECT_TRUE(tensors_close(blocks->logits, whole.logits));
+    for (const auto& [name, grad] : gradients_of(model)) {
+      SCOPED_TRACE(name);
+      ASSERT_EQ(grad.defined(), expected.at(name).defined());
+      if (grad.defined()) EXPECT_TRUE(tensors_close(grad, expected.at(name)));
+    }
+    EXPECT_EQ(autodiff::tape().size(), 0u);
+  }
+}
+
+// The blocks' gradients add to those already there, as backward()'s do; what draws random
+// numbers (hard attention's samples, monotonic noise) or keeps state across rows runs whole
+// (nullopt, nothing touched); a bad row is reported at its index in the whole batch and
+// leaves no gradient behind, in this model or in the next step's.
+TEST(Seq2Seq, TrainingInRowBlocksAccumulatesRefusesAndFailsCleanly) {
+  std::vector<std::vector<int32_t>> sources;
+  for (int r = 0; r < 19; ++r) sources.push_back(std::vector<int32_t>(static_cast<size_t>(1 + r % 5), 3 + r % 3));
+  const data::Batch batch = batch_of(sources);
+  set_num_threads(2);
+  Seq2Seq model(tiny("bahdanau"));
+  const std::optional<Seq2Seq::StepValues> first = model.loss_backward_in_row_blocks(batch);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_FALSE(first->logits.defined());  // asked for only
+  const std::map<std::string, Tensor> once = gradients_of(model);
+  ASSERT_TRUE(model.loss_backward_in_row_blocks(batch).has_value());
+  for (const auto& [name, grad] : gradients_of(model)) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(tensors_close(grad, scale(once.at(name), 2.0f)));
+  }
+
+  Seq2SeqConfig noisy = tiny("bahdanau", "monotonic");
+  noisy.monotonic_noise = 1.0f;
+  Seq2SeqConfig dropout = tiny("bahdanau", "", "gru", false, 2);
+  dropout.dropout = 0.3f;
+  for (const Seq2SeqConfig& c : {tiny("luong", "hard"), noisy, dropout}) {
+    SCOPED_TRACE(c.effective_score());
+    EXPECT_FALSE(training_splits_rows(c));
+    Seq2Seq whole(c);
+    EXPECT_FALSE(whole.loss_backward_in_row_blocks(batch).has_value());
+    for (const auto& [name, grad] : gradients_of(whole)) EXPECT_FALSE(grad.defined()) << name;
+  }
+
+  Seq2Seq fresh(tiny("bahdanau"));
+  std::vector<int32_t> lengths = batch.src_lengths.to_vector_i32();
+  lengths[15] = 6;  // S = 5
+  data::Batch bad = batch;
+  bad.src_lengths = Tensor::from_vector(lengths, {19});
+  EXPECT_THROW_MSG(fresh.loss_backward_in_row_blocks(bad), ValueError,
+                   "'src_lengths' value 6 at batch index 15 is out of range [1, S=5]");
+  for (const auto& [name, grad] : gradients_of(fresh)) EXPECT_FALSE(grad.defined()) << name;
+  ASSERT_TRUE(fresh.loss_backward_in_row_blocks(batch).has_value());  // the same model, a good batch
+  for (const auto& [name, grad] : gradients_of(fresh)) {
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(tensors_close(grad, once.at(name)));
+  }
+  set_num_threads(1);
+  EXPECT_EQ(autodiff::tape().size(), 0u);
 }
 
 }  // namespace

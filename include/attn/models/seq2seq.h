@@ -346,6 +346,27 @@ class Seq2Seq : public nn::Module {
   // loss_terms(batch, label_smoothing).loss.
   Tensor loss(const Batch& batch, float label_smoothing = 0.0f);
 
+  // One training step's forward and backward in row blocks, as greedy decoding runs: with
+  // T threads and B >= 2·8 rows, up to T contiguous blocks of rows inside one parallel region,
+  // one per thread, each through loss_terms() and backward() on its thread's tape by a replica
+  // of this model (its weights, its own gradient buffers). Block b's loss is weighted by its
+  // share of the batch's target tokens, N_b / N, so Σ_b of the replicas' gradients, added
+  // into this model's parameters in block order (accumulating, as backward() does), is the
+  // whole batch's gradient up to fp32 rounding. The values are the whole batch's: the loss,
+  // the cross-entropy and, with_logits, the logits (T, B, V) (a copy: undefined without).
+  // Returns nullopt and does nothing where it does not apply (one block; no gradients
+  // recorded; a ready hook on this thread's tape, i.e. a data-parallel step, whose hook
+  // must see backward run) or where a split would not be exact (training_splits_rows()).
+  // A block's error is rethrown here before any gradient reaches this model.
+  struct StepValues {
+    double loss = 0.0;
+    double cross_entropy = 0.0;
+    Tensor logits;  // (T, B, V), time-major, with_logits only
+    int64_t blocks = 0;
+  };
+  std::optional<StepValues> loss_backward_in_row_blocks(const Batch& batch, float label_smoothing = 0.0f,
+                                                        bool with_logits = false);
+
   // Decoding runs without recording (NoGradGuard) and in eval mode is the caller's choice
   // (call eval() to switch dropout off). src (B, S), src_lengths (B); max_len >= 1.
   // With the pointer, src_ext (B, S) and extended_vocab give the source's OOV tokens their
@@ -366,7 +387,15 @@ class Seq2Seq : public nn::Module {
   // loss plus, with coverage, coverage_loss · the mean over target tokens (padding left out)
   // of Σ_i min(a_{t,i}, c_{t,i}) (See et al. 2017, eq. 13).
   Tensor with_coverage(const Tensor& loss, const DecoderOutput& out, const Batch& batch) const;
+
+  std::vector<std::unique_ptr<Seq2Seq>> replicas_;  // loss_backward_in_row_blocks's, one per block
 };
+
+// Whether a training step of this configuration is the sum of its rows' (row blocks can
+// train apart): nothing draws random numbers or keeps state across rows, i.e. no dropout
+// between stacked layers, no hard attention (samples, and a REINFORCE baseline updated with
+// the batch's mean reward), no noise in monotonic / MoChA attention.
+bool training_splits_rows(const Seq2SeqConfig& config);
 
 // The (T, B) time-major copy of a (B, T) int32 tensor.
 Tensor time_major_ids(const Tensor& ids);

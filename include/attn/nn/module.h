@@ -77,6 +77,11 @@ class Module {
   // like named_parameters() ("encoder.dropout.rng").
   std::vector<std::pair<std::string, Rng*>> named_random_streams() const;
 
+  // Makes every parameter of this module read and write `source`'s storage (its gradient
+  // buffers stay its own): a replica that runs on the same weights, e.g. one per thread.
+  // ValueError unless both list the same parameter names and shapes.
+  void share_parameters(const Module& source);
+
  protected:
   // Hook for subclasses that must react to train()/eval(); called after the flag changed.
   virtual void on_train_changed(bool) {}

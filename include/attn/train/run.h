@@ -138,6 +138,10 @@ struct StepLoss {
   // How many items (target tokens, examples) `loss` is the mean over: a data-parallel run
   // weights each rank's gradient by it, so the update equals one process's on the whole batch.
   double weight = 1.0;
+  // True when forward() has also run the backward pass (its gradients are in the
+  // parameters, e.g. Seq2Seq::loss_backward_in_row_blocks): the loop does not call
+  // backward(loss), and `loss` may be undefined.
+  bool backward_done = false;
 };
 
 struct Validation {
