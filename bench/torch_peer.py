@@ -378,7 +378,7 @@ def bench_attention(a):
                 return torch.softmax(scores if bias is None else scores + bias, dim=-1) @ v
 
         seed_grad = torch.randn(B, H, T, Dh)
-        flops = 4.0 * B * H * T * T * Dh
+        flops = 4.0 * B * H * sdpa_visible_pairs(a.mask, T) * Dh
     elif a.kind == "mha":
         mha = nn.MultiheadAttention(D, H, batch_first=True)
         x = torch.randn(B, T, D, requires_grad=True)
@@ -540,6 +540,15 @@ def pair_batch(pairs, indices):
     src_lengths = torch.tensor([len(pairs[i][0]) for i in indices])
     tgt_lengths = torch.tensor([len(pairs[i][1]) + 1 for i in indices])
     return src, src_lengths, tgt_in, tgt_out, tgt_lengths
+
+
+def sdpa_visible_pairs(mask, T):
+    """Same count as sdpa_visible_pairs in bench/support/flops.cpp."""
+    if mask == "causal":
+        return T * (T + 1) / 2
+    if mask == "padding":
+        return T * (T - T // 4)
+    return T * T
 
 
 def transformer_forward_flops(B, S, T, D, F_, V, L):

@@ -1,6 +1,7 @@
 #include "flops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace attn::bench {
 
@@ -42,6 +43,12 @@ double transformer_forward_flops(double B, double S, double T, double D, double 
 }  // namespace attn::bench
 
 namespace attn::bench {
+
+double sdpa_visible_pairs(const std::string& mask, double T) {
+  if (mask == "causal") return T * (T + 1) / 2;
+  if (mask == "padding") return T * (T - std::floor(T / 4));
+  return T * T;
+}
 
 double step_attention_macs(const std::string& kind, bool training, double T, double U, double D, double E,
                            double window, double chunk) {

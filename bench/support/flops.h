@@ -22,6 +22,11 @@ FlopCount seq2seq_forward_flops(models::AttentionKind attention, double B, doubl
 // T (padded: what is computed), D model, F FFN, V vocabulary, L layers each side.
 double transformer_forward_flops(double B, double S, double T, double D, double F, double V, double L);
 
+// `attn bench attention --kind sdpa`'s (query, key) pairs that a mask leaves visible, T queries
+// over T keys: none T², causal T(T+1)/2, padding (the last quarter of the keys masked)
+// T·(T − ⌊T/4⌋). A forward pass is 4·B·H·pairs·Dh FLOPs (q kᵀ and a v over those pairs).
+double sdpa_visible_pairs(const std::string& mask, double T);
+
 }  // namespace attn::bench
 
 namespace attn::bench {

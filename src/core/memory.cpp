@@ -1,7 +1,5 @@
 #include "attn/memory.h"
 
-#include <malloc.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -24,28 +22,9 @@ struct Pool {
   }
 };
 
-// Buffers of this size and more are "large": see release_large.
-constexpr size_t kLarge = size_t{256} << 10;
-
 Pool& pool() {
   static Pool* instance = new Pool();  // never destroyed: buffers may outlive static teardown
   return *instance;
-}
-
-// A miss of a large size hands every cached large buffer back to malloc first. Shapes that
-// keep changing (a beam search's self-attention cache grows a step at a time; its (rows, V)
-// logits shrink as sentences finish) then reuse the pages of the sizes they left, instead of
-// a size class each that never serves again. attn's executables also keep malloc's heap pages
-// (src/core/startup.cpp): on 200 beam-5 translations, a third fewer page faults and a third
-// less peak memory (bench/results/2026-12-04-int8beam-*).
-void release_large(Pool& p) {
-  std::lock_guard lock(p.mutex);
-  for (auto& [size, list] : p.free_lists) {
-    if (size < kLarge) continue;
-    for (void* ptr : list) std::free(ptr);
-    p.stats.cached_bytes -= static_cast<int64_t>(size * list.size());
-    list.clear();
-  }
 }
 
 // Size classes: multiples of 64 bytes up to 4 KiB, then four classes per power of two
@@ -79,7 +58,6 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(round_up(bytes == 0 ? 1 : 
     }
   }
   if (!data_) {
-    if (bytes_ >= kLarge) release_large(p);
     data_ = std::aligned_alloc(kAlignment, bytes_);
     if (!data_) throw std::bad_alloc();  // before counting it: the destructor will not run
   }
@@ -115,7 +93,6 @@ void allocator_release_cache() {
     for (void* ptr : list) std::free(ptr);
   p.free_lists.clear();
   p.stats.cached_bytes = 0;
-  malloc_trim(0);  // and the free heap pages malloc keeps (src/core/startup.cpp)
 }
 
 }  // namespace attn

@@ -1,14 +1,12 @@
 // Executables only (pulled in by the linker option in CMakeLists.txt; a shared library such
 // as the Python module cannot have a .preinit_array): the process starts with attn's OpenMP
-// wait policy, see omp_wait_policy_default in attn/parallel.h, and malloc keeps its heap pages
-// (keep_heap_pages below).
+// wait policy, see omp_wait_policy_default in attn/parallel.h.
 //
 // Why a re-exec: libgomp reads OMP_WAIT_POLICY in its ELF constructor, which runs before any
 // static initialiser of ours. A .preinit_array function runs even earlier, but setenv() there
 // is lost: glibc resets `environ` to the original array when libc initialises (measured on
 // glibc 2.36). So the program executes itself once more with the variable added; that costs
 // one exec (a few milliseconds) and happens only when the environment has no policy.
-#include <malloc.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -46,20 +44,5 @@ void start_with_wait_policy(int /*argc*/, char** argv, char** envp) {
 
 __attribute__((section(".preinit_array"), used)) void (*kStartWithWaitPolicy)(int, char**,
                                                                               char**) = start_with_wait_policy;
-
-// glibc's malloc serves buffers up to 32 MiB from its heap, not from fresh mmaps, and keeps
-// freed heap pages (no trim below 1 GiB free), so the large buffers the tensor pool hands back
-// (src/core/memory.cpp) are reused with their pages already mapped: 200 beam-5 translations
-// fault 59,300 pages instead of 78,900. Executables only: a host process (Python) keeps its own
-// malloc settings, as does a user who set glibc's tunables.
-void keep_heap_pages(int /*argc*/, char** /*argv*/, char** envp) {
-  for (char** e = envp; *e; ++e)
-    for (const char* set : {"GLIBC_TUNABLES=", "MALLOC_MMAP_THRESHOLD_=", "MALLOC_TRIM_THRESHOLD_="})
-      if (std::strncmp(*e, set, std::strlen(set)) == 0) return;
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-}
-
-__attribute__((section(".preinit_array"), used)) void (*kKeepHeapPages)(int, char**, char**) = keep_heap_pages;
 
 }  // namespace

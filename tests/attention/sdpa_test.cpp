@@ -585,8 +585,9 @@ TEST(Sdpa, OneQueryPathIsBitIdenticalToTiledPath) {
     EXPECT_TRUE(bit_identical(r1.out, first_rows(r2.out, c.Dv))) << "out";
     EXPECT_TRUE(bit_identical(r1.weights, first_rows(r2.weights, S))) << "weights";
     // The double reference here knows a (T, S) bias and no causal mask.
-    if (!c.per_head_bias && !c.causal_upper_left)
+    if (!c.per_head_bias && !c.causal_upper_left) {
       EXPECT_TRUE(tensors_close(r1.out, reference(q1, k, v, o1).out, kTiledTol));
+    }
   }
 }
 

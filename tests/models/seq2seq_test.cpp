@@ -937,7 +937,9 @@ TEST(Seq2Seq, TrainingInRowBlocksEqualsOneThread) {
     for (const auto& [name, grad] : gradients_of(model)) {
       SCOPED_TRACE(name);
       ASSERT_EQ(grad.defined(), expected.at(name).defined());
-      if (grad.defined()) EXPECT_TRUE(tensors_close(grad, expected.at(name)));
+      if (grad.defined()) {
+        EXPECT_TRUE(tensors_close(grad, expected.at(name)));
+      }
     }
     EXPECT_EQ(autodiff::tape().size(), 0u);
   }

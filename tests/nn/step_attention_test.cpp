@@ -122,7 +122,9 @@ TEST(StepAttention, StepShapesAndMaskedWeights) {
         double sum = 0.0;
         for (int64_t j = 0; j < S; ++j) {
           const float w = r.weights.f32()[b * a->weight_heads() * S + h * S + j];
-          if (j >= len[static_cast<size_t>(b)]) EXPECT_EQ(w, 0.0f);
+          if (j >= len[static_cast<size_t>(b)]) {
+            EXPECT_EQ(w, 0.0f);
+          }
           sum += w;
         }
         if (s == StepScore::local_p)

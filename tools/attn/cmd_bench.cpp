@@ -277,7 +277,7 @@ void run_attention_bench(const AttentionBenchArgs& a) {
           Tensor::from_vector(std::vector<int32_t>(static_cast<size_t>(B), static_cast<int32_t>(T - T / 4)), {B});
     forward = [q, k, v, o] { return sdpa(q, k, v, o).out; };
     seed_grad = random_normal({B, H, T, Dh}, rng, false);
-    flops_forward = 4.0 * B * H * T * T * Dh;  // q kᵀ and a v
+    flops_forward = 4.0 * B * H * bench::sdpa_visible_pairs(a.mask, T) * Dh;  // q kᵀ and a v
   } else if (a.kind == "mha") {
     mha = std::make_unique<nn::MultiheadAttention>(
         nn::MultiheadAttentionOptions{.embed_dim = D, .num_heads = H, .seed = a.seed});

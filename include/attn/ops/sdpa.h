@@ -32,11 +32,11 @@ namespace attn {
 enum class CausalAlign { lower_right, upper_left };
 
 struct SdpaOptions {
-  Tensor key_lengths;       // int32 (B), or undefined
-  Tensor key_padding_mask;  // int32 (B, S), nonzero = keep, or undefined
+  Tensor key_lengths{};       // int32 (B), or undefined
+  Tensor key_padding_mask{};  // int32 (B, S), nonzero = keep, or undefined
   bool causal = false;
   CausalAlign causal_align = CausalAlign::lower_right;
-  Tensor bias;               // float32 (T, S), (B·H, T, S) or (B, H, T, S), added to the scores
+  Tensor bias{};             // float32 (T, S), (B·H, T, S) or (B, H, T, S), added to the scores
   float scale = 0.0f;        // multiplies q kᵀ; 0 means 1 / sqrt(Dh)
   float temperature = 1.0f;  // divides q kᵀ · scale (not the bias); must be > 0
   bool need_weights = false;
