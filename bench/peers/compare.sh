@@ -86,7 +86,8 @@ echo "- machine: \`$("$ATTN" doctor --summary 2>/dev/null || echo "attn doctor -
 echo "- CPU: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; ISA: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|avx512_vnni|amx_tile|amx_bf16)$' | tr '\n' ' ')"
 echo "- threads $THREADS both sides; OMP_WAIT_POLICY=$OMP_WAIT_POLICY; ROUNDS=$ROUNDS"
 echo "- peers: $("$PY" -c 'import torch, ctranslate2, sacrebleu; print("torch", torch.__version__, "(CPU capability", torch.backends.cpu.get_cpu_capability() + ")", "ctranslate2", ctranslate2.__version__, "sacrebleu", sacrebleu.__version__)') from $VENV"
-echo "- attn $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), $BUILD"
+DIRTY=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null | head -1)
+echo "- attn $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')${DIRTY:+ (+ changes not committed)}, $BUILD (the binary's own commit: the machine line)"
 if [[ -n $BEFORE ]]; then
   BEFORE_COMMIT=$("$BEFORE" doctor --summary 2>/dev/null | sed -n 's/^attn [^ ]* (\([0-9a-f]\{7\}\).*/\1/p')
   BEFORE_NAME="before ($BEFORE_COMMIT), fp32"

@@ -194,24 +194,33 @@ void SpeechOptions::check(const CLI::App* cmd, decode::CheckpointKind kind, cons
                        decode::format_name(kind) + "'");
 }
 
-void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop) {
+namespace {
+
+// --flag NAME, NAME one of `names` (CLI11 refuses any other; the first is the default shown),
+// parsed into `target`.
+template <class Enum>
+void add_choice_option(CLI::App* cmd, const std::string& flag, Enum& target, Enum (*parse)(const std::string&),
+                       const std::vector<std::string>& names, const std::string& help) {
   cmd->add_option_function<std::string>(
-         "--beam-stop", [&stop](const std::string& name) { stop = models::parse_beam_stop(name); },
-         "Beam search: when a sentence stops. bound (default): when no alive hypothesis can beat its best finished "
-         "one (GNMT's bound; PyTorch's output); top: at the step whose best candidate ends it, as CTranslate2 does "
-         "(fewer steps, the output may differ)")
-      ->check(CLI::IsMember({"bound", "top"}))
-      ->default_str("bound");
+         flag, [&target, parse](const std::string& name) { target = parse(name); }, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(names.front());
+}
+
+}  // namespace
+
+void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop) {
+  add_choice_option(cmd, "--beam-stop", stop, models::parse_beam_stop, {"bound", "top"},
+                    "Beam search: when a sentence stops. bound (default): when no alive hypothesis can beat its best "
+                    "finished one (GNMT's bound; PyTorch's output); top: at the step whose best candidate ends it, as "
+                    "CTranslate2 does (fewer steps, the output may differ)");
 }
 
 void add_beam_rules_option(CLI::App* cmd, models::BeamRules& rules) {
-  cmd->add_option_function<std::string>(
-         "--beam-rules", [&rules](const std::string& name) { rules = models::parse_beam_rules(name); },
-         "Beam search: whose rules score and stop a sentence. attn (default): GNMT's length normalisation "
-         "((5 + len) / 6)^alpha and --beam-stop; ctranslate2: CTranslate2 4.8.5's (len^alpha, a sentence stops once "
-         "beam-width hypotheses have ended; its output, in fewer steps)")
-      ->check(CLI::IsMember({"attn", "ctranslate2"}))
-      ->default_str("attn");
+  add_choice_option(cmd, "--beam-rules", rules, models::parse_beam_rules, {"attn", "ctranslate2"},
+                    "Beam search: whose rules score and stop a sentence. attn (default): GNMT's length normalisation "
+                    "((5 + len) / 6)^alpha and --beam-stop; ctranslate2: CTranslate2 4.8.5's (len^alpha, a sentence "
+                    "stops once beam-width hypotheses have ended; its output, in fewer steps)");
 }
 
 void check_beam_rules(models::BeamRules rules, models::BeamStop stop, float coverage_penalty) {
