@@ -3,7 +3,8 @@
 # columns) over every tracked C++ file (*.h, *.cpp, *.cc).
 #
 #   scripts/format.sh             check: exit 1 naming each file that clang-format would change
-#   scripts/format.sh --fix [F..] format the given files in place (default: every checked file)
+#   scripts/format.sh --fix [F..] format the given C++ files in place (default: every checked file);
+#                                 any other file is refused (exit 2)
 #   scripts/format.sh --self-test check that a misformatted file fails and a formatted one passes
 #
 # ctest runs the check (format/clang_format) and the self-test (format/self_test).
@@ -44,6 +45,16 @@ case "${1:-}" in
   --fix)
     shift
     if (($# == 0)); then mapfile -t files < <(checked_files); else files=("$@"); fi
+    # Only C++: clang-format "formats" a shell script or Python file too, into something else.
+    for file in "${files[@]}"; do
+      case "$file" in
+        *.h | *.cpp | *.cc) ;;
+        *)
+          echo "format.sh: $file is not a C++ file (.h, .cpp, .cc); nothing formatted" >&2
+          exit 2
+          ;;
+      esac
+    done
     "$clang_format" --style=file -i "${files[@]}"
     ;;
   --self-test)
@@ -56,7 +67,13 @@ case "${1:-}" in
       echo "format.sh self-test: the misformatted file was not found, or the formatted one was" >&2
       exit 1
     }
-    echo "format.sh self-test: a misformatted file fails, a formatted one passes"
+    printf 'for x in a b; do echo "$x"; done\n' >"$dir/script.sh"
+    cp "$dir/script.sh" "$dir/script.sh.orig"
+    if "${BASH_SOURCE[0]}" --fix "$dir/script.sh" 2>/dev/null || ! cmp -s "$dir/script.sh" "$dir/script.sh.orig"; then
+      echo "format.sh self-test: --fix took a shell script" >&2
+      exit 1
+    fi
+    echo "format.sh self-test: a misformatted file fails, a formatted one passes, --fix refuses a shell script"
     ;;
   "" | --check)
     mapfile -t files < <(checked_files)
