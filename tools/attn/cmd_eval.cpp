@@ -316,12 +316,9 @@ void add_eval_command(CLI::App& app) {
     if (!args->hypotheses.empty() && kind != CheckpointKind::translation)
       throw UsageError("--hypotheses needs a translation checkpoint; " + args->model + " is '" +
                        decode::format_name(kind) + "'");
-    if (cmd->count("--join") > 0 && kind != CheckpointKind::asr)
-      throw UsageError("--join needs an ASR checkpoint; " + args->model + " is '" + decode::format_name(kind) + "'");
-    for (const char* beam_option : {"--beam-stop", "--beam-rules"})
-      if (cmd->count(beam_option) > 0 && kind != CheckpointKind::translation)
-        throw UsageError(std::string(beam_option) + " needs a translation checkpoint; " + args->model + " is '" +
-                         decode::format_name(kind) + "'");
+    refuse_options_for_kind(cmd, {"--join"}, kind == CheckpointKind::asr, "an ASR checkpoint", args->model, kind);
+    refuse_options_for_kind(cmd, {"--beam-stop", "--beam-rules"}, kind == CheckpointKind::translation,
+                            "a translation checkpoint", args->model, kind);
     switch (kind) {
       case CheckpointKind::translation:
         return eval_translation(*args, cmd);

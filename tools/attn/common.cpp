@@ -186,12 +186,18 @@ std::vector<CLI::Option*> SpeechOptions::add(CLI::App* cmd) {
                           "ASR model: join N utterances from --utterance on, as eval --join does (default 1)")};
 }
 
-void SpeechOptions::check(const CLI::App* cmd, decode::CheckpointKind kind, const std::string& model) const {
-  if (kind == decode::CheckpointKind::asr) return;
-  for (const char* option : {"--speech", "--utterance", "--join"})
+void refuse_options_for_kind(const CLI::App* cmd, std::initializer_list<const char*> options, bool applies,
+                             const std::string& wanted, const std::string& model, decode::CheckpointKind kind) {
+  if (applies) return;
+  for (const char* option : options)
     if (cmd->count(option) > 0)
-      throw UsageError(std::string(option) + " needs an ASR checkpoint; " + model + " is '" +
-                       decode::format_name(kind) + "'");
+      throw UsageError(std::string(option) + " needs " + wanted + "; " + model + " is '" + decode::format_name(kind) +
+                       "'");
+}
+
+void SpeechOptions::check(const CLI::App* cmd, decode::CheckpointKind kind, const std::string& model) const {
+  refuse_options_for_kind(cmd, {"--speech", "--utterance", "--join"}, kind == decode::CheckpointKind::asr,
+                          "an ASR checkpoint", model, kind);
 }
 
 namespace {

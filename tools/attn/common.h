@@ -61,6 +61,11 @@ struct SpeechOptions {
   std::vector<CLI::Option*> add(CLI::App* cmd);  // the three options
   void check(const CLI::App* cmd, decode::CheckpointKind kind, const std::string& model) const;
 };
+// UsageError "<option> needs <wanted>; <model> is '<its kind>'" for the first of `options` given
+// on the command line, unless the checkpoint is of the kind they apply to (`applies`);
+// `wanted` says which, e.g. "a translation checkpoint".
+void refuse_options_for_kind(const CLI::App* cmd, std::initializer_list<const char*> options, bool applies,
+                             const std::string& wanted, const std::string& model, decode::CheckpointKind kind);
 // --beam-stop bound|top (models::BeamStop) into `stop`.
 void add_beam_stop_option(CLI::App* cmd, models::BeamStop& stop);
 // --beam-rules attn|ctranslate2 (models::BeamRules) into `rules`.
